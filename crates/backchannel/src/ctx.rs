@@ -1,0 +1,439 @@
+//! The request context a tool takes: progress, logging, and the questions it asks its client.
+// The sampling, roots and logging types are deprecated in rmcp (SEP-2577) but are the
+// protocol; this module names them, and `deprecated.rs` holds every call into that API.
+#![allow(deprecated)]
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
+    ListRootsResult, LoggingLevel, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+};
+use rmcp::service::{ElicitationSafe, Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer};
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::deprecated;
+use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
+use crate::sessions::SessionKey;
+use crate::state::{Answer, AskKind};
+use crate::Backchannel;
+
+/// Which wire the current call arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revision {
+    /// 2025-11-25 and earlier: a session, server-to-client requests.
+    Legacy,
+    /// 2026-07-28: stateless, `input_required` results and retries.
+    Modern,
+}
+
+/// Returned by an ask that has no answer yet. Propagate it with `?`: the layer gathers every
+/// ask still open when the body ends, gets the answers, and runs the body again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "propagate a Suspend with `?` so the layer can fetch the answer"]
+pub struct Suspend(pub(crate) ());
+
+/// A question that went out (or will go out) in this round.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) kind: AskKind,
+    pub(crate) request: InputRequest,
+    pub(crate) timeout: Duration,
+}
+
+/// State shared by every run of one call's body.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) revision: Revision,
+    pub(crate) caps: ClientCapabilities,
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) meta: RequestMetaObject,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) request_log_level: Option<LoggingLevel>,
+    pub(crate) session: Option<SessionKey>,
+    pub(crate) nonce: String,
+    pub(crate) ct: CancellationToken,
+    pub(crate) layer: Backchannel,
+    pub(crate) answers: Mutex<BTreeMap<String, Answer>>,
+    /// Raw `inputResponses` of this request (2026-07-28), read when the body asks.
+    pub(crate) responses: BTreeMap<String, serde_json::Value>,
+    /// When each question of the previous round went out, from the sealed state.
+    pub(crate) asked: BTreeMap<String, crate::state::Asked>,
+    pub(crate) now_ms: u64,
+    pub(crate) pending: Mutex<BTreeMap<String, Pending>>,
+    pub(crate) last_progress: Mutex<Option<f64>>,
+    pub(crate) runs: AtomicU32,
+}
+
+impl Call {
+    pub(crate) fn take_pending(&self) -> BTreeMap<String, Pending> {
+        std::mem::take(&mut *lock(&self.pending))
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The context of one tool (or prompt) call, taken as an argument by a `#[tool]` function.
+///
+/// Cheap to clone. Asks (`elicit`, `elicit_url`, `sample`, `roots`) return `Err(Suspend)` until
+/// their answer is known; propagate it with `?`. Asks made before the first `?` go out together
+/// in one round.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    call: Arc<Call>,
+    timeout: Option<Duration>,
+    question_meta: Option<RequestMetaObject>,
+}
+
+impl Ctx {
+    pub(crate) fn new(call: Arc<Call>) -> Self {
+        Self {
+            call,
+            timeout: None,
+            question_meta: None,
+        }
+    }
+
+    /// The revision of the wire this call arrived on.
+    pub fn revision(&self) -> Revision {
+        self.call.revision
+    }
+
+    /// How many times the body has started for this call (1 on the first run).
+    pub fn run(&self) -> u32 {
+        self.call.runs.load(Ordering::SeqCst)
+    }
+
+    /// The request's `_meta`, as the client sent it.
+    pub fn meta(&self) -> &RequestMetaObject {
+        &self.call.meta
+    }
+
+    /// The client's capabilities for this request (per-request on 2026-07-28, from
+    /// `initialize` on 2025-11-25).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.call.caps
+    }
+
+    /// The progress token the client sent, if any.
+    pub fn progress_token(&self) -> Option<&ProgressToken> {
+        self.call.progress_token.as_ref()
+    }
+
+    /// Fires when the client cancels the request.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.call.ct
+    }
+
+    /// A view of this context whose asks wait at most `timeout` for the person.
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Self {
+            timeout: Some(timeout),
+            ..self.clone()
+        }
+    }
+
+    /// A view of this context whose questions carry `meta` as their `_meta`, for example a
+    /// conversation id a host uses to route the question to the right screen.
+    pub fn with_question_meta(&self, meta: RequestMetaObject) -> Self {
+        Self {
+            question_meta: Some(meta),
+            ..self.clone()
+        }
+    }
+
+    fn ask_timeout(&self) -> Duration {
+        self.timeout.unwrap_or(self.call.layer.ask_timeout())
+    }
+
+    /// Report progress. Sent only when the client asked for progress (sent a token), and only
+    /// when `value` is greater than the last value sent for this request; anything else is
+    /// dropped and noted in a debug log. Returns whether a notification was sent.
+    pub async fn progress(&self, value: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(token) = self.call.progress_token.clone() else {
+            return false;
+        };
+        {
+            let mut last = lock(&self.call.last_progress);
+            if !value.is_finite() || last.is_some_and(|previous| value <= previous) {
+                tracing::debug!(
+                    value,
+                    last = ?*last,
+                    "progress not sent: values must increase within a request"
+                );
+                return false;
+            }
+            *last = Some(value);
+        }
+        let mut param = ProgressNotificationParam::new(token, value);
+        param.total = total;
+        param.message = message.map(str::to_owned);
+        match self.call.peer.notify_progress(param).await {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::debug!(%error, "progress notification could not be sent");
+                false
+            }
+        }
+    }
+
+    /// Send a log message to the client, if the client wants messages of this level: on
+    /// 2025-11-25 the session's `logging/setLevel`, on 2026-07-28 the request's
+    /// `io.modelcontextprotocol/logLevel` (no level, no messages). Returns whether it was sent.
+    pub async fn log(
+        &self,
+        level: LoggingLevel,
+        logger: &str,
+        data: impl serde::Serialize,
+    ) -> bool {
+        let threshold = match self.call.revision {
+            Revision::Modern => self.call.request_log_level,
+            Revision::Legacy => Some(
+                self.call
+                    .layer
+                    .sessions()
+                    .log_level(self.call.session.as_ref())
+                    .unwrap_or(self.call.layer.default_log_level()),
+            ),
+        };
+        let Some(threshold) = threshold else {
+            return false;
+        };
+        if crate::sessions::level_rank(level) < crate::sessions::level_rank(threshold) {
+            return false;
+        }
+        let data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
+        deprecated::send_log(&self.call.peer, level, logger, data).await
+    }
+
+    /// Ask the person to fill in a form described by `T` (its JSON schema is generated from
+    /// the type; only flat objects of primitives and enums are allowed by the protocol).
+    ///
+    /// An accepted form whose content does not parse as `T` is asked again. An accepted form
+    /// with no content is read as `{}`, so a `T` with defaults can stand for "submitted empty".
+    pub async fn elicit<T>(&self, key: &str, message: impl Into<String>) -> Result<Elicited<T>, Suspend>
+    where
+        T: ElicitationSafe + DeserializeOwned,
+    {
+        if !self.can_elicit(AskKind::Form) {
+            return Ok(Elicited::Unsupported);
+        }
+        let schema = match ElicitationSchema::from_type::<T>() {
+            Ok(schema) => schema,
+            Err(error) => {
+                tracing::error!(%error, key, "form type has no valid elicitation schema");
+                return Ok(Elicited::Unsupported);
+            }
+        };
+        let request =
+            InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                meta: self.question_meta.clone(),
+                message: message.into(),
+                requested_schema: schema,
+            }));
+        let answer = self.answer_or_ask(key, AskKind::Form, &request)?;
+        match answer {
+            Answer::Elicit { action: ElicitationAction::Accept, content } => {
+                let content = content.unwrap_or_else(|| serde_json::json!({}));
+                match serde_json::from_value::<T>(content) {
+                    Ok(value) => Ok(Elicited::Accepted(value)),
+                    Err(error) => {
+                        tracing::debug!(%error, key, "accepted form does not match its schema; asking again");
+                        Err(self.ask_again(key, AskKind::Form, &request))
+                    }
+                }
+            }
+            Answer::Elicit { action: ElicitationAction::Decline, .. } => Ok(Elicited::Declined),
+            Answer::Elicit { .. } | Answer::Refused { .. } => Ok(Elicited::Cancelled),
+            Answer::TimedOut => Ok(Elicited::TimedOut),
+            Answer::Sampled { .. } | Answer::Roots { .. } => {
+                Err(self.ask_again(key, AskKind::Form, &request))
+            }
+        }
+    }
+
+    /// Ask the person to open `url` (URL-mode elicitation), for interactions that must not pass
+    /// through the client, such as signing in or paying.
+    pub async fn elicit_url(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+        url: impl Into<String>,
+    ) -> Result<UrlElicited, Suspend> {
+        if !self.can_elicit(AskKind::Url) {
+            return Ok(UrlElicited::Unsupported);
+        }
+        let elicitation_id = self.elicitation_id(key);
+        let request =
+            InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+                meta: self.question_meta.clone(),
+                message: message.into(),
+                url: url.into(),
+                elicitation_id: elicitation_id.clone(),
+            }));
+        let answer = self.answer_or_ask(key, AskKind::Url, &request)?;
+        Ok(match answer {
+            Answer::Elicit { action: ElicitationAction::Accept, .. } => {
+                UrlElicited::Accepted { elicitation_id }
+            }
+            Answer::Elicit { action: ElicitationAction::Decline, .. } => UrlElicited::Declined,
+            Answer::Elicit { .. } | Answer::Refused { .. } => UrlElicited::Cancelled,
+            Answer::TimedOut => UrlElicited::TimedOut,
+            Answer::Sampled { .. } | Answer::Roots { .. } => {
+                return Err(self.ask_again(key, AskKind::Url, &request));
+            }
+        })
+    }
+
+    /// Tell the client that the out-of-band interaction of a URL question has finished
+    /// (`notifications/elicitation/complete`). Only 2025-11-25 sessions have a channel for it;
+    /// returns whether it was sent.
+    pub async fn url_elicitation_complete(&self, elicitation_id: &str) -> bool {
+        if self.call.revision != Revision::Legacy {
+            return false;
+        }
+        deprecated::send_elicitation_complete(&self.call.peer, elicitation_id).await
+    }
+
+    /// Ask the client's model for a completion.
+    pub async fn sample(
+        &self,
+        key: &str,
+        request: CreateMessageRequestParams,
+    ) -> Result<Sampled, Suspend> {
+        if self.call.caps.sampling.is_none() {
+            return Ok(Sampled::Unsupported);
+        }
+        let mut params = request;
+        if params.meta.is_none() {
+            params.meta = self.question_meta.clone();
+        }
+        let request = deprecated::sampling_request(params);
+        let answer = self.answer_or_ask(key, AskKind::Sampling, &request)?;
+        match answer {
+            Answer::Sampled { result } => match serde_json::from_value::<CreateMessageResult>(result) {
+                Ok(result) => Ok(Sampled::Message(Box::new(result))),
+                Err(_) => Err(self.ask_again(key, AskKind::Sampling, &request)),
+            },
+            Answer::Refused { code, message } => Ok(Sampled::Refused { code, message }),
+            Answer::TimedOut => Ok(Sampled::TimedOut),
+            Answer::Elicit { .. } | Answer::Roots { .. } => {
+                Err(self.ask_again(key, AskKind::Sampling, &request))
+            }
+        }
+    }
+
+    /// Ask the client which roots (folders) this server may use.
+    pub async fn roots(&self, key: &str) -> Result<RootsListed, Suspend> {
+        if self.call.caps.roots.is_none() {
+            return Ok(RootsListed::Unsupported);
+        }
+        let request = deprecated::list_roots_request();
+        let answer = self.answer_or_ask(key, AskKind::Roots, &request)?;
+        match answer {
+            Answer::Roots { result } => match serde_json::from_value::<ListRootsResult>(result) {
+                Ok(result) => Ok(RootsListed::Listed(result.roots)),
+                Err(_) => Err(self.ask_again(key, AskKind::Roots, &request)),
+            },
+            Answer::Refused { code, message } => Ok(RootsListed::Failed { code, message }),
+            Answer::TimedOut => Ok(RootsListed::TimedOut),
+            Answer::Elicit { .. } | Answer::Sampled { .. } => {
+                Err(self.ask_again(key, AskKind::Roots, &request))
+            }
+        }
+    }
+
+    fn can_elicit(&self, kind: AskKind) -> bool {
+        let Some(elicitation) = self.call.caps.elicitation.as_ref() else {
+            return false;
+        };
+        match kind {
+            // A client that declares `elicitation: {}` with neither mode supports forms.
+            AskKind::Form => elicitation.form.is_some() || elicitation.url.is_none(),
+            AskKind::Url => elicitation.url.is_some(),
+            AskKind::Sampling | AskKind::Roots => false,
+        }
+    }
+
+    fn answer_or_ask(
+        &self,
+        key: &str,
+        kind: AskKind,
+        request: &InputRequest,
+    ) -> Result<Answer, Suspend> {
+        let mut answers = lock(&self.call.answers);
+        if let Some(answer) = answers.get(key) {
+            return Ok(answer.clone());
+        }
+        if let Some(value) = self.call.responses.get(key) {
+            if let Some(answer) = deprecated::read_response(kind, value) {
+                let late = self.call.asked.get(key).is_some_and(|asked| {
+                    self.call.now_ms.saturating_sub(asked.at) > asked.timeout
+                });
+                let answer = if late { Answer::TimedOut } else { answer };
+                answers.insert(key.to_owned(), answer.clone());
+                return Ok(answer);
+            }
+            tracing::debug!(key, "malformed input response; asking again");
+        }
+        drop(answers);
+        Err(self.suspend(key, kind, request))
+    }
+
+    fn suspend(&self, key: &str, kind: AskKind, request: &InputRequest) -> Suspend {
+        let pending = Pending {
+            kind,
+            request: request.clone(),
+            timeout: self.ask_timeout(),
+        };
+        lock(&self.call.pending).insert(key.to_owned(), pending);
+        Suspend(())
+    }
+
+    /// Forget a malformed answer and put the question out again in the next round.
+    fn ask_again(&self, key: &str, kind: AskKind, request: &InputRequest) -> Suspend {
+        let answer = lock(&self.call.answers).remove(key);
+        tracing::debug!(key, ?answer, "answer does not fit its question; asking again");
+        self.suspend(key, kind, request)
+    }
+
+    fn elicitation_id(&self, key: &str) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.call.nonce.as_bytes());
+        hasher.update([0]);
+        hasher.update(key.as_bytes());
+        let digest = hasher.finalize();
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl<C: AsRequestContext> FromContextPart<C> for Ctx {
+    fn from_context_part(context: &mut C) -> Result<Self, ErrorData> {
+        context
+            .as_request_context()
+            .extensions
+            .get::<Ctx>()
+            .cloned()
+            .ok_or_else(|| {
+                ErrorData::internal_error(
+                    "backchannel::Ctx is only available inside a call driven by Backchannel",
+                    None,
+                )
+            })
+    }
+}
+
+pub(crate) fn insert_ctx(mut rc: RequestContext<RoleServer>, ctx: Ctx) -> RequestContext<RoleServer> {
+    rc.extensions.insert(ctx);
+    rc
+}

@@ -1,0 +1,168 @@
+//! Every use of rmcp's SEP-2577-deprecated sampling, roots and logging API lives here.
+//!
+//! The rest of the crate (and its users) name these types through the aliases below, so the
+//! deprecation is acknowledged once, in one place, and a future rmcp that drops them breaks
+//! only this module.
+#![allow(deprecated)]
+
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientResult, CustomNotification, InputRequest,
+    ServerNotification, ServerRequest,
+};
+use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
+use rmcp::RoleServer;
+
+use crate::state::Answer;
+
+/// Log severity (`debug` … `emergency`).
+pub type LogLevel = rmcp::model::LoggingLevel;
+/// Parameters of `sampling/createMessage`.
+pub type SamplingRequest = rmcp::model::CreateMessageRequestParams;
+/// Result of `sampling/createMessage`.
+pub type SamplingResult = rmcp::model::CreateMessageResult;
+/// One message of a sampling conversation.
+pub type SamplingMessage = rmcp::model::SamplingMessage;
+/// A root (folder) the client lets the server use.
+pub type Root = rmcp::model::Root;
+/// Result of `roots/list`.
+pub type ListRootsResult = rmcp::model::ListRootsResult;
+/// Parameters of `logging/setLevel`.
+pub type SetLevelParams = rmcp::model::SetLevelRequestParams;
+
+/// The numeric severity of a level, `debug` = 0 … `emergency` = 7.
+pub(crate) fn level_rank(level: LogLevel) -> u8 {
+    match level {
+        LogLevel::Debug => 0,
+        LogLevel::Info => 1,
+        LogLevel::Notice => 2,
+        LogLevel::Warning => 3,
+        LogLevel::Error => 4,
+        LogLevel::Critical => 5,
+        LogLevel::Alert => 6,
+        LogLevel::Emergency => 7,
+    }
+}
+
+/// The level a `logging/setLevel` request asks for.
+pub(crate) fn requested_level(params: &SetLevelParams) -> LogLevel {
+    params.level
+}
+
+pub(crate) async fn send_log(
+    peer: &Peer<RoleServer>,
+    level: LogLevel,
+    logger: &str,
+    data: serde_json::Value,
+) -> bool {
+    let param = rmcp::model::LoggingMessageNotificationParam::new(level, data).with_logger(logger);
+    peer.notify_logging_message(param).await.is_ok()
+}
+
+pub(crate) async fn send_elicitation_complete(peer: &Peer<RoleServer>, elicitation_id: &str) -> bool {
+    let notification = CustomNotification::new(
+        "notifications/elicitation/complete",
+        Some(serde_json::json!({ "elicitationId": elicitation_id })),
+    );
+    peer.send_notification(ServerNotification::CustomNotification(notification))
+        .await
+        .is_ok()
+}
+
+pub(crate) fn sampling_request(params: SamplingRequest) -> InputRequest {
+    InputRequest::CreateMessage(rmcp::model::CreateMessageRequest::new(params))
+}
+
+/// A sampling request of one user message, answered in at most `max_tokens`.
+pub fn user_prompt(text: impl Into<String>, max_tokens: u32) -> SamplingRequest {
+    SamplingRequest::new(vec![SamplingMessage::user_text(text.into())], max_tokens)
+}
+
+pub(crate) fn list_roots_request() -> InputRequest {
+    InputRequest::ListRoots(rmcp::model::ListRootsRequest {
+        method: Default::default(),
+        extensions: Default::default(),
+    })
+}
+
+/// Send one question as a real server-to-client request (2025-11-25) and wait at most `timeout`.
+pub(crate) async fn fulfil(peer: &Peer<RoleServer>, request: InputRequest, timeout: Duration) -> Answer {
+    let request = match request {
+        InputRequest::CreateMessage(request) => ServerRequest::CreateMessageRequest(request),
+        InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
+        InputRequest::ListRoots(request) => ServerRequest::ListRootsRequest(request),
+        other => {
+            tracing::error!(?other, "unknown kind of input request");
+            return Answer::Refused {
+                code: -32603,
+                message: "unknown kind of input request".into(),
+            };
+        }
+    };
+    let sent = peer
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+        .await;
+    let response = match sent {
+        Ok(handle) => handle.await_response().await,
+        Err(error) => Err(error),
+    };
+    match response {
+        Ok(ClientResult::ElicitResult(result)) => Answer::Elicit {
+            action: result.action,
+            content: result.content,
+        },
+        Ok(ClientResult::CreateMessageResult(result)) => Answer::Sampled {
+            result: serde_json::to_value(&*result).unwrap_or_default(),
+        },
+        Ok(ClientResult::ListRootsResult(result)) => Answer::Roots {
+            result: serde_json::to_value(&result).unwrap_or_default(),
+        },
+        Ok(other) => Answer::Refused {
+            code: -32603,
+            message: format!("unexpected response: {other:?}"),
+        },
+        Err(ServiceError::Timeout { .. }) => Answer::TimedOut,
+        Err(ServiceError::McpError(error)) => Answer::Refused {
+            code: error.code.0,
+            message: error.message.into_owned(),
+        },
+        Err(error) => Answer::Refused {
+            code: -32603,
+            message: error.to_string(),
+        },
+    }
+}
+
+/// Read a 2026-07-28 `inputResponses` value for a question of `kind`; `None` if malformed.
+pub(crate) fn read_response(kind: crate::state::AskKind, value: &serde_json::Value) -> Option<Answer> {
+    use crate::state::AskKind;
+    if let Some(error) = value.get("error").filter(|e| e.is_object()) {
+        return Some(Answer::Refused {
+            code: error.get("code").and_then(|c| c.as_i64()).unwrap_or(-32603) as i32,
+            message: error
+                .get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("refused")
+                .to_owned(),
+        });
+    }
+    match kind {
+        AskKind::Form | AskKind::Url => {
+            let result: rmcp::model::ElicitResult = serde_json::from_value(value.clone()).ok()?;
+            Some(Answer::Elicit {
+                action: result.action,
+                content: result.content,
+            })
+        }
+        AskKind::Sampling => {
+            serde_json::from_value::<SamplingResult>(value.clone()).ok()?;
+            Some(Answer::Sampled { result: value.clone() })
+        }
+        AskKind::Roots => {
+            serde_json::from_value::<ListRootsResult>(value.clone()).ok()?;
+            Some(Answer::Roots { result: value.clone() })
+        }
+    }
+}
+

@@ -1,0 +1,75 @@
+//! What a tool body returns when it does not produce a result.
+
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock as Content};
+use rmcp::ErrorData;
+
+use crate::ctx::Suspend;
+
+/// The error side of a tool body.
+#[derive(Debug)]
+pub enum ToolError {
+    /// An ask has no answer yet; the layer fetches it and runs the body again.
+    Suspended,
+    /// The tool failed in a way the model should read: becomes an `isError` result.
+    Failed(String),
+    /// A protocol error (JSON-RPC error response). Use sparingly: a tool's own failure is a
+    /// [`ToolError::Failed`].
+    Protocol(ErrorData),
+}
+
+impl ToolError {
+    /// A failure the model reads as an `isError` result.
+    pub fn failed(message: impl std::fmt::Display) -> Self {
+        ToolError::Failed(message.to_string())
+    }
+}
+
+impl From<Suspend> for ToolError {
+    fn from(_: Suspend) -> Self {
+        ToolError::Suspended
+    }
+}
+
+impl From<ErrorData> for ToolError {
+    fn from(error: ErrorData) -> Self {
+        ToolError::Protocol(error)
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolError::Suspended => f.write_str("waiting for the client's answers"),
+            ToolError::Failed(message) => f.write_str(message),
+            ToolError::Protocol(error) => write!(f, "{}", error.message),
+        }
+    }
+}
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        match self {
+            // The layer discards a suspended run's result; this text is never seen by a client.
+            ToolError::Suspended => Ok(CallToolResult::error(vec![Content::text(
+                "waiting for the client's answers",
+            )])
+            .into()),
+            ToolError::Failed(message) => {
+                Ok(CallToolResult::error(vec![Content::text(message)]).into())
+            }
+            ToolError::Protocol(error) => Err(error),
+        }
+    }
+}
+
+/// What a tool body returns.
+pub type ToolResult<T = CallToolResult> = Result<T, ToolError>;
+
+impl From<Suspend> for ErrorData {
+    /// For prompt bodies that return `Result<_, ErrorData>`: a suspended run's error is
+    /// discarded by the layer, never sent.
+    fn from(_: Suspend) -> Self {
+        ErrorData::internal_error("waiting for the client's answers", None)
+    }
+}

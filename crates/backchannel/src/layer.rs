@@ -1,0 +1,460 @@
+//! The layer that drives a tool body through its rounds on either revision.
+// The sampling, roots and logging types are deprecated in rmcp (SEP-2577) but are the
+// protocol; this module names them, and `deprecated.rs` holds every call into that API.
+#![allow(deprecated)]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::handler::server::router::prompt::PromptRouter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::prompt::PromptContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, GetPromptRequestParams,
+    GetPromptResponse, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+    ProtocolVersion, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer};
+
+use crate::clock::Clock;
+use crate::ctx::{insert_ctx, lock, Call, Ctx, Pending, Revision};
+use crate::deprecated::{self, LogLevel, SetLevelParams};
+use crate::sessions::{ListKind, SessionKey, Sessions};
+use crate::state::{Asked, CallBinding, Sealed, StateCodec};
+
+/// Reads the caller's identity from a request, to bind sealed state to it.
+type PrincipalFn = dyn Fn(&RequestContext<RoleServer>) -> Option<String> + Send + Sync;
+
+struct Inner {
+    codec: StateCodec,
+    clock: Clock,
+    ask_timeout: Duration,
+    state_ttl: Duration,
+    max_rounds: u32,
+    default_log_level: LogLevel,
+    principal: Option<Box<PrincipalFn>>,
+    sessions: Sessions,
+}
+
+/// The backchannel layer: one per server, shared by every session and request (cheap to clone).
+#[derive(Clone)]
+pub struct Backchannel {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Backchannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backchannel")
+            .field("ask_timeout", &self.inner.ask_timeout)
+            .field("state_ttl", &self.inner.state_ttl)
+            .field("max_rounds", &self.inner.max_rounds)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`Backchannel`].
+pub struct BackchannelBuilder {
+    key: Option<Vec<u8>>,
+    ask_timeout: Duration,
+    state_ttl: Duration,
+    max_rounds: u32,
+    default_log_level: LogLevel,
+    principal: Option<Box<PrincipalFn>>,
+}
+
+impl std::fmt::Debug for BackchannelBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackchannelBuilder")
+            .field("ask_timeout", &self.ask_timeout)
+            .field("state_ttl", &self.state_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Errors building a [`Backchannel`].
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The sealing key is shorter than 32 bytes.
+    #[error("the request-state key must be at least 32 bytes, got {0}")]
+    KeyTooShort(usize),
+    /// The state must outlive the person's answer time.
+    #[error("the request-state lifetime ({state_ttl:?}) must be longer than the ask timeout ({ask_timeout:?})")]
+    StateShorterThanAsk {
+        /// Configured state lifetime.
+        state_ttl: Duration,
+        /// Configured ask timeout.
+        ask_timeout: Duration,
+    },
+}
+
+impl BackchannelBuilder {
+    /// The HMAC key sealing `requestState` (at least 32 bytes). Servers behind a load balancer
+    /// share one key. Default: a random key per process.
+    pub fn state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// How long a question may wait for the person (default 90 s).
+    pub fn ask_timeout(mut self, timeout: Duration) -> Self {
+        self.ask_timeout = timeout;
+        self
+    }
+
+    /// How long sealed state stays valid (default 10 minutes).
+    pub fn state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
+    /// The most rounds one call may take (default 10).
+    pub fn max_rounds(mut self, rounds: u32) -> Self {
+        self.max_rounds = rounds;
+        self
+    }
+
+    /// The log level of a 2025-11-25 session that never sent `logging/setLevel` (default info).
+    pub fn default_log_level(mut self, level: LogLevel) -> Self {
+        self.default_log_level = level;
+        self
+    }
+
+    /// How to read the caller's identity from a request; sealed state is bound to it.
+    pub fn principal(
+        mut self,
+        principal: impl Fn(&RequestContext<RoleServer>) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.principal = Some(Box::new(principal));
+        self
+    }
+
+    /// Build the layer.
+    pub fn build(self) -> Result<Backchannel, BuildError> {
+        let key = match self.key {
+            Some(key) if key.len() < 32 => return Err(BuildError::KeyTooShort(key.len())),
+            Some(key) => key,
+            None => random_bytes::<32>().to_vec(),
+        };
+        if self.state_ttl <= self.ask_timeout {
+            return Err(BuildError::StateShorterThanAsk {
+                state_ttl: self.state_ttl,
+                ask_timeout: self.ask_timeout,
+            });
+        }
+        Ok(Backchannel {
+            inner: Arc::new(Inner {
+                codec: StateCodec::new(key),
+                clock: Clock::new(),
+                ask_timeout: self.ask_timeout,
+                state_ttl: self.state_ttl,
+                max_rounds: self.max_rounds,
+                default_log_level: self.default_log_level,
+                principal: self.principal,
+                sessions: Sessions::default(),
+            }),
+        })
+    }
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    if let Err(error) = getrandom::fill(&mut bytes) {
+        // No OS randomness means no safe key; refuse to run rather than seal with zeros.
+        panic!("the operating system provided no random bytes: {error}");
+    }
+    bytes
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The result of driving a body: done, or waiting for the client (2026-07-28 only).
+enum Driven<R> {
+    Complete(R),
+    InputRequired(InputRequiredResult),
+}
+
+impl Default for Backchannel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Backchannel {
+    /// A layer with the defaults: random key, 90 s asks, 10 minute state, 10 rounds.
+    pub fn new() -> Self {
+        Self::builder()
+            .build()
+            .unwrap_or_else(|error| unreachable!("defaults are valid: {error}"))
+    }
+
+    /// Configure a layer.
+    pub fn builder() -> BackchannelBuilder {
+        BackchannelBuilder {
+            key: None,
+            ask_timeout: Duration::from_secs(90),
+            state_ttl: Duration::from_secs(600),
+            max_rounds: 10,
+            default_log_level: LogLevel::Info,
+            principal: None,
+        }
+    }
+
+    pub(crate) fn ask_timeout(&self) -> Duration {
+        self.inner.ask_timeout
+    }
+
+    pub(crate) fn default_log_level(&self) -> LogLevel {
+        self.inner.default_log_level
+    }
+
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.inner.sessions
+    }
+
+    /// Run `tools/call` through the router, driving the body's asks on either revision.
+    /// Call it from your `ServerHandler::call_tool`.
+    pub async fn call_tool<S: Send + Sync + 'static>(
+        &self,
+        router: &ToolRouter<S>,
+        service: &S,
+        params: CallToolRequestParams,
+        rc: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let binding = self.binding("tool", &params.name, params.arguments.as_ref(), &rc);
+        let input_responses = params.input_responses.clone();
+        let request_state = params.request_state.clone();
+        let driven = self
+            .drive(&rc, binding, input_responses, request_state, |rc| {
+                let mut params = params.clone();
+                params.input_responses = None;
+                params.request_state = None;
+                async move {
+                    let context = ToolCallContext::new(service, params, rc);
+                    router.call(context).await
+                }
+            })
+            .await?;
+        Ok(match driven {
+            Driven::Complete(CallToolResponse::InputRequired(_)) => {
+                // A body that builds its own input_required bypasses the layer's state.
+                return Err(ErrorData::internal_error(
+                    "a tool driven by backchannel must ask through Ctx, not return input_required",
+                    None,
+                ));
+            }
+            Driven::Complete(response) => response,
+            Driven::InputRequired(result) => CallToolResponse::InputRequired(result),
+        })
+    }
+
+    /// Run `prompts/get` through the router, driving the prompt's asks like a tool's.
+    pub async fn get_prompt<S: Send + Sync + 'static>(
+        &self,
+        router: &PromptRouter<S>,
+        service: &S,
+        params: GetPromptRequestParams,
+        rc: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let binding = self.binding("prompt", &params.name, params.arguments.as_ref(), &rc);
+        let input_responses = params.input_responses.clone();
+        let request_state = params.request_state.clone();
+        let driven = self
+            .drive(&rc, binding, input_responses, request_state, |rc| {
+                let params = params.clone();
+                async move {
+                    let context = PromptContext::new(service, params.name, params.arguments, rc);
+                    router.get_prompt(context).await
+                }
+            })
+            .await?;
+        Ok(match driven {
+            Driven::Complete(response) => response,
+            Driven::InputRequired(result) => GetPromptResponse::InputRequired(result),
+        })
+    }
+
+    fn binding(
+        &self,
+        kind: &str,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        rc: &RequestContext<RoleServer>,
+    ) -> CallBinding {
+        let principal = self.inner.principal.as_ref().and_then(|f| f(rc));
+        CallBinding::new(kind, name, arguments, principal.as_deref())
+    }
+
+    async fn drive<R, F, Fut>(
+        &self,
+        rc: &RequestContext<RoleServer>,
+        binding: CallBinding,
+        input_responses: Option<InputResponses>,
+        request_state: Option<String>,
+        mut body: F,
+    ) -> Result<Driven<R>, ErrorData>
+    where
+        F: FnMut(RequestContext<RoleServer>) -> Fut,
+        Fut: Future<Output = Result<R, ErrorData>>,
+    {
+        let revision = if rc
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+        {
+            Revision::Modern
+        } else {
+            Revision::Legacy
+        };
+        let clock = self.inner.clock;
+        let mut sealed = match (&revision, request_state) {
+            (Revision::Modern, Some(state)) => self
+                .inner
+                .codec
+                .open(&binding, &state, &clock)
+                .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?,
+            _ => Sealed {
+                nonce: hex(&random_bytes::<16>()),
+                ..Sealed::default()
+            },
+        };
+        let call = Arc::new(Call {
+            revision,
+            caps: rc.client_capabilities().unwrap_or_default(),
+            peer: rc.peer.clone(),
+            meta: rc.meta.clone(),
+            progress_token: rc.meta.get_progress_token(),
+            request_log_level: rc.meta.log_level(),
+            session: SessionKey::of(&rc.peer),
+            nonce: sealed.nonce.clone(),
+            ct: rc.ct.clone(),
+            layer: self.clone(),
+            answers: Mutex::new(std::mem::take(&mut sealed.answers)),
+            responses: match revision {
+                Revision::Modern => input_responses.unwrap_or_default(),
+                Revision::Legacy => BTreeMap::new(),
+            },
+            asked: std::mem::take(&mut sealed.asked),
+            now_ms: clock.now_ms(),
+            pending: Mutex::new(BTreeMap::new()),
+            last_progress: Mutex::new(None),
+            runs: AtomicU32::new(0),
+        });
+        let mut round = sealed.round;
+        loop {
+            call.runs.fetch_add(1, Ordering::SeqCst);
+            let run_rc = insert_ctx(rc.clone(), Ctx::new(call.clone()));
+            let result = body(run_rc).await;
+            let pending = call.take_pending();
+            if pending.is_empty() {
+                return result.map(Driven::Complete);
+            }
+            round += 1;
+            if round > self.inner.max_rounds {
+                return Err(ErrorData::internal_error(
+                    format!(
+                        "the call needed more than {} rounds of questions; it was stopped",
+                        self.inner.max_rounds
+                    ),
+                    None,
+                ));
+            }
+            match revision {
+                Revision::Modern => {
+                    let now = clock.now_ms();
+                    let mut requests = InputRequests::new();
+                    let mut asked = BTreeMap::new();
+                    for (key, Pending { kind, request, timeout }) in pending {
+                        asked.insert(
+                            key.clone(),
+                            Asked {
+                                kind,
+                                at: now,
+                                timeout: timeout.as_millis() as u64,
+                            },
+                        );
+                        requests.insert(key, request);
+                    }
+                    let state = Sealed {
+                        exp: now + self.inner.state_ttl.as_millis() as u64,
+                        round,
+                        nonce: sealed.nonce,
+                        answers: lock(&call.answers).clone(),
+                        asked,
+                    };
+                    let sealed = self.inner.codec.seal(&binding, &state);
+                    return Ok(Driven::InputRequired(InputRequiredResult::new(
+                        Some(requests),
+                        Some(sealed),
+                    )));
+                }
+                Revision::Legacy => {
+                    let peer = &call.peer;
+                    let asks = pending.into_iter().map(|(key, pending)| async move {
+                        let answer = deprecated::fulfil(peer, pending.request, pending.timeout).await;
+                        (key, answer)
+                    });
+                    let answers = tokio::select! {
+                        answers = futures::future::join_all(asks) => answers,
+                        () = rc.ct.cancelled() => {
+                            return Err(ErrorData::internal_error("the request was cancelled", None));
+                        }
+                    };
+                    lock(&call.answers).extend(answers);
+                }
+            }
+        }
+    }
+
+    /// Remember a 2025-11-25 session for list-changed broadcasts. Call it from
+    /// `ServerHandler::on_initialized`.
+    pub fn on_initialized(&self, context: &NotificationContext<RoleServer>) {
+        self.inner.sessions.register(&context.peer);
+    }
+
+    /// Store a session's `logging/setLevel`. Call it from `ServerHandler::set_level`.
+    pub fn set_level(&self, params: &SetLevelParams, context: &RequestContext<RoleServer>) {
+        self.inner
+            .sessions
+            .set_log_level(&context.peer, deprecated::requested_level(params));
+    }
+
+    /// Accept every list-changed subscription the server advertises. Call it from
+    /// `ServerHandler::accepted_subscription_filter`.
+    pub fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// Hold a 2026-07-28 `subscriptions/listen` stream open for broadcasts until the client
+    /// goes away. Call it from `ServerHandler::listen`.
+    pub async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let id = self.inner.sessions.add_listener(subscription.sink().clone());
+        subscription.cancelled().await;
+        self.inner.sessions.remove_listener(id);
+        Ok(())
+    }
+
+    /// Tell every 2025-11-25 session and every 2026-07-28 listen stream that a list changed.
+    /// Returns how many peers were notified.
+    pub async fn notify_list_changed(&self, kind: ListKind) -> usize {
+        self.inner.sessions.broadcast(kind).await
+    }
+
+    /// How many (2025-11-25 sessions, 2026-07-28 listen streams) are registered.
+    pub fn listener_counts(&self) -> (usize, usize) {
+        self.inner.sessions.counts()
+    }
+}
+
+/// An `isError` result with one text block.
+pub fn error_text(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![Content::text(message.into())])
+}

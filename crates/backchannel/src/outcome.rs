@@ -1,0 +1,95 @@
+//! Typed outcomes of the questions a tool asks its client.
+//!
+//! Every fact a tool may need to act on is its own variant: a person who says no, a person who
+//! walks away, a client that cannot ask and a question nobody answered in time are different
+//! things, and the tool decides what each one means.
+// The sampling, roots and logging types are deprecated in rmcp (SEP-2577) but are the
+// protocol; this module names them, and `deprecated.rs` holds every call into that API.
+#![allow(deprecated)]
+
+use rmcp::model::{CreateMessageResult, Root};
+
+/// The outcome of a form question (`ctx.elicit::<T>`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicited<T> {
+    /// The person submitted the form; the content parsed as `T`.
+    Accepted(T),
+    /// The person explicitly said no.
+    Declined,
+    /// The person dismissed the question without choosing.
+    Cancelled,
+    /// This client did not declare form elicitation, so nothing was asked.
+    Unsupported,
+    /// Nobody answered within the ask's timeout.
+    TimedOut,
+}
+
+/// The outcome of a URL-mode question (`ctx.elicit_url`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlElicited {
+    /// The person agreed to open the URL. The interaction itself happens out of band; call
+    /// [`crate::Ctx::url_elicitation_complete`] with this id when the server sees it finish.
+    Accepted {
+        /// The id sent with the question, stable across the rounds of one call.
+        elicitation_id: String,
+    },
+    /// The person explicitly said no.
+    Declined,
+    /// The person dismissed the question.
+    Cancelled,
+    /// This client did not declare URL elicitation, so nothing was asked.
+    Unsupported,
+    /// Nobody answered within the ask's timeout.
+    TimedOut,
+}
+
+/// The outcome of a request for the client's model (`ctx.sample`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sampled {
+    /// The client's model answered.
+    Message(Box<CreateMessageResult>),
+    /// The client (or the person approving the request) refused it with an error.
+    Refused {
+        /// The JSON-RPC error code the client sent.
+        code: i32,
+        /// The client's error message.
+        message: String,
+    },
+    /// This client did not declare sampling, so nothing was asked.
+    Unsupported,
+    /// No answer arrived within the ask's timeout.
+    TimedOut,
+}
+
+impl Sampled {
+    /// The text of the model's answer, if it answered with text.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Sampled::Message(result) => result
+                .message
+                .content
+                .first()
+                .and_then(|content| content.as_text())
+                .map(|text| text.text.as_str()),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of asking the client for its roots (`ctx.roots`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RootsListed {
+    /// The client listed its roots (possibly none).
+    Listed(Vec<Root>),
+    /// The client answered with an error.
+    Failed {
+        /// The JSON-RPC error code the client sent.
+        code: i32,
+        /// The client's error message.
+        message: String,
+    },
+    /// This client did not declare roots, so nothing was asked.
+    Unsupported,
+    /// No answer arrived within the ask's timeout.
+    TimedOut,
+}

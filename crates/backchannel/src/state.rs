@@ -1,0 +1,195 @@
+//! The sealed `requestState` that carries earlier rounds' answers between 2026-07-28 retries.
+//!
+//! The payload is HMAC-sealed with rmcp's [`RequestStateCodec`]; the associated data binds it to
+//! the call (tool or prompt name, a digest of the arguments, and the caller's identity where
+//! there is one), and the payload carries its own expiry read from the layer's [`Clock`].
+
+use std::collections::BTreeMap;
+
+use rmcp::model::{ElicitationAction, JsonObject};
+use rmcp::model::{RequestStateCodec, SealOptions};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::clock::Clock;
+
+/// An answer the layer holds for one ask key, normalised across both revisions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "o", rename_all = "snake_case")]
+pub(crate) enum Answer {
+    /// An elicitation result (form or URL mode).
+    Elicit {
+        action: ElicitationAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Value>,
+    },
+    /// A sampling result, kept as the JSON the client sent.
+    Sampled { result: serde_json::Value },
+    /// A roots result, kept as the JSON the client sent.
+    Roots { result: serde_json::Value },
+    /// The client answered the request with a JSON-RPC error.
+    Refused { code: i32, message: String },
+    /// No answer arrived within the ask's timeout.
+    TimedOut,
+}
+
+/// What kind of request an ask sent; decides how its response is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AskKind {
+    Form,
+    Url,
+    Sampling,
+    Roots,
+}
+
+/// An ask that went out in the previous round and awaits its response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Asked {
+    pub(crate) kind: AskKind,
+    /// When the question went out (unix ms).
+    pub(crate) at: u64,
+    /// How long the person may take (ms); a later response counts as timed out.
+    pub(crate) timeout: u64,
+}
+
+/// The sealed payload.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Sealed {
+    /// Expiry (unix ms).
+    pub(crate) exp: u64,
+    /// Rounds completed so far.
+    pub(crate) round: u32,
+    /// Random per-call nonce; URL elicitation ids derive from it.
+    pub(crate) nonce: String,
+    /// Answers of every earlier round, by key.
+    #[serde(default)]
+    pub(crate) answers: BTreeMap<String, Answer>,
+    /// Asks of the latest round, by key.
+    #[serde(default)]
+    pub(crate) asked: BTreeMap<String, Asked>,
+}
+
+/// Why a `requestState` was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    /// The state does not verify: tampered, sealed for another call, or by another key.
+    #[error("requestState failed verification (tampered, or sealed for a different call)")]
+    Invalid,
+    /// The state verified but its expiry has passed.
+    #[error("requestState has expired; start the call again")]
+    Expired,
+}
+
+/// Identity of one call, bound into the seal.
+#[derive(Debug, Clone)]
+pub(crate) struct CallBinding {
+    bytes: Vec<u8>,
+}
+
+impl CallBinding {
+    pub(crate) fn new(
+        kind: &str,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        principal: Option<&str>,
+    ) -> Self {
+        let mut hasher = Sha256::new();
+        // serde_json's map keeps insertion order only with `preserve_order`; without it the map
+        // is sorted, so equal arguments always hash equally.
+        let args = serde_json::to_vec(&arguments).unwrap_or_default();
+        hasher.update(&args);
+        let digest = hasher.finalize();
+        let mut bytes = Vec::with_capacity(64 + name.len());
+        for part in [kind.as_bytes(), name.as_bytes(), principal.unwrap_or("").as_bytes()] {
+            bytes.extend_from_slice(&(part.len() as u32).to_be_bytes());
+            bytes.extend_from_slice(part);
+        }
+        bytes.extend_from_slice(&digest);
+        Self { bytes }
+    }
+}
+
+/// Seals and opens request state.
+#[derive(Clone)]
+pub(crate) struct StateCodec {
+    codec: RequestStateCodec,
+}
+
+impl std::fmt::Debug for StateCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateCodec(..)")
+    }
+}
+
+impl StateCodec {
+    pub(crate) fn new(key: Vec<u8>) -> Self {
+        Self {
+            codec: RequestStateCodec::try_new(key).expect("the builder checks the key length"),
+        }
+    }
+
+    pub(crate) fn seal(&self, binding: &CallBinding, payload: &Sealed) -> String {
+        let json = serde_json::to_vec(payload).unwrap_or_default();
+        self.codec
+            .seal_with(&json, &SealOptions::new().associated_data(&binding.bytes))
+    }
+
+    pub(crate) fn open(
+        &self,
+        binding: &CallBinding,
+        sealed: &str,
+        clock: &Clock,
+    ) -> Result<Sealed, StateError> {
+        let bytes = self
+            .codec
+            .open_with(sealed, &binding.bytes)
+            .map_err(|_| StateError::Invalid)?;
+        let payload: Sealed = serde_json::from_slice(&bytes).map_err(|_| StateError::Invalid)?;
+        if clock.now_ms() > payload.exp {
+            return Err(StateError::Expired);
+        }
+        Ok(payload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codec() -> StateCodec {
+        StateCodec::new(vec![7u8; 32])
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn state_opens_only_for_the_call_it_was_sealed_for() {
+        let clock = Clock::new();
+        let mut args = JsonObject::new();
+        args.insert("orderId".into(), "ORD-1".into());
+        let binding = CallBinding::new("tool", "cancel", Some(&args), None);
+        let payload = Sealed {
+            exp: clock.now_ms() + 1_000,
+            round: 1,
+            ..Sealed::default()
+        };
+        let sealed = codec().seal(&binding, &payload);
+        assert_eq!(codec().open(&binding, &sealed, &clock), Ok(payload));
+
+        let mut other_args = args.clone();
+        other_args.insert("orderId".into(), "ORD-2".into());
+        let other = CallBinding::new("tool", "cancel", Some(&other_args), None);
+        assert_eq!(codec().open(&other, &sealed, &clock), Err(StateError::Invalid));
+        let other_tool = CallBinding::new("tool", "refund", Some(&args), None);
+        assert_eq!(codec().open(&other_tool, &sealed, &clock), Err(StateError::Invalid));
+        let other_user = CallBinding::new("tool", "cancel", Some(&args), Some("mallory"));
+        assert_eq!(codec().open(&other_user, &sealed, &clock), Err(StateError::Invalid));
+
+        let mut tampered = sealed.clone();
+        let last = tampered.pop().map(|c| if c == 'A' { 'B' } else { 'A' });
+        tampered.extend(last);
+        assert_eq!(codec().open(&binding, &tampered, &clock), Err(StateError::Invalid));
+
+        tokio::time::advance(std::time::Duration::from_millis(1_001)).await;
+        assert_eq!(codec().open(&binding, &sealed, &clock), Err(StateError::Expired));
+    }
+}

@@ -1,0 +1,40 @@
+//! `conformance-server [--listen ADDR]`: the fixture server on `http://ADDR/mcp`.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use backchannel::serve::{self, HttpOptions};
+use backchannel::Backchannel;
+use clap::Parser;
+use conformance::ConformanceServer;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(about = "Fixture server for the official MCP conformance suite")]
+struct Args {
+    /// Address to listen on (loopback by default).
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let server = ConformanceServer::new(Backchannel::new());
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let shutdown = CancellationToken::new();
+    let app = serve::router(move || server.clone(), &HttpOptions::default(), shutdown.clone());
+    eprintln!("conformance-server listening on http://{}/mcp", listener.local_addr()?);
+    serve::http(listener, app, async move {
+        serve::shutdown_signal().await;
+        shutdown.cancel();
+    })
+    .await?;
+    Ok(())
+}
