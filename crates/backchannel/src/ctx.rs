@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use rmcp::model::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest,
-    ListRootsResult, LoggingLevel, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, ListRootsResult,
+    LoggingLevel, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
 use rmcp::service::{ElicitationSafe, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer};
@@ -20,11 +20,11 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::Backchannel;
 use crate::deprecated;
 use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 use crate::sessions::SessionKey;
 use crate::state::{Answer, AskKind};
-use crate::Backchannel;
 
 /// Which wire the current call arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,9 @@ impl Call {
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The context of one tool (or prompt) call, taken as an argument by a `#[tool]` function.
@@ -221,7 +223,11 @@ impl Ctx {
     ///
     /// An accepted form whose content does not parse as `T` is asked again. An accepted form
     /// with no content is read as `{}`, so a `T` with defaults can stand for "submitted empty".
-    pub async fn elicit<T>(&self, key: &str, message: impl Into<String>) -> Result<Elicited<T>, Suspend>
+    pub async fn elicit<T>(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Result<Elicited<T>, Suspend>
     where
         T: ElicitationSafe + DeserializeOwned,
     {
@@ -235,15 +241,19 @@ impl Ctx {
                 return Ok(Elicited::Unsupported);
             }
         };
-        let request =
-            InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+        let request = InputRequest::Elicitation(ElicitRequest::new(
+            ElicitRequestParams::FormElicitationParams {
                 meta: self.question_meta.clone(),
                 message: message.into(),
                 requested_schema: schema,
-            }));
+            },
+        ));
         let answer = self.answer_or_ask(key, AskKind::Form, &request)?;
         match answer {
-            Answer::Elicit { action: ElicitationAction::Accept, content } => {
+            Answer::Elicit {
+                action: ElicitationAction::Accept,
+                content,
+            } => {
                 let content = content.unwrap_or_else(|| serde_json::json!({}));
                 match serde_json::from_value::<T>(content) {
                     Ok(value) => Ok(Elicited::Accepted(value)),
@@ -253,7 +263,10 @@ impl Ctx {
                     }
                 }
             }
-            Answer::Elicit { action: ElicitationAction::Decline, .. } => Ok(Elicited::Declined),
+            Answer::Elicit {
+                action: ElicitationAction::Decline,
+                ..
+            } => Ok(Elicited::Declined),
             Answer::Elicit { .. } | Answer::Refused { .. } => Ok(Elicited::Cancelled),
             Answer::TimedOut => Ok(Elicited::TimedOut),
             Answer::Sampled { .. } | Answer::Roots { .. } => {
@@ -274,19 +287,24 @@ impl Ctx {
             return Ok(UrlElicited::Unsupported);
         }
         let elicitation_id = self.elicitation_id(key);
-        let request =
-            InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+        let request = InputRequest::Elicitation(ElicitRequest::new(
+            ElicitRequestParams::UrlElicitationParams {
                 meta: self.question_meta.clone(),
                 message: message.into(),
                 url: url.into(),
                 elicitation_id: elicitation_id.clone(),
-            }));
+            },
+        ));
         let answer = self.answer_or_ask(key, AskKind::Url, &request)?;
         Ok(match answer {
-            Answer::Elicit { action: ElicitationAction::Accept, .. } => {
-                UrlElicited::Accepted { elicitation_id }
-            }
-            Answer::Elicit { action: ElicitationAction::Decline, .. } => UrlElicited::Declined,
+            Answer::Elicit {
+                action: ElicitationAction::Accept,
+                ..
+            } => UrlElicited::Accepted { elicitation_id },
+            Answer::Elicit {
+                action: ElicitationAction::Decline,
+                ..
+            } => UrlElicited::Declined,
             Answer::Elicit { .. } | Answer::Refused { .. } => UrlElicited::Cancelled,
             Answer::TimedOut => UrlElicited::TimedOut,
             Answer::Sampled { .. } | Answer::Roots { .. } => {
@@ -321,10 +339,12 @@ impl Ctx {
         let request = deprecated::sampling_request(params);
         let answer = self.answer_or_ask(key, AskKind::Sampling, &request)?;
         match answer {
-            Answer::Sampled { result } => match serde_json::from_value::<CreateMessageResult>(result) {
-                Ok(result) => Ok(Sampled::Message(Box::new(result))),
-                Err(_) => Err(self.ask_again(key, AskKind::Sampling, &request)),
-            },
+            Answer::Sampled { result } => {
+                match serde_json::from_value::<CreateMessageResult>(result) {
+                    Ok(result) => Ok(Sampled::Message(Box::new(result))),
+                    Err(_) => Err(self.ask_again(key, AskKind::Sampling, &request)),
+                }
+            }
             Answer::Refused { code, message } => Ok(Sampled::Refused { code, message }),
             Answer::TimedOut => Ok(Sampled::TimedOut),
             Answer::Elicit { .. } | Answer::Roots { .. } => {
@@ -377,9 +397,10 @@ impl Ctx {
         }
         if let Some(value) = self.call.responses.get(key) {
             if let Some(answer) = deprecated::read_response(kind, value) {
-                let late = self.call.asked.get(key).is_some_and(|asked| {
-                    self.call.now_ms.saturating_sub(asked.at) > asked.timeout
-                });
+                let late =
+                    self.call.asked.get(key).is_some_and(|asked| {
+                        self.call.now_ms.saturating_sub(asked.at) > asked.timeout
+                    });
                 let answer = if late { Answer::TimedOut } else { answer };
                 answers.insert(key.to_owned(), answer.clone());
                 return Ok(answer);
@@ -403,7 +424,11 @@ impl Ctx {
     /// Forget a malformed answer and put the question out again in the next round.
     fn ask_again(&self, key: &str, kind: AskKind, request: &InputRequest) -> Suspend {
         let answer = lock(&self.call.answers).remove(key);
-        tracing::debug!(key, ?answer, "answer does not fit its question; asking again");
+        tracing::debug!(
+            key,
+            ?answer,
+            "answer does not fit its question; asking again"
+        );
         self.suspend(key, kind, request)
     }
 
@@ -433,7 +458,10 @@ impl<C: AsRequestContext> FromContextPart<C> for Ctx {
     }
 }
 
-pub(crate) fn insert_ctx(mut rc: RequestContext<RoleServer>, ctx: Ctx) -> RequestContext<RoleServer> {
+pub(crate) fn insert_ctx(
+    mut rc: RequestContext<RoleServer>,
+    ctx: Ctx,
+) -> RequestContext<RoleServer> {
     rc.extensions.insert(ctx);
     rc
 }

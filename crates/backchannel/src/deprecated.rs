@@ -7,12 +7,11 @@
 
 use std::time::Duration;
 
+use rmcp::RoleServer;
 use rmcp::model::{
-    ClientResult, CustomNotification, InputRequest,
-    ServerNotification, ServerRequest,
+    ClientResult, CustomNotification, InputRequest, ServerNotification, ServerRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
-use rmcp::RoleServer;
 
 use crate::state::Answer;
 
@@ -60,7 +59,10 @@ pub(crate) async fn send_log(
     peer.notify_logging_message(param).await.is_ok()
 }
 
-pub(crate) async fn send_elicitation_complete(peer: &Peer<RoleServer>, elicitation_id: &str) -> bool {
+pub(crate) async fn send_elicitation_complete(
+    peer: &Peer<RoleServer>,
+    elicitation_id: &str,
+) -> bool {
     let notification = CustomNotification::new(
         "notifications/elicitation/complete",
         Some(serde_json::json!({ "elicitationId": elicitation_id })),
@@ -87,7 +89,11 @@ pub(crate) fn list_roots_request() -> InputRequest {
 }
 
 /// Send one question as a real server-to-client request (2025-11-25) and wait at most `timeout`.
-pub(crate) async fn fulfil(peer: &Peer<RoleServer>, request: InputRequest, timeout: Duration) -> Answer {
+pub(crate) async fn fulfil(
+    peer: &Peer<RoleServer>,
+    request: InputRequest,
+    timeout: Duration,
+) -> Answer {
     let request = match request {
         InputRequest::CreateMessage(request) => ServerRequest::CreateMessageRequest(request),
         InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
@@ -135,7 +141,10 @@ pub(crate) async fn fulfil(peer: &Peer<RoleServer>, request: InputRequest, timeo
 }
 
 /// Read a 2026-07-28 `inputResponses` value for a question of `kind`; `None` if malformed.
-pub(crate) fn read_response(kind: crate::state::AskKind, value: &serde_json::Value) -> Option<Answer> {
+pub(crate) fn read_response(
+    kind: crate::state::AskKind,
+    value: &serde_json::Value,
+) -> Option<Answer> {
     use crate::state::AskKind;
     if let Some(error) = value.get("error").filter(|e| e.is_object()) {
         return Some(Answer::Refused {
@@ -157,12 +166,15 @@ pub(crate) fn read_response(kind: crate::state::AskKind, value: &serde_json::Val
         }
         AskKind::Sampling => {
             serde_json::from_value::<SamplingResult>(value.clone()).ok()?;
-            Some(Answer::Sampled { result: value.clone() })
+            Some(Answer::Sampled {
+                result: value.clone(),
+            })
         }
         AskKind::Roots => {
             serde_json::from_value::<ListRootsResult>(value.clone()).ok()?;
-            Some(Answer::Roots { result: value.clone() })
+            Some(Answer::Roots {
+                result: value.clone(),
+            })
         }
     }
 }
-

@@ -1,8 +1,8 @@
 //! What a tool body returns when it does not produce a result.
 
+use rmcp::ErrorData;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock as Content};
-use rmcp::ErrorData;
 
 use crate::ctx::Suspend;
 

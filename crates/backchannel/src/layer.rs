@@ -9,20 +9,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::handler::server::prompt::PromptContext;
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::handler::server::prompt::PromptContext;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, GetPromptRequestParams,
-    GetPromptResponse, InputRequests, InputRequiredResult, InputResponses, JsonObject,
-    ProtocolVersion, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    GetPromptRequestParams, GetPromptResponse, InputRequests, InputRequiredResult, InputResponses,
+    JsonObject, ProtocolVersion, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer};
 
 use crate::clock::Clock;
-use crate::ctx::{insert_ctx, lock, Call, Ctx, Pending, Revision};
+use crate::ctx::{Call, Ctx, Pending, Revision, insert_ctx, lock};
 use crate::deprecated::{self, LogLevel, SetLevelParams};
 use crate::sessions::{ListKind, SessionKey, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
@@ -83,7 +83,9 @@ pub enum BuildError {
     #[error("the request-state key must be at least 32 bytes, got {0}")]
     KeyTooShort(usize),
     /// The state must outlive the person's answer time.
-    #[error("the request-state lifetime ({state_ttl:?}) must be longer than the ask timeout ({ask_timeout:?})")]
+    #[error(
+        "the request-state lifetime ({state_ttl:?}) must be longer than the ask timeout ({ask_timeout:?})"
+    )]
     StateShorterThanAsk {
         /// Configured state lifetime.
         state_ttl: Duration,
@@ -369,7 +371,15 @@ impl Backchannel {
                     let now = clock.now_ms();
                     let mut requests = InputRequests::new();
                     let mut asked = BTreeMap::new();
-                    for (key, Pending { kind, request, timeout }) in pending {
+                    for (
+                        key,
+                        Pending {
+                            kind,
+                            request,
+                            timeout,
+                        },
+                    ) in pending
+                    {
                         asked.insert(
                             key.clone(),
                             Asked {
@@ -396,7 +406,8 @@ impl Backchannel {
                 Revision::Legacy => {
                     let peer = &call.peer;
                     let asks = pending.into_iter().map(|(key, pending)| async move {
-                        let answer = deprecated::fulfil(peer, pending.request, pending.timeout).await;
+                        let answer =
+                            deprecated::fulfil(peer, pending.request, pending.timeout).await;
                         (key, answer)
                     });
                     let answers = tokio::select! {
@@ -436,7 +447,10 @@ impl Backchannel {
     /// Hold a 2026-07-28 `subscriptions/listen` stream open for broadcasts until the client
     /// goes away. Call it from `ServerHandler::listen`.
     pub async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let id = self.inner.sessions.add_listener(subscription.sink().clone());
+        let id = self
+            .inner
+            .sessions
+            .add_listener(subscription.sink().clone());
         subscription.cancelled().await;
         self.inner.sessions.remove_listener(id);
         Ok(())

@@ -32,13 +32,13 @@ mod sessions;
 mod state;
 
 pub use ctx::{Ctx, Revision, Suspend};
+pub use deprecated::user_prompt;
 pub use deprecated::{
     ListRootsResult, LogLevel, Root, SamplingMessage, SamplingRequest, SamplingResult,
     SetLevelParams,
 };
 pub use error::{ToolError, ToolResult};
-pub use deprecated::user_prompt;
-pub use layer::{error_text, Backchannel, BackchannelBuilder, BuildError};
+pub use layer::{Backchannel, BackchannelBuilder, BuildError, error_text};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use rmcp::elicit_safe;
 pub use sessions::ListKind;

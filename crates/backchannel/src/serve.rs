@@ -56,7 +56,12 @@ pub struct HttpOptions {
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()],
+            allowed_hosts: vec![
+                "localhost".into(),
+                "127.0.0.1".into(),
+                "::1".into(),
+                "[::1]".into(),
+            ],
             allowed_origins: vec![
                 "http://localhost:*".into(),
                 "http://127.0.0.1:*".into(),
@@ -105,9 +110,12 @@ pub async fn http(
             tracing::warn!(%error, "could not set TCP_NODELAY");
         }
     });
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
     Ok(())
 }
 

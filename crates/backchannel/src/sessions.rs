@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use rmcp::RoleServer;
 use rmcp::model::InitializeRequestParams;
 use rmcp::service::{Peer, SubscriptionSink};
-use rmcp::RoleServer;
 
 use crate::ctx::lock;
 use crate::deprecated::LogLevel;

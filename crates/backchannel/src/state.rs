@@ -101,7 +101,11 @@ impl CallBinding {
         hasher.update(&args);
         let digest = hasher.finalize();
         let mut bytes = Vec::with_capacity(64 + name.len());
-        for part in [kind.as_bytes(), name.as_bytes(), principal.unwrap_or("").as_bytes()] {
+        for part in [
+            kind.as_bytes(),
+            name.as_bytes(),
+            principal.unwrap_or("").as_bytes(),
+        ] {
             bytes.extend_from_slice(&(part.len() as u32).to_be_bytes());
             bytes.extend_from_slice(part);
         }
@@ -178,18 +182,33 @@ mod tests {
         let mut other_args = args.clone();
         other_args.insert("orderId".into(), "ORD-2".into());
         let other = CallBinding::new("tool", "cancel", Some(&other_args), None);
-        assert_eq!(codec().open(&other, &sealed, &clock), Err(StateError::Invalid));
+        assert_eq!(
+            codec().open(&other, &sealed, &clock),
+            Err(StateError::Invalid)
+        );
         let other_tool = CallBinding::new("tool", "refund", Some(&args), None);
-        assert_eq!(codec().open(&other_tool, &sealed, &clock), Err(StateError::Invalid));
+        assert_eq!(
+            codec().open(&other_tool, &sealed, &clock),
+            Err(StateError::Invalid)
+        );
         let other_user = CallBinding::new("tool", "cancel", Some(&args), Some("mallory"));
-        assert_eq!(codec().open(&other_user, &sealed, &clock), Err(StateError::Invalid));
+        assert_eq!(
+            codec().open(&other_user, &sealed, &clock),
+            Err(StateError::Invalid)
+        );
 
         let mut tampered = sealed.clone();
         let last = tampered.pop().map(|c| if c == 'A' { 'B' } else { 'A' });
         tampered.extend(last);
-        assert_eq!(codec().open(&binding, &tampered, &clock), Err(StateError::Invalid));
+        assert_eq!(
+            codec().open(&binding, &tampered, &clock),
+            Err(StateError::Invalid)
+        );
 
         tokio::time::advance(std::time::Duration::from_millis(1_001)).await;
-        assert_eq!(codec().open(&binding, &sealed, &clock), Err(StateError::Expired));
+        assert_eq!(
+            codec().open(&binding, &sealed, &clock),
+            Err(StateError::Expired)
+        );
     }
 }

@@ -1,7 +1,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use backchannel::{Backchannel, Ctx, Elicited, ListKind, LogLevel, RootsListed, Sampled, ToolError, ToolResult};
+use backchannel::{
+    Backchannel, Ctx, Elicited, ListKind, LogLevel, RootsListed, Sampled, ToolError, ToolResult,
+};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -147,7 +149,10 @@ impl ConformanceServer {
 
     #[tool(description = "Returns audio content")]
     async fn test_audio_content(&self) -> CallToolResult {
-        CallToolResult::success(vec![ContentBlock::Audio(AudioContent::new(WAV, "audio/wav"))])
+        CallToolResult::success(vec![ContentBlock::Audio(AudioContent::new(
+            WAV,
+            "audio/wav",
+        ))])
     }
 
     #[tool(description = "Returns embedded resource content")]
@@ -174,9 +179,13 @@ impl ConformanceServer {
 
     #[tool(description = "Sends three info log messages while it runs")]
     async fn test_tool_with_logging(&self, ctx: Ctx) -> CallToolResult {
-        for (i, line) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
-            .into_iter()
-            .enumerate()
+        for (i, line) in [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed",
+        ]
+        .into_iter()
+        .enumerate()
         {
             if i > 0 {
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -188,13 +197,16 @@ impl ConformanceServer {
 
     #[tool(description = "Logs at info level; sends nothing unless the request asked for logs")]
     async fn test_logging_tool(&self, ctx: Ctx) -> CallToolResult {
-        ctx.log(LogLevel::Info, "conformance", "test_logging_tool ran").await;
+        ctx.log(LogLevel::Info, "conformance", "test_logging_tool ran")
+            .await;
         text("Logged (if the request asked for logs)")
     }
 
     #[tool(description = "Always fails with an isError result")]
     async fn test_error_handling(&self) -> ToolResult {
-        Err(ToolError::failed("This tool intentionally returns an error for testing"))
+        Err(ToolError::failed(
+            "This tool intentionally returns an error for testing",
+        ))
     }
 
     #[tool(description = "Reports progress 0, 50 and 100 of 100")]
@@ -213,7 +225,9 @@ impl ConformanceServer {
 
     #[tool(description = "Asks the client's model to answer a prompt")]
     async fn test_sampling(&self, ctx: Ctx, Parameters(args): Parameters<PromptArg>) -> ToolResult {
-        let outcome = ctx.sample("answer", backchannel::user_prompt(args.prompt, 100)).await?;
+        let outcome = ctx
+            .sample("answer", backchannel::user_prompt(args.prompt, 100))
+            .await?;
         match outcome {
             Sampled::Message(_) => Ok(text(format!("LLM response: {}", sampled_text(&outcome)))),
             other => Err(ToolError::failed(sampled_text(&other))),
@@ -221,16 +235,25 @@ impl ConformanceServer {
     }
 
     #[tool(description = "Asks the person for a username and an email address")]
-    async fn test_elicitation(&self, ctx: Ctx, Parameters(args): Parameters<MessageArg>) -> ToolResult {
+    async fn test_elicitation(
+        &self,
+        ctx: Ctx,
+        Parameters(args): Parameters<MessageArg>,
+    ) -> ToolResult {
         let outcome = ctx.elicit::<UserInfo>("user_info", args.message).await?;
         match outcome {
-            Elicited::Unsupported => Err(ToolError::failed("this client does not support elicitation")),
+            Elicited::Unsupported => Err(ToolError::failed(
+                "this client does not support elicitation",
+            )),
             other => Ok(text(format!("User response: {}", elicited_text(&other)))),
         }
     }
 
     #[tool(description = "Asks a form whose every field has a default (SEP-1034)")]
-    async fn test_elicitation_sep1034_defaults(&self, rc: RequestContext<RoleServer>) -> ToolResult {
+    async fn test_elicitation_sep1034_defaults(
+        &self,
+        rc: RequestContext<RoleServer>,
+    ) -> ToolResult {
         // Wire detail: `default` values in the schema, written out by hand.
         raw_elicit(
             &rc,
@@ -290,7 +313,9 @@ impl ConformanceServer {
         if ctx.client_capabilities().sampling.is_none() {
             let mut required = ClientCapabilities::default();
             required.sampling = Some(Default::default());
-            return Err(ToolError::Protocol(ErrorData::missing_required_client_capability(required)));
+            return Err(ToolError::Protocol(
+                ErrorData::missing_required_client_capability(required),
+            ));
         }
         Ok(text("sampling capability present"))
     }
@@ -309,12 +334,17 @@ impl ConformanceServer {
             extra.push(Tool::new(
                 format!("dynamic_tool_{n}"),
                 "A tool added at run time",
-                Arc::new(serde_json::Map::from_iter([("type".to_owned(), json!("object"))])),
+                Arc::new(serde_json::Map::from_iter([(
+                    "type".to_owned(),
+                    json!("object"),
+                )])),
             ));
             n
         };
         let notified = self.layer.notify_list_changed(ListKind::Tools).await;
-        text(format!("added dynamic_tool_{n}; notified {notified} listener(s)"))
+        text(format!(
+            "added dynamic_tool_{n}; notified {notified} listener(s)"
+        ))
     }
 
     #[tool(description = "Tells every listener that the prompt list changed")]
@@ -325,7 +355,10 @@ impl ConformanceServer {
 
     #[tool(description = "Asks for the person's name")]
     async fn test_input_required_result_elicitation(&self, ctx: Ctx) -> ToolResult {
-        match ctx.elicit::<Name>("user_name", "What is your name?").await? {
+        match ctx
+            .elicit::<Name>("user_name", "What is your name?")
+            .await?
+        {
             Elicited::Accepted(Name { name }) => Ok(text(format!("Hello, {name}!"))),
             other => Ok(text(elicited_text(&other))),
         }
@@ -334,9 +367,15 @@ impl ConformanceServer {
     #[tool(description = "Asks the client's model a question")]
     async fn test_input_required_result_sampling(&self, ctx: Ctx) -> ToolResult {
         let outcome = ctx
-            .sample("capital_question", backchannel::user_prompt("What is the capital of France?", 100))
+            .sample(
+                "capital_question",
+                backchannel::user_prompt("What is the capital of France?", 100),
+            )
             .await?;
-        Ok(text(format!("Sampling response: {}", sampled_text(&outcome))))
+        Ok(text(format!(
+            "Sampling response: {}",
+            sampled_text(&outcome)
+        )))
     }
 
     #[tool(description = "Asks the client for its roots")]
@@ -355,7 +394,12 @@ impl ConformanceServer {
     async fn test_input_required_result_multiple_inputs(&self, ctx: Ctx) -> ToolResult {
         // Three asks before the first `?`: one round carries all three.
         let name = ctx.elicit::<Name>("user_name", "What is your name?").await;
-        let greeting = ctx.sample("greeting", backchannel::user_prompt("Generate a greeting", 50)).await;
+        let greeting = ctx
+            .sample(
+                "greeting",
+                backchannel::user_prompt("Generate a greeting", 50),
+            )
+            .await;
         let roots = ctx.roots("client_roots").await;
         let (name, greeting, roots) = (name?, greeting?, roots?);
         Ok(text(format!(
@@ -368,9 +412,17 @@ impl ConformanceServer {
 
     #[tool(description = "Asks two questions, one after the other")]
     async fn test_input_required_result_multi_round(&self, ctx: Ctx) -> ToolResult {
-        let name = ctx.elicit::<Name>("step1", "Step 1: What is your name?").await?;
-        let color = ctx.elicit::<Color>("step2", "Step 2: What is your favorite color?").await?;
-        Ok(text(format!("step1 {}; step2 {}", elicited_text(&name), elicited_text(&color))))
+        let name = ctx
+            .elicit::<Name>("step1", "Step 1: What is your name?")
+            .await?;
+        let color = ctx
+            .elicit::<Color>("step2", "Step 2: What is your favorite color?")
+            .await?;
+        Ok(text(format!(
+            "step1 {}; step2 {}",
+            elicited_text(&name),
+            elicited_text(&color)
+        )))
     }
 
     #[tool(description = "Asks a question; a tampered requestState is refused")]
@@ -382,7 +434,12 @@ impl ConformanceServer {
     #[tool(description = "Asks only what the client declared it can answer")]
     async fn test_input_required_result_capabilities(&self, ctx: Ctx) -> ToolResult {
         let name = ctx.elicit::<Name>("user_name", "What is your name?").await;
-        let greeting = ctx.sample("greeting", backchannel::user_prompt("Generate a greeting", 50)).await;
+        let greeting = ctx
+            .sample(
+                "greeting",
+                backchannel::user_prompt("Generate a greeting", 50),
+            )
+            .await;
         let roots = ctx.roots("client_roots").await;
         let (name, greeting, roots) = (name?, greeting?, roots?);
         Ok(text(format!(
@@ -445,20 +502,38 @@ async fn raw_elicit(rc: &RequestContext<RoleServer>, message: &str, schema: Valu
 
 #[prompt_router]
 impl ConformanceServer {
-    #[prompt(name = "test_simple_prompt", description = "A prompt without arguments")]
+    #[prompt(
+        name = "test_simple_prompt",
+        description = "A prompt without arguments"
+    )]
     async fn test_simple_prompt(&self) -> Vec<PromptMessage> {
-        vec![PromptMessage::new_text(Role::User, "This is a simple prompt for testing.")]
-    }
-
-    #[prompt(name = "test_prompt_with_arguments", description = "A prompt with two required arguments")]
-    async fn test_prompt_with_arguments(&self, Parameters(args): Parameters<TwoArgs>) -> Vec<PromptMessage> {
         vec![PromptMessage::new_text(
             Role::User,
-            format!("Prompt with arguments: arg1='{}', arg2='{}'", args.arg1, args.arg2),
+            "This is a simple prompt for testing.",
         )]
     }
 
-    #[prompt(name = "test_prompt_with_embedded_resource", description = "A prompt that embeds a resource")]
+    #[prompt(
+        name = "test_prompt_with_arguments",
+        description = "A prompt with two required arguments"
+    )]
+    async fn test_prompt_with_arguments(
+        &self,
+        Parameters(args): Parameters<TwoArgs>,
+    ) -> Vec<PromptMessage> {
+        vec![PromptMessage::new_text(
+            Role::User,
+            format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                args.arg1, args.arg2
+            ),
+        )]
+    }
+
+    #[prompt(
+        name = "test_prompt_with_embedded_resource",
+        description = "A prompt that embeds a resource"
+    )]
     async fn test_prompt_with_embedded_resource(
         &self,
         Parameters(args): Parameters<ResourceUriArg>,
@@ -477,7 +552,10 @@ impl ConformanceServer {
         ]
     }
 
-    #[prompt(name = "test_prompt_with_image", description = "A prompt with an image")]
+    #[prompt(
+        name = "test_prompt_with_image",
+        description = "A prompt with an image"
+    )]
     async fn test_prompt_with_image(&self) -> Vec<PromptMessage> {
         vec![
             PromptMessage::new(Role::User, ContentBlock::image(PNG, "image/png")),
@@ -485,9 +563,18 @@ impl ConformanceServer {
         ]
     }
 
-    #[prompt(name = "test_input_required_result_prompt", description = "A prompt that first asks for context")]
-    async fn test_input_required_result_prompt(&self, ctx: Ctx) -> Result<Vec<PromptMessage>, ErrorData> {
-        let context = match ctx.elicit::<PromptContextForm>("user_context", "What context should the prompt use?").await? {
+    #[prompt(
+        name = "test_input_required_result_prompt",
+        description = "A prompt that first asks for context"
+    )]
+    async fn test_input_required_result_prompt(
+        &self,
+        ctx: Ctx,
+    ) -> Result<Vec<PromptMessage>, ErrorData> {
+        let context = match ctx
+            .elicit::<PromptContextForm>("user_context", "What context should the prompt use?")
+            .await?
+        {
             Elicited::Accepted(form) => form.context,
             _ => "no context given".into(),
         };
@@ -538,8 +625,13 @@ impl ServerHandler for ConformanceServer {
             .enable_completions()
             .build();
         ServerInfo::new(capabilities)
-            .with_server_info(Implementation::new("backchannel-conformance", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Fixture server for the MCP conformance suite, built on backchannel.")
+            .with_server_info(Implementation::new(
+                "backchannel-conformance",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Fixture server for the MCP conformance suite, built on backchannel.",
+            )
     }
 
     async fn call_tool(
@@ -547,7 +639,9 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.layer.call_tool(&self.tools, self, request, context).await
+        self.layer
+            .call_tool(&self.tools, self, request, context)
+            .await
     }
 
     async fn list_tools(
@@ -556,7 +650,13 @@ impl ServerHandler for ConformanceServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let mut tools = self.tools.list_all();
-        tools.extend(self.extra_tools.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned());
+        tools.extend(
+            self.extra_tools
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .cloned(),
+        );
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -569,7 +669,9 @@ impl ServerHandler for ConformanceServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.layer.get_prompt(&self.prompts, self, request, context).await
+        self.layer
+            .get_prompt(&self.prompts, self, request, context)
+            .await
     }
 
     async fn list_prompts(
@@ -647,7 +749,10 @@ impl ServerHandler for ConformanceServer {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner()).push(request.uri);
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(request.uri);
         Ok(())
     }
 
@@ -656,7 +761,10 @@ impl ServerHandler for ConformanceServer {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner()).retain(|u| u != &request.uri);
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|u| u != &request.uri);
         Ok(())
     }
 
@@ -672,7 +780,8 @@ impl ServerHandler for ConformanceServer {
             .filter(|c| c.starts_with(&prefix))
             .map(|c| (*c).to_owned())
             .collect();
-        let mut info = CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+        let mut info =
+            CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
         info.has_more = Some(false);
         Ok(CompleteResult::new(info))
     }
@@ -690,7 +799,10 @@ impl ServerHandler for ConformanceServer {
         self.layer.on_initialized(&context);
     }
 
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
         self.layer.accepted_subscription_filter(requested)
     }
 

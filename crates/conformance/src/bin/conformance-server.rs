@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use backchannel::serve::{self, HttpOptions};
 use backchannel::Backchannel;
+use backchannel::serve::{self, HttpOptions};
 use clap::Parser;
 use conformance::ConformanceServer;
 use tokio_util::sync::CancellationToken;
@@ -29,8 +29,15 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shutdown = CancellationToken::new();
-    let app = serve::router(move || server.clone(), &HttpOptions::default(), shutdown.clone());
-    eprintln!("conformance-server listening on http://{}/mcp", listener.local_addr()?);
+    let app = serve::router(
+        move || server.clone(),
+        &HttpOptions::default(),
+        shutdown.clone(),
+    );
+    eprintln!(
+        "conformance-server listening on http://{}/mcp",
+        listener.local_addr()?
+    );
     serve::http(listener, app, async move {
         serve::shutdown_signal().await;
         shutdown.cancel();
