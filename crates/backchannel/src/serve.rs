@@ -94,7 +94,71 @@ where
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    axum::Router::new().nest_service("/mcp", service)
+    let limit = options.max_body_bytes;
+    axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            check_json_body(request, next, limit)
+        }))
+}
+
+/// Answer a POST whose body is not JSON with a JSON-RPC parse error (rmcp answers plain text),
+/// and one over the limit with 413, before anything else sees it.
+async fn check_json_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+    limit: usize,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return jsonrpc_error(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("request body is larger than {limit} bytes"),
+            )
+            .into_response();
+        }
+    };
+    if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return jsonrpc_error(
+            http::StatusCode::BAD_REQUEST,
+            -32700,
+            format!("Parse error: {error}"),
+        )
+        .into_response();
+    }
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
+    .await
+}
+
+fn jsonrpc_error(
+    status: http::StatusCode,
+    code: i32,
+    message: String,
+) -> (
+    http::StatusCode,
+    [(http::HeaderName, &'static str); 1],
+    String,
+) {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
 }
 
 /// Serve `app` on `listener` with `TCP_NODELAY` on every accepted socket, until `shutdown`

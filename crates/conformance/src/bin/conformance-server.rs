@@ -1,4 +1,5 @@
 //! `conformance-server [--listen ADDR]`: the fixture server on `http://ADDR/mcp`.
+//! `conformance-server --stdio`: the same fixtures over stdin/stdout (logs go to stderr).
 
 use std::net::SocketAddr;
 
@@ -15,6 +16,9 @@ struct Args {
     /// Address to listen on (loopback by default).
     #[arg(long, default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
+    /// Serve one session over stdin/stdout instead of HTTP.
+    #[arg(long)]
+    stdio: bool,
 }
 
 #[tokio::main]
@@ -25,6 +29,10 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let server = ConformanceServer::new(Backchannel::new());
+    if args.stdio {
+        serve::stdio(server).await?;
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
