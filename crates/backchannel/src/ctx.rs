@@ -41,6 +41,19 @@ pub enum Revision {
 #[must_use = "propagate a Suspend with `?` so the layer can fetch the answer"]
 pub struct Suspend(pub(crate) ());
 
+/// Whether a call may continue as a task (tasks extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Escalation {
+    /// Not a task tool, or the client did not declare tasks: `escalate` is a no-op.
+    NotAvailable,
+    /// May become a task; `escalate` asks for it.
+    Allowed,
+    /// `escalate` was called in this run.
+    Requested,
+    /// Already running as a task.
+    InTask,
+}
+
 /// A question that went out (or will go out) in this round.
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
@@ -68,6 +81,9 @@ pub(crate) struct Call {
     /// When each question of the previous round went out, from the sealed state.
     pub(crate) asked: BTreeMap<String, crate::state::Asked>,
     pub(crate) now_ms: u64,
+    pub(crate) escalation: Mutex<Escalation>,
+    /// Rounds of questions inside a task (task input keys must be unique per task).
+    pub(crate) task_round: AtomicU32,
     pub(crate) pending: Mutex<BTreeMap<String, Pending>>,
     pub(crate) last_progress: Mutex<Option<f64>>,
     pub(crate) runs: AtomicU32,
@@ -156,6 +172,25 @@ impl Ctx {
 
     fn ask_timeout(&self) -> Duration {
         self.timeout.unwrap_or(self.call.layer.ask_timeout())
+    }
+
+    /// Continue this call as a task (tasks extension) from here on, when the tool is registered
+    /// for tasks and the client declared the extension; otherwise continue synchronously.
+    /// Code before it runs once more inside the task (replay), with the answers so far.
+    pub async fn escalate(&self) -> Result<(), Suspend> {
+        let mut escalation = lock(&self.call.escalation);
+        match *escalation {
+            Escalation::NotAvailable | Escalation::InTask => Ok(()),
+            Escalation::Allowed | Escalation::Requested => {
+                *escalation = Escalation::Requested;
+                Err(Suspend(()))
+            }
+        }
+    }
+
+    /// Whether this body is running inside a task.
+    pub fn in_task(&self) -> bool {
+        *lock(&self.call.escalation) == Escalation::InTask
     }
 
     /// Report progress. Sent only when the client asked for progress (sent a token), and only

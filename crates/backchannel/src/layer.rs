@@ -19,10 +19,11 @@ use rmcp::model::{
     JsonObject, ProtocolVersion, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer};
 
 use crate::clock::Clock;
-use crate::ctx::{Call, Ctx, Pending, Revision, insert_ctx, lock};
+use crate::ctx::{Call, Ctx, Escalation, Pending, Revision, insert_ctx, lock};
 use crate::deprecated::{self, LogLevel, SetLevelParams};
 use crate::sessions::{ListKind, SessionKey, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
@@ -39,6 +40,18 @@ struct Inner {
     default_log_level: LogLevel,
     principal: Option<Box<PrincipalFn>>,
     sessions: Sessions,
+    tasks: TaskManager,
+    task_tools: std::collections::HashMap<String, TaskSupport>,
+}
+
+/// How a tool takes part in the tasks extension (SEP-2663).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Runs as a task (from its `ctx.escalate()` on) when the client declared the tasks
+    /// extension, synchronously otherwise.
+    Optional,
+    /// Needs the tasks extension: a client without it gets -32021 before the body runs.
+    Required,
 }
 
 /// The backchannel layer: one per server, shared by every session and request (cheap to clone).
@@ -65,6 +78,7 @@ pub struct BackchannelBuilder {
     max_rounds: u32,
     default_log_level: LogLevel,
     principal: Option<Box<PrincipalFn>>,
+    task_tools: std::collections::HashMap<String, TaskSupport>,
 }
 
 impl std::fmt::Debug for BackchannelBuilder {
@@ -135,6 +149,12 @@ impl BackchannelBuilder {
         self
     }
 
+    /// Let the tool `name` run as a task (tasks extension) from its `ctx.escalate()` on.
+    pub fn task_tool(mut self, name: impl Into<String>, support: TaskSupport) -> Self {
+        self.task_tools.insert(name.into(), support);
+        self
+    }
+
     /// Build the layer.
     pub fn build(self) -> Result<Backchannel, BuildError> {
         let key = match self.key {
@@ -158,6 +178,8 @@ impl BackchannelBuilder {
                 default_log_level: self.default_log_level,
                 principal: self.principal,
                 sessions: Sessions::default(),
+                tasks: TaskManager::new(),
+                task_tools: self.task_tools,
             }),
         })
     }
@@ -180,6 +202,19 @@ fn hex(bytes: &[u8]) -> String {
 enum Driven<R> {
     Complete(R),
     InputRequired(InputRequiredResult),
+    /// The body asked to continue as a task; carries the answers gathered so far.
+    Escalate(Sealed),
+}
+
+/// How a driven call gets its answers.
+#[derive(Clone)]
+enum Mode {
+    /// 2025-11-25: the layer sends server-to-client requests.
+    Legacy,
+    /// 2026-07-28: the layer answers `input_required`.
+    Modern,
+    /// Inside a task: questions park the task until `tasks/update`.
+    Task(TaskContext),
 }
 
 impl Default for Backchannel {
@@ -205,6 +240,7 @@ impl Backchannel {
             max_rounds: 10,
             default_log_level: LogLevel::Info,
             principal: None,
+            task_tools: std::collections::HashMap::new(),
         }
     }
 
@@ -220,40 +256,133 @@ impl Backchannel {
         &self.inner.sessions
     }
 
-    /// Run `tools/call` through the router, driving the body's asks on either revision.
+    /// Run `tools/call` through the router, driving the body's asks on either revision, and as a
+    /// task when the tool is registered for tasks and the client declared the extension.
     /// Call it from your `ServerHandler::call_tool`.
-    pub async fn call_tool<S: Send + Sync + 'static>(
+    pub async fn call_tool<S: Clone + Send + Sync + 'static>(
         &self,
         router: &ToolRouter<S>,
         service: &S,
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let support = self.inner.task_tools.get(params.name.as_ref()).copied();
+        let client_tasks = rc
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        if support == Some(TaskSupport::Required) && !client_tasks {
+            let mut required = rmcp::model::ClientCapabilities::default();
+            required.extensions = Some(
+                [(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    JsonObject::new(),
+                )]
+                .into_iter()
+                .collect(),
+            );
+            return Err(ErrorData::missing_required_client_capability(required));
+        }
+        let escalation = if support.is_some() && client_tasks {
+            Escalation::Allowed
+        } else {
+            Escalation::NotAvailable
+        };
         let binding = self.binding("tool", &params.name, params.arguments.as_ref(), &rc);
-        let input_responses = params.input_responses.clone();
-        let request_state = params.request_state.clone();
+        let mode = if is_modern(&rc) {
+            Mode::Modern
+        } else {
+            Mode::Legacy
+        };
         let driven = self
-            .drive(&rc, binding, input_responses, request_state, |rc| {
-                let mut params = params.clone();
-                params.input_responses = None;
-                params.request_state = None;
-                async move {
-                    let context = ToolCallContext::new(service, params, rc);
-                    router.call(context).await
+            .drive(
+                &rc,
+                &binding,
+                mode,
+                escalation,
+                params.input_responses.clone(),
+                params.request_state.clone(),
+                None,
+                |rc| tool_run(router, service, &params, rc),
+            )
+            .await?;
+        match driven {
+            Driven::Complete(CallToolResponse::InputRequired(_)) => Err(ErrorData::internal_error(
+                "a tool driven by backchannel must ask through Ctx, not return input_required",
+                None,
+            )),
+            Driven::Complete(response) => Ok(response),
+            Driven::InputRequired(result) => Ok(CallToolResponse::InputRequired(result)),
+            Driven::Escalate(sealed) => {
+                Ok(self.spawn_task(router.clone(), service.clone(), params, rc, binding, sealed))
+            }
+        }
+    }
+
+    fn spawn_task<S: Clone + Send + Sync + 'static>(
+        &self,
+        router: ToolRouter<S>,
+        service: S,
+        params: CallToolRequestParams,
+        rc: RequestContext<RoleServer>,
+        binding: CallBinding,
+        sealed: Sealed,
+    ) -> CallToolResponse {
+        let layer = self.clone();
+        let task = self.inner.tasks.spawn(TaskOptions::new(), move |task_ctx| {
+            Box::pin(async move {
+                let cancel = task_ctx.clone();
+                let work = async {
+                    let driven = layer
+                        .drive(
+                            &rc,
+                            &binding,
+                            Mode::Task(task_ctx),
+                            Escalation::InTask,
+                            None,
+                            None,
+                            Some(sealed),
+                            |rc| tool_run(&router, &service, &params, rc),
+                        )
+                        .await
+                        .map_err(TaskExit::Error)?;
+                    match driven {
+                        Driven::Complete(CallToolResponse::Complete(result)) => Ok(result),
+                        _ => Err(TaskExit::Error(ErrorData::internal_error(
+                            "a task ended without a tool result",
+                            None,
+                        ))),
+                    }
+                };
+                tokio::select! {
+                    result = work => result,
+                    () = cancel.cancelled() => Err(TaskExit::Cancelled),
                 }
             })
-            .await?;
-        Ok(match driven {
-            Driven::Complete(CallToolResponse::InputRequired(_)) => {
-                // A body that builds its own input_required bypasses the layer's state.
-                return Err(ErrorData::internal_error(
-                    "a tool driven by backchannel must ask through Ctx, not return input_required",
-                    None,
-                ));
-            }
-            Driven::Complete(response) => response,
-            Driven::InputRequired(result) => CallToolResponse::InputRequired(result),
-        })
+        });
+        CallToolResponse::Task(rmcp::model::CreateTaskResult::new(task))
+    }
+
+    /// `tasks/get`. Call it from `ServerHandler::get_task`.
+    pub fn get_task(
+        &self,
+        params: &rmcp::model::GetTaskParams,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.inner
+            .tasks
+            .get_task(&params.task_id)
+            .map(rmcp::model::GetTaskResult::new)
+    }
+
+    /// `tasks/update`. Call it from `ServerHandler::update_task`.
+    pub fn update_task(&self, params: rmcp::model::UpdateTaskParams) -> Result<(), ErrorData> {
+        self.inner
+            .tasks
+            .update_task(&params.task_id, params.input_responses)
+    }
+
+    /// `tasks/cancel`. Call it from `ServerHandler::cancel_task`.
+    pub fn cancel_task(&self, params: &rmcp::model::CancelTaskParams) -> Result<(), ErrorData> {
+        self.inner.tasks.cancel_task(&params.task_id)
     }
 
     /// Run `prompts/get` through the router, driving the prompt's asks like a tool's.
@@ -267,19 +396,38 @@ impl Backchannel {
         let binding = self.binding("prompt", &params.name, params.arguments.as_ref(), &rc);
         let input_responses = params.input_responses.clone();
         let request_state = params.request_state.clone();
+        let mode = if is_modern(&rc) {
+            Mode::Modern
+        } else {
+            Mode::Legacy
+        };
         let driven = self
-            .drive(&rc, binding, input_responses, request_state, |rc| {
-                let params = params.clone();
-                async move {
-                    let context = PromptContext::new(service, params.name, params.arguments, rc);
-                    router.get_prompt(context).await
-                }
-            })
+            .drive(
+                &rc,
+                &binding,
+                mode,
+                Escalation::NotAvailable,
+                input_responses,
+                request_state,
+                None,
+                |rc| {
+                    let params = params.clone();
+                    async move {
+                        let context =
+                            PromptContext::new(service, params.name, params.arguments, rc);
+                        router.get_prompt(context).await
+                    }
+                },
+            )
             .await?;
-        Ok(match driven {
-            Driven::Complete(response) => response,
-            Driven::InputRequired(result) => GetPromptResponse::InputRequired(result),
-        })
+        match driven {
+            Driven::Complete(response) => Ok(response),
+            Driven::InputRequired(result) => Ok(GetPromptResponse::InputRequired(result)),
+            Driven::Escalate(_) => Err(ErrorData::internal_error(
+                "prompts cannot run as tasks",
+                None,
+            )),
+        }
     }
 
     fn binding(
@@ -293,32 +441,34 @@ impl Backchannel {
         CallBinding::new(kind, name, arguments, principal.as_deref())
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn drive<R, F, Fut>(
         &self,
         rc: &RequestContext<RoleServer>,
-        binding: CallBinding,
+        binding: &CallBinding,
+        mode: Mode,
+        escalation: Escalation,
         input_responses: Option<InputResponses>,
         request_state: Option<String>,
+        resumed: Option<Sealed>,
         mut body: F,
     ) -> Result<Driven<R>, ErrorData>
     where
         F: FnMut(RequestContext<RoleServer>) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
-        let revision = if rc
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-        {
+        let revision = if is_modern(rc) {
             Revision::Modern
         } else {
             Revision::Legacy
         };
         let clock = self.inner.clock;
-        let mut sealed = match (&revision, request_state) {
-            (Revision::Modern, Some(state)) => self
+        let mut sealed = match (&mode, request_state, resumed) {
+            (_, _, Some(resumed)) => resumed,
+            (Mode::Modern, Some(state), None) => self
                 .inner
                 .codec
-                .open(&binding, &state, &clock)
+                .open(binding, &state, &clock)
                 .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?,
             _ => Sealed {
                 nonce: hex(&random_bytes::<16>()),
@@ -337,15 +487,17 @@ impl Backchannel {
             ct: rc.ct.clone(),
             layer: self.clone(),
             answers: Mutex::new(std::mem::take(&mut sealed.answers)),
-            responses: match revision {
-                Revision::Modern => input_responses.unwrap_or_default(),
-                Revision::Legacy => BTreeMap::new(),
+            responses: match mode {
+                Mode::Modern => input_responses.unwrap_or_default(),
+                Mode::Legacy | Mode::Task(_) => BTreeMap::new(),
             },
+            escalation: Mutex::new(escalation),
             asked: std::mem::take(&mut sealed.asked),
             now_ms: clock.now_ms(),
             pending: Mutex::new(BTreeMap::new()),
             last_progress: Mutex::new(None),
             runs: AtomicU32::new(0),
+            task_round: AtomicU32::new(0),
         });
         let mut round = sealed.round;
         loop {
@@ -353,6 +505,13 @@ impl Backchannel {
             let run_rc = insert_ctx(rc.clone(), Ctx::new(call.clone()));
             let result = body(run_rc).await;
             let pending = call.take_pending();
+            if pending.is_empty() && *lock(&call.escalation) == Escalation::Requested {
+                return Ok(Driven::Escalate(Sealed {
+                    answers: lock(&call.answers).clone(),
+                    nonce: sealed.nonce,
+                    ..Sealed::default()
+                }));
+            }
             if pending.is_empty() {
                 return result.map(Driven::Complete);
             }
@@ -366,8 +525,8 @@ impl Backchannel {
                     None,
                 ));
             }
-            match revision {
-                Revision::Modern => {
+            match &mode {
+                Mode::Modern => {
                     let now = clock.now_ms();
                     let mut requests = InputRequests::new();
                     let mut asked = BTreeMap::new();
@@ -397,13 +556,35 @@ impl Backchannel {
                         answers: lock(&call.answers).clone(),
                         asked,
                     };
-                    let sealed = self.inner.codec.seal(&binding, &state);
+                    let sealed = self.inner.codec.seal(binding, &state);
                     return Ok(Driven::InputRequired(InputRequiredResult::new(
                         Some(requests),
                         Some(sealed),
                     )));
                 }
-                Revision::Legacy => {
+                Mode::Task(task) => {
+                    let task_round = call.task_round.load(Ordering::SeqCst);
+                    let asks = pending.into_iter().map(|(key, pending)| async move {
+                        let wire_key = if task_round == 0 {
+                            key.clone()
+                        } else {
+                            format!("{key}.{task_round}")
+                        };
+                        let answer = match task.request_input(wire_key, pending.request).await {
+                            Ok(value) => deprecated::read_response(pending.kind, &value),
+                            Err(_) => None,
+                        };
+                        (key, answer)
+                    });
+                    for (key, answer) in futures::future::join_all(asks).await {
+                        if let Some(answer) = answer {
+                            lock(&call.answers).insert(key, answer);
+                        }
+                    }
+                    // Keys are single-use within a task: a question asked again gets a suffix.
+                    call.task_round.fetch_add(1, Ordering::SeqCst);
+                }
+                Mode::Legacy => {
                     let peer = &call.peer;
                     let asks = pending.into_iter().map(|(key, pending)| async move {
                         let answer =
@@ -466,6 +647,23 @@ impl Backchannel {
     pub fn listener_counts(&self) -> (usize, usize) {
         self.inner.sessions.counts()
     }
+}
+
+fn is_modern(rc: &RequestContext<RoleServer>) -> bool {
+    rc.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+async fn tool_run<S: Send + Sync + 'static>(
+    router: &ToolRouter<S>,
+    service: &S,
+    params: &CallToolRequestParams,
+    rc: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let mut params = params.clone();
+    params.input_responses = None;
+    params.request_state = None;
+    router.call(ToolCallContext::new(service, params, rc)).await
 }
 
 /// An `isError` result with one text block.

@@ -38,7 +38,7 @@ pub use deprecated::{
     SetLevelParams,
 };
 pub use error::{ToolError, ToolResult};
-pub use layer::{Backchannel, BackchannelBuilder, BuildError, error_text};
+pub use layer::{Backchannel, BackchannelBuilder, BuildError, TaskSupport, error_text};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use rmcp::elicit_safe;
 pub use sessions::ListKind;

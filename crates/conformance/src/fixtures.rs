@@ -87,6 +87,35 @@ struct PromptContextForm {
 backchannel::elicit_safe!(PromptContextForm);
 
 #[derive(Debug, Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Who to greet
+    name: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ComputeArgs {
+    /// How long to work, in seconds
+    #[serde(default)]
+    seconds: f64,
+    /// A label echoed in the result
+    #[serde(default)]
+    label: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct FileArg {
+    /// The file to delete
+    filename: String,
+}
+
+#[derive(Debug, serde::Serialize, Deserialize, JsonSchema)]
+struct DeleteConfirmation {
+    /// Delete the file?
+    confirm: bool,
+}
+backchannel::elicit_safe!(DeleteConfirmation);
+
+#[derive(Debug, Deserialize, JsonSchema)]
 struct TwoArgs {
     /// First test argument
     arg1: String,
@@ -451,6 +480,94 @@ impl ConformanceServer {
     }
 }
 
+/// The tools that may run as tasks (tasks extension), and how.
+pub(crate) const TASK_TOOLS: [(&str, backchannel::TaskSupport); 6] = [
+    ("slow_compute", backchannel::TaskSupport::Optional),
+    ("confirm_delete", backchannel::TaskSupport::Optional),
+    ("multi_input", backchannel::TaskSupport::Optional),
+    ("protocol_error_job", backchannel::TaskSupport::Optional),
+    ("failing_job", backchannel::TaskSupport::Required),
+    ("test_tool_with_task", backchannel::TaskSupport::Required),
+];
+
+#[tool_router(router = task_router)]
+impl ConformanceServer {
+    #[tool(description = "Greets someone, synchronously")]
+    async fn greet(&self, Parameters(args): Parameters<GreetArgs>) -> CallToolResult {
+        text(format!("Hello, {}!", args.name))
+    }
+
+    #[tool(description = "Works for `seconds` seconds, as a task when the client supports tasks")]
+    async fn slow_compute(
+        &self,
+        ctx: Ctx,
+        Parameters(args): Parameters<ComputeArgs>,
+    ) -> ToolResult {
+        ctx.escalate().await?;
+        let seconds = args.seconds.clamp(0.0, 600.0);
+        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+        Ok(text(format!(
+            "computed {} after {seconds} s",
+            args.label.unwrap_or_else(|| "result".into())
+        )))
+    }
+
+    #[tool(description = "Always fails with a tool error (task support required)")]
+    async fn failing_job(&self, ctx: Ctx) -> ToolResult {
+        ctx.escalate().await?;
+        Err(ToolError::failed("the job failed"))
+    }
+
+    #[tool(description = "Fails with a protocol error, so its task ends failed")]
+    async fn protocol_error_job(&self, ctx: Ctx) -> ToolResult {
+        ctx.escalate().await?;
+        Err(ToolError::Protocol(ErrorData::internal_error(
+            "the job hit a protocol error",
+            None,
+        )))
+    }
+
+    #[tool(description = "Asks before deleting a file, inside a task")]
+    async fn confirm_delete(&self, ctx: Ctx, Parameters(args): Parameters<FileArg>) -> ToolResult {
+        ctx.escalate().await?;
+        let answer = ctx
+            .elicit::<DeleteConfirmation>("confirm", format!("Delete {}?", args.filename))
+            .await?;
+        Ok(text(match answer {
+            Elicited::Accepted(DeleteConfirmation { confirm: true }) => {
+                format!("deleted {}", args.filename)
+            }
+            other => format!("kept {}: {}", args.filename, elicited_text(&other)),
+        }))
+    }
+
+    #[tool(description = "Asks two questions at once, inside a task")]
+    async fn multi_input(&self, ctx: Ctx) -> ToolResult {
+        ctx.escalate().await?;
+        let first = ctx.elicit::<Name>("first", "Your first name?").await;
+        let second = ctx.elicit::<Name>("second", "Your family name?").await;
+        let (first, second) = (first?, second?);
+        Ok(text(format!(
+            "first {}; second {}",
+            elicited_text(&first),
+            elicited_text(&second)
+        )))
+    }
+
+    #[tool(description = "Asks for a name, then continues as a task (task support required)")]
+    async fn test_tool_with_task(&self, ctx: Ctx) -> ToolResult {
+        let name = match ctx
+            .elicit::<Name>("user_name", "What is your name?")
+            .await?
+        {
+            Elicited::Accepted(Name { name }) => name,
+            _ => "stranger".into(),
+        };
+        ctx.escalate().await?;
+        Ok(text(format!("Hello from the task, {name}!")))
+    }
+}
+
 fn json_schema_2020_12_input() -> Arc<JsonObject> {
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -585,12 +702,25 @@ impl ConformanceServer {
     }
 }
 
+impl Default for ConformanceServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ConformanceServer {
-    /// A fixture server on its own layer.
-    pub fn new(layer: Backchannel) -> Self {
+    /// A fixture server on its own layer, with the task fixtures registered for tasks.
+    pub fn new() -> Self {
+        let mut layer = Backchannel::builder();
+        for (name, support) in TASK_TOOLS {
+            layer = layer.task_tool(name, support);
+        }
+        let layer = layer
+            .build()
+            .unwrap_or_else(|error| unreachable!("the fixture configuration is valid: {error}"));
         Self {
             layer,
-            tools: Self::tool_router(),
+            tools: Self::tool_router() + Self::task_router(),
             prompts: Self::prompt_router(),
             extra_tools: Arc::new(Mutex::new(Vec::new())),
             subscriptions: Arc::new(Mutex::new(Vec::new())),
@@ -623,6 +753,7 @@ impl ServerHandler for ConformanceServer {
             .enable_resources_subscribe()
             .enable_logging()
             .enable_completions()
+            .enable_tasks()
             .build();
         ServerInfo::new(capabilities)
             .with_server_info(Implementation::new(
@@ -793,6 +924,30 @@ impl ServerHandler for ConformanceServer {
     ) -> Result<(), ErrorData> {
         self.layer.set_level(&request, &context);
         Ok(())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.layer.get_task(&request)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.update_task(request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.cancel_task(&request)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

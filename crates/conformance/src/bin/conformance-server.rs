@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use backchannel::Backchannel;
 use backchannel::serve::{self, HttpOptions};
 use clap::Parser;
 use conformance::ConformanceServer;
@@ -28,7 +27,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let server = ConformanceServer::new(Backchannel::new());
+    let server = ConformanceServer::new();
     if args.stdio {
         serve::stdio(server).await?;
         return Ok(());
