@@ -174,6 +174,27 @@ impl TestServer {
         Ok(text(format!("notified {n}")))
     }
 
+    #[tool(description = "Continues as a task, then asks to confirm")]
+    async fn task_confirm(&self, ctx: Ctx) -> ToolResult {
+        self.observed.runs_before_ask.fetch_add(1, Ordering::SeqCst);
+        ctx.escalate().await?;
+        let outcome = ctx.elicit::<Confirmation>("confirm", "Go ahead?").await?;
+        if matches!(
+            outcome,
+            Elicited::Accepted(Confirmation {
+                confirmed: true,
+                ..
+            })
+        ) {
+            self.observed.writes.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(text(format!(
+            "in task={}: {}",
+            ctx.in_task(),
+            elicited(&outcome)
+        )))
+    }
+
     #[tool(description = "Fails")]
     async fn fails(&self) -> ToolResult {
         Err(ToolError::failed("it broke"))
@@ -197,6 +218,7 @@ impl ServerHandler for TestServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("test-server", "0.0.0"))
@@ -233,6 +255,30 @@ impl ServerHandler for TestServer {
         self.layer.on_initialized(&context);
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.layer.get_task(&request)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.update_task(request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.cancel_task(&request)
+    }
+
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -264,6 +310,7 @@ pub struct Declares {
     pub url: bool,
     pub sampling: bool,
     pub roots: bool,
+    pub tasks: bool,
 }
 
 impl Declares {
@@ -272,12 +319,14 @@ impl Declares {
         url: true,
         sampling: true,
         roots: true,
+        tasks: true,
     };
     pub const NONE: Declares = Declares {
         elicitation: false,
         url: false,
         sampling: false,
         roots: false,
+        tasks: false,
     };
 }
 
@@ -347,6 +396,13 @@ impl ClientHandler for TestClient {
         }
         if self.declares.roots {
             caps.roots = Some(Default::default());
+        }
+        if self.declares.tasks {
+            caps.extensions = Some(
+                [(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())]
+                    .into_iter()
+                    .collect(),
+            );
         }
         ClientInfo::new(caps, Implementation::new("test-client", "0.0.0"))
     }
