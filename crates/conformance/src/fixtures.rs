@@ -421,22 +421,7 @@ impl ConformanceServer {
 
     #[tool(description = "Asks three independent questions in one round")]
     async fn test_input_required_result_multiple_inputs(&self, ctx: Ctx) -> ToolResult {
-        // Three asks before the first `?`: one round carries all three.
-        let name = ctx.elicit::<Name>("user_name", "What is your name?").await;
-        let greeting = ctx
-            .sample(
-                "greeting",
-                backchannel::user_prompt("Generate a greeting", 50),
-            )
-            .await;
-        let roots = ctx.roots("client_roots").await;
-        let (name, greeting, roots) = (name?, greeting?, roots?);
-        Ok(text(format!(
-            "{}; greeting: {}; {}",
-            elicited_text(&name),
-            sampled_text(&greeting),
-            roots_text(&roots)
-        )))
+        ask_name_greeting_roots(&ctx).await
     }
 
     #[tool(description = "Asks two questions, one after the other")]
@@ -462,22 +447,28 @@ impl ConformanceServer {
 
     #[tool(description = "Asks only what the client declared it can answer")]
     async fn test_input_required_result_capabilities(&self, ctx: Ctx) -> ToolResult {
-        let name = ctx.elicit::<Name>("user_name", "What is your name?").await;
-        let greeting = ctx
-            .sample(
-                "greeting",
-                backchannel::user_prompt("Generate a greeting", 50),
-            )
-            .await;
-        let roots = ctx.roots("client_roots").await;
-        let (name, greeting, roots) = (name?, greeting?, roots?);
-        Ok(text(format!(
-            "{}; greeting: {}; {}",
-            elicited_text(&name),
-            sampled_text(&greeting),
-            roots_text(&roots)
-        )))
+        // The same three asks; the layer leaves out what the client did not declare.
+        ask_name_greeting_roots(&ctx).await
     }
+}
+
+/// Three independent asks made before the first `?`, so one round carries all of them.
+async fn ask_name_greeting_roots(ctx: &Ctx) -> ToolResult {
+    let name = ctx.elicit::<Name>("user_name", "What is your name?").await;
+    let greeting = ctx
+        .sample(
+            "greeting",
+            backchannel::user_prompt("Generate a greeting", 50),
+        )
+        .await;
+    let roots = ctx.roots("client_roots").await;
+    let (name, greeting, roots) = (name?, greeting?, roots?);
+    Ok(text(format!(
+        "{}; greeting: {}; {}",
+        elicited_text(&name),
+        sampled_text(&greeting),
+        roots_text(&roots)
+    )))
 }
 
 /// The tools that may run as tasks (tasks extension), and how.
