@@ -43,3 +43,80 @@ pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use rmcp::elicit_safe;
 pub use sessions::ListKind;
 pub use state::StateError;
+
+#[doc(hidden)]
+pub use rmcp as __rmcp;
+
+/// Inside an `impl rmcp::ServerHandler` block, writes the hooks that hand the session and task
+/// requests to the layer in the field `$layer`: `set_level`, `on_initialized`,
+/// `accepted_subscription_filter`, `listen`, `get_task`, `update_task` and `cancel_task`.
+/// `call_tool` (and `get_prompt`) stay yours to write, since they name your routers.
+///
+/// ```ignore
+/// impl ServerHandler for MyServer {
+///     backchannel::layer_hooks!(layer);
+///     async fn call_tool(&self, p: CallToolRequestParams, rc: RequestContext<RoleServer>)
+///         -> Result<CallToolResponse, ErrorData> {
+///         self.layer.call_tool(&self.tools, self, p, rc).await
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! layer_hooks {
+    ($layer:ident) => {
+        async fn set_level(
+            &self,
+            request: $crate::SetLevelParams,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
+            self.$layer.set_level(&request, &context);
+            Ok(())
+        }
+
+        async fn on_initialized(
+            &self,
+            context: $crate::__rmcp::service::NotificationContext<$crate::__rmcp::RoleServer>,
+        ) {
+            self.$layer.on_initialized(&context);
+        }
+
+        fn accepted_subscription_filter(
+            &self,
+            requested: &$crate::__rmcp::model::SubscriptionFilter,
+        ) -> ::std::option::Option<$crate::__rmcp::model::SubscriptionFilter> {
+            self.$layer.accepted_subscription_filter(requested)
+        }
+
+        async fn listen(
+            &self,
+            subscription: $crate::__rmcp::service::SubscriptionContext,
+        ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
+            self.$layer.listen(subscription).await
+        }
+
+        async fn get_task(
+            &self,
+            request: $crate::__rmcp::model::GetTaskParams,
+            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<$crate::__rmcp::model::GetTaskResult, $crate::__rmcp::ErrorData>
+        {
+            self.$layer.get_task(&request)
+        }
+
+        async fn update_task(
+            &self,
+            request: $crate::__rmcp::model::UpdateTaskParams,
+            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
+            self.$layer.update_task(request)
+        }
+
+        async fn cancel_task(
+            &self,
+            request: $crate::__rmcp::model::CancelTaskParams,
+            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
+            self.$layer.cancel_task(&request)
+        }
+    };
+}

@@ -8,7 +8,7 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -734,6 +734,8 @@ impl ConformanceServer {
 }
 
 impl ServerHandler for ConformanceServer {
+    backchannel::layer_hooks!(layer);
+
     fn get_info(&self) -> ServerInfo {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -906,53 +908,5 @@ impl ServerHandler for ConformanceServer {
             CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
         info.has_more = Some(false);
         Ok(CompleteResult::new(info))
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.layer.set_level(&request, &context);
-        Ok(())
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        self.layer.get_task(&request)
-    }
-
-    async fn update_task(
-        &self,
-        request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.layer.update_task(request)
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.layer.cancel_task(&request)
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.layer.on_initialized(&context);
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        self.layer.accepted_subscription_filter(requested)
-    }
-
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        self.layer.listen(subscription).await
     }
 }

@@ -212,6 +212,8 @@ impl TestServer {
 }
 
 impl ServerHandler for TestServer {
+    backchannel::layer_hooks!(layer);
+
     fn get_info(&self) -> ServerInfo {
         ServerInfo::new(
             ServerCapabilities::builder()
@@ -240,54 +242,6 @@ impl ServerHandler for TestServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools.list_all()))
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.layer.set_level(&request, &context);
-        Ok(())
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.layer.on_initialized(&context);
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        self.layer.get_task(&request)
-    }
-
-    async fn update_task(
-        &self,
-        request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.layer.update_task(request)
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.layer.cancel_task(&request)
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        self.layer.accepted_subscription_filter(requested)
-    }
-
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        self.layer.listen(subscription).await
     }
 }
 
