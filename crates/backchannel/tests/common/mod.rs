@@ -12,7 +12,7 @@ use backchannel::{
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::*;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
-use rmcp::service::{NotificationContext, RequestContext, RunningService, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{
     ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt, tool, tool_router,
 };
