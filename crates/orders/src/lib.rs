@@ -1,0 +1,5 @@
+//! The Support Desk order service: orders, a confirmed `cancel_order`, and a progress-reporting
+//! `recheck_shipments`, over MCP (both protocol revisions) and a small REST API.
+
+pub mod domain;
+pub mod seed;
