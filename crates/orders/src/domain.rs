@@ -288,7 +288,7 @@ pub fn java_string_hash(s: &str) -> i32 {
 /// Pure and idempotent: it depends only on the order ID and the shipping date.
 pub fn carrier_estimate(order_id: &str, shipment: &Shipment) -> Date {
     let hash = java_string_hash(order_id).unsigned_abs();
-    if hash % 7 == 0 {
+    if hash.is_multiple_of(7) {
         shipment.shipped_on + chrono::Days::new(7 + u64::from(hash % 2))
     } else {
         shipment.estimated_delivery
