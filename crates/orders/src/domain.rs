@@ -223,6 +223,7 @@ pub struct OrderItem {
     /// Product name.
     pub product_name: String,
     /// How many.
+    #[schemars(schema_with = "positive_integer")]
     pub quantity: u32,
     /// Price of one, in euros.
     pub unit_price: Money,
@@ -233,6 +234,10 @@ impl OrderItem {
     pub fn line_total(&self) -> Money {
         self.unit_price.times(self.quantity)
     }
+}
+
+fn positive_integer(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "integer", "minimum": 1 })
 }
 
 /// A calendar date, `YYYY-MM-DD`.

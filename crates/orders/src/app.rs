@@ -1,0 +1,110 @@
+//! Entry points the binary calls: open the database, serve HTTP (REST + MCP on one port) or
+//! stdio, and reset the seed.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use backchannel::serve::{self, HttpOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::OrderServer;
+use crate::service::{OrderService, ServiceConfig};
+use crate::store::{Store, StoreError};
+
+/// Errors starting the service.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The database could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The data folder could not be created.
+    #[error("cannot create the data folder {0}: {1}")]
+    DataDir(PathBuf, std::io::Error),
+    /// The layer's configuration is invalid.
+    #[error(transparent)]
+    Layer(#[from] backchannel::BuildError),
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+}
+
+/// Settings of a running order service.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// `sqlite::memory:` or a SQLite URL; `None` for the default file.
+    pub database: Option<String>,
+    /// Service settings (carrier latency, concurrency).
+    pub service: ServiceConfig,
+    /// HTTP endpoint settings.
+    pub http: HttpOptions,
+}
+
+/// The default database: `orders.sqlite` in `$ORDER_SERVICE_DATA` or `./data`.
+pub fn default_database() -> Result<String, AppError> {
+    let dir =
+        std::env::var_os("ORDER_SERVICE_DATA").map_or_else(|| PathBuf::from("data"), PathBuf::from);
+    std::fs::create_dir_all(&dir).map_err(|e| AppError::DataDir(dir.clone(), e))?;
+    Ok(format!("sqlite://{}", dir.join("orders.sqlite").display()))
+}
+
+/// Open the database (creating, migrating and seeding it on first use) and build the service.
+pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
+    let url = match &config.database {
+        Some(url) => url.clone(),
+        None => default_database()?,
+    };
+    let store = Store::open(&url).await?;
+    Ok(OrderService::new(store, config.service.clone()))
+}
+
+/// The MCP server over `service`.
+pub fn mcp_server(service: OrderService) -> Result<OrderServer, AppError> {
+    Ok(OrderServer::new(
+        service,
+        OrderServer::layer_builder().build()?,
+    ))
+}
+
+/// REST and MCP on one router: `/api/orders…` and `/mcp`.
+pub fn router(
+    service: OrderService,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+) -> Result<axum::Router, AppError> {
+    let server = mcp_server(service.clone())?;
+    Ok(
+        serve::router(move || server.clone(), options, shutdown)
+            .merge(crate::rest::routes(service)),
+    )
+}
+
+/// Serve REST and MCP on `listener` until `shutdown` is cancelled.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<(), AppError> {
+    let service = open_service(config).await?;
+    let app = router(service, &config.http, shutdown.clone())?;
+    let addr: Option<SocketAddr> = listener.local_addr().ok();
+    if let Some(addr) = addr {
+        tracing::info!(
+            "order-service listening on http://{addr} (MCP at /mcp, REST at /api/orders)"
+        );
+    }
+    serve::http(listener, app, async move { shutdown.cancelled().await }).await?;
+    Ok(())
+}
+
+/// Serve one MCP session over stdin/stdout.
+pub async fn serve_stdio(config: &Config) -> Result<(), AppError> {
+    let service = open_service(config).await?;
+    serve::stdio(mcp_server(service)?).await?;
+    Ok(())
+}
+
+/// Re-seed the database.
+pub async fn reset(config: &Config) -> Result<(), AppError> {
+    open_service(config).await?.store().reset().await?;
+    Ok(())
+}

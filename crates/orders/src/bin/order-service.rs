@@ -1,0 +1,96 @@
+//! `order-service`: the Support Desk order service.
+//!
+//! - `order-service serve [--listen ADDR] [--database URL]`: REST + MCP on one port.
+//! - `order-service stdio [--database URL]`: MCP over stdio (for Claude Desktop).
+//! - `order-service reset [--database URL]`: write the seed again.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use orders::app::{self, Config};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "order-service",
+    about = "The Support Desk order service (REST + MCP)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// SQLite database URL, or `sqlite::memory:`. Default: data/orders.sqlite (or
+    /// $ORDER_SERVICE_DATA/orders.sqlite), created and seeded on first start.
+    #[arg(long)]
+    database: Option<String>,
+    /// Simulated carrier latency per order, in milliseconds.
+    #[arg(long, default_value_t = 30)]
+    carrier_latency_ms: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve REST (/api/orders) and MCP (/mcp) over HTTP.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Serve MCP over stdin/stdout; logs go to stderr.
+    Stdio {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Delete all orders and write the seed again.
+    Reset {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+fn config(common: Common) -> Config {
+    let mut config = Config {
+        database: common.database,
+        ..Config::default()
+    };
+    config.service.carrier_latency = Duration::from_millis(common.carrier_latency_ms);
+    config
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve { listen, common } => {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let shutdown = CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                backchannel::serve::shutdown_signal().await;
+                stop.cancel();
+            });
+            app::serve_http(listener, &config(common), shutdown).await?;
+        }
+        Command::Stdio { common } => app::serve_stdio(&config(common)).await?,
+        Command::Reset { common } => {
+            app::reset(&config(common)).await?;
+            eprintln!("order-service: the database holds the seed again");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,542 @@
+//! The MCP server `order-service`: six tools, two policy resources and an order template, and
+//! the `draft_refund_email` prompt with completion. Every two-way call goes through
+//! `backchannel`, so the same tools serve 2025-11-25 and 2026-07-28 clients.
+// Logging levels are deprecated in rmcp (SEP-2577) but remain the protocol.
+#![allow(deprecated)]
+
+use backchannel::{Backchannel, Ctx, Elicited, LogLevel, ToolError, ToolResult};
+use rmcp::handler::server::router::prompt::PromptRouter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::*;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::Order;
+use crate::messages;
+use crate::service::{OrderError, OrderService};
+
+/// The logger name on log notifications.
+const LOGGER: &str = "order-service";
+
+const RETURNS_POLICY: &str = include_str!("../policies/returns.md");
+const SHIPPING_POLICY: &str = include_str!("../policies/shipping.md");
+
+/// Arguments naming one order.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OrderRef {
+    /// The order ID, for example ORD-10001
+    #[serde(rename = "orderId")]
+    pub order_id: String,
+}
+
+/// Arguments of `cancel_order`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CancelArgs {
+    /// The order to cancel, for example ORD-10002
+    #[serde(rename = "orderId")]
+    pub order_id: String,
+}
+
+/// Arguments naming one customer.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CustomerRef {
+    /// The customer ID, for example CUST-42
+    #[serde(rename = "customerId")]
+    pub customer_id: String,
+}
+
+/// Arguments of `get_orders_by_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StatusArg {
+    /// One of PENDING, PROCESSING, SHIPPED, DELIVERED, CANCELLED
+    pub status: String,
+}
+
+/// Arguments of `update_order_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct UpdateArgs {
+    /// The order ID, for example ORD-10001
+    #[serde(rename = "orderId")]
+    pub order_id: String,
+    /// The new status
+    #[serde(rename = "newStatus")]
+    pub new_status: String,
+}
+
+/// The form `cancel_order` asks the person to fill in.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CancellationConfirmation {
+    /// Confirm this order should be cancelled
+    #[serde(default)]
+    #[schemars(required)]
+    pub confirmed: bool,
+    /// Optional note recorded against the cancellation
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+backchannel::elicit_safe!(CancellationConfirmation);
+
+/// Arguments of the `draft_refund_email` prompt.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RefundArgs {
+    /// The order being refunded
+    #[serde(rename = "orderId")]
+    pub order_id: String,
+    /// Why the order is being refunded
+    pub reason: String,
+}
+
+fn text(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s)])
+}
+
+fn failed(error: OrderError) -> ToolError {
+    if let OrderError::Store(store) = &error {
+        tracing::error!(%store, "order database failure");
+    }
+    ToolError::failed(error)
+}
+
+fn orders_json(orders: &[Order]) -> ToolResult {
+    let json = serde_json::to_string(orders).map_err(ToolError::failed)?;
+    Ok(text(json))
+}
+
+/// The order-service MCP server. Cheap to clone; clones share the service and the layer.
+#[derive(Clone)]
+pub struct OrderServer {
+    service: OrderService,
+    layer: Backchannel,
+    tools: ToolRouter<Self>,
+    prompts: PromptRouter<Self>,
+}
+
+impl std::fmt::Debug for OrderServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderServer").finish_non_exhaustive()
+    }
+}
+
+#[tool_router]
+impl OrderServer {
+    /// Look up one order by its ID (like ORD-10001): status, customer, lines, total and shipment.
+    #[tool(annotations(
+        title = "Get order",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn get_order(
+        &self,
+        ctx: Ctx,
+        Parameters(args): Parameters<OrderRef>,
+    ) -> Result<Json<Order>, ToolError> {
+        let agent = ctx
+            .meta()
+            .get("support_agent_id")
+            .and_then(|v| v.as_str())
+            .unwrap_or("unknown")
+            .to_owned();
+        tracing::info!("get_order {} requested by {agent}", args.order_id.trim());
+        let order = self.service.order(&args.order_id).await.map_err(failed)?;
+        Ok(Json(order))
+    }
+
+    /// Every order of one customer (IDs like CUST-42), newest first. An empty list means the
+    /// customer has no orders.
+    #[tool(annotations(
+        title = "Get a customer's orders",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn get_customer_orders(&self, Parameters(args): Parameters<CustomerRef>) -> ToolResult {
+        orders_json(
+            &self
+                .service
+                .customer_orders(&args.customer_id)
+                .await
+                .map_err(failed)?,
+        )
+    }
+
+    /// The orders in one status, newest first. Valid statuses: PENDING, PROCESSING, SHIPPED,
+    /// DELIVERED and CANCELLED. An empty list means none are in that status.
+    #[tool(annotations(
+        title = "Get orders by status",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn get_orders_by_status(&self, Parameters(args): Parameters<StatusArg>) -> ToolResult {
+        orders_json(
+            &self
+                .service
+                .orders_by_status(&args.status)
+                .await
+                .map_err(failed)?,
+        )
+    }
+
+    /// Set an order's status to PENDING, PROCESSING, SHIPPED or DELIVERED and return the updated
+    /// order. To cancel, use cancel_order instead: it asks the customer to confirm first.
+    #[tool(annotations(
+        title = "Update order status",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn update_order_status(&self, Parameters(args): Parameters<UpdateArgs>) -> ToolResult {
+        let order = self
+            .service
+            .update_status(&args.order_id, &args.new_status)
+            .await
+            .map_err(failed)?;
+        Ok(text(
+            serde_json::to_string(&order).map_err(ToolError::failed)?,
+        ))
+    }
+
+    /// Ask the carriers for fresh delivery estimates of every order that has shipped but not yet
+    /// arrived. Takes a while; reports progress and returns a summary. Use it for a bulk
+    /// refresh, not for one order.
+    #[tool(annotations(
+        title = "Recheck shipments",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = true
+    ))]
+    async fn recheck_shipments(&self, ctx: Ctx) -> ToolResult {
+        use futures::StreamExt;
+        // Runs as a task when the client supports tasks; synchronously otherwise.
+        ctx.escalate().await?;
+        let (total, stream) = self.service.recheck_shipments().await.map_err(failed)?;
+        ctx.log(LogLevel::Info, LOGGER, messages::recheck_started(total))
+            .await;
+        let mut stream = std::pin::pin!(stream);
+        let (mut done, mut changed) = (0, 0);
+        loop {
+            let next = tokio::select! {
+                next = stream.next() => next,
+                () = ctx.cancellation().cancelled() => {
+                    return Ok(text(messages::recheck_stopped(done, total, changed)));
+                }
+            };
+            let Some(step) = next else { break };
+            let step = step.map_err(failed)?;
+            done = step.done;
+            if step.changed {
+                changed += 1;
+                ctx.log(
+                    LogLevel::Debug,
+                    LOGGER,
+                    messages::estimate_updated(&step.order_id),
+                )
+                .await;
+            }
+            let fraction = step.done as f64 / step.total as f64;
+            ctx.progress(
+                fraction,
+                Some(1.0),
+                Some(&format!("{} of {}", step.done, step.total)),
+            )
+            .await;
+        }
+        ctx.log(LogLevel::Info, LOGGER, messages::recheck_finished(changed))
+            .await;
+        Ok(text(messages::recheck_summary(total, changed)))
+    }
+
+    /// Cancel an order and start its refund. The person is asked to confirm first. Only PENDING
+    /// and PROCESSING orders can be cancelled.
+    #[tool(annotations(
+        title = "Cancel order",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn cancel_order(&self, ctx: Ctx, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
+        let order = self.service.order(&args.order_id).await.map_err(failed)?;
+        let id = order.order_id.as_str();
+        if !order.status.is_cancellable() {
+            return Ok(text(
+                OrderError::NotCancellable {
+                    order_id: id.to_owned(),
+                    status: order.status,
+                }
+                .to_string(),
+            ));
+        }
+        // The progress token names the conversation, so a host can show the question there.
+        let ask = match ctx.progress_token() {
+            Some(token) => {
+                let mut meta = RequestMetaObject::default();
+                meta.insert(
+                    "conversationId".into(),
+                    serde_json::to_value(&token.0).unwrap_or_default(),
+                );
+                ctx.with_question_meta(meta)
+            }
+            None => ctx.clone(),
+        };
+        let answer = ask
+            .elicit::<CancellationConfirmation>("confirm", messages::confirm_cancellation(&order))
+            .await?;
+        Ok(text(match answer {
+            Elicited::Accepted(CancellationConfirmation {
+                confirmed: true,
+                note,
+            }) => {
+                // The status is decided again, atomically, at write time.
+                match self.service.cancel(id, note.as_deref()).await {
+                    Ok(cancelled) => {
+                        ctx.log(LogLevel::Info, LOGGER, messages::cancelled_log(id))
+                            .await;
+                        messages::cancelled(id, cancelled.total_amount)
+                    }
+                    Err(error @ OrderError::NotCancellable { .. }) => error.to_string(),
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+            Elicited::Accepted(_) => messages::not_confirmed(id),
+            Elicited::Declined => messages::declined(id),
+            Elicited::Cancelled | Elicited::TimedOut => messages::dismissed(id),
+            Elicited::Unsupported => messages::use_admin_console(id),
+        }))
+    }
+}
+
+#[prompt_router]
+impl OrderServer {
+    /// Write an email to a customer confirming a refund for one order.
+    #[prompt(name = "draft_refund_email", title = "Draft a refund email")]
+    async fn draft_refund_email(
+        &self,
+        Parameters(args): Parameters<RefundArgs>,
+    ) -> Result<Vec<PromptMessage>, ErrorData> {
+        let order = self
+            .service
+            .order(&args.order_id)
+            .await
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        Ok(vec![PromptMessage::new_text(
+            Role::User,
+            messages::refund_email_prompt(&order, args.reason.trim()),
+        )])
+    }
+}
+
+impl OrderServer {
+    /// The server over `service`, with its own backchannel layer.
+    pub fn new(service: OrderService, layer: Backchannel) -> Self {
+        Self {
+            service,
+            layer,
+            tools: Self::tool_router(),
+            prompts: Self::prompt_router(),
+        }
+    }
+
+    /// The layer configuration this server expects: `recheck_shipments` may run as a task.
+    pub fn layer_builder() -> backchannel::BackchannelBuilder {
+        Backchannel::builder().task_tool("recheck_shipments", backchannel::TaskSupport::Optional)
+    }
+
+    /// The tools as `tools/list` shows them.
+    pub fn tool_list(&self) -> Vec<Tool> {
+        self.tools.list_all()
+    }
+
+    async fn complete_refund(&self, argument: &ArgumentInfo) -> Result<CompletionInfo, ErrorData> {
+        let internal = |e: String| ErrorData::internal_error(e, None);
+        match argument.name.as_str() {
+            "reason" => {
+                let values: Vec<String> = messages::REFUND_REASONS
+                    .iter()
+                    .filter(|r| r.starts_with(argument.value.as_str()))
+                    .map(|r| (*r).to_owned())
+                    .collect();
+                let mut info = CompletionInfo::new(values).map_err(internal)?;
+                info.total = Some(info.values.len() as u32);
+                info.has_more = Some(false);
+                Ok(info)
+            }
+            "orderId" => {
+                const SHOWN: usize = 20;
+                let mut ids = self
+                    .service
+                    .order_ids_with_prefix(&argument.value, SHOWN as u32 + 1)
+                    .await
+                    .map_err(|e| internal(e.to_string()))?;
+                let more = ids.len() > SHOWN;
+                ids.truncate(SHOWN);
+                let count = ids.len() as u32;
+                let mut info = CompletionInfo::new(ids).map_err(internal)?;
+                info.has_more = Some(more);
+                info.total = (!more).then_some(count);
+                Ok(info)
+            }
+            _ => CompletionInfo::new(Vec::new()).map_err(internal),
+        }
+    }
+}
+
+impl ServerHandler for OrderServer {
+    backchannel::layer_hooks!(layer);
+
+    fn get_info(&self) -> ServerInfo {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_prompts()
+            .enable_logging()
+            .enable_completions()
+            .enable_tasks()
+            .build();
+        ServerInfo::new(capabilities)
+            .with_server_info(Implementation::new("order-service", "1.0.0"))
+            .with_instructions(
+                "Orders of an online shop: look them up, list them by customer or status, update \
+                 their status, recheck shipments, and cancel with the customer's confirmation.",
+            )
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.layer
+            .call_tool(&self.tools, self, request, context)
+            .await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.get(name).cloned()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.layer
+            .get_prompt(&self.prompts, self, request, context)
+            .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(self.prompts.list_all()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new("policy://returns", "returns_policy")
+                .with_title("Returns policy")
+                .with_mime_type("text/markdown")
+                .with_description(
+                    "The current returns policy, including the returns window and exclusions.",
+                ),
+            Resource::new("policy://shipping", "shipping_policy")
+                .with_title("Shipping policy")
+                .with_mime_type("text/markdown")
+                .with_description(
+                    "Carriers, delivery estimates and what happens to a delayed shipment.",
+                ),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("order://{orderId}", "order")
+                .with_title("Order")
+                .with_mime_type("application/json")
+                .with_description("One order as JSON, for example order://ORD-10001."),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let (mime, body) = match uri {
+            "policy://returns" => ("text/markdown", RETURNS_POLICY.to_owned()),
+            "policy://shipping" => ("text/markdown", SHIPPING_POLICY.to_owned()),
+            _ => match uri.strip_prefix("order://") {
+                Some(id) => {
+                    let order = self.service.order(id).await.map_err(|e| match e {
+                        OrderError::NotFound(_) => ErrorData::resource_not_found(
+                            e.to_string(),
+                            Some(serde_json::json!({"uri": uri})),
+                        ),
+                        other => ErrorData::internal_error(other.to_string(), None),
+                    })?;
+                    let json = serde_json::to_string_pretty(&order)
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                    ("application/json", json)
+                }
+                None => {
+                    return Err(ErrorData::resource_not_found(
+                        format!("No resource at {uri}"),
+                        Some(serde_json::json!({"uri": uri})),
+                    ));
+                }
+            },
+        };
+        Ok(
+            ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
+                uri: uri.into(),
+                mime_type: Some(mime.into()),
+                text: body,
+                meta: None,
+            }])
+            .into(),
+        )
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let info = match &request.r#ref {
+            Reference::Prompt(prompt) if prompt.name == "draft_refund_email" => {
+                self.complete_refund(&request.argument).await?
+            }
+            _ => CompletionInfo::new(Vec::new()).map_err(|e| ErrorData::internal_error(e, None))?,
+        };
+        Ok(CompleteResult::new(info))
+    }
+}

@@ -1,0 +1,73 @@
+//! The REST API the browser UI reads: one order, and lists by status or customer.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use crate::domain::OrderStatus;
+use crate::service::{OrderError, OrderService};
+
+/// `GET /api/orders/{orderId}` and `GET /api/orders?status=|customerId=`.
+pub fn routes(service: OrderService) -> Router {
+    Router::new()
+        .route("/api/orders/{order_id}", get(order))
+        .route("/api/orders", get(orders))
+        .with_state(service)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListQuery {
+    status: Option<String>,
+    customer_id: Option<String>,
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(serde_json::json!({ "message": message }))).into_response()
+}
+
+impl IntoResponse for OrderError {
+    fn into_response(self) -> Response {
+        match self {
+            OrderError::NotFound(_) | OrderError::InvalidStatus(_) => {
+                error(StatusCode::NOT_FOUND, self.to_string())
+            }
+            OrderError::NotCancellable { .. } | OrderError::UseCancelOrder => {
+                error(StatusCode::CONFLICT, self.to_string())
+            }
+            OrderError::Store(store) => {
+                tracing::error!(%store, "order database failure");
+                error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "The order database failed.".into(),
+                )
+            }
+        }
+    }
+}
+
+async fn order(State(service): State<OrderService>, Path(order_id): Path<String>) -> Response {
+    match service.order(&order_id).await {
+        Ok(order) => Json(order).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn orders(State(service): State<OrderService>, Query(query): Query<ListQuery>) -> Response {
+    let result = match (query.customer_id, query.status) {
+        (Some(customer), _) => service.customer_orders(&customer).await,
+        (None, Some(status)) => service.orders_by_status(&status).await,
+        (None, None) => {
+            service
+                .orders_by_status(OrderStatus::Pending.as_str())
+                .await
+        }
+    };
+    match result {
+        Ok(orders) => Json(orders).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,194 @@
+//! The order service's rules over the store: lookups with the reference's messages, the
+//! cancellation and status rules, and the simulated carrier refresh.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+
+use crate::domain::{self, Order, OrderStatus, StatusParseError};
+use crate::store::{CancelOutcome, Store, StoreError};
+
+/// Why an order operation did not happen. The messages are what the model and the person read.
+#[derive(Debug, thiserror::Error)]
+pub enum OrderError {
+    /// No order with that ID.
+    #[error("No order with ID '{0}'. Check the ID and try again.")]
+    NotFound(String),
+    /// The status text is not a status.
+    #[error(transparent)]
+    InvalidStatus(#[from] StatusParseError),
+    /// The order has left the warehouse (or is already cancelled).
+    #[error(
+        "Order {order_id} is {status} and can no longer be cancelled. Only PENDING and PROCESSING orders can."
+    )]
+    NotCancellable {
+        /// The order.
+        order_id: String,
+        /// Its status when the cancellation was attempted.
+        status: OrderStatus,
+    },
+    /// `update_order_status` does not cancel.
+    #[error(
+        "Use cancel_order to cancel an order. It asks the customer to confirm first and records the reason. \
+         This tool sets the other four statuses."
+    )]
+    UseCancelOrder,
+    /// The database failed.
+    #[error("the order database failed: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Settings of the service.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Simulated carrier latency per order (default 30 ms).
+    pub carrier_latency: Duration,
+    /// How many carrier lookups run at once (default 8).
+    pub carrier_concurrency: usize,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            carrier_latency: Duration::from_millis(30),
+            carrier_concurrency: 8,
+        }
+    }
+}
+
+/// One step of a shipment recheck.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rechecked {
+    /// The order just checked.
+    pub order_id: String,
+    /// Whether its estimate moved.
+    pub changed: bool,
+    /// How many orders have been checked so far (1-based, in completion order).
+    pub done: usize,
+    /// How many orders the recheck covers.
+    pub total: usize,
+}
+
+/// The order service.
+#[derive(Debug, Clone)]
+pub struct OrderService {
+    store: Store,
+    config: ServiceConfig,
+}
+
+impl OrderService {
+    /// A service over `store`.
+    pub fn new(store: Store, config: ServiceConfig) -> Self {
+        Self { store, config }
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// One order, or [`OrderError::NotFound`].
+    pub async fn order(&self, order_id: &str) -> Result<Order, OrderError> {
+        let order_id = order_id.trim();
+        self.store
+            .get(order_id)
+            .await?
+            .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))
+    }
+
+    /// A customer's orders, newest first (empty if none).
+    pub async fn customer_orders(&self, customer_id: &str) -> Result<Vec<Order>, OrderError> {
+        Ok(self.store.by_customer(customer_id.trim()).await?)
+    }
+
+    /// The orders in a status given as text, newest first.
+    pub async fn orders_by_status(&self, status: &str) -> Result<Vec<Order>, OrderError> {
+        let status = OrderStatus::parse(status)?;
+        Ok(self.store.by_status(status).await?)
+    }
+
+    /// Set any status but CANCELLED (which goes through [`OrderService::cancel`]).
+    pub async fn update_status(
+        &self,
+        order_id: &str,
+        new_status: &str,
+    ) -> Result<Order, OrderError> {
+        let status = OrderStatus::parse(new_status)?;
+        if status == OrderStatus::Cancelled {
+            return Err(OrderError::UseCancelOrder);
+        }
+        let order_id = order_id.trim();
+        self.store
+            .set_status(order_id, status, chrono::Utc::now())
+            .await?
+            .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))
+    }
+
+    /// Cancel an order, deciding cancellability atomically at write time.
+    pub async fn cancel(&self, order_id: &str, note: Option<&str>) -> Result<Order, OrderError> {
+        let order_id = order_id.trim();
+        let note = note.map(str::trim).filter(|n| !n.is_empty());
+        match self
+            .store
+            .cancel(order_id, note, chrono::Utc::now())
+            .await?
+        {
+            CancelOutcome::Cancelled(order) => Ok(order),
+            CancelOutcome::NotFound => Err(OrderError::NotFound(order_id.to_owned())),
+            CancelOutcome::NotCancellable(status) => Err(OrderError::NotCancellable {
+                order_id: order_id.to_owned(),
+                status,
+            }),
+        }
+    }
+
+    /// Order IDs starting with `prefix` (upper-cased), ascending, at most `limit`.
+    pub async fn order_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, OrderError> {
+        Ok(self
+            .store
+            .ids_with_prefix(&prefix.trim().to_uppercase(), limit)
+            .await?)
+    }
+
+    /// Ask the (simulated) carrier for a fresh estimate of every SHIPPED order, a bounded number
+    /// at a time. Yields one [`Rechecked`] per order as each lookup finishes; dropping the stream
+    /// stops the recheck. Idempotent: a second pass changes nothing.
+    pub async fn recheck_shipments(
+        &self,
+    ) -> Result<
+        (
+            usize,
+            impl Stream<Item = Result<Rechecked, OrderError>> + Send + '_,
+        ),
+        OrderError,
+    > {
+        let shipped = self.store.by_status(OrderStatus::Shipped).await?;
+        let total = shipped.len();
+        let latency = self.config.carrier_latency;
+        let lookups = futures::stream::iter(shipped)
+            .map(move |order| async move {
+                tokio::time::sleep(latency).await;
+                let Some(shipment) = order.shipment.as_ref() else {
+                    return Ok((order.order_id, false));
+                };
+                let estimate = domain::carrier_estimate(&order.order_id, shipment);
+                let changed = estimate != shipment.estimated_delivery
+                    && self.store.set_estimate(&order.order_id, estimate).await?;
+                Ok::<_, OrderError>((order.order_id, changed))
+            })
+            .buffer_unordered(self.config.carrier_concurrency.max(1));
+        let stream = lookups.enumerate().map(move |(i, result)| {
+            result.map(|(order_id, changed)| Rechecked {
+                order_id,
+                changed,
+                done: i + 1,
+                total,
+            })
+        });
+        Ok((total, stream))
+    }
+}
