@@ -484,7 +484,12 @@ impl Backchannel {
             request_log_level: rc.meta.log_level(),
             session: SessionKey::of(&rc.peer),
             nonce: sealed.nonce.clone(),
-            ct: rc.ct.clone(),
+            // A task outlives the request that started it: its own cancellation is `tasks/cancel`,
+            // which drops the task's future; the request's token fires when that request ends.
+            ct: match mode {
+                Mode::Task(_) => tokio_util::sync::CancellationToken::new(),
+                Mode::Legacy | Mode::Modern => rc.ct.clone(),
+            },
             layer: self.clone(),
             answers: Mutex::new(std::mem::take(&mut sealed.answers)),
             responses: match mode {

@@ -67,15 +67,40 @@ pub struct UpdateArgs {
 }
 
 /// The form `cancel_order` asks the person to fill in.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+///
+/// The schema marks `confirmed` required, yet a submitted form without it reads as "not
+/// confirmed" rather than as malformed: a person who submits an empty form has not said yes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CancellationConfirmation {
     /// Confirm this order should be cancelled
     #[serde(default)]
-    #[schemars(required)]
     pub confirmed: bool,
     /// Optional note recorded against the cancellation
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+impl JsonSchema for CancellationConfirmation {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CancellationConfirmation".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "confirmed": {
+                    "type": "boolean",
+                    "description": "Confirm this order should be cancelled"
+                },
+                "note": {
+                    "type": "string",
+                    "description": "Optional note recorded against the cancellation"
+                }
+            },
+            "required": ["confirmed"]
+        })
+    }
 }
 backchannel::elicit_safe!(CancellationConfirmation);
 

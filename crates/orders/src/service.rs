@@ -133,7 +133,7 @@ impl OrderService {
             .cancel(order_id, note, chrono::Utc::now())
             .await?
         {
-            CancelOutcome::Cancelled(order) => Ok(order),
+            CancelOutcome::Cancelled(order) => Ok(*order),
             CancelOutcome::NotFound => Err(OrderError::NotFound(order_id.to_owned())),
             CancelOutcome::NotCancellable(status) => Err(OrderError::NotCancellable {
                 order_id: order_id.to_owned(),

@@ -30,7 +30,7 @@ pub enum StoreError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// The order was cancellable and is now cancelled.
-    Cancelled(Order),
+    Cancelled(Box<Order>),
     /// No such order.
     NotFound,
     /// The order's status (read at write time) does not allow cancelling.
@@ -320,7 +320,7 @@ impl Store {
         }
         tx.commit().await?;
         match self.get(order_id).await? {
-            Some(order) => Ok(CancelOutcome::Cancelled(order)),
+            Some(order) => Ok(CancelOutcome::Cancelled(Box::new(order))),
             None => Ok(CancelOutcome::NotFound),
         }
     }

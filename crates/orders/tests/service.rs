@@ -1,0 +1,209 @@
+//! The service rules over a real SQLite database (a fresh in-memory one per test).
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use orders::domain::OrderStatus;
+use orders::service::{OrderError, OrderService, ServiceConfig};
+use orders::store::Store;
+
+async fn service() -> OrderService {
+    let store = Store::open("sqlite::memory:").await.unwrap();
+    let config = ServiceConfig {
+        carrier_latency: Duration::ZERO,
+        carrier_concurrency: 8,
+    };
+    OrderService::new(store, config)
+}
+
+#[tokio::test]
+async fn the_seeded_database_holds_the_reference_spread() {
+    let service = service().await;
+    let counts = service.store().status_counts().await.unwrap();
+    assert_eq!(
+        counts,
+        vec![
+            (OrderStatus::Pending, 30),
+            (OrderStatus::Processing, 25),
+            (OrderStatus::Shipped, 87),
+            (OrderStatus::Delivered, 50),
+            (OrderStatus::Cancelled, 8),
+        ]
+    );
+    let order = service.order("ORD-10001").await.unwrap();
+    assert_eq!(order.customer.name, "Ana Ruiz");
+    assert_eq!(order.customer.email, "ana.ruiz@example.com");
+    assert_eq!(order.total_amount.to_string(), "179.99");
+    assert_eq!(order.items.len(), 2);
+    assert_eq!(order.shipment.unwrap().tracking_number, "DHL-88213");
+}
+
+#[tokio::test]
+async fn an_unknown_order_has_the_reference_message() {
+    let error = service().await.order("ORD-99999").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "No order with ID 'ORD-99999'. Check the ID and try again."
+    );
+}
+
+#[tokio::test]
+async fn a_customers_orders_come_newest_first_and_an_unknown_customer_has_none() {
+    let service = service().await;
+    let orders = service.customer_orders("CUST-42").await.unwrap();
+    assert_eq!(orders.len(), 7);
+    assert!(
+        orders
+            .windows(2)
+            .all(|w| w[0].created_at >= w[1].created_at)
+    );
+    assert!(service.customer_orders("CUST-99").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_invalid_status_names_the_valid_ones() {
+    let error = service().await.orders_by_status("lost").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Invalid status 'lost'. Must be one of: [PENDING, PROCESSING, SHIPPED, DELIVERED, CANCELLED]"
+    );
+}
+
+#[tokio::test]
+async fn prefix_completion_lists_ids_in_order() {
+    let ids = service()
+        .await
+        .order_ids_with_prefix("ord-1000", 21)
+        .await
+        .unwrap();
+    assert_eq!(ids[..3], ["ORD-10001", "ORD-10002", "ORD-10003"]);
+    assert_eq!(ids.len(), 9);
+}
+
+#[tokio::test]
+async fn cancelling_a_shipped_order_is_refused_and_a_pending_one_works() {
+    let service = service().await;
+    let error = service.cancel("ORD-10001", None).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Order ORD-10001 is SHIPPED and can no longer be cancelled. Only PENDING and PROCESSING orders can."
+    );
+    assert_eq!(
+        service.order("ORD-10001").await.unwrap().status,
+        OrderStatus::Shipped
+    );
+
+    let cancelled = service
+        .cancel("ORD-10002", Some("changed mind"))
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, OrderStatus::Cancelled);
+    assert!(cancelled.last_updated > chrono::Utc::now() - chrono::Duration::minutes(1));
+    assert_eq!(
+        service
+            .store()
+            .cancellation_note("ORD-10002")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("changed mind")
+    );
+    assert!(matches!(
+        service.cancel("ORD-10002", None).await,
+        Err(OrderError::NotCancellable { .. })
+    ));
+}
+
+#[tokio::test]
+async fn concurrent_cancellations_of_one_order_cancel_it_once() {
+    let service = service().await;
+    let attempts = (0..8).map(|_| {
+        let service = service.clone();
+        tokio::spawn(async move { service.cancel("ORD-10008", None).await })
+    });
+    let results = futures::future::join_all(attempts).await;
+    let won = results.iter().filter(|r| matches!(r, Ok(Ok(_)))).count();
+    let refused = results
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Ok(Err(OrderError::NotCancellable {
+                    status: OrderStatus::Cancelled,
+                    ..
+                }))
+            )
+        })
+        .count();
+    assert_eq!((won, refused), (1, 7));
+}
+
+#[tokio::test]
+async fn update_status_refuses_cancelled_and_changes_nothing() {
+    let service = service().await;
+    let error = service
+        .update_status("ORD-10002", "cancelled")
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("Use cancel_order to cancel an order."),
+        "{error}"
+    );
+    assert_eq!(
+        service.order("ORD-10002").await.unwrap().status,
+        OrderStatus::Pending
+    );
+    let updated = service
+        .update_status("ORD-10002", " processing ")
+        .await
+        .unwrap();
+    assert_eq!(updated.status, OrderStatus::Processing);
+    assert!(matches!(
+        service.update_status("ORD-0", "SHIPPED").await,
+        Err(OrderError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_carrier_refresh_changes_13_then_nothing() {
+    let service = service().await;
+    for expected in [13, 0] {
+        let (total, stream) = service.recheck_shipments().await.unwrap();
+        let steps: Vec<_> = stream.map(|s| s.unwrap()).collect().await;
+        assert_eq!(total, 87);
+        assert_eq!(steps.len(), 87);
+        assert_eq!(
+            steps.iter().map(|s| s.done).collect::<Vec<_>>(),
+            (1..=87).collect::<Vec<_>>()
+        );
+        assert_eq!(steps.iter().filter(|s| s.changed).count(), expected);
+    }
+}
+
+#[tokio::test]
+async fn a_database_file_keeps_changes_across_restarts_and_reset_reseeds() {
+    let dir = std::env::temp_dir().join(format!("orders-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}", dir.join("orders.sqlite").display());
+    {
+        let store = Store::open(&url).await.unwrap();
+        let service = OrderService::new(store, ServiceConfig::default());
+        service.cancel("ORD-10002", None).await.unwrap();
+    }
+    let store = Store::open(&url).await.unwrap();
+    assert_eq!(
+        store.get("ORD-10002").await.unwrap().unwrap().status,
+        OrderStatus::Cancelled
+    );
+    store.reset().await.unwrap();
+    assert_eq!(
+        store.get("ORD-10002").await.unwrap().unwrap().status,
+        OrderStatus::Pending
+    );
+    assert_eq!(store.order_count().await.unwrap(), 200);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
