@@ -66,21 +66,22 @@ pub(crate) struct Pending {
 #[derive(Debug)]
 pub(crate) struct Call {
     pub(crate) revision: Revision,
-    pub(crate) caps: ClientCapabilities,
-    pub(crate) peer: Peer<RoleServer>,
-    pub(crate) meta: RequestMetaObject,
-    pub(crate) progress_token: Option<ProgressToken>,
-    pub(crate) request_log_level: Option<LoggingLevel>,
-    pub(crate) session: Option<SessionKey>,
-    pub(crate) nonce: String,
-    pub(crate) ct: CancellationToken,
+    /// The request, as the body's `Ctx` extractor saw it (without the `Ctx` itself). Taken only
+    /// by bodies that take a `Ctx`, which are the only ones that can ask and so run again;
+    /// later runs get clones of it.
+    pub(crate) rc: std::sync::OnceLock<RequestContext<RoleServer>>,
+    pub(crate) caps: std::sync::OnceLock<ClientCapabilities>,
+    /// Random per-call nonce (URL elicitation ids, sealed state), drawn on first use or taken
+    /// from the sealed state.
+    pub(crate) nonce: std::sync::OnceLock<String>,
+    /// Inside a task, the task's own token; otherwise the request's.
+    pub(crate) task_ct: Option<CancellationToken>,
     pub(crate) layer: Backchannel,
     pub(crate) answers: Mutex<BTreeMap<String, Answer>>,
     /// Raw `inputResponses` of this request (2026-07-28), read when the body asks.
     pub(crate) responses: BTreeMap<String, serde_json::Value>,
     /// When each question of the previous round went out, from the sealed state.
     pub(crate) asked: BTreeMap<String, crate::state::Asked>,
-    pub(crate) now_ms: u64,
     pub(crate) escalation: Mutex<Escalation>,
     /// Rounds of questions inside a task (task input keys must be unique per task).
     pub(crate) task_round: AtomicU32,
@@ -90,6 +91,31 @@ pub(crate) struct Call {
 }
 
 impl Call {
+    /// The request. Every path here starts from a `Ctx`, whose extractor stored it.
+    pub(crate) fn rc(&self) -> &RequestContext<RoleServer> {
+        #[allow(clippy::expect_used)]
+        self.rc
+            .get()
+            .expect("a Ctx exists only after its extractor stored the request")
+    }
+
+    pub(crate) fn caps(&self) -> &ClientCapabilities {
+        self.caps
+            .get_or_init(|| self.rc().client_capabilities().unwrap_or_default())
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleServer> {
+        &self.rc().peer
+    }
+
+    pub(crate) fn ct(&self) -> &CancellationToken {
+        self.task_ct.as_ref().unwrap_or(&self.rc().ct)
+    }
+
+    pub(crate) fn nonce(&self) -> &str {
+        self.nonce.get_or_init(crate::layer::fresh_nonce)
+    }
+
     pub(crate) fn take_pending(&self) -> BTreeMap<String, Pending> {
         std::mem::take(&mut *lock(&self.pending))
     }
@@ -134,23 +160,23 @@ impl Ctx {
 
     /// The request's `_meta`, as the client sent it.
     pub fn meta(&self) -> &RequestMetaObject {
-        &self.call.meta
+        &self.call.rc().meta
     }
 
     /// The client's capabilities for this request (per-request on 2026-07-28, from
     /// `initialize` on 2025-11-25).
     pub fn client_capabilities(&self) -> &ClientCapabilities {
-        &self.call.caps
+        self.call.caps()
     }
 
     /// The progress token the client sent, if any.
-    pub fn progress_token(&self) -> Option<&ProgressToken> {
-        self.call.progress_token.as_ref()
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        self.call.rc().meta.get_progress_token()
     }
 
     /// Fires when the client cancels the request.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.call.ct
+        self.call.ct()
     }
 
     /// A view of this context whose asks wait at most `timeout` for the person.
@@ -197,7 +223,7 @@ impl Ctx {
     /// when `value` is greater than the last value sent for this request; anything else is
     /// dropped and noted in a debug log. Returns whether a notification was sent.
     pub async fn progress(&self, value: f64, total: Option<f64>, message: Option<&str>) -> bool {
-        let Some(token) = self.call.progress_token.clone() else {
+        let Some(token) = self.call.rc().meta.get_progress_token() else {
             return false;
         };
         {
@@ -215,7 +241,7 @@ impl Ctx {
         let mut param = ProgressNotificationParam::new(token, value);
         param.total = total;
         param.message = message.map(str::to_owned);
-        match self.call.peer.notify_progress(param).await {
+        match self.call.peer().notify_progress(param).await {
             Ok(()) => true,
             Err(error) => {
                 tracing::debug!(%error, "progress notification could not be sent");
@@ -234,12 +260,12 @@ impl Ctx {
         data: impl serde::Serialize,
     ) -> bool {
         let threshold = match self.call.revision {
-            Revision::Modern => self.call.request_log_level,
+            Revision::Modern => self.call.rc().meta.log_level(),
             Revision::Legacy => Some(
                 self.call
                     .layer
                     .sessions()
-                    .log_level(self.call.session.as_ref())
+                    .log_level(SessionKey::of(self.call.peer()).as_ref())
                     .unwrap_or(self.call.layer.default_log_level()),
             ),
         };
@@ -250,7 +276,7 @@ impl Ctx {
             return false;
         }
         let data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
-        deprecated::send_log(&self.call.peer, level, logger, data).await
+        deprecated::send_log(self.call.peer(), level, logger, data).await
     }
 
     /// Ask the person to fill in a form described by `T` (its JSON schema is generated from
@@ -355,7 +381,7 @@ impl Ctx {
         if self.call.revision != Revision::Legacy {
             return false;
         }
-        deprecated::send_elicitation_complete(&self.call.peer, elicitation_id).await
+        deprecated::send_elicitation_complete(self.call.peer(), elicitation_id).await
     }
 
     /// Ask the client's model for a completion.
@@ -364,7 +390,7 @@ impl Ctx {
         key: &str,
         request: CreateMessageRequestParams,
     ) -> Result<Sampled, Suspend> {
-        if self.call.caps.sampling.is_none() {
+        if self.call.caps().sampling.is_none() {
             return Ok(Sampled::Unsupported);
         }
         let mut params = request;
@@ -390,7 +416,7 @@ impl Ctx {
 
     /// Ask the client which roots (folders) this server may use.
     pub async fn roots(&self, key: &str) -> Result<RootsListed, Suspend> {
-        if self.call.caps.roots.is_none() {
+        if self.call.caps().roots.is_none() {
             return Ok(RootsListed::Unsupported);
         }
         let request = deprecated::list_roots_request();
@@ -409,7 +435,7 @@ impl Ctx {
     }
 
     fn can_elicit(&self, kind: AskKind) -> bool {
-        let Some(elicitation) = self.call.caps.elicitation.as_ref() else {
+        let Some(elicitation) = self.call.caps().elicitation.as_ref() else {
             return false;
         };
         match kind {
@@ -432,10 +458,9 @@ impl Ctx {
         }
         if let Some(value) = self.call.responses.get(key) {
             if let Some(answer) = deprecated::read_response(kind, value) {
-                let late =
-                    self.call.asked.get(key).is_some_and(|asked| {
-                        self.call.now_ms.saturating_sub(asked.at) > asked.timeout
-                    });
+                let late = self.call.asked.get(key).is_some_and(|asked| {
+                    self.call.layer.now_ms().saturating_sub(asked.at) > asked.timeout
+                });
                 let answer = if late { Answer::TimedOut } else { answer };
                 answers.insert(key.to_owned(), answer.clone());
                 return Ok(answer);
@@ -469,7 +494,7 @@ impl Ctx {
 
     fn elicitation_id(&self, key: &str) -> String {
         let mut hasher = Sha256::new();
-        hasher.update(self.call.nonce.as_bytes());
+        hasher.update(self.call.nonce().as_bytes());
         hasher.update([0]);
         hasher.update(key.as_bytes());
         let digest = hasher.finalize();
@@ -479,17 +504,20 @@ impl Ctx {
 
 impl<C: AsRequestContext> FromContextPart<C> for Ctx {
     fn from_context_part(context: &mut C) -> Result<Self, ErrorData> {
-        context
-            .as_request_context()
-            .extensions
-            .get::<Ctx>()
-            .cloned()
-            .ok_or_else(|| {
-                ErrorData::internal_error(
-                    "backchannel::Ctx is only available inside a call driven by Backchannel",
-                    None,
-                )
-            })
+        let rc = context.as_request_context();
+        let ctx = rc.extensions.get::<Ctx>().cloned().ok_or_else(|| {
+            ErrorData::internal_error(
+                "backchannel::Ctx is only available inside a call driven by Backchannel",
+                None,
+            )
+        })?;
+        ctx.call.rc.get_or_init(|| {
+            let mut snapshot = rc.clone();
+            // Without the Ctx: Call → request → Ctx → Call would be a cycle.
+            snapshot.extensions.remove::<Ctx>();
+            snapshot
+        });
+        Ok(ctx)
     }
 }
 

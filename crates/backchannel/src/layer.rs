@@ -25,7 +25,7 @@ use rmcp::{ErrorData, RoleServer};
 use crate::clock::Clock;
 use crate::ctx::{Call, Ctx, Escalation, Pending, Revision, insert_ctx, lock};
 use crate::deprecated::{self, LogLevel, SetLevelParams};
-use crate::sessions::{ListKind, SessionKey, Sessions};
+use crate::sessions::{ListKind, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
 
 /// Reads the caller's identity from a request, to bind sealed state to it.
@@ -194,6 +194,10 @@ fn random_bytes<const N: usize>() -> [u8; N] {
     bytes
 }
 
+pub(crate) fn fresh_nonce() -> String {
+    hex(&random_bytes::<16>())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -202,8 +206,8 @@ fn hex(bytes: &[u8]) -> String {
 enum Driven<R> {
     Complete(R),
     InputRequired(InputRequiredResult),
-    /// The body asked to continue as a task; carries the answers gathered so far.
-    Escalate(Sealed),
+    /// The body asked to continue as a task; carries the request and the answers so far.
+    Escalate(Box<RequestContext<RoleServer>>, Sealed),
 }
 
 /// How a driven call gets its answers.
@@ -244,6 +248,10 @@ impl Backchannel {
         }
     }
 
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
     pub(crate) fn ask_timeout(&self) -> Duration {
         self.inner.ask_timeout
     }
@@ -267,9 +275,11 @@ impl Backchannel {
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let support = self.inner.task_tools.get(params.name.as_ref()).copied();
-        let client_tasks = rc
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks());
+        // Parsing the capabilities costs; only task tools need them here.
+        let client_tasks = support.is_some()
+            && rc
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
         if support == Some(TaskSupport::Required) && !client_tasks {
             let mut required = rmcp::model::ClientCapabilities::default();
             required.extensions = Some(
@@ -295,7 +305,7 @@ impl Backchannel {
         };
         let driven = self
             .drive(
-                &rc,
+                rc,
                 &binding,
                 mode,
                 escalation,
@@ -312,8 +322,16 @@ impl Backchannel {
             )),
             Driven::Complete(response) => Ok(response),
             Driven::InputRequired(result) => Ok(CallToolResponse::InputRequired(result)),
-            Driven::Escalate(sealed) => {
-                Ok(self.spawn_task(router.clone(), service.clone(), params, rc, binding, sealed))
+            Driven::Escalate(rc, sealed) => {
+                let binding = binding.into_owned();
+                Ok(self.spawn_task(
+                    router.clone(),
+                    service.clone(),
+                    params,
+                    *rc,
+                    binding,
+                    sealed,
+                ))
             }
         }
     }
@@ -324,7 +342,7 @@ impl Backchannel {
         service: S,
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
-        binding: CallBinding,
+        binding: CallBinding<'static>,
         sealed: Sealed,
     ) -> CallToolResponse {
         let layer = self.clone();
@@ -334,7 +352,7 @@ impl Backchannel {
                 let work = async {
                     let driven = layer
                         .drive(
-                            &rc,
+                            rc,
                             &binding,
                             Mode::Task(task_ctx),
                             Escalation::InTask,
@@ -403,7 +421,7 @@ impl Backchannel {
         };
         let driven = self
             .drive(
-                &rc,
+                rc,
                 &binding,
                 mode,
                 Escalation::NotAvailable,
@@ -423,29 +441,29 @@ impl Backchannel {
         match driven {
             Driven::Complete(response) => Ok(response),
             Driven::InputRequired(result) => Ok(GetPromptResponse::InputRequired(result)),
-            Driven::Escalate(_) => Err(ErrorData::internal_error(
+            Driven::Escalate(..) => Err(ErrorData::internal_error(
                 "prompts cannot run as tasks",
                 None,
             )),
         }
     }
 
-    fn binding(
+    fn binding<'a>(
         &self,
-        kind: &str,
-        name: &str,
-        arguments: Option<&JsonObject>,
+        kind: &'static str,
+        name: &'a str,
+        arguments: Option<&'a JsonObject>,
         rc: &RequestContext<RoleServer>,
-    ) -> CallBinding {
+    ) -> CallBinding<'a> {
         let principal = self.inner.principal.as_ref().and_then(|f| f(rc));
-        CallBinding::new(kind, name, arguments, principal.as_deref())
+        CallBinding::new(kind, name, arguments, principal)
     }
 
     #[allow(clippy::too_many_arguments)]
     async fn drive<R, F, Fut>(
         &self,
-        rc: &RequestContext<RoleServer>,
-        binding: &CallBinding,
+        rc: RequestContext<RoleServer>,
+        binding: &CallBinding<'_>,
         mode: Mode,
         escalation: Escalation,
         input_responses: Option<InputResponses>,
@@ -457,10 +475,11 @@ impl Backchannel {
         F: FnMut(RequestContext<RoleServer>) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
-        let revision = if is_modern(rc) {
-            Revision::Modern
-        } else {
-            Revision::Legacy
+        let revision = match &mode {
+            Mode::Modern => Revision::Modern,
+            Mode::Legacy => Revision::Legacy,
+            Mode::Task(_) if is_modern(&rc) => Revision::Modern,
+            Mode::Task(_) => Revision::Legacy,
         };
         let clock = self.inner.clock;
         let mut sealed = match (&mode, request_state, resumed) {
@@ -470,25 +489,24 @@ impl Backchannel {
                 .codec
                 .open(binding, &state, &clock)
                 .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?,
-            _ => Sealed {
-                nonce: hex(&random_bytes::<16>()),
-                ..Sealed::default()
-            },
+            // The nonce is drawn lazily (only calls that ask need one).
+            _ => Sealed::default(),
         };
+        let mut first = Some(rc);
         let call = Arc::new(Call {
             revision,
-            caps: rc.client_capabilities().unwrap_or_default(),
-            peer: rc.peer.clone(),
-            meta: rc.meta.clone(),
-            progress_token: rc.meta.get_progress_token(),
-            request_log_level: rc.meta.log_level(),
-            session: SessionKey::of(&rc.peer),
-            nonce: sealed.nonce.clone(),
+            rc: std::sync::OnceLock::new(),
+            caps: std::sync::OnceLock::new(),
+            nonce: if sealed.nonce.is_empty() {
+                std::sync::OnceLock::new()
+            } else {
+                std::sync::OnceLock::from(std::mem::take(&mut sealed.nonce))
+            },
             // A task outlives the request that started it: its own cancellation is `tasks/cancel`,
             // which drops the task's future; the request's token fires when that request ends.
-            ct: match mode {
-                Mode::Task(_) => tokio_util::sync::CancellationToken::new(),
-                Mode::Legacy | Mode::Modern => rc.ct.clone(),
+            task_ct: match mode {
+                Mode::Task(_) => Some(tokio_util::sync::CancellationToken::new()),
+                Mode::Legacy | Mode::Modern => None,
             },
             layer: self.clone(),
             answers: Mutex::new(std::mem::take(&mut sealed.answers)),
@@ -496,9 +514,8 @@ impl Backchannel {
                 Mode::Modern => input_responses.unwrap_or_default(),
                 Mode::Legacy | Mode::Task(_) => BTreeMap::new(),
             },
-            escalation: Mutex::new(escalation),
             asked: std::mem::take(&mut sealed.asked),
-            now_ms: clock.now_ms(),
+            escalation: Mutex::new(escalation),
             pending: Mutex::new(BTreeMap::new()),
             last_progress: Mutex::new(None),
             runs: AtomicU32::new(0),
@@ -507,15 +524,24 @@ impl Backchannel {
         let mut round = sealed.round;
         loop {
             call.runs.fetch_add(1, Ordering::SeqCst);
-            let run_rc = insert_ctx(rc.clone(), Ctx::new(call.clone()));
+            // The first run takes the request itself; later ones (only bodies that took a Ctx
+            // and asked get there) take clones of the snapshot its extractor made.
+            let run_rc = match first.take() {
+                Some(rc) => rc,
+                None => call.rc().clone(),
+            };
+            let run_rc = insert_ctx(run_rc, Ctx::new(call.clone()));
             let result = body(run_rc).await;
             let pending = call.take_pending();
             if pending.is_empty() && *lock(&call.escalation) == Escalation::Requested {
-                return Ok(Driven::Escalate(Sealed {
-                    answers: lock(&call.answers).clone(),
-                    nonce: sealed.nonce,
-                    ..Sealed::default()
-                }));
+                return Ok(Driven::Escalate(
+                    Box::new(call.rc().clone()),
+                    Sealed {
+                        answers: lock(&call.answers).clone(),
+                        nonce: call.nonce().to_owned(),
+                        ..Sealed::default()
+                    },
+                ));
             }
             if pending.is_empty() {
                 return result.map(Driven::Complete);
@@ -557,7 +583,7 @@ impl Backchannel {
                     let state = Sealed {
                         exp: now + self.inner.state_ttl.as_millis() as u64,
                         round,
-                        nonce: sealed.nonce,
+                        nonce: call.nonce().to_owned(),
                         answers: lock(&call.answers).clone(),
                         asked,
                     };
@@ -590,7 +616,7 @@ impl Backchannel {
                     call.task_round.fetch_add(1, Ordering::SeqCst);
                 }
                 Mode::Legacy => {
-                    let peer = &call.peer;
+                    let peer = call.peer();
                     let asks = pending.into_iter().map(|(key, pending)| async move {
                         let answer =
                             deprecated::fulfil(peer, pending.request, pending.timeout).await;
@@ -598,7 +624,7 @@ impl Backchannel {
                     });
                     let answers = tokio::select! {
                         answers = futures::future::join_all(asks) => answers,
-                        () = rc.ct.cancelled() => {
+                        () = call.rc().ct.cancelled() => {
                             return Err(ErrorData::internal_error("the request was cancelled", None));
                         }
                     };
@@ -665,10 +691,12 @@ async fn tool_run<S: Send + Sync + 'static>(
     params: &CallToolRequestParams,
     rc: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let mut params = params.clone();
-    params.input_responses = None;
-    params.request_state = None;
-    router.call(ToolCallContext::new(service, params, rc)).await
+    // The body sees the call as the client made it, without this round's answers or state:
+    // those reach it through `Ctx`.
+    let mut run = CallToolRequestParams::new(params.name.clone());
+    run.arguments = params.arguments.clone();
+    run.meta = params.meta.clone();
+    router.call(ToolCallContext::new(service, run, rc)).await
 }
 
 /// An `isError` result with one text block.

@@ -81,36 +81,66 @@ pub enum StateError {
     Expired,
 }
 
-/// Identity of one call, bound into the seal.
+/// Identity of one call, bound into the seal. Cheap to make: the digest is computed only when
+/// state is actually sealed or opened, so calls that never ask pay nothing for it.
 #[derive(Debug, Clone)]
-pub(crate) struct CallBinding {
-    bytes: Vec<u8>,
+pub(crate) struct CallBinding<'a> {
+    kind: &'static str,
+    name: std::borrow::Cow<'a, str>,
+    arguments: Option<std::borrow::Cow<'a, JsonObject>>,
+    principal: Option<String>,
+    bytes: std::sync::OnceLock<Vec<u8>>,
 }
 
-impl CallBinding {
+impl<'a> CallBinding<'a> {
     pub(crate) fn new(
-        kind: &str,
-        name: &str,
-        arguments: Option<&JsonObject>,
-        principal: Option<&str>,
+        kind: &'static str,
+        name: &'a str,
+        arguments: Option<&'a JsonObject>,
+        principal: Option<String>,
     ) -> Self {
-        let mut hasher = Sha256::new();
-        // serde_json's map keeps insertion order only with `preserve_order`; without it the map
-        // is sorted, so equal arguments always hash equally.
-        let args = serde_json::to_vec(&arguments).unwrap_or_default();
-        hasher.update(&args);
-        let digest = hasher.finalize();
-        let mut bytes = Vec::with_capacity(64 + name.len());
-        for part in [
-            kind.as_bytes(),
-            name.as_bytes(),
-            principal.unwrap_or("").as_bytes(),
-        ] {
-            bytes.extend_from_slice(&(part.len() as u32).to_be_bytes());
-            bytes.extend_from_slice(part);
+        Self {
+            kind,
+            name: std::borrow::Cow::Borrowed(name),
+            arguments: arguments.map(std::borrow::Cow::Borrowed),
+            principal,
+            bytes: std::sync::OnceLock::new(),
         }
-        bytes.extend_from_slice(&digest);
-        Self { bytes }
+    }
+
+    /// The same binding, owning its parts (for a task that outlives the request).
+    pub(crate) fn into_owned(self) -> CallBinding<'static> {
+        CallBinding {
+            kind: self.kind,
+            name: std::borrow::Cow::Owned(self.name.into_owned()),
+            arguments: self
+                .arguments
+                .map(|a| std::borrow::Cow::Owned(a.into_owned())),
+            principal: self.principal,
+            bytes: self.bytes,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.bytes.get_or_init(|| {
+            let mut hasher = Sha256::new();
+            // serde_json's map keeps insertion order only with `preserve_order`; without it the
+            // map is sorted, so equal arguments always hash equally.
+            hasher.update(serde_json::to_vec(&self.arguments).unwrap_or_default());
+            let digest = hasher.finalize();
+            let principal = self.principal.as_deref().unwrap_or("");
+            let mut bytes = Vec::with_capacity(64 + self.name.len());
+            for part in [
+                self.kind.as_bytes(),
+                self.name.as_bytes(),
+                principal.as_bytes(),
+            ] {
+                bytes.extend_from_slice(&(part.len() as u32).to_be_bytes());
+                bytes.extend_from_slice(part);
+            }
+            bytes.extend_from_slice(&digest);
+            bytes
+        })
     }
 }
 
@@ -133,21 +163,21 @@ impl StateCodec {
         }
     }
 
-    pub(crate) fn seal(&self, binding: &CallBinding, payload: &Sealed) -> String {
+    pub(crate) fn seal(&self, binding: &CallBinding<'_>, payload: &Sealed) -> String {
         let json = serde_json::to_vec(payload).unwrap_or_default();
         self.codec
-            .seal_with(&json, &SealOptions::new().associated_data(&binding.bytes))
+            .seal_with(&json, &SealOptions::new().associated_data(binding.bytes()))
     }
 
     pub(crate) fn open(
         &self,
-        binding: &CallBinding,
+        binding: &CallBinding<'_>,
         sealed: &str,
         clock: &Clock,
     ) -> Result<Sealed, StateError> {
         let bytes = self
             .codec
-            .open_with(sealed, &binding.bytes)
+            .open_with(sealed, binding.bytes())
             .map_err(|_| StateError::Invalid)?;
         let payload: Sealed = serde_json::from_slice(&bytes).map_err(|_| StateError::Invalid)?;
         if clock.now_ms() > payload.exp {
@@ -191,7 +221,7 @@ mod tests {
             codec().open(&other_tool, &sealed, &clock),
             Err(StateError::Invalid)
         );
-        let other_user = CallBinding::new("tool", "cancel", Some(&args), Some("mallory"));
+        let other_user = CallBinding::new("tool", "cancel", Some(&args), Some("mallory".into()));
         assert_eq!(
             codec().open(&other_user, &sealed, &clock),
             Err(StateError::Invalid)

@@ -736,7 +736,7 @@ impl ConformanceServer {
 impl ServerHandler for ConformanceServer {
     backchannel::layer_hooks!(layer);
 
-    fn get_info(&self) -> ServerInfo {
+    fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -748,7 +748,7 @@ impl ServerHandler for ConformanceServer {
             .enable_completions()
             .enable_tasks()
             .build();
-        ServerInfo::new(capabilities)
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "backchannel-conformance",
                 env!("CARGO_PKG_VERSION"),

@@ -17,6 +17,9 @@ pub enum AppError {
     /// The database could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// An order operation failed.
+    #[error(transparent)]
+    Order(#[from] crate::service::OrderError),
     /// The data folder could not be created.
     #[error("cannot create the data folder {0}: {1}")]
     DataDir(PathBuf, std::io::Error),
@@ -105,6 +108,6 @@ pub async fn serve_stdio(config: &Config) -> Result<(), AppError> {
 
 /// Re-seed the database.
 pub async fn reset(config: &Config) -> Result<(), AppError> {
-    open_service(config).await?.store().reset().await?;
+    open_service(config).await?.reset().await?;
     Ok(())
 }

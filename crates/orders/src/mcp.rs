@@ -135,8 +135,9 @@ fn orders_json(orders: &[Order]) -> ToolResult {
 pub struct OrderServer {
     service: OrderService,
     layer: Backchannel,
-    tools: ToolRouter<Self>,
-    prompts: PromptRouter<Self>,
+    // Behind `Arc`: the HTTP transport builds a handler per stateless request by cloning.
+    tools: std::sync::Arc<ToolRouter<Self>>,
+    prompts: std::sync::Arc<PromptRouter<Self>>,
 }
 
 impl std::fmt::Debug for OrderServer {
@@ -157,11 +158,11 @@ impl OrderServer {
     ))]
     async fn get_order(
         &self,
-        ctx: Ctx,
+        meta: RequestMetaObject,
         Parameters(args): Parameters<OrderRef>,
     ) -> Result<Json<Order>, ToolError> {
-        let agent = ctx
-            .meta()
+        // A read that never asks: it takes the request's `_meta` rather than a `Ctx`.
+        let agent = meta
             .get("support_agent_id")
             .and_then(|v| v.as_str())
             .unwrap_or("unknown")
@@ -366,8 +367,8 @@ impl OrderServer {
         Self {
             service,
             layer,
-            tools: Self::tool_router(),
-            prompts: Self::prompt_router(),
+            tools: std::sync::Arc::new(Self::tool_router()),
+            prompts: std::sync::Arc::new(Self::prompt_router()),
         }
     }
 
@@ -418,7 +419,7 @@ impl OrderServer {
 impl ServerHandler for OrderServer {
     backchannel::layer_hooks!(layer);
 
-    fn get_info(&self) -> ServerInfo {
+    fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -428,7 +429,7 @@ impl ServerHandler for OrderServer {
             .enable_completions()
             .enable_tasks()
             .build();
-        ServerInfo::new(capabilities)
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("order-service", "1.0.0"))
             .with_instructions(
                 "Orders of an online shop: look them up, list them by customer or status, update \

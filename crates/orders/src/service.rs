@@ -45,6 +45,9 @@ pub struct ServiceConfig {
     pub carrier_latency: Duration,
     /// How many carrier lookups run at once (default 8).
     pub carrier_concurrency: usize,
+    /// Keep single orders in memory between reads (default on). The service must then be the
+    /// only writer of its database, which it is unless another process writes the same file.
+    pub order_cache: bool,
 }
 
 impl Default for ServiceConfig {
@@ -52,7 +55,59 @@ impl Default for ServiceConfig {
         Self {
             carrier_latency: Duration::from_millis(30),
             carrier_concurrency: 8,
+            order_cache: true,
         }
+    }
+}
+
+/// Orders read by ID, kept until a write through this service touches them.
+///
+/// A read that raced with a write must not put the old order back: every write bumps the
+/// generation, and a read stores its result only if no write happened since it started.
+#[derive(Debug, Default)]
+struct OrderCache {
+    entries: std::sync::RwLock<std::collections::HashMap<String, Order>>,
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl OrderCache {
+    const MAX_ENTRIES: usize = 10_000;
+
+    fn get(&self, order_id: &str) -> Option<Order> {
+        self.entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(order_id)
+            .cloned()
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn store(&self, order: &Order, read_started_at: u64) {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if self.generation() != read_started_at {
+            return;
+        }
+        if entries.len() >= Self::MAX_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(order.order_id.clone(), order.clone());
+    }
+
+    fn forget(&self, order_id: &str) {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        entries.remove(order_id);
+    }
+
+    fn clear(&self) {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        entries.clear();
     }
 }
 
@@ -74,12 +129,17 @@ pub struct Rechecked {
 pub struct OrderService {
     store: Store,
     config: ServiceConfig,
+    cache: std::sync::Arc<OrderCache>,
 }
 
 impl OrderService {
     /// A service over `store`.
     pub fn new(store: Store, config: ServiceConfig) -> Self {
-        Self { store, config }
+        Self {
+            store,
+            config,
+            cache: Default::default(),
+        }
     }
 
     /// The store underneath.
@@ -90,10 +150,28 @@ impl OrderService {
     /// One order, or [`OrderError::NotFound`].
     pub async fn order(&self, order_id: &str) -> Result<Order, OrderError> {
         let order_id = order_id.trim();
-        self.store
+        if self.config.order_cache
+            && let Some(order) = self.cache.get(order_id)
+        {
+            return Ok(order);
+        }
+        let generation = self.cache.generation();
+        let order = self
+            .store
             .get(order_id)
             .await?
-            .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))
+            .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))?;
+        if self.config.order_cache {
+            self.cache.store(&order, generation);
+        }
+        Ok(order)
+    }
+
+    /// Write the seed again (and forget every cached order).
+    pub async fn reset(&self) -> Result<(), OrderError> {
+        let result = self.store.reset().await;
+        self.cache.clear();
+        Ok(result?)
     }
 
     /// A customer's orders, newest first (empty if none).
@@ -118,21 +196,21 @@ impl OrderService {
             return Err(OrderError::UseCancelOrder);
         }
         let order_id = order_id.trim();
-        self.store
+        let updated = self
+            .store
             .set_status(order_id, status, chrono::Utc::now())
-            .await?
-            .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))
+            .await;
+        self.cache.forget(order_id);
+        updated?.ok_or_else(|| OrderError::NotFound(order_id.to_owned()))
     }
 
     /// Cancel an order, deciding cancellability atomically at write time.
     pub async fn cancel(&self, order_id: &str, note: Option<&str>) -> Result<Order, OrderError> {
         let order_id = order_id.trim();
         let note = note.map(str::trim).filter(|n| !n.is_empty());
-        match self
-            .store
-            .cancel(order_id, note, chrono::Utc::now())
-            .await?
-        {
+        let outcome = self.store.cancel(order_id, note, chrono::Utc::now()).await;
+        self.cache.forget(order_id);
+        match outcome? {
             CancelOutcome::Cancelled(order) => Ok(*order),
             CancelOutcome::NotFound => Err(OrderError::NotFound(order_id.to_owned())),
             CancelOutcome::NotCancellable(status) => Err(OrderError::NotCancellable {
@@ -178,6 +256,9 @@ impl OrderService {
                 let estimate = domain::carrier_estimate(&order.order_id, shipment);
                 let changed = estimate != shipment.estimated_delivery
                     && self.store.set_estimate(&order.order_id, estimate).await?;
+                if changed {
+                    self.cache.forget(&order.order_id);
+                }
                 Ok::<_, OrderError>((order.order_id, changed))
             })
             .buffer_unordered(self.config.carrier_concurrency.max(1));

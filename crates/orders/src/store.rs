@@ -1,7 +1,6 @@
 //! Orders in SQLite through sqlx: migrations, the seed, queries, and the conditional writes
 //! that decide a cancellation atomically.
 
-use std::collections::HashMap;
 use std::str::FromStr;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
@@ -180,7 +179,7 @@ impl Store {
     }
 
     /// Load the orders a `WHERE` clause selects (over `orders o JOIN customers c`), with their
-    /// lines, in the order `order_by` gives.
+    /// lines, in the order `order_by` gives: one statement, the lines aggregated as JSON.
     async fn load(
         &self,
         filter: &str,
@@ -188,7 +187,10 @@ impl Store {
         binds: &[&str],
     ) -> Result<Vec<Order>, StoreError> {
         let sql = format!(
-            "SELECT {ORDER_COLUMNS} FROM orders o JOIN customers c ON c.customer_id = o.customer_id \
+            "SELECT {ORDER_COLUMNS}, \
+             (SELECT json_group_array(json_array(i.product_id, i.product_name, i.quantity, i.unit_price_cents)) \
+              FROM (SELECT * FROM order_items WHERE order_id = o.order_id ORDER BY line) i) AS items \
+             FROM orders o JOIN customers c ON c.customer_id = o.customer_id \
              WHERE {filter} ORDER BY {order_by}"
         );
         let mut query = sqlx::query(&sql);
@@ -196,34 +198,10 @@ impl Store {
             query = query.bind(*bind);
         }
         let rows = query.fetch_all(&self.pool).await?;
-        let items_sql = format!(
-            "SELECT i.order_id, i.product_id, i.product_name, i.quantity, i.unit_price_cents \
-             FROM order_items i WHERE i.order_id IN (SELECT o.order_id FROM orders o JOIN customers c \
-             ON c.customer_id = o.customer_id WHERE {filter}) ORDER BY i.order_id, i.line"
-        );
-        let mut items_query = sqlx::query(&items_sql);
-        for bind in binds {
-            items_query = items_query.bind(*bind);
-        }
-        let mut items: HashMap<String, Vec<OrderItem>> = HashMap::new();
-        for row in items_query.fetch_all(&self.pool).await? {
-            let quantity: i64 = row.try_get("quantity")?;
-            items
-                .entry(row.try_get("order_id")?)
-                .or_default()
-                .push(OrderItem {
-                    product_id: row.try_get("product_id")?,
-                    product_name: row.try_get("product_name")?,
-                    quantity: u32::try_from(quantity)
-                        .map_err(|_| StoreError::Corrupt(format!("quantity {quantity}")))?,
-                    unit_price: Money::from_cents(row.try_get("unit_price_cents")?),
-                });
-        }
         rows.iter()
             .map(|row| {
-                let id: String = row.try_get("order_id")?;
-                let lines = items.remove(&id).unwrap_or_default();
-                order_from_row(row, lines)
+                let items: String = row.try_get("items")?;
+                order_from_row(row, parse_items(&items)?)
             })
             .collect()
     }
@@ -370,6 +348,24 @@ impl Store {
         .rows_affected();
         Ok(updated > 0)
     }
+}
+
+/// Lines as the `load` query aggregates them: `[[productId, name, quantity, unitPriceCents], …]`.
+fn parse_items(json: &str) -> Result<Vec<OrderItem>, StoreError> {
+    let lines: Vec<(String, String, i64, i64)> = serde_json::from_str(json)
+        .map_err(|e| StoreError::Corrupt(format!("order lines {json:?}: {e}")))?;
+    lines
+        .into_iter()
+        .map(|(product_id, product_name, quantity, cents)| {
+            Ok(OrderItem {
+                product_id,
+                product_name,
+                quantity: u32::try_from(quantity)
+                    .map_err(|_| StoreError::Corrupt(format!("quantity {quantity}")))?,
+                unit_price: Money::from_cents(cents),
+            })
+        })
+        .collect()
 }
 
 fn parse_status(text: &str) -> Result<OrderStatus, StoreError> {

@@ -145,6 +145,7 @@ impl Desk {
         let config = ServiceConfig {
             carrier_latency: Duration::ZERO,
             carrier_concurrency: 4,
+            order_cache: true,
         };
         Self {
             service: OrderService::new(store, config),

@@ -13,6 +13,7 @@ async fn service() -> OrderService {
     let config = ServiceConfig {
         carrier_latency: Duration::ZERO,
         carrier_concurrency: 8,
+        order_cache: true,
     };
     OrderService::new(store, config)
 }

@@ -214,8 +214,8 @@ impl TestServer {
 impl ServerHandler for TestServer {
     backchannel::layer_hooks!(layer);
 
-    fn get_info(&self) -> ServerInfo {
-        ServerInfo::new(
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()

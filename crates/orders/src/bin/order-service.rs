@@ -31,6 +31,9 @@ struct Common {
     /// Simulated carrier latency per order, in milliseconds.
     #[arg(long, default_value_t = 30)]
     carrier_latency_ms: u64,
+    /// Read every order from the database, never from memory (for measuring SQLite alone).
+    #[arg(long)]
+    no_order_cache: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,6 +64,7 @@ fn config(common: Common) -> Config {
         ..Config::default()
     };
     config.service.carrier_latency = Duration::from_millis(common.carrier_latency_ms);
+    config.service.order_cache = !common.no_order_cache;
     config
 }
 
