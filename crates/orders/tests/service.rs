@@ -208,3 +208,23 @@ async fn a_database_file_keeps_changes_across_restarts_and_reset_reseeds() {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn dropping_a_recheck_stops_it_and_a_later_pass_finishes_the_work() {
+    let store = Store::open("sqlite::memory:").await.unwrap();
+    let config = ServiceConfig {
+        carrier_latency: Duration::ZERO,
+        carrier_concurrency: 2,
+        order_cache: true,
+    };
+    let service = OrderService::new(store, config);
+    let (_, stream) = service.recheck_shipments().await.unwrap();
+    let first: Vec<_> = stream.take(10).map(|s| s.unwrap()).collect().await;
+    let changed_first = first.iter().filter(|s| s.changed).count();
+    // The stream is gone; nothing of the first pass runs any more.
+    let (_, stream) = service.recheck_shipments().await.unwrap();
+    let second: Vec<_> = stream.map(|s| s.unwrap()).collect().await;
+    let changed_second = second.iter().filter(|s| s.changed).count();
+    assert!(changed_second > 0, "the first pass stopped early");
+    assert!(changed_first + changed_second <= 13 && changed_second >= 13 - changed_first - 2);
+}
