@@ -47,22 +47,72 @@ pub use state::StateError;
 #[doc(hidden)]
 pub use rmcp as __rmcp;
 
-/// Inside an `impl rmcp::ServerHandler` block, writes the hooks that hand the session and task
-/// requests to the layer in the field `$layer`: `set_level`, `on_initialized`,
-/// `accepted_subscription_filter`, `listen`, `get_task`, `update_task` and `cancel_task`.
-/// `call_tool` (and `get_prompt`) stay yours to write, since they name your routers.
+/// Inside an `impl rmcp::ServerHandler` block, writes the methods that hand requests to the
+/// layer in the field `$layer`:
+///
+/// - always: `set_level`, `on_initialized`, `accepted_subscription_filter`, `listen`,
+///   `get_task`, `update_task` and `cancel_task`;
+/// - with `tools: field`: `call_tool` (driven by the layer), `list_tools` and `get_tool` over
+///   the `ToolRouter` in that field;
+/// - with `prompts: field` (alone or after `tools`): `get_prompt` (driven by the layer) and
+///   `list_prompts` over the `PromptRouter` in that field.
 ///
 /// ```ignore
 /// impl ServerHandler for MyServer {
-///     backchannel::layer_hooks!(layer);
-///     async fn call_tool(&self, p: CallToolRequestParams, rc: RequestContext<RoleServer>)
-///         -> Result<CallToolResponse, ErrorData> {
-///         self.layer.call_tool(&self.tools, self, p, rc).await
-///     }
+///     backchannel::layer_hooks!(layer, tools: tools, prompts: prompts);
+///     fn get_info(&self) -> ServerConfig { /* … */ }
 /// }
 /// ```
 #[macro_export]
 macro_rules! layer_hooks {
+    ($layer:ident, tools: $tools:ident, prompts: $prompts:ident) => {
+        $crate::layer_hooks!($layer, tools: $tools);
+        $crate::layer_hooks!(@prompts $layer, $prompts);
+    };
+    ($layer:ident, prompts: $prompts:ident) => {
+        $crate::layer_hooks!($layer);
+        $crate::layer_hooks!(@prompts $layer, $prompts);
+    };
+    (@prompts $layer:ident, $prompts:ident) => {
+        async fn get_prompt(
+            &self,
+            request: $crate::__rmcp::model::GetPromptRequestParams,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<$crate::__rmcp::model::GetPromptResponse, $crate::__rmcp::ErrorData> {
+            self.$layer.get_prompt(&self.$prompts, self, request, context).await
+        }
+
+        async fn list_prompts(
+            &self,
+            _request: ::std::option::Option<$crate::__rmcp::model::PaginatedRequestParams>,
+            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<$crate::__rmcp::model::ListPromptsResult, $crate::__rmcp::ErrorData> {
+            Ok($crate::__rmcp::model::ListPromptsResult::with_all_items(self.$prompts.list_all()))
+        }
+    };
+    ($layer:ident, tools: $tools:ident) => {
+        $crate::layer_hooks!($layer);
+
+        async fn call_tool(
+            &self,
+            request: $crate::__rmcp::model::CallToolRequestParams,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<$crate::__rmcp::model::CallToolResponse, $crate::__rmcp::ErrorData> {
+            self.$layer.call_tool(&self.$tools, self, request, context).await
+        }
+
+        async fn list_tools(
+            &self,
+            _request: ::std::option::Option<$crate::__rmcp::model::PaginatedRequestParams>,
+            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+        ) -> ::std::result::Result<$crate::__rmcp::model::ListToolsResult, $crate::__rmcp::ErrorData> {
+            Ok($crate::__rmcp::model::ListToolsResult::with_all_items(self.$tools.list_all()))
+        }
+
+        fn get_tool(&self, name: &str) -> ::std::option::Option<$crate::__rmcp::model::Tool> {
+            self.$tools.get(name).cloned()
+        }
+    };
     ($layer:ident) => {
         async fn set_level(
             &self,

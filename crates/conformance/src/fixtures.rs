@@ -734,7 +734,7 @@ impl ConformanceServer {
 }
 
 impl ServerHandler for ConformanceServer {
-    backchannel::layer_hooks!(layer);
+    backchannel::layer_hooks!(layer, prompts: prompts);
 
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -786,24 +786,6 @@ impl ServerHandler for ConformanceServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools.get(name).cloned()
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        self.layer
-            .get_prompt(&self.prompts, self, request, context)
-            .await
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(self.prompts.list_all()))
     }
 
     async fn list_resources(

@@ -417,7 +417,7 @@ impl OrderServer {
 }
 
 impl ServerHandler for OrderServer {
-    backchannel::layer_hooks!(layer);
+    backchannel::layer_hooks!(layer, tools: tools, prompts: prompts);
 
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -435,46 +435,6 @@ impl ServerHandler for OrderServer {
                 "Orders of an online shop: look them up, list them by customer or status, update \
                  their status, recheck shipments, and cancel with the customer's confirmation.",
             )
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.layer
-            .call_tool(&self.tools, self, request, context)
-            .await
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tool_list()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.get(name).cloned()
-    }
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        self.layer
-            .get_prompt(&self.prompts, self, request, context)
-            .await
-    }
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(self.prompts.list_all()))
     }
 
     async fn list_resources(

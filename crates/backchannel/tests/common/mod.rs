@@ -13,9 +13,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::*;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
-use rmcp::{
-    ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt, tool, tool_router,
-};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -212,7 +210,7 @@ impl TestServer {
 }
 
 impl ServerHandler for TestServer {
-    backchannel::layer_hooks!(layer);
+    backchannel::layer_hooks!(layer, tools: tools);
 
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -224,24 +222,6 @@ impl ServerHandler for TestServer {
                 .build(),
         )
         .with_server_info(Implementation::new("test-server", "0.0.0"))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.layer
-            .call_tool(&self.tools, self, request, context)
-            .await
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.list_all()))
     }
 }
 
