@@ -25,6 +25,8 @@ mod clock;
 mod ctx;
 mod deprecated;
 mod error;
+#[cfg(feature = "host")]
+pub mod host;
 mod layer;
 mod outcome;
 pub mod serve;

@@ -1,0 +1,299 @@
+//! The host's configuration: named connections, read from TOML.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Which protocol revision a connection speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum Protocol {
+    /// Try 2026-07-28 (`server/discover`), fall back to 2025-11-25.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// 2025-11-25: `initialize` and a session.
+    #[serde(rename = "2025-11-25")]
+    V2025,
+    /// 2026-07-28: stateless, per-request `_meta`.
+    #[serde(rename = "2026-07-28")]
+    V2026,
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "transport", rename_all = "lowercase")]
+pub enum Transport {
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+        url: String,
+        /// Extra request headers.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// Its working directory (default: the host's).
+        #[serde(default)]
+        cwd: Option<PathBuf>,
+        /// Extra environment variables.
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+}
+
+/// Which client capabilities a connection declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Declared {
+    /// Form elicitation.
+    pub elicitation: bool,
+    /// Sampling (the host answers with its model, after the person approves).
+    pub sampling: bool,
+    /// Roots (the connection's `roots` list).
+    pub roots: bool,
+    /// The tasks extension.
+    pub tasks: bool,
+}
+
+impl Default for Declared {
+    fn default() -> Self {
+        Self {
+            elicitation: true,
+            sampling: false,
+            roots: false,
+            tasks: true,
+        }
+    }
+}
+
+/// One named connection.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ConnectionConfig {
+    /// How to reach the server.
+    #[serde(flatten)]
+    pub transport: Transport,
+    /// How long one request may take, in seconds (default 30).
+    #[serde(default = "default_timeout_secs")]
+    pub request_timeout_secs: u64,
+    /// Folders this connection's server may use, as absolute paths; each must lie inside one
+    /// of the host's trusted folders. Declared as `file://` roots.
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+    /// Protocol revision.
+    #[serde(default)]
+    pub protocol: Protocol,
+    /// Prefix for this connection's tool names as the model sees them (none by default).
+    #[serde(default)]
+    pub tool_prefix: Option<String>,
+    /// Only these tools are offered (all by default).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Capabilities to declare.
+    #[serde(default)]
+    pub capabilities: Declared,
+}
+
+fn default_timeout_secs() -> u64 {
+    30
+}
+
+impl ConnectionConfig {
+    /// The request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+}
+
+/// The whole host configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct HostConfig {
+    /// The client name servers see (`<name> - <connection>`).
+    #[serde(default = "default_client_name")]
+    pub client_name: String,
+    /// Folders roots may point into.
+    #[serde(default)]
+    pub trusted_folders: Vec<PathBuf>,
+    /// The `_meta` keys a caller's context may send (default: `progressToken`).
+    #[serde(default = "default_meta_allow")]
+    pub meta_allow: Vec<String>,
+    /// Connections by name.
+    #[serde(default)]
+    pub connections: BTreeMap<String, ConnectionConfig>,
+}
+
+fn default_client_name() -> String {
+    "backchannel-host".into()
+}
+
+fn default_meta_allow() -> Vec<String> {
+    vec!["progressToken".into()]
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not valid TOML, or not the expected shape.
+    #[error("the host configuration is not valid: {0}")]
+    Parse(#[from] toml::de::Error),
+    /// A root is not absolute.
+    #[error("connection {connection:?}: root {root:?} must be an absolute path")]
+    RelativeRoot {
+        /// The connection.
+        connection: String,
+        /// The root.
+        root: PathBuf,
+    },
+    /// A root lies outside every trusted folder.
+    #[error("connection {connection:?}: root {root:?} is not inside a trusted folder")]
+    UntrustedRoot {
+        /// The connection.
+        connection: String,
+        /// The root.
+        root: PathBuf,
+    },
+    /// A connection name is empty or has characters other than letters, digits, `-` and `_`.
+    #[error("connection name {0:?} must be letters, digits, '-' or '_'")]
+    BadName(String),
+}
+
+impl HostConfig {
+    /// Parse and check a TOML configuration.
+    pub fn from_toml(text: &str) -> Result<HostConfig, ConfigError> {
+        let config: HostConfig = toml::from_str(text)?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Check names and roots.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        for (name, connection) in &self.connections {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(ConfigError::BadName(name.clone()));
+            }
+            for root in &connection.roots {
+                if !root.is_absolute() {
+                    return Err(ConfigError::RelativeRoot {
+                        connection: name.clone(),
+                        root: root.clone(),
+                    });
+                }
+                let root = normalise(root);
+                if !self
+                    .trusted_folders
+                    .iter()
+                    .any(|trusted| root.starts_with(normalise(trusted)))
+                {
+                    return Err(ConfigError::UntrustedRoot {
+                        connection: name.clone(),
+                        root,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resolve `.` and `..` without touching the file system (a root may not exist yet).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A path as a `file://` URI.
+pub fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in normalise(path).to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                uri.push(byte as char)
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"
+client_name = "support-agent"
+trusted_folders = ["/srv/kb"]
+meta_allow = ["progressToken", "support_agent_id"]
+
+[connections.orders]
+transport = "http"
+url = "http://127.0.0.1:8080/mcp"
+request_timeout_secs = 120
+protocol = "2026-07-28"
+
+[connections.knowledge-base]
+transport = "stdio"
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/kb/current"]
+roots = ["/srv/kb/current"]
+tool_prefix = "knowledge_base_"
+tools = ["read_text_file", "list_directory"]
+capabilities = { roots = true, elicitation = false }
+"#;
+
+    #[test]
+    fn a_configuration_parses_with_its_defaults() {
+        let config = HostConfig::from_toml(CONFIG).unwrap();
+        let orders = &config.connections["orders"];
+        assert_eq!(orders.request_timeout(), Duration::from_secs(120));
+        assert_eq!(orders.protocol, Protocol::V2026);
+        assert!(orders.capabilities.elicitation);
+        let kb = &config.connections["knowledge-base"];
+        assert!(matches!(&kb.transport, Transport::Stdio { command, .. } if command == "npx"));
+        assert_eq!(kb.request_timeout(), Duration::from_secs(30));
+        assert!(kb.capabilities.roots && !kb.capabilities.elicitation);
+        assert_eq!(file_uri(&kb.roots[0]), "file:///srv/kb/current");
+    }
+
+    #[test]
+    fn roots_outside_the_trusted_folders_are_refused() {
+        let escaping = CONFIG.replace(
+            r#"roots = ["/srv/kb/current"]"#,
+            r#"roots = ["/srv/kb/../etc"]"#,
+        );
+        let error = HostConfig::from_toml(&escaping).unwrap_err();
+        assert!(
+            matches!(error, ConfigError::UntrustedRoot { .. }),
+            "{error}"
+        );
+        let relative = CONFIG.replace(r#"roots = ["/srv/kb/current"]"#, r#"roots = ["kb"]"#);
+        assert!(matches!(
+            HostConfig::from_toml(&relative),
+            Err(ConfigError::RelativeRoot { .. })
+        ));
+    }
+
+    #[test]
+    fn file_uris_escape_what_they_must() {
+        assert_eq!(file_uri(Path::new("/a b/c%d")), "file:///a%20b/c%25d");
+    }
+}

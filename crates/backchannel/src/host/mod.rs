@@ -1,0 +1,643 @@
+//! The client side: a host that holds named connections to MCP servers and answers their
+//! questions (elicitation, sampling, roots) through one [`HostHandler`], on either revision.
+//!
+//! `Connection::call_tool` returns one final result whatever the server does in between: it
+//! answers `input_required` rounds through the handler and retries, and follows a task (polling
+//! `tasks/get`, answering its questions with `tasks/update`) to its end.
+// Sampling, roots and logging types are deprecated in rmcp (SEP-2577) but remain the protocol.
+#![allow(deprecated)]
+
+mod config;
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientInfo,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, GetTaskParams, Implementation, InputRequest,
+    InputRequests, JsonObject, ListRootsResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject, Root,
+    TaskPayload, UpdateTaskParams,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
+};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+
+pub use config::{
+    ConfigError, ConnectionConfig, Declared, HostConfig, Protocol, Transport, file_uri,
+};
+
+use crate::ListKind;
+
+/// What the host application decides when its servers talk back. Every method has a safe
+/// default: questions are declined, sampling is refused, notifications are ignored.
+pub trait HostHandler: Send + Sync + 'static {
+    /// A server asks the person a question. `meta` is the question's `_meta` (for example a
+    /// `conversationId` naming where to show it).
+    fn elicit(
+        &self,
+        connection: &str,
+        request: ElicitRequestParams,
+        meta: RequestMetaObject,
+    ) -> impl Future<Output = ElicitResult> + Send {
+        let _ = (connection, request, meta);
+        async { ElicitResult::new(ElicitationAction::Decline) }
+    }
+
+    /// A server asks for the host's model.
+    fn sample(
+        &self,
+        connection: &str,
+        request: CreateMessageRequestParams,
+    ) -> impl Future<Output = Result<CreateMessageResult, ErrorData>> + Send {
+        let _ = (connection, request);
+        async {
+            Err(ErrorData::invalid_request(
+                "this host does not sample",
+                None,
+            ))
+        }
+    }
+
+    /// Progress of a request, in order: a value not above the last one for its token is
+    /// dropped before it gets here.
+    fn on_progress(&self, connection: &str, progress: ProgressNotificationParam) {
+        let _ = (connection, progress);
+    }
+
+    /// A log message from a server.
+    fn on_log(&self, connection: &str, message: LoggingMessageNotificationParam) {
+        let _ = (connection, message);
+    }
+
+    /// A server's tool, prompt or resource list changed.
+    fn on_list_changed(&self, connection: &str, kind: ListKind) {
+        let _ = (connection, kind);
+    }
+}
+
+/// Errors of the host.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The configuration was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A connection could not be opened.
+    #[error("cannot connect to {connection:?}: {message}")]
+    Connect {
+        /// The connection.
+        connection: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// No connection has that name.
+    #[error("no connection named {0:?}")]
+    UnknownConnection(String),
+    /// The server answered with an error, or the transport failed.
+    #[error("{connection:?}: {message}")]
+    Call {
+        /// The connection.
+        connection: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The request took longer than the connection's timeout.
+    #[error("{connection:?} did not answer within {timeout:?}")]
+    Timeout {
+        /// The connection.
+        connection: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+}
+
+/// Values of the caller's context; only the keys the configuration allows enter `_meta`.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    values: BTreeMap<String, serde_json::Value>,
+}
+
+impl CallContext {
+    /// An empty context.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a value.
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.values.insert(key.into(), value.into());
+        self
+    }
+
+    /// The `_meta` a request carries: the allowed keys only.
+    pub fn meta(&self, allow: &[String]) -> RequestMetaObject {
+        let mut meta = RequestMetaObject::default();
+        for (key, value) in &self.values {
+            if allow.iter().any(|a| a == key) {
+                meta.insert(key.clone(), value.clone());
+            }
+        }
+        meta
+    }
+}
+
+/// The rmcp client handler of one connection: routes everything to the host handler.
+struct Routed<H> {
+    connection: String,
+    client_name: String,
+    declared: Declared,
+    roots: Vec<Root>,
+    handler: Arc<H>,
+    last_progress: Mutex<HashMap<ProgressToken, f64>>,
+}
+
+impl<H: HostHandler> Routed<H> {
+    fn progress_in_order(&self, params: &ProgressNotificationParam) -> bool {
+        let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+        let previous = last
+            .entry(params.progress_token.clone())
+            .or_insert(f64::NEG_INFINITY);
+        if params.progress > *previous {
+            *previous = params.progress;
+            true
+        } else {
+            false
+        }
+    }
+
+    async fn answer(&self, request: InputRequest) -> serde_json::Value {
+        let value = match request {
+            InputRequest::Elicitation(request) => {
+                let meta = request.params_meta().unwrap_or_default();
+                serde_json::to_value(
+                    self.handler
+                        .elicit(&self.connection, request.params, meta)
+                        .await,
+                )
+            }
+            InputRequest::CreateMessage(request) => {
+                match self.handler.sample(&self.connection, request.params).await {
+                    Ok(result) => serde_json::to_value(result),
+                    Err(error) => Ok(serde_json::json!({
+                        "error": {"code": error.code.0, "message": error.message}
+                    })),
+                }
+            }
+            InputRequest::ListRoots(_) => {
+                serde_json::to_value(ListRootsResult::new(self.roots.clone()))
+            }
+            other => Ok(
+                serde_json::json!({"error": {"code": -32601, "message": format!("unsupported input request {other:?}")}}),
+            ),
+        };
+        value.unwrap_or(serde_json::Value::Null)
+    }
+}
+
+trait ParamsMeta {
+    fn params_meta(&self) -> Option<RequestMetaObject>;
+}
+
+impl ParamsMeta for rmcp::model::ElicitRequest {
+    fn params_meta(&self) -> Option<RequestMetaObject> {
+        match &self.params {
+            ElicitRequestParams::FormElicitationParams { meta, .. }
+            | ElicitRequestParams::UrlElicitationParams { meta, .. } => meta.clone(),
+            _ => None,
+        }
+    }
+}
+
+impl<H: HostHandler> ClientHandler for Routed<H> {
+    fn get_info(&self) -> ClientInfo {
+        let mut caps = ClientCapabilities::default();
+        if self.declared.elicitation {
+            caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
+        }
+        if self.declared.sampling {
+            caps.sampling = Some(Default::default());
+        }
+        if self.declared.roots {
+            let mut roots = rmcp::model::RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            caps.roots = Some(roots);
+        }
+        if self.declared.tasks {
+            caps.extensions = Some(
+                [(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    JsonObject::new(),
+                )]
+                .into_iter()
+                .collect(),
+            );
+        }
+        ClientInfo::new(
+            caps,
+            Implementation::new(
+                format!("{} - {}", self.client_name, self.connection),
+                env!("CARGO_PKG_VERSION"),
+            ),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.declared.elicitation {
+            return Err(ErrorData::invalid_request(
+                "this connection does not elicit",
+                None,
+            ));
+        }
+        // rmcp hands a 2025 request's `_meta` over in the context.
+        let meta = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                meta: Some(meta), ..
+            }
+            | ElicitRequestParams::UrlElicitationParams {
+                meta: Some(meta), ..
+            } => meta.clone(),
+            _ => context.meta.clone(),
+        };
+        Ok(self.handler.elicit(&self.connection, request, meta).await)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.declared.sampling {
+            return Err(ErrorData::invalid_request(
+                "this connection does not sample",
+                None,
+            ));
+        }
+        self.handler.sample(&self.connection, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(self.roots.clone()))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if self.progress_in_order(&params) {
+            self.handler.on_progress(&self.connection, params);
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.handler.on_log(&self.connection, params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.handler
+            .on_list_changed(&self.connection, ListKind::Tools);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.handler
+            .on_list_changed(&self.connection, ListKind::Prompts);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.handler
+            .on_list_changed(&self.connection, ListKind::Resources);
+    }
+}
+
+/// One open connection.
+pub struct Connection<H: HostHandler> {
+    name: String,
+    config: ConnectionConfig,
+    meta_allow: Arc<Vec<String>>,
+    service: RunningService<RoleClient, Routed<H>>,
+}
+
+impl<H: HostHandler> std::fmt::Debug for Connection<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most rounds of questions one call may take.
+const MAX_ROUNDS: usize = 10;
+
+impl<H: HostHandler> Connection<H> {
+    /// Open one connection.
+    pub async fn open(
+        name: &str,
+        config: &ConnectionConfig,
+        host: &HostConfig,
+        handler: Arc<H>,
+    ) -> Result<Connection<H>, HostError> {
+        let routed = Routed {
+            connection: name.to_owned(),
+            client_name: host.client_name.clone(),
+            declared: config.capabilities,
+            roots: config
+                .roots
+                .iter()
+                .map(|path| {
+                    let mut root = Root::new(file_uri(path));
+                    root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    root
+                })
+                .collect(),
+            handler,
+            last_progress: Mutex::new(HashMap::new()),
+        };
+        let lifecycle = match config.protocol {
+            Protocol::V2025 => ClientLifecycleMode::Initialize,
+            Protocol::V2026 => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Protocol::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+        };
+        let connect_error = |message: String| HostError::Connect {
+            connection: name.to_owned(),
+            message,
+        };
+        let service = match &config.transport {
+            Transport::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (key, value) in headers {
+                    let key = http::HeaderName::try_from(key.as_str())
+                        .map_err(|e| connect_error(e.to_string()))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| connect_error(e.to_string()))?;
+                    custom.insert(key, value);
+                }
+                let transport = StreamableHttpClientTransport::from_config(
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom),
+                );
+                routed
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|e| connect_error(e.to_string()))?
+            }
+            Transport::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+            } => {
+                let mut process = tokio::process::Command::new(command);
+                process.args(args).envs(env);
+                if let Some(cwd) = cwd {
+                    process.current_dir(cwd);
+                }
+                let transport =
+                    TokioChildProcess::new(process).map_err(|e| connect_error(e.to_string()))?;
+                routed
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|e| connect_error(e.to_string()))?
+            }
+        };
+        Ok(Connection {
+            name: name.to_owned(),
+            config: config.clone(),
+            meta_allow: Arc::new(host.meta_allow.clone()),
+            service,
+        })
+    }
+
+    /// The connection's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The protocol revision the connection negotiated.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.clone())
+    }
+
+    /// The rmcp client, for everything else (resources, prompts, completion).
+    pub fn client(&self) -> &RunningService<RoleClient, impl ClientHandler> {
+        &self.service
+    }
+
+    /// The tools this connection offers the model: filtered by the configuration, named with
+    /// its prefix.
+    pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>, HostError> {
+        let tools = self
+            .service
+            .list_all_tools()
+            .await
+            .map_err(|e| self.call_error(e.to_string()))?;
+        Ok(tools
+            .into_iter()
+            .filter(|tool| {
+                self.config
+                    .tools
+                    .as_ref()
+                    .is_none_or(|keep| keep.iter().any(|k| *k == tool.name))
+            })
+            .map(|mut tool| {
+                if let Some(prefix) = &self.config.tool_prefix {
+                    tool.name = format!("{prefix}{}", tool.name).into();
+                }
+                tool
+            })
+            .collect())
+    }
+
+    fn call_error(&self, message: String) -> HostError {
+        HostError::Call {
+            connection: self.name.clone(),
+            message,
+        }
+    }
+
+    /// Call a tool by its name on the server (without the prefix) and return its final result:
+    /// questions are answered through the handler, tasks are followed to their end. The whole
+    /// call is bounded by the connection's request timeout.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+    ) -> Result<CallToolResult, HostError> {
+        let timeout = self.config.request_timeout();
+        tokio::time::timeout(timeout, self.drive_call(name, arguments, context))
+            .await
+            .map_err(|_| HostError::Timeout {
+                connection: self.name.clone(),
+                timeout,
+            })?
+    }
+
+    async fn drive_call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+    ) -> Result<CallToolResult, HostError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        let meta = context.meta(&self.meta_allow);
+        if !meta.is_empty() {
+            params.meta = Some(meta);
+        }
+        for _ in 0..MAX_ROUNDS {
+            let response = self
+                .service
+                .call_tool_once(params.clone())
+                .await
+                .map_err(|e| self.call_error(e.to_string()))?;
+            match response {
+                CallToolResponse::Complete(result) => return Ok(result),
+                CallToolResponse::InputRequired(round) => {
+                    params.input_responses = Some(
+                        self.answer_all(round.input_requests.unwrap_or_default())
+                            .await,
+                    );
+                    params.request_state = round.request_state;
+                }
+                CallToolResponse::Task(created) => return self.follow_task(created.task).await,
+                other => return Err(self.call_error(format!("unexpected response {other:?}"))),
+            }
+        }
+        Err(self.call_error(format!(
+            "the tool needed more than {MAX_ROUNDS} rounds of questions"
+        )))
+    }
+
+    async fn answer_all(&self, requests: InputRequests) -> BTreeMap<String, serde_json::Value> {
+        let routed = self.service.service();
+        let answers = requests
+            .into_iter()
+            .map(|(key, request)| async move { (key, routed.answer(request).await) });
+        futures::future::join_all(answers)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    async fn follow_task(&self, task: rmcp::model::Task) -> Result<CallToolResult, HostError> {
+        let poll = Duration::from_millis(task.poll_interval_ms.unwrap_or(500).clamp(10, 5_000));
+        loop {
+            let current = self
+                .service
+                .get_task(GetTaskParams::new(task.task_id.clone()))
+                .await
+                .map_err(|e| self.call_error(e.to_string()))?;
+            match current.task.payload {
+                TaskPayload::Working => tokio::time::sleep(poll).await,
+                TaskPayload::InputRequired { input_requests } => {
+                    let answers = self.answer_all(input_requests).await;
+                    self.service
+                        .update_task(UpdateTaskParams::new(task.task_id.clone(), answers))
+                        .await
+                        .map_err(|e| self.call_error(e.to_string()))?;
+                }
+                TaskPayload::Completed { result } => {
+                    return serde_json::from_value(serde_json::Value::Object(result))
+                        .map_err(|e| self.call_error(format!("unreadable task result: {e}")));
+                }
+                TaskPayload::Failed { error } => {
+                    return Err(self.call_error(format!(
+                        "the task failed: {}",
+                        serde_json::Value::Object(error)
+                    )));
+                }
+                TaskPayload::Cancelled => {
+                    return Err(self.call_error("the task was cancelled".into()));
+                }
+                other => return Err(self.call_error(format!("unexpected task state {other:?}"))),
+            }
+        }
+    }
+
+    /// Close the connection.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+/// All connections of a configuration.
+pub struct Host<H: HostHandler> {
+    connections: BTreeMap<String, Connection<H>>,
+    /// Connections that could not be opened, with the reason (the host runs without them).
+    pub unavailable: BTreeMap<String, String>,
+}
+
+impl<H: HostHandler> std::fmt::Debug for Host<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("connections", &self.connections.keys().collect::<Vec<_>>())
+            .field("unavailable", &self.unavailable)
+            .finish()
+    }
+}
+
+impl<H: HostHandler> Host<H> {
+    /// Open every connection of `config`; the ones that fail are listed in `unavailable`.
+    pub async fn open(config: &HostConfig, handler: Arc<H>) -> Result<Host<H>, HostError> {
+        config.check()?;
+        let mut connections = BTreeMap::new();
+        let mut unavailable = BTreeMap::new();
+        for (name, connection) in &config.connections {
+            match Connection::open(name, connection, config, handler.clone()).await {
+                Ok(open) => {
+                    connections.insert(name.clone(), open);
+                }
+                Err(error) => {
+                    unavailable.insert(name.clone(), error.to_string());
+                }
+            }
+        }
+        Ok(Host {
+            connections,
+            unavailable,
+        })
+    }
+
+    /// A connection by name.
+    pub fn connection(&self, name: &str) -> Result<&Connection<H>, HostError> {
+        self.connections
+            .get(name)
+            .ok_or_else(|| HostError::UnknownConnection(name.to_owned()))
+    }
+
+    /// The open connections.
+    pub fn connections(&self) -> impl Iterator<Item = &Connection<H>> {
+        self.connections.values()
+    }
+
+    /// Close every connection.
+    pub async fn close(self) {
+        for (_, connection) in self.connections {
+            connection.close().await;
+        }
+    }
+}
