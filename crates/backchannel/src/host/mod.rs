@@ -15,15 +15,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientInfo,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientInfo, ClientRequest,
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, GetTaskParams, Implementation, InputRequest,
     InputRequests, JsonObject, ListRootsResult, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject, Root,
-    TaskPayload, UpdateTaskParams,
+    ServerResult, TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RequestContext,
+    RunningService,
 };
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -154,9 +155,60 @@ struct Routed<H> {
     roots: Vec<Root>,
     handler: Arc<H>,
     last_progress: Mutex<HashMap<ProgressToken, f64>>,
+    /// rmcp gives every request a progress token of its own; the caller's token (from its
+    /// context) stands in for it in what reaches the handler.
+    /// Kept after the call returns, since rmcp dispatches notifications on their own tasks
+    /// and late progress still needs its caller's token; the oldest entries go past a bound.
+    tokens: Mutex<TokenMap>,
+}
+
+/// rmcp's progress tokens → the callers' tokens, bounded, oldest dropped first.
+#[derive(Default)]
+struct TokenMap {
+    map: HashMap<ProgressToken, ProgressToken>,
+    order: std::collections::VecDeque<ProgressToken>,
+}
+
+impl TokenMap {
+    const CAPACITY: usize = 4096;
+
+    fn insert(&mut self, ours: ProgressToken, callers: ProgressToken) {
+        if self.map.insert(ours.clone(), callers).is_none() {
+            self.order.push_back(ours);
+        }
+        while self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.map.remove(&oldest);
+            }
+        }
+    }
 }
 
 impl<H: HostHandler> Routed<H> {
+    fn caller_token(&self, token: &ProgressToken) -> Option<ProgressToken> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map
+            .get(token)
+            .cloned()
+    }
+
+    /// A question names its request by the request's progress token (as `conversationId`);
+    /// give the handler the caller's token instead of rmcp's.
+    fn caller_meta(&self, mut meta: RequestMetaObject) -> RequestMetaObject {
+        if let Some(value) = meta.get("conversationId").cloned()
+            && let Ok(token) = serde_json::from_value::<ProgressToken>(value)
+            && let Some(caller) = self.caller_token(&token)
+        {
+            meta.insert(
+                "conversationId".into(),
+                serde_json::to_value(caller).unwrap_or_default(),
+            );
+        }
+        meta
+    }
+
     fn progress_in_order(&self, params: &ProgressNotificationParam) -> bool {
         let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
         let previous = last
@@ -173,7 +225,7 @@ impl<H: HostHandler> Routed<H> {
     async fn answer(&self, request: InputRequest) -> serde_json::Value {
         let value = match request {
             InputRequest::Elicitation(request) => {
-                let meta = request.params_meta().unwrap_or_default();
+                let meta = self.caller_meta(request.params_meta().unwrap_or_default());
                 serde_json::to_value(
                     self.handler
                         .elicit(&self.connection, request.params, meta)
@@ -204,7 +256,15 @@ trait ParamsMeta {
 }
 
 impl ParamsMeta for rmcp::model::ElicitRequest {
+    /// A request's `_meta` as rmcp parsed it: in the request's extensions, or (when built in
+    /// process) in the params.
     fn params_meta(&self) -> Option<RequestMetaObject> {
+        use rmcp::model::GetExtensions;
+        if let Some(parsed) = self.extensions().get::<RequestMetaObject>()
+            && !parsed.is_empty()
+        {
+            return Some(parsed.clone());
+        }
         match &self.params {
             ElicitRequestParams::FormElicitationParams { meta, .. }
             | ElicitRequestParams::UrlElicitationParams { meta, .. } => meta.clone(),
@@ -267,6 +327,7 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             } => meta.clone(),
             _ => context.meta.clone(),
         };
+        let meta = self.caller_meta(meta);
         Ok(self.handler.elicit(&self.connection, request, meta).await)
     }
 
@@ -293,9 +354,12 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
 
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
+        mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if let Some(caller) = self.caller_token(&params.progress_token) {
+            params.progress_token = caller;
+        }
         if self.progress_in_order(&params) {
             self.handler.on_progress(&self.connection, params);
         }
@@ -367,6 +431,7 @@ impl<H: HostHandler> Connection<H> {
                 .collect(),
             handler,
             last_progress: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(TokenMap::default()),
         };
         let lifecycle = match config.protocol {
             Protocol::V2025 => ClientLifecycleMode::Initialize,
@@ -504,26 +569,54 @@ impl<H: HostHandler> Connection<H> {
     ) -> Result<CallToolResult, HostError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
-        let meta = context.meta(&self.meta_allow);
+        let mut meta = context.meta(&self.meta_allow);
+        let caller_token = meta
+            .remove("progressToken")
+            .and_then(|value| serde_json::from_value::<ProgressToken>(value).ok());
         if !meta.is_empty() {
             params.meta = Some(meta);
         }
+        self.rounds(params, caller_token.as_ref()).await
+    }
+
+    async fn rounds(
+        &self,
+        mut params: CallToolRequestParams,
+        caller_token: Option<&ProgressToken>,
+    ) -> Result<CallToolResult, HostError> {
         for _ in 0..MAX_ROUNDS {
-            let response = self
+            let request =
+                ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params.clone()));
+            let handle = self
                 .service
-                .call_tool_once(params.clone())
+                .peer()
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+                .map_err(|e| self.call_error(e.to_string()))?;
+            if let Some(caller) = caller_token {
+                self.service
+                    .service()
+                    .tokens
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(handle.progress_token.clone(), caller.clone());
+            }
+            let response = handle
+                .await_response()
                 .await
                 .map_err(|e| self.call_error(e.to_string()))?;
             match response {
-                CallToolResponse::Complete(result) => return Ok(result),
-                CallToolResponse::InputRequired(round) => {
+                ServerResult::CallToolResult(result) => return Ok(result),
+                ServerResult::InputRequiredResult(round) => {
                     params.input_responses = Some(
                         self.answer_all(round.input_requests.unwrap_or_default())
                             .await,
                     );
                     params.request_state = round.request_state;
                 }
-                CallToolResponse::Task(created) => return self.follow_task(created.task).await,
+                ServerResult::CreateTaskResult(created) => {
+                    return self.follow_task(created.task).await;
+                }
                 other => return Err(self.call_error(format!("unexpected response {other:?}"))),
             }
         }

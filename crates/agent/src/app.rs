@@ -1,0 +1,88 @@
+//! Entry points of the `support-agent` binary.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use backchannel::serve;
+use tokio_util::sync::CancellationToken;
+
+use crate::desk::{Desk, DeskConfig, DeskError};
+
+/// Errors of the entry points.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The desk could not start.
+    #[error(transparent)]
+    Desk(#[from] DeskError),
+    /// The order service could not start.
+    #[error(transparent)]
+    Orders(#[from] orders::app::AppError),
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+    /// A socket could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(SocketAddr, std::io::Error),
+}
+
+/// Serve the web UI on `listener` until `shutdown`.
+pub async fn serve_web(
+    listener: tokio::net::TcpListener,
+    config: DeskConfig,
+    shutdown: CancellationToken,
+) -> Result<(), AppError> {
+    let desk = Arc::new(Desk::start(config).await?);
+    let app = crate::web::routes(desk);
+    serve::http(listener, app, async move { shutdown.cancelled().await }).await?;
+    Ok(())
+}
+
+/// Settings of the demo.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    /// Where the order service listens.
+    pub orders_listen: SocketAddr,
+    /// Where the web UI listens.
+    pub web_listen: SocketAddr,
+    /// The order service's settings (database, carrier latency).
+    pub orders: orders::app::Config,
+    /// The desk's settings (the order service URL is filled in).
+    pub desk: DeskConfig,
+}
+
+/// Start the order service and the web UI, talking over loopback HTTP; returns the UI's URL
+/// once both listen, and runs until `shutdown`.
+pub async fn demo(
+    config: DemoConfig,
+    shutdown: CancellationToken,
+    ready: impl FnOnce(String) + Send,
+) -> Result<(), AppError> {
+    let orders_listener = tokio::net::TcpListener::bind(config.orders_listen)
+        .await
+        .map_err(|e| AppError::Bind(config.orders_listen, e))?;
+    let web_listener = tokio::net::TcpListener::bind(config.web_listen)
+        .await
+        .map_err(|e| AppError::Bind(config.web_listen, e))?;
+    let orders_addr = orders_listener
+        .local_addr()
+        .map_err(|e| AppError::Bind(config.orders_listen, e))?;
+    let web_addr = web_listener
+        .local_addr()
+        .map_err(|e| AppError::Bind(config.web_listen, e))?;
+    let orders_config = config.orders.clone();
+    let orders_stop = shutdown.clone();
+    let orders_task = tokio::spawn(async move {
+        orders::app::serve_http(orders_listener, &orders_config, orders_stop).await
+    });
+    let mut desk = config.desk;
+    desk.orders_url = format!("http://{orders_addr}/mcp");
+    let desk = Arc::new(Desk::start(desk).await?);
+    let app = crate::web::routes(desk);
+    ready(format!("http://{web_addr}/"));
+    serve::http(web_listener, app, async move { shutdown.cancelled().await }).await?;
+    match orders_task.await {
+        Ok(result) => result?,
+        Err(error) => tracing::error!(%error, "the order service task failed"),
+    }
+    Ok(())
+}

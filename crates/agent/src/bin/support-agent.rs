@@ -1,0 +1,137 @@
+//! `support-agent`: the Support Desk agent.
+//!
+//! - `support-agent demo`: the order service on 127.0.0.1:8080 and the web UI on 127.0.0.1:8081,
+//!   over real loopback HTTP, SQLite and the rules planner.
+//! - `support-agent web [--listen ADDR] [--orders URL]`: the web UI against a running order service.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use agent::app::{self, DemoConfig};
+use agent::desk::DeskConfig;
+use anyhow::Context;
+use backchannel::host::Protocol;
+use clap::{Parser, Subcommand, ValueEnum};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(name = "support-agent", about = "The Support Desk agent")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    Auto,
+    #[value(name = "2025-11-25")]
+    V2025,
+    #[value(name = "2026-07-28")]
+    V2026,
+}
+
+#[derive(Debug, clap::Args)]
+struct DeskArgs {
+    /// Protocol revision to speak to the order service.
+    #[arg(long, value_enum, default_value = "auto")]
+    protocol: ProtocolArg,
+    /// Seconds the person has to answer a question.
+    #[arg(long, default_value_t = 60)]
+    answer_seconds: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start the order service and the web UI together.
+    Demo {
+        /// Where the web UI listens.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        listen: SocketAddr,
+        /// Where the order service listens.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        orders_listen: SocketAddr,
+        /// The order service's database (default: data/orders.sqlite).
+        #[arg(long)]
+        database: Option<String>,
+        #[command(flatten)]
+        desk: DeskArgs,
+    },
+    /// Serve the web UI against a running order service.
+    Web {
+        /// Where the web UI listens.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        listen: SocketAddr,
+        /// The order service's MCP endpoint.
+        #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
+        orders: String,
+        #[command(flatten)]
+        desk: DeskArgs,
+    },
+}
+
+fn desk_config(args: &DeskArgs) -> DeskConfig {
+    DeskConfig {
+        protocol: match args.protocol {
+            ProtocolArg::Auto => Protocol::Auto,
+            ProtocolArg::V2025 => Protocol::V2025,
+            ProtocolArg::V2026 => Protocol::V2026,
+        },
+        person_deadline: Duration::from_secs(args.answer_seconds),
+        ..DeskConfig::default()
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        backchannel::serve::shutdown_signal().await;
+        stop.cancel();
+    });
+    match Cli::parse().command {
+        Command::Demo {
+            listen,
+            orders_listen,
+            database,
+            desk,
+        } => {
+            let config = DemoConfig {
+                orders_listen,
+                web_listen: listen,
+                orders: orders::app::Config {
+                    database,
+                    ..Default::default()
+                },
+                desk: desk_config(&desk),
+            };
+            app::demo(config, shutdown, |url| {
+                eprintln!("Support Desk demo: open {url}  (Ctrl-C stops it)");
+            })
+            .await?;
+        }
+        Command::Web {
+            listen,
+            orders,
+            desk,
+        } => {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let config = DeskConfig {
+                orders_url: orders,
+                ..desk_config(&desk)
+            };
+            eprintln!("Support Desk web UI: open http://{listen}/");
+            app::serve_web(listener, config, shutdown).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,366 @@
+//! The agent's core: one MCP connection to the order service through `backchannel::host`, the
+//! rules planner, chat memory per conversation, guardrails, and the handler that turns the
+//! server's questions and progress into events for the person.
+// rmcp's logging types are deprecated (SEP-2577) but remain the protocol.
+#![allow(deprecated)]
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use backchannel::host::{CallContext, Host, HostConfig, HostHandler, Protocol};
+use rmcp::model::{
+    CallToolResult, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
+    LoggingMessageNotificationParam, ProgressNotificationParam, RequestMetaObject,
+};
+use serde_json::{Value, json};
+
+use crate::events::{Answer, Asked, Event, Events};
+use crate::rules::{self, Plan};
+
+/// Settings of the desk.
+#[derive(Debug, Clone)]
+pub struct DeskConfig {
+    /// The order service's MCP endpoint.
+    pub orders_url: String,
+    /// Protocol revision to speak to it.
+    pub protocol: Protocol,
+    /// How long the person has to answer a question (default 60 s).
+    pub person_deadline: Duration,
+    /// How long the order service waits for an answer (its ask timeout, 90 s).
+    pub server_ask_timeout: Duration,
+    /// How long one request to the order service may take (default 120 s).
+    pub connection_timeout: Duration,
+    /// Who the agent is, sent as `_meta.support_agent_id`.
+    pub agent_id: String,
+}
+
+impl Default for DeskConfig {
+    fn default() -> Self {
+        Self {
+            orders_url: "http://127.0.0.1:8080/mcp".into(),
+            protocol: Protocol::Auto,
+            person_deadline: Duration::from_secs(60),
+            server_ask_timeout: Duration::from_secs(90),
+            connection_timeout: Duration::from_secs(120),
+            agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
+        }
+    }
+}
+
+/// Errors starting or using the desk.
+#[derive(Debug, thiserror::Error)]
+pub enum DeskError {
+    /// The timeouts are not ordered person < server < connection.
+    #[error(
+        "timeouts must nest: the person's {person:?} must be shorter than the order service's \
+         {server:?}, which must be shorter than the connection's {connection:?}"
+    )]
+    Timeouts {
+        /// The person's deadline.
+        person: Duration,
+        /// The server's ask timeout.
+        server: Duration,
+        /// The connection timeout.
+        connection: Duration,
+    },
+    /// The host failed.
+    #[error(transparent)]
+    Host(#[from] backchannel::host::HostError),
+}
+
+/// Turns the order service's questions and progress into events for the person.
+#[derive(Debug)]
+pub struct DeskHandler {
+    events: Arc<Events>,
+    person_deadline: Duration,
+}
+
+impl HostHandler for DeskHandler {
+    async fn elicit(
+        &self,
+        _connection: &str,
+        request: ElicitRequestParams,
+        meta: RequestMetaObject,
+    ) -> ElicitResult {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            // URL questions are not shown in this desk.
+            _ => return ElicitResult::new(ElicitationAction::Decline),
+        };
+        let Some(conversation) = meta.get("conversationId").and_then(Value::as_str) else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        match self
+            .events
+            .ask(conversation, &message, self.person_deadline)
+            .await
+        {
+            Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"confirmed": true, "note": note})),
+            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+            Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
+        }
+    }
+
+    fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
+        let rmcp::model::NumberOrString::String(conversation) = &progress.progress_token.0 else {
+            return;
+        };
+        let fraction = match progress.total {
+            Some(total) if total > 0.0 => progress.progress / total,
+            _ => progress.progress,
+        };
+        let percent = (fraction * 100.0).round().clamp(0.0, 100.0) as u32;
+        self.events.emit(conversation, Event::Progress { percent });
+    }
+
+    fn on_log(&self, connection: &str, message: LoggingMessageNotificationParam) {
+        tracing::info!(connection, level = ?message.level, "{}", message.data);
+    }
+}
+
+/// Words the desk refuses to discuss.
+const BLOCKED: [&str; 3] = ["password", "credit card", "social security"];
+
+/// The agent.
+pub struct Desk {
+    host: Host<DeskHandler>,
+    events: Arc<Events>,
+    config: DeskConfig,
+    memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
+}
+
+impl std::fmt::Debug for Desk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desk")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn euros(value: &Value) -> String {
+    format!("€{:.2}", value.as_f64().unwrap_or_default())
+}
+
+fn describe(order: &Value) -> String {
+    let id = order["orderId"].as_str().unwrap_or("?");
+    let status = order["status"].as_str().unwrap_or("?");
+    let customer = order["customer"]["name"].as_str().unwrap_or("?");
+    let mut text = format!(
+        "{id} is {status}: {customer}, {}",
+        euros(&order["totalAmount"])
+    );
+    if let Some(shipment) = order.get("shipment").filter(|s| s.is_object()) {
+        text.push_str(&format!(
+            ". {} {}, due {}",
+            shipment["carrier"].as_str().unwrap_or("?"),
+            shipment["trackingNumber"].as_str().unwrap_or("?"),
+            shipment["estimatedDelivery"].as_str().unwrap_or("?")
+        ));
+    }
+    text + "."
+}
+
+impl Desk {
+    /// Connect to the order service.
+    pub async fn start(config: DeskConfig) -> Result<Desk, DeskError> {
+        if !(config.person_deadline < config.server_ask_timeout
+            && config.server_ask_timeout < config.connection_timeout)
+        {
+            return Err(DeskError::Timeouts {
+                person: config.person_deadline,
+                server: config.server_ask_timeout,
+                connection: config.connection_timeout,
+            });
+        }
+        let protocol = match config.protocol {
+            Protocol::Auto => "auto",
+            Protocol::V2025 => "2025-11-25",
+            Protocol::V2026 => "2026-07-28",
+        };
+        let host_config = HostConfig::from_toml(&format!(
+            r#"
+client_name = "support-agent"
+meta_allow = ["progressToken", "support_agent_id"]
+[connections.orders]
+transport = "http"
+url = "{url}"
+protocol = "{protocol}"
+request_timeout_secs = {timeout}
+capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = false }}
+"#,
+            url = config.orders_url,
+            timeout = config.connection_timeout.as_secs(),
+        ))
+        .map_err(backchannel::host::HostError::from)?;
+        let events = Arc::new(Events::default());
+        let handler = Arc::new(DeskHandler {
+            events: events.clone(),
+            person_deadline: config.person_deadline,
+        });
+        let host = Host::open(&host_config, handler).await?;
+        if let Some(reason) = host.unavailable.get("orders") {
+            tracing::warn!("the order service is not reachable: {reason}");
+        }
+        Ok(Desk {
+            host,
+            events,
+            config,
+            memory: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The live events.
+    pub fn events(&self) -> &Arc<Events> {
+        &self.events
+    }
+
+    async fn call(
+        &self,
+        conversation: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, String> {
+        let orders = self.host.connection("orders").map_err(|_| {
+            "Not connected to order-service. Is it running on port 8080?".to_owned()
+        })?;
+        let context = CallContext::new()
+            .with("progressToken", conversation)
+            .with("support_agent_id", self.config.agent_id.as_str());
+        orders
+            .call_tool(tool, arguments.as_object().cloned(), &context)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Answer one chat message.
+    pub async fn chat(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
+        let lower = message.to_lowercase();
+        if BLOCKED.iter().any(|word| lower.contains(word)) {
+            return "I can only help with orders and deliveries. Please contact support directly for anything else.".into();
+        }
+        let first = {
+            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+            !memory.contains_key(conversation)
+        };
+        let mut reply = match rules::plan(message, order_id) {
+            Plan::Say(text) => text,
+            Plan::RefundEmail { order_id, reason } => self.refund_email(&order_id, &reason).await,
+            Plan::Tool { name, arguments } => {
+                match self.call(conversation, name, arguments).await {
+                    Err(error) => format!("Something went wrong: {error}"),
+                    Ok(result) if result.is_error == Some(true) => text_of(&result),
+                    Ok(result) => self.summarise(name, &result),
+                }
+            }
+        };
+        if first {
+            reply = format!(
+                "(No language model is configured, so I follow simple rules. {})\n\n{reply}",
+                rules::HELP
+            );
+        }
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let turns = memory.entry(conversation.to_owned()).or_default();
+        turns.push_back((message.to_owned(), reply.clone()));
+        while turns.len() > 20 {
+            turns.pop_front();
+        }
+        reply
+    }
+
+    fn summarise(&self, tool: &str, result: &CallToolResult) -> String {
+        let json: Option<Value> = result
+            .structured_content
+            .clone()
+            .or_else(|| serde_json::from_str(&text_of(result)).ok());
+        match (tool, json) {
+            ("get_order", Some(order)) => describe(&order),
+            ("get_customer_orders" | "get_orders_by_status", Some(Value::Array(orders))) => {
+                if orders.is_empty() {
+                    return "There are no such orders.".into();
+                }
+                let shown: Vec<String> = orders.iter().take(10).map(describe).collect();
+                let more = orders.len().saturating_sub(shown.len());
+                let mut text = format!("{} orders:\n{}", orders.len(), shown.join("\n"));
+                if more > 0 {
+                    text.push_str(&format!("\n…and {more} more."));
+                }
+                text
+            }
+            _ => text_of(result),
+        }
+    }
+
+    /// Draft a refund email from the `draft_refund_email` prompt. Without a language model the
+    /// desk fills a fixed template with the order's facts, following the prompt's limits.
+    pub async fn refund_email(&self, order_id: &str, reason: &str) -> String {
+        let Ok(orders) = self.host.connection("orders") else {
+            return "Not connected to order-service. Is it running on port 8080?".into();
+        };
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("orderId".into(), json!(order_id));
+        arguments.insert("reason".into(), json!(reason));
+        if let Err(error) = orders
+            .client()
+            .get_prompt(GetPromptRequestParams::new("draft_refund_email").with_arguments(arguments))
+            .await
+        {
+            return format!("I could not draft that email: {error}");
+        }
+        let order = match self
+            .call("refund-email", "get_order", json!({"orderId": order_id}))
+            .await
+        {
+            Ok(result) if result.is_error != Some(true) => {
+                result.structured_content.unwrap_or_default()
+            }
+            Ok(result) => return text_of(&result),
+            Err(error) => return error,
+        };
+        format!(
+            "Dear {name},\n\nWe are sorry that your order {order_id} {reason}. We have refunded {total} to \
+             your original payment method. The money should reach you within three to five working days.\n\n\
+             Kind regards,\nThe support desk",
+            name = order["customer"]["name"].as_str().unwrap_or("customer"),
+            total = euros(&order["totalAmount"]),
+            reason = if reason.starts_with("arrived") || reason.starts_with("was") {
+                reason.to_owned()
+            } else {
+                format!("was refunded because: {reason}")
+            },
+        )
+    }
+
+    /// Orders in one status, as the order service lists them (for the UI's tabs).
+    pub async fn orders(&self, status: &str) -> Result<Value, String> {
+        let result = self
+            .call(
+                "orders-tab",
+                "get_orders_by_status",
+                json!({"status": status}),
+            )
+            .await?;
+        if result.is_error == Some(true) {
+            return Err(text_of(&result));
+        }
+        serde_json::from_str(&text_of(&result)).map_err(|e| e.to_string())
+    }
+
+    /// Close the connections.
+    pub async fn close(self) {
+        self.host.close().await;
+    }
+}

@@ -1,0 +1,8 @@
+//! The Support Desk agent: an MCP host over the order service, the offline rules planner, the
+//! web front end with live confirmations and progress, and the one-command demo.
+
+pub mod app;
+pub mod desk;
+pub mod events;
+pub mod rules;
+pub mod web;

@@ -1,0 +1,191 @@
+//! The offline planner: maps the common support requests to tool calls without a language
+//! model. It understands order lookups, a customer's orders, orders by status, cancelling,
+//! refreshing delivery estimates, and refund emails.
+
+use regex_lite::Regex;
+
+/// What the planner decided to do with a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Call a tool of the order service.
+    Tool {
+        /// Tool name.
+        name: &'static str,
+        /// Its arguments.
+        arguments: serde_json::Value,
+    },
+    /// Draft a refund email for an order.
+    RefundEmail {
+        /// The order.
+        order_id: String,
+        /// Why it is refunded.
+        reason: String,
+    },
+    /// Answer with this text.
+    Say(String),
+}
+
+/// What the planner can do, for its first reply and for messages it does not understand.
+pub const HELP: &str = "I can look up an order (\"where is ORD-10001?\"), list a customer's \
+orders (\"orders for CUST-42\"), list orders by status (\"pending orders\"), cancel an order \
+(\"cancel ORD-10002\"), refresh delivery estimates (\"recheck shipments\") and draft a refund \
+email (\"refund email for ORD-10001, arrived damaged\").";
+
+fn order_id(text: &str) -> Option<String> {
+    Regex::new(r"(?i)\bORD-?(\d{5})\b")
+        .ok()?
+        .captures(text)
+        .map(|c| format!("ORD-{}", &c[1]))
+}
+
+fn customer_id(text: &str) -> Option<String> {
+    Regex::new(r"(?i)\bCUST-?(\d{1,2})\b")
+        .ok()?
+        .captures(text)
+        .map(|c| format!("CUST-{:0>2}", &c[1]))
+}
+
+fn status(text: &str) -> Option<&'static str> {
+    let lower = text.to_lowercase();
+    [
+        ("pending", "PENDING"),
+        ("processing", "PROCESSING"),
+        ("shipped", "SHIPPED"),
+        ("delivered", "DELIVERED"),
+        ("cancelled", "CANCELLED"),
+        ("canceled", "CANCELLED"),
+    ]
+    .into_iter()
+    .find(|(word, _)| lower.contains(word))
+    .map(|(_, status)| status)
+}
+
+/// Plan a message. `selected` is the order the person has open in the UI, if any.
+pub fn plan(message: &str, selected: Option<&str>) -> Plan {
+    let lower = message.to_lowercase();
+    let order = order_id(message).or_else(|| selected.map(str::to_owned));
+    if lower.contains("recheck")
+        || lower.contains("refresh")
+        || (lower.contains("estimate") && lower.contains("deliver"))
+    {
+        return Plan::Tool {
+            name: "recheck_shipments",
+            arguments: serde_json::json!({}),
+        };
+    }
+    if lower.contains("refund") && (lower.contains("email") || lower.contains("mail")) {
+        return match order {
+            Some(order_id) => {
+                let reason = [
+                    "arrived damaged",
+                    "arrived late",
+                    "faulty",
+                    "no longer needed",
+                    "wrong item",
+                ]
+                .into_iter()
+                .find(|r| lower.contains(r))
+                .unwrap_or("arrived damaged")
+                .to_owned();
+                Plan::RefundEmail { order_id, reason }
+            }
+            None => {
+                Plan::Say("Which order is the refund for? Order IDs look like ORD-10001.".into())
+            }
+        };
+    }
+    if lower.contains("cancel") && !lower.contains("cancelled orders") {
+        return match order {
+            Some(order_id) => Plan::Tool {
+                name: "cancel_order",
+                arguments: serde_json::json!({"orderId": order_id}),
+            },
+            None => Plan::Say("Which order should I cancel? Order IDs look like ORD-10002.".into()),
+        };
+    }
+    if let Some(customer) = customer_id(message) {
+        return Plan::Tool {
+            name: "get_customer_orders",
+            arguments: serde_json::json!({"customerId": customer}),
+        };
+    }
+    if order_id(message).is_none()
+        && let Some(status) = status(message)
+        && (lower.contains("order") || lower.contains("list") || lower.contains("which"))
+    {
+        return Plan::Tool {
+            name: "get_orders_by_status",
+            arguments: serde_json::json!({"status": status}),
+        };
+    }
+    if let Some(order_id) = order {
+        return Plan::Tool {
+            name: "get_order",
+            arguments: serde_json::json!({"orderId": order_id}),
+        };
+    }
+    Plan::Say(format!("I did not understand that. {HELP}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(message: &str) -> (&'static str, serde_json::Value) {
+        match plan(message, None) {
+            Plan::Tool { name, arguments } => (name, arguments),
+            other => panic!("{message}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn common_requests_map_to_tools() {
+        assert_eq!(
+            tool("Where is ord-10001?"),
+            ("get_order", serde_json::json!({"orderId": "ORD-10001"}))
+        );
+        assert_eq!(
+            tool("Please cancel ORD-10002"),
+            ("cancel_order", serde_json::json!({"orderId": "ORD-10002"}))
+        );
+        assert_eq!(
+            tool("orders for cust-7"),
+            (
+                "get_customer_orders",
+                serde_json::json!({"customerId": "CUST-07"})
+            )
+        );
+        assert_eq!(
+            tool("which orders are pending?"),
+            (
+                "get_orders_by_status",
+                serde_json::json!({"status": "PENDING"})
+            )
+        );
+        assert_eq!(tool("refresh delivery estimates").0, "recheck_shipments");
+    }
+
+    #[test]
+    fn the_selected_order_fills_in_a_missing_id() {
+        assert_eq!(
+            plan("cancel this one", Some("ORD-10008")),
+            Plan::Tool {
+                name: "cancel_order",
+                arguments: serde_json::json!({"orderId": "ORD-10008"})
+            }
+        );
+        assert_eq!(
+            plan("draft a refund email, it arrived late", Some("ORD-10001")),
+            Plan::RefundEmail {
+                order_id: "ORD-10001".into(),
+                reason: "arrived late".into()
+            }
+        );
+    }
+
+    #[test]
+    fn anything_else_gets_the_help_text() {
+        assert!(matches!(plan("hello", None), Plan::Say(text) if text.contains("ORD-10001")));
+        assert!(matches!(plan("cancel it", None), Plan::Say(text) if text.contains("Which order")));
+    }
+}

@@ -1,0 +1,190 @@
+//! The browser front end: the chat and confirmation API, the live event stream, and the static
+//! page embedded in the binary.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::Stream;
+use serde::Deserialize;
+
+use crate::desk::Desk;
+use crate::events::{Answer, AnswerError};
+
+const INDEX: &str = include_str!("../static/index.html");
+const SCRIPT: &str = include_str!("../static/app.js");
+const STYLE: &str = include_str!("../static/style.css");
+
+/// The web UI and its API over `desk`.
+pub fn routes(desk: Arc<Desk>) -> Router {
+    Router::new()
+        .route(
+            "/",
+            get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX) }),
+        )
+        .route(
+            "/app.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    SCRIPT,
+                )
+            }),
+        )
+        .route(
+            "/style.css",
+            get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE) }),
+        )
+        .route("/api/chat", post(chat))
+        .route("/api/refund-email", post(refund_email))
+        .route("/api/events", get(events))
+        .route("/api/confirmations/{id}", post(confirm))
+        .route("/api/orders", get(orders))
+        .with_state(desk)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChatRequest {
+    conversation_id: String,
+    message: String,
+    #[serde(default)]
+    order_id: Option<String>,
+}
+
+async fn chat(State(desk): State<Arc<Desk>>, Json(request): Json<ChatRequest>) -> Response {
+    if request.conversation_id.trim().is_empty() || request.message.trim().is_empty() {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(serde_json::json!({"message": "conversationId and message are required"})),
+        )
+            .into_response();
+    }
+    let reply = desk
+        .chat(
+            &request.conversation_id,
+            &request.message,
+            request.order_id.as_deref(),
+        )
+        .await;
+    Json(serde_json::json!({ "reply": reply })).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RefundRequest {
+    order_id: String,
+    reason: String,
+}
+
+async fn refund_email(
+    State(desk): State<Arc<Desk>>,
+    Json(request): Json<RefundRequest>,
+) -> Response {
+    let reply = desk.refund_email(&request.order_id, &request.reason).await;
+    Json(serde_json::json!({ "reply": reply })).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventsQuery {
+    conversation_id: String,
+}
+
+async fn events(
+    State(desk): State<Arc<Desk>>,
+    Query(query): Query<EventsQuery>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let (_secret, mut rx) = desk.events().open(&query.conversation_id);
+    let stream = async_stream(move |yielder| async move {
+        while let Some(event) = rx.recv().await {
+            let name = match &event {
+                crate::events::Event::Hello { .. } => "hello",
+                crate::events::Event::Progress { .. } => "progress",
+                crate::events::Event::Confirmation { .. } => "confirmation",
+                crate::events::Event::Log { .. } => "log",
+            };
+            let data = serde_json::to_string(&event).unwrap_or_default();
+            if yielder
+                .send(Ok(SseEvent::default().event(name).data(data)))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// A stream fed by a task: what the closure sends comes out of the stream.
+fn async_stream<F, Fut>(body: F) -> impl Stream<Item = Result<SseEvent, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<SseEvent, Infallible>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(body(tx));
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    })
+}
+
+#[derive(Debug, Deserialize)]
+struct ConfirmationAnswer {
+    secret: String,
+    confirmed: bool,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+async fn confirm(
+    State(desk): State<Arc<Desk>>,
+    Path(id): Path<String>,
+    Json(answer): Json<ConfirmationAnswer>,
+) -> Response {
+    let reply = if answer.confirmed {
+        Answer::Yes {
+            note: answer.note.unwrap_or_default(),
+        }
+    } else {
+        Answer::No
+    };
+    match desk.events().answer(&id, &answer.secret, reply) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error @ AnswerError::NotFound) => (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({"message": error.to_string()})),
+        )
+            .into_response(),
+        Err(error @ AnswerError::Forbidden) => (
+            StatusCode::FORBIDDEN,
+            Json(serde_json::json!({"message": error.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct OrdersQuery {
+    status: Option<String>,
+}
+
+async fn orders(State(desk): State<Arc<Desk>>, Query(query): Query<OrdersQuery>) -> Response {
+    match desk
+        .orders(query.status.as_deref().unwrap_or("SHIPPED"))
+        .await
+    {
+        Ok(orders) => Json(orders).into_response(),
+        Err(message) => (
+            StatusCode::BAD_GATEWAY,
+            Json(serde_json::json!({ "message": message })),
+        )
+            .into_response(),
+    }
+}

@@ -1,0 +1,194 @@
+// The Support Desk page: status tabs and orders, the chat with its progress bar, and the
+// confirmation dialog that answers the order service's questions.
+"use strict";
+
+const STATUSES = ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"];
+const REASONS = ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"];
+const conversationId = "ui-" + Math.random().toString(36).slice(2, 10);
+const $ = (id) => document.getElementById(id);
+const eur = new Intl.NumberFormat("en-IE", { style: "currency", currency: "EUR" });
+
+let status = "SHIPPED";
+let selected = null;
+let secret = null;
+
+// Theme: follows the OS until the person picks one.
+function applyTheme(theme) {
+  document.documentElement.dataset.theme = theme;
+  $("theme").textContent = theme === "dark" ? "☀" : "☾";
+}
+applyTheme(localStorage.getItem("theme") ||
+  (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"));
+$("theme").onclick = () => {
+  const next = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
+  localStorage.setItem("theme", next);
+  applyTheme(next);
+};
+
+function renderTabs() {
+  $("tabs").replaceChildren(...STATUSES.map((s) => {
+    const b = document.createElement("button");
+    b.textContent = s;
+    b.dataset.status = s;
+    b.setAttribute("aria-selected", String(s === status));
+    b.onclick = () => { status = s; selected = null; renderTabs(); loadOrders(); };
+    return b;
+  }));
+}
+
+async function loadOrders() {
+  try {
+    const res = await fetch("/api/orders?status=" + status);
+    const orders = await res.json();
+    if (!res.ok) throw new Error(orders.message || res.statusText);
+    $("banner").hidden = true;
+    $("orders-heading").textContent = `Orders (${orders.length})`;
+    $("order-list").replaceChildren(...orders.map((o) => {
+      const li = document.createElement("li");
+      li.dataset.orderId = o.orderId;
+      li.innerHTML = `<b></b><span class="badge"></span><span></span><span></span>`;
+      li.children[0].textContent = o.orderId;
+      li.children[1].textContent = o.status;
+      li.children[2].textContent = o.customer.name;
+      li.children[3].textContent = eur.format(o.totalAmount);
+      if (selected && selected.orderId === o.orderId) li.classList.add("selected");
+      li.onclick = () => select(o);
+      return li;
+    }));
+    if (selected) select(orders.find((o) => o.orderId === selected.orderId) || null);
+  } catch (e) {
+    $("banner").textContent = "Could not reach order-service: " + e.message +
+      ". Start it with `cargo run -p orders --bin order-service -- serve`.";
+    $("banner").hidden = false;
+  }
+}
+
+function select(order) {
+  selected = order;
+  $("detail").hidden = !order;
+  $("about").hidden = !order;
+  $("chat-input").placeholder = order ? `Where is ${order.orderId}?` : "Ask a question";
+  for (const li of $("order-list").children) li.classList.toggle("selected", !!order && li.dataset.orderId === order.orderId);
+  if (!order) return;
+  $("about").textContent = `about ${order.orderId} ✕`;
+  $("detail-title").textContent = `${order.orderId} · ${order.customer.name}`;
+  $("detail-items").replaceChildren(...order.items.map((i) => {
+    const tr = document.createElement("tr");
+    tr.innerHTML = "<td></td><td></td><td></td>";
+    tr.children[0].textContent = i.productName;
+    tr.children[1].textContent = "×" + i.quantity;
+    tr.children[2].textContent = eur.format(i.unitPrice);
+    return tr;
+  }));
+  const s = order.shipment;
+  $("detail-shipment").textContent = s ? `${s.carrier} ${s.trackingNumber}, due ${s.estimatedDelivery}` : "Not shipped yet";
+  const refundable = ["SHIPPED", "DELIVERED", "CANCELLED"].includes(order.status);
+  $("refund-open").disabled = !refundable;
+  $("refund-hint").hidden = refundable;
+}
+$("about").onclick = () => select(null);
+
+function say(role, text) {
+  const div = document.createElement("div");
+  div.className = "msg " + role;
+  div.textContent = text;
+  $("messages").append(div);
+  $("messages").scrollTop = $("messages").scrollHeight;
+}
+
+function setProgress(percent) {
+  $("progress").hidden = percent === null;
+  $("progress-bar").style.width = (percent || 0) + "%";
+  $("progress-label").textContent = percent === null ? "" : percent + "%";
+}
+
+$("chat-form").onsubmit = async (event) => {
+  event.preventDefault();
+  const message = $("chat-input").value.trim();
+  if (!message) return;
+  say("user", message);
+  $("chat-input").value = "";
+  $("chat-input").disabled = $("chat-send").disabled = true;
+  setProgress(null);
+  try {
+    const res = await fetch("/api/chat", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ conversationId, message, orderId: selected ? selected.orderId : null }),
+    });
+    const body = await res.json();
+    say(res.ok ? "agent" : "error", body.reply || body.message);
+  } catch (e) {
+    say("error", "The agent is not reachable: " + e.message);
+  } finally {
+    $("chat-input").disabled = $("chat-send").disabled = false;
+    document.body.dataset.lastProgress = $("progress-label").textContent;
+    loadOrders();
+  }
+};
+
+// Live events: progress and questions for this conversation.
+let countdown = null;
+function connectEvents() {
+  const source = new EventSource("/api/events?conversationId=" + conversationId);
+  source.addEventListener("hello", (e) => { secret = JSON.parse(e.data).secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; });
+  source.addEventListener("progress", (e) => setProgress(JSON.parse(e.data).percent));
+  source.addEventListener("log", (e) => say("log", JSON.parse(e.data).message));
+  source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data)));
+  source.onerror = () => { $("agent-state").textContent = ": agent not running"; };
+}
+
+function ask(question) {
+  const dialog = $("confirm");
+  $("confirm-message").textContent = question.message;
+  $("confirm-note").value = "";
+  $("confirm-yes").disabled = $("confirm-no").disabled = false;
+  let left = question.seconds;
+  const tick = () => {
+    if (left <= 0) {
+      clearInterval(countdown);
+      $("confirm-countdown").textContent = "The question expired and the tool has stopped waiting.";
+      $("confirm-yes").disabled = $("confirm-no").disabled = true;
+      return;
+    }
+    $("confirm-countdown").textContent = `${left} seconds left to answer`;
+    left -= 1;
+  };
+  clearInterval(countdown);
+  tick();
+  countdown = setInterval(tick, 1000);
+  const answer = async (confirmed) => {
+    clearInterval(countdown);
+    dialog.close();
+    await fetch("/api/confirmations/" + encodeURIComponent(question.id), {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ secret, confirmed, note: $("confirm-note").value }),
+    });
+  };
+  $("confirm-yes").onclick = () => answer(true);
+  $("confirm-no").onclick = () => answer(false);
+  dialog.showModal();
+}
+
+// Refund email.
+$("refund-chips").replaceChildren(...REASONS.map((r) => {
+  const chip = document.createElement("span");
+  chip.className = "chip";
+  chip.textContent = r;
+  chip.onclick = () => { $("refund-reason").value = r; };
+  return chip;
+}));
+$("refund-open").onclick = () => { $("refund-text").textContent = ""; $("refund").showModal(); };
+$("refund-close").onclick = () => $("refund").close();
+$("refund-copy").onclick = () => navigator.clipboard && navigator.clipboard.writeText($("refund-text").textContent);
+$("refund-draft").onclick = async () => {
+  const res = await fetch("/api/refund-email", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ orderId: selected.orderId, reason: $("refund-reason").value || REASONS[0] }),
+  });
+  if (res.status === 404) { $("refund-text").textContent = "The refund endpoint is not available."; return; }
+  $("refund-text").textContent = (await res.json()).reply;
+};
+
+renderTabs();
+loadOrders();
+connectEvents();

@@ -1,0 +1,330 @@
+//! The support agent's web API against the real order service (both on port 0, real loopback
+//! HTTP, SQLite in memory), on both protocol revisions: a cancellation confirmed, refused and
+//! left to expire through the event stream; answers bound to the conversation's secret;
+//! progress to 100 %.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use agent::app::{self, DemoConfig};
+use agent::desk::DeskConfig;
+use backchannel::host::Protocol;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Demo {
+    url: String,
+    stop: CancellationToken,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn demo(protocol: Protocol, person_deadline: Duration) -> Demo {
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let config = DemoConfig {
+        orders_listen: "127.0.0.1:0".parse().unwrap(),
+        web_listen: "127.0.0.1:0".parse().unwrap(),
+        orders: orders::app::Config {
+            database: Some("sqlite::memory:".into()),
+            service: orders::service::ServiceConfig {
+                carrier_latency: Duration::ZERO,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        desk: DeskConfig {
+            protocol,
+            person_deadline,
+            ..DeskConfig::default()
+        },
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        app::demo(config, shutdown, move |url| {
+            let _ = tx.send(url);
+        })
+        .await
+        .unwrap();
+    });
+    Demo {
+        url: rx.await.unwrap(),
+        stop,
+    }
+}
+
+/// The event stream of one conversation, parsed.
+struct Events {
+    lines: std::pin::Pin<Box<dyn futures::Stream<Item = Value> + Send>>,
+}
+
+impl Events {
+    async fn open(demo: &Demo, conversation: &str) -> (Events, String) {
+        let response = reqwest::get(format!(
+            "{}api/events?conversationId={conversation}",
+            demo.url
+        ))
+        .await
+        .unwrap();
+        let bytes = response.bytes_stream();
+        let lines = bytes
+            .scan(String::new(), |buffer, chunk| {
+                buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+                let mut events = Vec::new();
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    for line in block.lines() {
+                        if let Some(data) = line.strip_prefix("data: ") {
+                            events.push(serde_json::from_str::<Value>(data).unwrap());
+                        }
+                    }
+                }
+                futures::future::ready(Some(futures::stream::iter(events)))
+            })
+            .flatten();
+        let mut events = Events {
+            lines: Box::pin(lines),
+        };
+        let hello = events.next().await;
+        assert_eq!(hello["event"], "hello");
+        let secret = hello["secret"].as_str().unwrap().to_owned();
+        (events, secret)
+    }
+
+    async fn next(&mut self) -> Value {
+        tokio::time::timeout(Duration::from_secs(20), self.lines.next())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    async fn next_of(&mut self, kind: &str) -> Value {
+        loop {
+            let event = self.next().await;
+            if event["event"] == kind {
+                return event;
+            }
+        }
+    }
+}
+
+async fn chat(demo: &Demo, conversation: &str, message: &str) -> String {
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{}api/chat", demo.url))
+        .json(&json!({"conversationId": conversation, "message": message}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["reply"].as_str().unwrap().to_owned()
+}
+
+async fn answer(demo: &Demo, id: &str, secret: &str, confirmed: bool) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{}api/confirmations/{id}", demo.url))
+        .json(&json!({"secret": secret, "confirmed": confirmed, "note": "from the test"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn status_of(demo: &Demo, id: &str) -> String {
+    for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
+        let orders: Value = reqwest::get(format!("{}api/orders?status={status}", demo.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if orders
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["orderId"] == id)
+        {
+            return status.to_owned();
+        }
+    }
+    panic!("{id} is in no tab");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
+    for protocol in [Protocol::V2025, Protocol::V2026] {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, secret) = Events::open(&demo, "c1").await;
+        let (_other_events, other_secret) = Events::open(&demo, "c2").await;
+        let reply = tokio::spawn({
+            let url = demo.url.clone();
+            async move {
+                chat(
+                    &Demo {
+                        url,
+                        stop: CancellationToken::new(),
+                    },
+                    "c1",
+                    "please cancel ORD-10002",
+                )
+                .await
+            }
+        });
+        let question = events.next_of("confirmation").await;
+        assert_eq!(
+            question["message"],
+            "Cancel order ORD-10002 for Marcus Adeyemi? The total is 34.99 and a refund will be started."
+        );
+        assert_eq!(question["seconds"], 60);
+        let id = question["id"].as_str().unwrap();
+        assert_eq!(
+            answer(&demo, id, &other_secret, true).await,
+            403,
+            "{protocol:?}: another conversation's secret"
+        );
+        assert_eq!(
+            answer(&demo, "forged", &secret, true).await,
+            404,
+            "{protocol:?}: a forged id"
+        );
+        assert_eq!(
+            status_of(&demo, "ORD-10002").await,
+            "PENDING",
+            "{protocol:?}: nothing changed yet"
+        );
+        assert_eq!(answer(&demo, id, &secret, true).await, 204);
+        assert_eq!(
+            answer(&demo, id, &secret, false).await,
+            404,
+            "{protocol:?}: a replayed answer"
+        );
+        let reply = reply.await.unwrap();
+        assert!(
+            reply.ends_with("Order ORD-10002 is cancelled and a refund of 34.99 has been started."),
+            "{reply}"
+        );
+        assert_eq!(
+            status_of(&demo, "ORD-10002").await,
+            "CANCELLED",
+            "{protocol:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_leaves_the_order_and_an_expired_question_says_so() {
+    for protocol in [Protocol::V2025, Protocol::V2026] {
+        let demo = demo(protocol, Duration::from_secs(1)).await;
+        let (mut events, secret) = Events::open(&demo, "c1").await;
+        let url = demo.url.clone();
+        let reply = tokio::spawn(async move {
+            chat(
+                &Demo {
+                    url,
+                    stop: CancellationToken::new(),
+                },
+                "c1",
+                "cancel ORD-10008",
+            )
+            .await
+        });
+        let question = events.next_of("confirmation").await;
+        assert_eq!(
+            answer(&demo, question["id"].as_str().unwrap(), &secret, false).await,
+            204
+        );
+        let reply = reply.await.unwrap();
+        assert!(
+            reply.contains("Order ORD-10008 was not cancelled. The client declined"),
+            "{reply}"
+        );
+        assert_eq!(status_of(&demo, "ORD-10008").await, "PENDING");
+
+        // Nobody answers ORD-10009's question: the one-second deadline passes.
+        let url = demo.url.clone();
+        let reply = tokio::spawn(async move {
+            chat(
+                &Demo {
+                    url,
+                    stop: CancellationToken::new(),
+                },
+                "c1",
+                "cancel ORD-10009",
+            )
+            .await
+        });
+        let question = events.next_of("confirmation").await;
+        let reply = reply.await.unwrap();
+        assert!(
+            reply.ends_with("Order ORD-10009 was not cancelled: the user dismissed the question."),
+            "{reply}"
+        );
+        assert_eq!(
+            answer(&demo, question["id"].as_str().unwrap(), &secret, true).await,
+            404,
+            "expired"
+        );
+        assert_eq!(status_of(&demo, "ORD-10009").await, "PROCESSING");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_watching_means_declined_at_once() {
+    let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let reply = chat(&demo, "unwatched", "cancel ORD-10002").await;
+    assert!(
+        reply.contains("was not cancelled. The client declined"),
+        "{reply}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rechecking_shipments_fills_the_progress_bar() {
+    for protocol in [Protocol::V2025, Protocol::V2026] {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, _secret) = Events::open(&demo, "c1").await;
+        let reply = chat(&demo, "c1", "refresh delivery estimates").await;
+        assert!(
+            reply.ends_with("Rechecked 87 shipments, 13 estimates changed."),
+            "{reply}"
+        );
+        let mut last = 0;
+        while last < 100 {
+            let progress = events.next_of("progress").await;
+            let percent = progress["percent"].as_u64().unwrap();
+            assert!(
+                percent > last || last == 0,
+                "{protocol:?}: {percent} after {last}"
+            );
+            last = percent;
+        }
+        assert_eq!(last, 100);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_words_are_refused_and_the_first_reply_says_there_is_no_model() {
+    let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let first = chat(&demo, "c9", "where is ORD-10001?").await;
+    assert!(
+        first.starts_with("(No language model is configured"),
+        "{first}"
+    );
+    assert!(
+        first.ends_with("ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14."),
+        "{first}"
+    );
+    let second = chat(&demo, "c9", "what is the customer's credit card number?").await;
+    assert_eq!(
+        second,
+        "I can only help with orders and deliveries. Please contact support directly for anything else."
+    );
+}
