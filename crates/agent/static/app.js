@@ -142,12 +142,15 @@ function ask(question) {
   $("confirm-message").textContent = question.message;
   $("confirm-note").value = "";
   $("confirm-yes").disabled = $("confirm-no").disabled = false;
+  $("confirm-close").hidden = true;
+  $("confirm-close").onclick = () => dialog.close();
   let left = question.seconds;
   const tick = () => {
     if (left <= 0) {
       clearInterval(countdown);
       $("confirm-countdown").textContent = "The question expired and the tool has stopped waiting.";
       $("confirm-yes").disabled = $("confirm-no").disabled = true;
+      $("confirm-close").hidden = false;
       return;
     }
     $("confirm-countdown").textContent = `${left} seconds left to answer`;
