@@ -33,6 +33,10 @@ pub struct DeskConfig {
     pub connection_timeout: Duration,
     /// Who the agent is, sent as `_meta.support_agent_id`.
     pub agent_id: String,
+    /// The model; `None` runs the offline rules planner.
+    pub model: Option<crate::llm::OpenAiCompatible>,
+    /// Tokens one conversation may spend with the model.
+    pub token_budget: u64,
 }
 
 impl Default for DeskConfig {
@@ -44,6 +48,8 @@ impl Default for DeskConfig {
             server_ask_timeout: Duration::from_secs(90),
             connection_timeout: Duration::from_secs(120),
             agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
+            model: None,
+            token_budget: 20_000,
         }
     }
 }
@@ -131,7 +137,11 @@ pub struct Desk {
     events: Arc<Events>,
     config: DeskConfig,
     memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
+    spent: Mutex<HashMap<String, u64>>,
 }
+
+/// The rules the model works by (the reference's guidelines, in our words).
+const SYSTEM: &str = "You are a support agent for an online shop. Answer with the tools you have; never guess an order or customer ID, a status, a total or a date. Order IDs look like ORD-10001 and customer IDs like CUST-42: if the person's input is not in that form, ask. Amounts are euros with two decimals and the € sign. When a tool reports an error, pass it on together with what the person can do instead. Keep answers to a few sentences. For tools that ask the person to confirm (such as cancel_order), call the tool and let it ask; do not ask in the chat first. If nothing you can look up covers the question, offer to escalate to a team lead; never invent policy.";
 
 impl std::fmt::Debug for Desk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,6 +229,7 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
             events,
             config,
             memory: Mutex::new(HashMap::new()),
+            spent: Mutex::new(HashMap::new()),
         })
     }
 
@@ -255,6 +266,13 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
             let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
             !memory.contains_key(conversation)
         };
+        if let Some(model) = self.config.model.clone() {
+            let reply = self
+                .model_chat(&model, conversation, message, order_id)
+                .await;
+            self.remember(conversation, message, &reply);
+            return reply;
+        }
         let mut reply = match rules::plan(message, order_id) {
             Plan::Say(text) => text,
             Plan::RefundEmail { order_id, reason } => self.refund_email(&order_id, &reason).await,
@@ -272,13 +290,115 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
                 rules::HELP
             );
         }
+        self.remember(conversation, message, &reply);
+        reply
+    }
+
+    fn remember(&self, conversation: &str, message: &str, reply: &str) {
         let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
         let turns = memory.entry(conversation.to_owned()).or_default();
-        turns.push_back((message.to_owned(), reply.clone()));
+        turns.push_back((message.to_owned(), reply.to_owned()));
         while turns.len() > 20 {
             turns.pop_front();
         }
-        reply
+    }
+
+    /// The tool-calling loop: the model sees the order service's tools, calls them through the
+    /// host (questions and progress reach the person as events), and answers in words.
+    async fn model_chat(
+        &self,
+        model: &crate::llm::OpenAiCompatible,
+        conversation: &str,
+        message: &str,
+        order_id: Option<&str>,
+    ) -> String {
+        use crate::llm::{LlmError, Message, ToolSpec};
+        let spent = |this: &Self| {
+            *this
+                .spent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(conversation)
+                .unwrap_or(&0)
+        };
+        if spent(self) >= self.config.token_budget {
+            tracing::warn!(
+                conversation,
+                spent = spent(self),
+                budget = self.config.token_budget,
+                "token budget spent"
+            );
+            return "This conversation has reached its limit. Please start a new one.".into();
+        }
+        let Ok(orders) = self.host.connection("orders") else {
+            return "Not connected to order-service. Is it running on port 8080?".into();
+        };
+        let tools: Vec<ToolSpec> = match orders.tools().await {
+            Ok(tools) => tools
+                .iter()
+                .map(|t| {
+                    ToolSpec::function(
+                        &t.name,
+                        t.description.as_deref().unwrap_or(""),
+                        serde_json::to_value(&*t.input_schema).unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            Err(error) => return format!("Something went wrong: {error}"),
+        };
+        let mut messages = vec![Message::text("system", SYSTEM)];
+        {
+            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+            for (user, agent) in memory.get(conversation).into_iter().flatten() {
+                messages.push(Message::text("user", user.clone()));
+                messages.push(Message::text("assistant", agent.clone()));
+            }
+        }
+        let user = match order_id {
+            Some(order) => format!(
+                "{message}\n\n(The person is looking at order {order}; \"this order\" means it.)"
+            ),
+            None => message.to_owned(),
+        };
+        messages.push(Message::text("user", user));
+        for _ in 0..8 {
+            let turn = match model.complete(&messages, &tools).await {
+                Ok(turn) => turn,
+                Err(LlmError::Http(error)) if error.is_timeout() => {
+                    return "The model did not answer in time, so the request was stopped. Ask again in a moment.".into();
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "model call failed");
+                    return "Something went wrong. Please try again later.".into();
+                }
+            };
+            *self
+                .spent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(conversation.to_owned())
+                .or_default() += turn.tokens;
+            let calls = turn.message.tool_calls.clone();
+            if calls.is_empty() {
+                return turn.message.content.unwrap_or_default();
+            }
+            messages.push(turn.message);
+            for call in calls {
+                let result = match serde_json::from_str::<Value>(&call.function.arguments) {
+                    Ok(arguments) => match self
+                        .call(conversation, &call.function.name, arguments)
+                        .await
+                    {
+                        Ok(result) => text_of(&result),
+                        Err(error) => format!("error: {error}"),
+                    },
+                    Err(error) => format!("error: the arguments are not JSON: {error}"),
+                };
+                messages.push(Message::tool_result(&call.id, result));
+            }
+        }
+        "I could not finish that in a reasonable number of steps. Please ask again more simply."
+            .into()
     }
 
     fn summarise(&self, tool: &str, result: &CallToolResult) -> String {

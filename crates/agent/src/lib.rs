@@ -4,5 +4,6 @@
 pub mod app;
 pub mod desk;
 pub mod events;
+pub mod llm;
 pub mod rules;
 pub mod web;

@@ -38,6 +38,17 @@ struct DeskArgs {
     /// Seconds the person has to answer a question.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
+    /// An OpenAI-compatible chat-completions endpoint up to `/v1` (Ollama, llama.cpp, vLLM on
+    /// plain HTTP). Without it the agent follows its offline rules. The key, if any, is read
+    /// from $SUPPORT_AGENT_API_KEY.
+    #[arg(long)]
+    model_url: Option<String>,
+    /// The model name to ask for.
+    #[arg(long, default_value = "qwen3:8b")]
+    model: String,
+    /// Tokens one conversation may spend with the model.
+    #[arg(long, default_value_t = 20_000)]
+    token_budget: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -77,6 +88,15 @@ fn desk_config(args: &DeskArgs) -> DeskConfig {
             ProtocolArg::V2026 => Protocol::V2026,
         },
         person_deadline: Duration::from_secs(args.answer_seconds),
+        model: args.model_url.as_ref().map(|url| {
+            agent::llm::OpenAiCompatible::new(
+                url.as_str(),
+                std::env::var("SUPPORT_AGENT_API_KEY").ok(),
+                args.model.as_str(),
+                Duration::from_secs(60),
+            )
+        }),
+        token_budget: args.token_budget,
         ..DeskConfig::default()
     }
 }

@@ -1,0 +1,167 @@
+//! The tool-calling loop against a scripted fake of the OpenAI-compatible chat-completions API,
+//! served over HTTP on port 0, with the real order service behind the host.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent::app::{self, DemoConfig};
+use agent::desk::DeskConfig;
+use agent::llm::OpenAiCompatible;
+use axum::Json;
+use axum::extract::State;
+use axum::routing::post;
+use backchannel::host::Protocol;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+type Seen = Arc<Mutex<Vec<Value>>>;
+
+/// The script: a user message gets a `get_order` call; a tool result gets words built from it.
+async fn completions(State(seen): State<Seen>, Json(request): Json<Value>) -> Json<Value> {
+    seen.lock().unwrap().push(request.clone());
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let message = if last["role"] == "tool" {
+        let text = last["content"].as_str().unwrap_or_default();
+        let answer = if text.contains("Ana Ruiz") && text.contains("DHL-88213") {
+            "Ana Ruiz's order ORD-10001 is on its way with DHL (DHL-88213)."
+        } else {
+            "I could not read the tool result."
+        };
+        json!({"role": "assistant", "content": answer})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "get_order", "arguments": "{\"orderId\":\"ORD-10001\"}"}
+        }]})
+    };
+    Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
+    }))
+}
+
+async fn fake_model(seen: Seen) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state(seen);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+async fn demo(model_url: &str, budget: u64) -> (String, CancellationToken) {
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let config = DemoConfig {
+        orders_listen: "127.0.0.1:0".parse().unwrap(),
+        web_listen: "127.0.0.1:0".parse().unwrap(),
+        orders: orders::app::Config {
+            database: Some("sqlite::memory:".into()),
+            ..Default::default()
+        },
+        desk: DeskConfig {
+            protocol: Protocol::V2026,
+            model: Some(OpenAiCompatible::new(
+                model_url,
+                None,
+                "fake",
+                Duration::from_secs(10),
+            )),
+            token_budget: budget,
+            ..DeskConfig::default()
+        },
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        app::demo(config, shutdown, move |url| {
+            let _ = tx.send(url);
+        })
+        .await
+        .unwrap();
+    });
+    (rx.await.unwrap(), stop)
+}
+
+async fn chat(url: &str, message: &str) -> String {
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{url}api/chat"))
+        .json(&json!({"conversationId": "c1", "message": message}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["reply"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_a_tool_through_the_host_and_answers_from_its_result() {
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let (url, stop) = demo(&model_url, 100_000).await;
+    let reply = chat(&url, "Where is ORD-10001?").await;
+    assert_eq!(
+        reply,
+        "Ana Ruiz's order ORD-10001 is on its way with DHL (DHL-88213)."
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one call to choose the tool, one to answer"
+    );
+    let first = &requests[0];
+    assert_eq!(first["messages"][0]["role"], "system");
+    assert!(
+        first["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("never guess")
+    );
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools.len(), 6, "{tools:?}");
+    assert!(tools.contains(&"cancel_order"));
+    let second = requests[1]["messages"].as_array().unwrap();
+    let tool_message = second.last().unwrap();
+    assert_eq!(tool_message["role"], "tool");
+    assert_eq!(tool_message["tool_call_id"], "call_1");
+    assert_eq!(
+        second[second.len() - 2]["tool_calls"][0]["function"]["name"],
+        "get_order"
+    );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_token_budget_ends_the_conversation() {
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let (url, stop) = demo(&model_url, 60).await;
+    let first = chat(&url, "Where is ORD-10001?").await;
+    assert!(first.starts_with("Ana Ruiz"), "{first}");
+    let second = chat(&url, "And ORD-10002?").await;
+    assert_eq!(
+        second,
+        "This conversation has reached its limit. Please start a new one."
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "no model call after the budget is spent"
+    );
+    stop.cancel();
+}
