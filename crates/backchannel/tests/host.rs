@@ -175,3 +175,87 @@ async fn an_unreachable_server_is_listed_not_fatal() {
     assert!(host.unavailable.contains_key("orders"));
     assert!(host.connection("orders").is_err());
 }
+
+/// The official filesystem server (pinned in tools/node), over stdio, gets its directories from
+/// the roots this host declares.
+#[tokio::test]
+async fn the_filesystem_server_uses_the_declared_roots() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "run scripts/test (it installs tools/node) first: {}",
+        server.display()
+    );
+    let kb = repo.join("support-kb");
+    let config = HostConfig::from_toml(&format!(
+        r#"
+trusted_folders = ["{repo}"]
+[connections.knowledge-base]
+transport = "stdio"
+command = "{server}"
+roots = ["{kb}"]
+tool_prefix = "knowledge_base_"
+tools = ["read_text_file", "list_directory", "list_allowed_directories"]
+capabilities = {{ roots = true, elicitation = false, tasks = false }}
+"#,
+        repo = repo.display(),
+        server = server.display(),
+        kb = kb.display(),
+    ))
+    .unwrap();
+    let host = Host::open(&config, Arc::new(Person::default()))
+        .await
+        .unwrap();
+    assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+    let kb_connection = host.connection("knowledge-base").unwrap();
+    let tools: Vec<String> = kb_connection
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(tools.len(), 3, "{tools:?}");
+    assert!(
+        tools.iter().all(|t| t.starts_with("knowledge_base_")),
+        "{tools:?}"
+    );
+    // The server asks for the roots after the handshake, on its own time: wait for it to say so.
+    let roots_taken = |lines: Vec<String>| {
+        lines.iter().any(|line| {
+            line.contains("Updated allowed directories from MCP roots: 1 valid directories")
+        })
+    };
+    for _ in 0..200 {
+        if roots_taken(kb_connection.stderr_tail()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let allowed = kb_connection
+        .call_tool("list_allowed_directories", None, &CallContext::new())
+        .await
+        .unwrap();
+    assert!(
+        result_text(&allowed).contains(&kb.display().to_string()),
+        "{}",
+        result_text(&allowed)
+    );
+    let mut args = serde_json::Map::new();
+    args.insert("path".into(), serde_json::json!(kb.join("carriers.md")));
+    let note = kb_connection
+        .call_tool("read_text_file", Some(args), &CallContext::new())
+        .await
+        .unwrap();
+    assert!(result_text(&note).contains("DHL"), "{}", result_text(&note));
+    let stderr = kb_connection.stderr_tail();
+    assert!(
+        roots_taken(stderr.clone()),
+        "the server's stderr reports the roots: {stderr:?}"
+    );
+    host.close().await;
+}

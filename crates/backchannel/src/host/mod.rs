@@ -395,6 +395,28 @@ pub struct Connection<H: HostHandler> {
     config: ConnectionConfig,
     meta_allow: Arc<Vec<String>>,
     service: RunningService<RoleClient, Routed<H>>,
+    stderr_tail: Arc<Mutex<std::collections::VecDeque<String>>>,
+}
+
+/// Log a child's stderr at debug level and keep its last lines.
+fn keep_stderr(
+    connection: &str,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<std::collections::VecDeque<String>>>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let connection = connection.to_owned();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(connection, "{line}");
+            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+            tail.push_back(line);
+            if tail.len() > 200 {
+                tail.pop_front();
+            }
+        }
+    });
 }
 
 impl<H: HostHandler> std::fmt::Debug for Connection<H> {
@@ -447,6 +469,7 @@ impl<H: HostHandler> Connection<H> {
             connection: name.to_owned(),
             message,
         };
+        let stderr_tail = Arc::new(Mutex::new(std::collections::VecDeque::new()));
         let service = match &config.transport {
             Transport::Http { url, headers } => {
                 let mut custom = HashMap::new();
@@ -477,8 +500,13 @@ impl<H: HostHandler> Connection<H> {
                 if let Some(cwd) = cwd {
                     process.current_dir(cwd);
                 }
-                let transport =
-                    TokioChildProcess::new(process).map_err(|e| connect_error(e.to_string()))?;
+                let (transport, stderr) = TokioChildProcess::builder(process)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| connect_error(e.to_string()))?;
+                if let Some(stderr) = stderr {
+                    keep_stderr(name, stderr, stderr_tail.clone());
+                }
                 routed
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
@@ -490,7 +518,18 @@ impl<H: HostHandler> Connection<H> {
             config: config.clone(),
             meta_allow: Arc::new(host.meta_allow.clone()),
             service,
+            stderr_tail,
         })
+    }
+
+    /// The last lines a stdio server wrote to its stderr (empty for HTTP).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// The connection's name.
