@@ -37,7 +37,41 @@ pub struct DeskConfig {
     pub model: Option<crate::llm::OpenAiCompatible>,
     /// Tokens one conversation may spend with the model.
     pub token_budget: u64,
+    /// The knowledge base; `None` runs without it.
+    pub knowledge: Option<Knowledge>,
 }
+
+/// Where the notes are and which filesystem server reads them.
+#[derive(Debug, Clone)]
+pub struct Knowledge {
+    /// The server's command line (directories come from the roots).
+    pub server: Vec<String>,
+    /// Current notes (absolute).
+    pub current: std::path::PathBuf,
+    /// Archived notes (absolute).
+    pub archive: std::path::PathBuf,
+}
+
+impl Knowledge {
+    /// The official `@modelcontextprotocol/server-filesystem` through `npx`, over the notes in
+    /// `support-kb/` and `support-kb-archive/` under `base`.
+    pub fn npx(base: &std::path::Path) -> Knowledge {
+        Knowledge {
+            server: ["npx", "-y", "@modelcontextprotocol/server-filesystem"]
+                .map(String::from)
+                .to_vec(),
+            current: base.join("support-kb"),
+            archive: base.join("support-kb-archive"),
+        }
+    }
+}
+
+/// The tools the model may use from the knowledge-base servers.
+const KB_TOOLS: [&str; 3] = [
+    "read_text_file",
+    "list_directory",
+    "list_allowed_directories",
+];
 
 impl Default for DeskConfig {
     fn default() -> Self {
@@ -50,6 +84,7 @@ impl Default for DeskConfig {
             agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
             model: None,
             token_budget: 20_000,
+            knowledge: None,
         }
     }
 }
@@ -125,6 +160,45 @@ impl HostHandler for DeskHandler {
 
     fn on_log(&self, connection: &str, message: LoggingMessageNotificationParam) {
         tracing::info!(connection, level = ?message.level, "{}", message.data);
+    }
+}
+
+fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
+    use backchannel::host::{ConnectionConfig, Declared, Transport};
+    let Some((command, args)) = knowledge.server.split_first() else {
+        return;
+    };
+    for (name, dir, prefix) in [
+        ("knowledge-base", &knowledge.current, "knowledge_base_"),
+        (
+            "knowledge-base-archive",
+            &knowledge.archive,
+            "knowledge_base_archive_",
+        ),
+    ] {
+        host.trusted_folders.push(dir.clone());
+        host.connections.insert(
+            name.to_owned(),
+            ConnectionConfig {
+                transport: Transport::Stdio {
+                    command: command.clone(),
+                    args: args.to_vec(),
+                    cwd: None,
+                    env: Default::default(),
+                },
+                request_timeout_secs: 30,
+                roots: vec![dir.clone()],
+                protocol: Protocol::V2025,
+                tool_prefix: Some(prefix.to_owned()),
+                tools: Some(KB_TOOLS.map(String::from).to_vec()),
+                capabilities: Declared {
+                    elicitation: false,
+                    sampling: false,
+                    roots: true,
+                    tasks: false,
+                },
+            },
+        );
     }
 }
 
@@ -215,6 +289,10 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
             timeout = config.connection_timeout.as_secs(),
         ))
         .map_err(backchannel::host::HostError::from)?;
+        let mut host_config = host_config;
+        if let Some(knowledge) = &config.knowledge {
+            add_knowledge(&mut host_config, knowledge);
+        }
         let events = Arc::new(Events::default());
         let handler = Arc::new(DeskHandler {
             events: events.clone(),
@@ -223,6 +301,12 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
         let host = Host::open(&host_config, handler).await?;
         if let Some(reason) = host.unavailable.get("orders") {
             tracing::warn!("the order service is not reachable: {reason}");
+        }
+        for name in ["knowledge-base", "knowledge-base-archive"] {
+            if let Some(reason) = host.unavailable.get(name) {
+                // Said once, here; the desk works without its notes.
+                tracing::warn!("starting without the {name} notes: {reason}");
+            }
         }
         Ok(Desk {
             host,
@@ -256,6 +340,31 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
             .map_err(|e| e.to_string())
     }
 
+    /// Call a tool by the name the model saw: knowledge-base tools carry their server's prefix.
+    async fn call_routed(
+        &self,
+        conversation: &str,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, String> {
+        for (connection, prefix) in [
+            ("knowledge-base-archive", "knowledge_base_archive_"),
+            ("knowledge-base", "knowledge_base_"),
+        ] {
+            if let Some(tool) = name.strip_prefix(prefix) {
+                let connection = self
+                    .host
+                    .connection(connection)
+                    .map_err(|e| e.to_string())?;
+                return connection
+                    .call_tool(tool, arguments.as_object().cloned(), &CallContext::new())
+                    .await
+                    .map_err(|e| e.to_string());
+            }
+        }
+        self.call(conversation, name, arguments).await
+    }
+
     /// Answer one chat message.
     pub async fn chat(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
         let lower = message.to_lowercase();
@@ -276,6 +385,11 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
         let mut reply = match rules::plan(message, order_id) {
             Plan::Say(text) => text,
             Plan::RefundEmail { order_id, reason } => self.refund_email(&order_id, &reason).await,
+            Plan::Policy {
+                note,
+                archive,
+                words,
+            } => self.policy(note, archive, &words).await,
             Plan::Tool { name, arguments } => {
                 match self.call(conversation, name, arguments).await {
                     Err(error) => format!("Something went wrong: {error}"),
@@ -330,22 +444,24 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
             );
             return "This conversation has reached its limit. Please start a new one.".into();
         }
-        let Ok(orders) = self.host.connection("orders") else {
+        if self.host.connection("orders").is_err() {
             return "Not connected to order-service. Is it running on port 8080?".into();
-        };
-        let tools: Vec<ToolSpec> = match orders.tools().await {
-            Ok(tools) => tools
-                .iter()
-                .map(|t| {
+        }
+        let mut tools: Vec<ToolSpec> = Vec::new();
+        for connection in self.host.connections() {
+            match connection.tools().await {
+                Ok(list) => tools.extend(list.iter().map(|t| {
                     ToolSpec::function(
                         &t.name,
                         t.description.as_deref().unwrap_or(""),
                         serde_json::to_value(&*t.input_schema).unwrap_or_default(),
                     )
-                })
-                .collect(),
-            Err(error) => return format!("Something went wrong: {error}"),
-        };
+                })),
+                Err(error) => {
+                    tracing::warn!(connection = connection.name(), %error, "no tools from this server")
+                }
+            }
+        }
         let mut messages = vec![Message::text("system", SYSTEM)];
         {
             let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
@@ -386,7 +502,7 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
             for call in calls {
                 let result = match serde_json::from_str::<Value>(&call.function.arguments) {
                     Ok(arguments) => match self
-                        .call(conversation, &call.function.name, arguments)
+                        .call_routed(conversation, &call.function.name, arguments)
                         .await
                     {
                         Ok(result) => text_of(&result),
@@ -399,6 +515,57 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
         }
         "I could not finish that in a reasonable number of steps. Please ask again more simply."
             .into()
+    }
+
+    /// Answer a policy question from one note: the paragraphs that share words with the
+    /// question, or the note's opening if none do.
+    async fn policy(&self, note: &str, archive: bool, words: &[String]) -> String {
+        let (name, dir) = match (&self.config.knowledge, archive) {
+            (Some(k), false) => ("knowledge-base", k.current.clone()),
+            (Some(k), true) => ("knowledge-base-archive", k.archive.clone()),
+            (None, _) => {
+                return "The knowledge base is not configured, so I cannot answer policy questions."
+                    .into();
+            }
+        };
+        let Ok(connection) = self.host.connection(name) else {
+            return "The knowledge base is not available right now, so I cannot answer policy questions.".into();
+        };
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("path".into(), json!(dir.join(note)));
+        let text = match connection
+            .call_tool("read_text_file", Some(arguments), &CallContext::new())
+            .await
+        {
+            Ok(result) if result.is_error != Some(true) => text_of(&result),
+            Ok(result) => return format!("I could not read the notes: {}", text_of(&result)),
+            Err(error) => return format!("I could not read the notes: {error}"),
+        };
+        let paragraphs: Vec<&str> = text
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let relevant: Vec<&str> = paragraphs
+            .iter()
+            .skip(1)
+            .filter(|p| {
+                let lower = p.to_lowercase();
+                words.iter().any(|w| lower.contains(w.as_str()))
+            })
+            .copied()
+            .collect();
+        let body = if relevant.is_empty() {
+            paragraphs.iter().take(4).copied().collect::<Vec<_>>()
+        } else {
+            relevant
+        };
+        let source = if archive {
+            "the archived notes (rules in force until 31 December 2023)"
+        } else {
+            "the current notes"
+        };
+        format!("From {source}, {note}:\n\n{}", body.join("\n\n"))
     }
 
     fn summarise(&self, tool: &str, result: &CallToolResult) -> String {

@@ -21,6 +21,15 @@ pub enum Plan {
         /// Why it is refunded.
         reason: String,
     },
+    /// Answer a policy question from one of the notes.
+    Policy {
+        /// The note's file name.
+        note: &'static str,
+        /// Read the archived notes (rules before 2024) instead of the current ones.
+        archive: bool,
+        /// The message's words that may pick the relevant paragraph.
+        words: Vec<String>,
+    },
     /// Answer with this text.
     Say(String),
 }
@@ -28,8 +37,9 @@ pub enum Plan {
 /// What the planner can do, for its first reply and for messages it does not understand.
 pub const HELP: &str = "I can look up an order (\"where is ORD-10001?\"), list a customer's \
 orders (\"orders for CUST-42\"), list orders by status (\"pending orders\"), cancel an order \
-(\"cancel ORD-10002\"), refresh delivery estimates (\"recheck shipments\") and draft a refund \
-email (\"refund email for ORD-10001, arrived damaged\").";
+(\"cancel ORD-10002\"), refresh delivery estimates (\"recheck shipments\"), draft a refund \
+email (\"refund email for ORD-10001, arrived damaged\") and answer policy questions from the \
+notes (\"how long can a Gold customer return an item?\").";
 
 fn order_id(text: &str) -> Option<String> {
     Regex::new(r"(?i)\bORD-?(\d{5})\b")
@@ -58,6 +68,58 @@ fn status(text: &str) -> Option<&'static str> {
     .into_iter()
     .find(|(word, _)| lower.contains(word))
     .map(|(_, status)| status)
+}
+
+fn policy(lower: &str) -> Option<Plan> {
+    let archive = ["2023", "archive", "old rules", "before 2024"]
+        .iter()
+        .any(|w| lower.contains(w));
+    let topics: [(&[&str], &'static str, &'static str); 3] = [
+        (
+            &["escalat", "team lead", "supervisor", "manager"],
+            "escalation.md",
+            "escalation.md",
+        ),
+        (
+            &[
+                "claim",
+                "carrier",
+                "dhl",
+                "ups",
+                "royal mail",
+                "dpd",
+                "parcelforce",
+                "hermes",
+            ],
+            "carriers.md",
+            "carriers.md",
+        ),
+        (
+            &[
+                "return",
+                "refund",
+                "postage",
+                "window",
+                "restocking",
+                "policy",
+            ],
+            "refunds-process.md",
+            "refunds.md",
+        ),
+    ];
+    let (_, current, archived) = topics
+        .iter()
+        .find(|(words, _, _)| words.iter().any(|w| lower.contains(w)))?;
+    let words = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 4)
+        .map(str::to_owned)
+        .collect();
+    Some(Plan::Policy {
+        note: if archive { archived } else { current },
+        archive,
+        words,
+    })
 }
 
 /// Plan a message. `selected` is the order the person has open in the UI, if any.
@@ -117,6 +179,11 @@ pub fn plan(message: &str, selected: Option<&str>) -> Plan {
             name: "get_orders_by_status",
             arguments: serde_json::json!({"status": status}),
         };
+    }
+    if order_id(message).is_none()
+        && let Some(policy) = policy(&lower)
+    {
+        return policy;
     }
     if let Some(order_id) = order {
         return Plan::Tool {
@@ -181,6 +248,40 @@ mod tests {
                 reason: "arrived late".into()
             }
         );
+    }
+
+    #[test]
+    fn policy_questions_pick_a_note() {
+        assert!(matches!(
+            plan("How long is the returns window for Gold customers?", None),
+            Plan::Policy {
+                note: "refunds-process.md",
+                archive: false,
+                ..
+            }
+        ));
+        assert!(matches!(
+            plan("What was the restocking fee in 2023?", None),
+            Plan::Policy {
+                note: "refunds.md",
+                archive: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            plan("How long do we have to claim with DHL?", None),
+            Plan::Policy {
+                note: "carriers.md",
+                ..
+            }
+        ));
+        assert!(matches!(
+            plan("When do I escalate to a team lead?", None),
+            Plan::Policy {
+                note: "escalation.md",
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -41,6 +41,7 @@ async fn demo(protocol: Protocol, person_deadline: Duration) -> Demo {
         desk: DeskConfig {
             protocol,
             person_deadline,
+            knowledge: Some(knowledge()),
             ..DeskConfig::default()
         },
     };
@@ -55,6 +56,24 @@ async fn demo(protocol: Protocol, person_deadline: Duration) -> Demo {
     Demo {
         url: rx.await.unwrap(),
         stop,
+    }
+}
+
+/// The notes of this repository, read by the pinned official filesystem server.
+fn knowledge() -> agent::desk::Knowledge {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "run scripts/test first: it installs tools/node"
+    );
+    agent::desk::Knowledge {
+        server: vec![server.display().to_string()],
+        current: repo.join("support-kb"),
+        archive: repo.join("support-kb-archive"),
     }
 }
 
@@ -327,4 +346,23 @@ async fn blocked_words_are_refused_and_the_first_reply_says_there_is_no_model() 
         second,
         "I can only help with orders and deliveries. Please contact support directly for anything else."
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_questions_are_answered_from_the_notes() {
+    let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let current = chat(
+        &demo,
+        "c1",
+        "How long is the returns window for Gold customers?",
+    )
+    .await;
+    assert!(
+        current.contains("From the current notes, refunds-process.md"),
+        "{current}"
+    );
+    assert!(current.contains("60 days for Gold tier"), "{current}");
+    let archived = chat(&demo, "c1", "What was the restocking fee in 2023?").await;
+    assert!(archived.contains("archived notes"), "{archived}");
+    assert!(archived.contains("15% restocking fee"), "{archived}");
 }

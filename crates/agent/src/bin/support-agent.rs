@@ -49,6 +49,13 @@ struct DeskArgs {
     /// Tokens one conversation may spend with the model.
     #[arg(long, default_value_t = 20_000)]
     token_budget: u64,
+    /// The filesystem MCP server that reads the notes in support-kb/ and support-kb-archive/
+    /// (default: `npx -y @modelcontextprotocol/server-filesystem`).
+    #[arg(long)]
+    kb_server: Option<String>,
+    /// Run without the knowledge base.
+    #[arg(long)]
+    no_knowledge_base: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,6 +104,14 @@ fn desk_config(args: &DeskArgs) -> DeskConfig {
             )
         }),
         token_budget: args.token_budget,
+        knowledge: (!args.no_knowledge_base).then(|| {
+            let base = std::env::current_dir().unwrap_or_default();
+            let mut knowledge = agent::desk::Knowledge::npx(&base);
+            if let Some(server) = &args.kb_server {
+                knowledge.server = vec![server.clone()];
+            }
+            knowledge
+        }),
         ..DeskConfig::default()
     }
 }
