@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backchannel::host::{CallContext, Host, HostConfig, HostHandler, Protocol};
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
     LoggingMessageNotificationParam, ProgressNotificationParam, RequestMetaObject,
@@ -115,6 +116,7 @@ pub enum DeskError {
 pub struct DeskHandler {
     events: Arc<Events>,
     person_deadline: Duration,
+    model: Option<crate::llm::OpenAiCompatible>,
 }
 
 impl HostHandler for DeskHandler {
@@ -144,6 +146,79 @@ impl HostHandler for DeskHandler {
             }
             Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
         }
+    }
+
+    async fn sample(
+        &self,
+        connection: &str,
+        request: rmcp::model::CreateMessageRequestParams,
+        caller: Option<rmcp::model::ProgressToken>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        use crate::llm::Message;
+        let Some(model) = &self.model else {
+            return Err(ErrorData::invalid_request(
+                "this desk has no model to sample with",
+                None,
+            ));
+        };
+        let Some(rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(conversation))) =
+            caller
+        else {
+            return Err(ErrorData::invalid_request(
+                "no conversation to ask for approval",
+                None,
+            ));
+        };
+        let mut messages = Vec::new();
+        if let Some(system) = &request.system_prompt {
+            messages.push(Message::text("system", system.clone()));
+        }
+        let mut shown = Vec::new();
+        for message in &request.messages {
+            let role = match message.role {
+                rmcp::model::Role::User => "user",
+                rmcp::model::Role::Assistant => "assistant",
+            };
+            let text: Vec<String> = message
+                .content
+                .clone()
+                .into_vec()
+                .into_iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect();
+            shown.push(text.join(" "));
+            messages.push(Message::text(role, text.join("\n")));
+        }
+        let question = format!("{connection} asks the model: {}", shown.join(" / "));
+        match self
+            .events
+            .approve(&conversation, &question, self.person_deadline)
+            .await
+        {
+            Asked::Answered(Answer::Yes { .. }) => {}
+            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    "the person declined the request for the model",
+                    None,
+                ));
+            }
+            Asked::Expired => {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    "nobody approved the request for the model in time",
+                    None,
+                ));
+            }
+        }
+        let turn = model
+            .complete(&messages, &[])
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(rmcp::model::CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(turn.message.content.unwrap_or_default()),
+            "support-agent-model".into(),
+        ))
     }
 
     fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
@@ -283,10 +358,12 @@ transport = "http"
 url = "{url}"
 protocol = "{protocol}"
 request_timeout_secs = {timeout}
-capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = false }}
+capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, tasks = false }}
 "#,
             url = config.orders_url,
             timeout = config.connection_timeout.as_secs(),
+            // With no model there is nothing to sample with, so sampling is not declared.
+            sampling = config.model.is_some(),
         ))
         .map_err(backchannel::host::HostError::from)?;
         let mut host_config = host_config;
@@ -297,6 +374,7 @@ capabilities = {{ elicitation = true, sampling = false, roots = false, tasks = f
         let handler = Arc::new(DeskHandler {
             events: events.clone(),
             person_deadline: config.person_deadline,
+            model: config.model.clone(),
         });
         let host = Host::open(&host_config, handler).await?;
         if let Some(reason) = host.unavailable.get("orders") {

@@ -32,6 +32,15 @@ pub enum Event {
         /// How long the person has.
         seconds: u64,
     },
+    /// A request for the model that the person must approve first.
+    Sampling {
+        /// Random; answer with it.
+        id: String,
+        /// What the server wants the model to do.
+        message: String,
+        /// How long the person has.
+        seconds: u64,
+    },
     /// A log line from a server.
     Log {
         /// Level.
@@ -155,6 +164,30 @@ impl Events {
 
     /// Ask the person watching `conversation` and wait at most `deadline`.
     pub async fn ask(&self, conversation: &str, message: &str, deadline: Duration) -> Asked {
+        self.ask_as(conversation, deadline, |id, seconds| Event::Confirmation {
+            id,
+            message: message.to_owned(),
+            seconds,
+        })
+        .await
+    }
+
+    /// Ask the person to approve a request for the model.
+    pub async fn approve(&self, conversation: &str, message: &str, deadline: Duration) -> Asked {
+        self.ask_as(conversation, deadline, |id, seconds| Event::Sampling {
+            id,
+            message: message.to_owned(),
+            seconds,
+        })
+        .await
+    }
+
+    async fn ask_as(
+        &self,
+        conversation: &str,
+        deadline: Duration,
+        event: impl FnOnce(String, u64) -> Event,
+    ) -> Asked {
         if !self.is_watched(conversation) {
             return Asked::NobodyWatching;
         }
@@ -167,11 +200,7 @@ impl Events {
                 answer: tx,
             },
         );
-        let event = Event::Confirmation {
-            id: id.clone(),
-            message: message.to_owned(),
-            seconds: deadline.as_secs(),
-        };
+        let event = event(id.clone(), deadline.as_secs());
         if !self.emit(conversation, event) {
             lock(&self.questions).remove(&id);
             return Asked::NobodyWatching;

@@ -107,6 +107,7 @@ async fn events(
                 crate::events::Event::Hello { .. } => "hello",
                 crate::events::Event::Progress { .. } => "progress",
                 crate::events::Event::Confirmation { .. } => "confirmation",
+                crate::events::Event::Sampling { .. } => "sampling",
                 crate::events::Event::Log { .. } => "log",
             };
             let data = serde_json::to_string(&event).unwrap_or_default();

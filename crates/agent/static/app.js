@@ -133,12 +133,14 @@ function connectEvents() {
   source.addEventListener("hello", (e) => { secret = JSON.parse(e.data).secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; });
   source.addEventListener("progress", (e) => setProgress(JSON.parse(e.data).percent));
   source.addEventListener("log", (e) => say("log", JSON.parse(e.data).message));
-  source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data)));
+  source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data), "Confirm"));
+  source.addEventListener("sampling", (e) => ask(JSON.parse(e.data), "Let the model answer this?"));
   source.onerror = () => { $("agent-state").textContent = ": agent not running"; };
 }
 
-function ask(question) {
+function ask(question, title) {
   const dialog = $("confirm");
+  $("confirm-title").textContent = title;
   $("confirm-message").textContent = question.message;
   $("confirm-note").value = "";
   $("confirm-yes").disabled = $("confirm-no").disabled = false;

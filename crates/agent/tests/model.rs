@@ -26,7 +26,28 @@ async fn completions(State(seen): State<Seen>, Json(request): Json<Value>) -> Js
         .last()
         .unwrap()
         .clone();
-    let message = if last["role"] == "tool" {
+    let message = if request.get("tools").is_none() {
+        // A sampling request forwarded by the desk: no tools offered.
+        let asked = last["content"].as_str().unwrap_or_default();
+        json!({"role": "assistant", "content": format!("Hi from the model (asked: {asked})")})
+    } else if last["role"] == "user"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sample")
+    {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_s", "type": "function",
+            "function": {"name": "test_sampling", "arguments": "{\"prompt\":\"Say hi\"}"}
+        }]})
+    } else if last["role"] == "tool"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("LLM response:")
+    {
+        json!({"role": "assistant", "content": format!("The server got: {}", last["content"].as_str().unwrap())})
+    } else if last["role"] == "tool" {
         let text = last["content"].as_str().unwrap_or_default();
         let answer = if text.contains("Ana Ruiz") && text.contains("DHL-88213") {
             "Ana Ruiz's order ORD-10001 is on its way with DHL (DHL-88213)."
@@ -163,5 +184,103 @@ async fn a_spent_token_budget_ends_the_conversation() {
         2,
         "no model call after the budget is spent"
     );
+    stop.cancel();
+}
+
+/// A server tool that asks for the client's model: the desk asks the person to approve, answers
+/// through the same fake model, and the loop finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_is_approved_and_answered_through_the_model() {
+    use backchannel::serve::{self, HttpOptions};
+    use futures::StreamExt;
+
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let stop = CancellationToken::new();
+    // The conformance fixture server has `test_sampling`, which asks the client's model.
+    let fixtures = conformance::ConformanceServer::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fixtures_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = serve::router(
+        move || fixtures.clone(),
+        &HttpOptions::default(),
+        stop.clone(),
+    );
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        serve::http(listener, app, async move { shutdown.cancelled().await }).await
+    });
+    let web = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", web.local_addr().unwrap());
+    let config = DeskConfig {
+        orders_url: fixtures_url,
+        protocol: Protocol::V2025,
+        model: Some(OpenAiCompatible::new(
+            &model_url,
+            None,
+            "fake",
+            Duration::from_secs(10),
+        )),
+        ..DeskConfig::default()
+    };
+    tokio::spawn(app::serve_web(web, config, stop.clone()));
+
+    // The page: its event stream, where the approval request appears.
+    let mut events = reqwest::get(format!("{url}api/events?conversationId=c1"))
+        .await
+        .unwrap()
+        .bytes_stream();
+    let mut buffer = String::new();
+    let mut next_event = async || -> Value {
+        loop {
+            if let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
+                    return serde_json::from_str(data).unwrap();
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), events.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    let secret = next_event().await["secret"].as_str().unwrap().to_owned();
+    let reply = tokio::spawn({
+        let url = url.clone();
+        async move { chat(&url, "please sample the model").await }
+    });
+    let approval = next_event().await;
+    assert_eq!(approval["event"], "sampling", "{approval}");
+    assert!(
+        approval["message"].as_str().unwrap().contains("Say hi"),
+        "{approval}"
+    );
+    let status = reqwest::Client::new()
+        .post(format!(
+            "{url}api/confirmations/{}",
+            approval["id"].as_str().unwrap()
+        ))
+        .json(&json!({"secret": secret, "confirmed": true}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 204);
+    let reply = reply.await.unwrap();
+    assert_eq!(
+        reply,
+        "The server got: LLM response: Hi from the model (asked: Say hi)"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        3,
+        "choose the tool, answer the sampling request, answer the person"
+    );
+    assert!(requests[1].get("tools").is_none());
     stop.cancel();
 }

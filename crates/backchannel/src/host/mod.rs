@@ -51,12 +51,15 @@ pub trait HostHandler: Send + Sync + 'static {
     }
 
     /// A server asks for the host's model.
+    /// `caller` is the progress token of the call that is waiting on this request, when the
+    /// host can tell (exactly one call in flight on the connection).
     fn sample(
         &self,
         connection: &str,
         request: CreateMessageRequestParams,
+        caller: Option<ProgressToken>,
     ) -> impl Future<Output = Result<CreateMessageResult, ErrorData>> + Send {
-        let _ = (connection, request);
+        let _ = (connection, request, caller);
         async {
             Err(ErrorData::invalid_request(
                 "this host does not sample",
@@ -160,6 +163,8 @@ struct Routed<H> {
     /// Kept after the call returns, since rmcp dispatches notifications on their own tasks
     /// and late progress still needs its caller's token; the oldest entries go past a bound.
     tokens: Mutex<TokenMap>,
+    /// Callers' tokens of the calls in flight.
+    active: Mutex<Vec<ProgressToken>>,
 }
 
 /// rmcp's progress tokens → the callers' tokens, bounded, oldest dropped first.
@@ -185,6 +190,15 @@ impl TokenMap {
 }
 
 impl<H: HostHandler> Routed<H> {
+    /// The caller of the one call in flight on this connection, if exactly one is.
+    fn sole_caller(&self) -> Option<ProgressToken> {
+        let active = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        match active.as_slice() {
+            [only] => Some(only.clone()),
+            _ => None,
+        }
+    }
+
     fn caller_token(&self, token: &ProgressToken) -> Option<ProgressToken> {
         self.tokens
             .lock()
@@ -233,7 +247,11 @@ impl<H: HostHandler> Routed<H> {
                 )
             }
             InputRequest::CreateMessage(request) => {
-                match self.handler.sample(&self.connection, request.params).await {
+                match self
+                    .handler
+                    .sample(&self.connection, request.params, self.sole_caller())
+                    .await
+                {
                     Ok(result) => serde_json::to_value(result),
                     Err(error) => Ok(serde_json::json!({
                         "error": {"code": error.code.0, "message": error.message}
@@ -342,7 +360,9 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
                 None,
             ));
         }
-        self.handler.sample(&self.connection, params).await
+        self.handler
+            .sample(&self.connection, params, self.sole_caller())
+            .await
     }
 
     async fn list_roots(
@@ -396,6 +416,33 @@ pub struct Connection<H: HostHandler> {
     meta_allow: Arc<Vec<String>>,
     service: RunningService<RoleClient, Routed<H>>,
     stderr_tail: Arc<Mutex<std::collections::VecDeque<String>>>,
+}
+
+/// A call in flight, listed while it lives.
+struct InFlight<'a> {
+    list: &'a Mutex<Vec<ProgressToken>>,
+    token: ProgressToken,
+}
+
+impl<'a> InFlight<'a> {
+    fn new(list: &'a Mutex<Vec<ProgressToken>>, token: &ProgressToken) -> Self {
+        list.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(token.clone());
+        Self {
+            list,
+            token: token.clone(),
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = list.iter().position(|t| *t == self.token) {
+            list.remove(i);
+        }
+    }
 }
 
 /// Log a child's stderr at debug level and keep its last lines.
@@ -454,6 +501,7 @@ impl<H: HostHandler> Connection<H> {
             handler,
             last_progress: Mutex::new(HashMap::new()),
             tokens: Mutex::new(TokenMap::default()),
+            active: Mutex::new(Vec::new()),
         };
         let lifecycle = match config.protocol {
             Protocol::V2025 => ClientLifecycleMode::Initialize,
@@ -615,6 +663,10 @@ impl<H: HostHandler> Connection<H> {
         if !meta.is_empty() {
             params.meta = Some(meta);
         }
+        // Removed again on every way out, a timeout's drop included.
+        let _active = caller_token
+            .as_ref()
+            .map(|caller| InFlight::new(&self.service.service().active, caller));
         self.rounds(params, caller_token.as_ref()).await
     }
 
