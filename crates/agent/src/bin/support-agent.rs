@@ -3,6 +3,7 @@
 //! - `support-agent demo`: the order service on 127.0.0.1:8080 and the web UI on 127.0.0.1:8081,
 //!   over real loopback HTTP, SQLite and the rules planner.
 //! - `support-agent web [--listen ADDR] [--orders URL]`: the web UI against a running order service.
+//! - `support-agent cli [--orders URL]`: the same desk at the terminal.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -71,6 +72,14 @@ enum Command {
         /// The order service's database (default: data/orders.sqlite).
         #[arg(long)]
         database: Option<String>,
+        #[command(flatten)]
+        desk: DeskArgs,
+    },
+    /// Chat at the terminal with a running order service.
+    Cli {
+        /// The order service's MCP endpoint.
+        #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
+        orders: String,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -151,6 +160,14 @@ async fn main() -> anyhow::Result<()> {
                 eprintln!("Support Desk demo: open {url}  (Ctrl-C stops it)");
             })
             .await?;
+        }
+        Command::Cli { orders, desk } => {
+            let config = DeskConfig {
+                orders_url: orders,
+                ..desk_config(&desk)
+            };
+            let desk = std::sync::Arc::new(agent::desk::Desk::start(config).await?);
+            agent::cli::run(desk, agent::cli::terminal_lines(), std::io::stdout()).await?;
         }
         Command::Web {
             listen,

@@ -1,0 +1,92 @@
+//! The terminal front end against the real order service: a question answered at the prompt,
+//! and the progress bar of a long tool.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent::desk::{Desk, DeskConfig};
+use backchannel::host::Protocol;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Default)]
+struct Screen(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Screen {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Screen {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Wait (bounded) until the screen shows `needle`.
+    async fn shows(&self, needle: &str) {
+        for _ in 0..500 {
+            if self.text().contains(needle) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("the screen never showed {needle:?}:\n{}", self.text());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
+    let stop = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        service: orders::service::ServiceConfig {
+            carrier_latency: Duration::ZERO,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let desk = Desk::start(DeskConfig {
+        orders_url,
+        protocol: Protocol::V2025,
+        ..DeskConfig::default()
+    })
+    .await
+    .unwrap();
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let screen = Screen::default();
+    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    screen.shows("Support desk ready.").await;
+
+    lines.send("cancel ORD-10002".into()).await.unwrap();
+    screen.shows("Type 'yes' to confirm").await;
+    assert!(
+        screen
+            .text()
+            .contains("Cancel order ORD-10002 for Marcus Adeyemi?")
+    );
+    lines.send("yes".into()).await.unwrap();
+    screen.shows("Agent: (No language model").await;
+    screen
+        .shows("Order ORD-10002 is cancelled and a refund of 34.99 has been started.")
+        .await;
+
+    lines.send("recheck shipments".into()).await.unwrap();
+    screen
+        .shows("Rechecked 87 shipments, 13 estimates changed.")
+        .await;
+    screen.shows("[##############################] 100%").await;
+
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+}
