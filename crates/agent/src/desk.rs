@@ -35,7 +35,7 @@ pub struct DeskConfig {
     /// Who the agent is, sent as `_meta.support_agent_id`.
     pub agent_id: String,
     /// The model; `None` runs the offline rules planner.
-    pub model: Option<crate::llm::OpenAiCompatible>,
+    pub model: Option<crate::llm::Provider>,
     /// Tokens one conversation may spend with the model.
     pub token_budget: u64,
     /// The knowledge base; `None` runs without it.
@@ -116,7 +116,7 @@ pub enum DeskError {
 pub struct DeskHandler {
     events: Arc<Events>,
     person_deadline: Duration,
-    model: Option<crate::llm::OpenAiCompatible>,
+    model: Option<crate::llm::Provider>,
 }
 
 impl HostHandler for DeskHandler {
@@ -499,7 +499,7 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
     /// host (questions and progress reach the person as events), and answers in words.
     async fn model_chat(
         &self,
-        model: &crate::llm::OpenAiCompatible,
+        model: &crate::llm::Provider,
         conversation: &str,
         message: &str,
         order_id: Option<&str>,

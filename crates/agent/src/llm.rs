@@ -213,3 +213,191 @@ impl OpenAiCompatible {
         })
     }
 }
+
+/// Anthropic's Messages API, with tool use.
+#[derive(Debug, Clone)]
+pub struct AnthropicMessages {
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+    max_tokens: u32,
+    http: reqwest::Client,
+}
+
+impl AnthropicMessages {
+    /// `base_url` without `/v1` (e.g. `https://api.anthropic.com`).
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<String>,
+        model: impl Into<String>,
+        timeout: std::time::Duration,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .unwrap_or_default();
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key,
+            model: model.into(),
+            max_tokens: 4096,
+            http,
+        }
+    }
+
+    /// One completion. The conversation is given in the chat-completions shape and converted:
+    /// system messages become `system`, tool calls `tool_use` blocks, tool results
+    /// `tool_result` blocks in a user turn.
+    pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Turn, LlmError> {
+        let system: Vec<&str> = messages
+            .iter()
+            .filter(|m| m.role == "system")
+            .filter_map(|m| m.content.as_deref())
+            .collect();
+        let mut turns: Vec<Value> = Vec::new();
+        for message in messages.iter().filter(|m| m.role != "system") {
+            let (role, blocks) = match message.role.as_str() {
+                "tool" => (
+                    "user",
+                    vec![serde_json::json!({
+                        "type": "tool_result",
+                        "tool_use_id": message.tool_call_id,
+                        "content": message.content.clone().unwrap_or_default(),
+                    })],
+                ),
+                "assistant" => {
+                    let mut blocks = Vec::new();
+                    if let Some(text) = message.content.as_deref().filter(|t| !t.is_empty()) {
+                        blocks.push(serde_json::json!({"type": "text", "text": text}));
+                    }
+                    for call in &message.tool_calls {
+                        let input: Value =
+                            serde_json::from_str(&call.function.arguments).unwrap_or_default();
+                        blocks.push(serde_json::json!({
+                            "type": "tool_use", "id": call.id, "name": call.function.name, "input": input
+                        }));
+                    }
+                    ("assistant", blocks)
+                }
+                _ => (
+                    "user",
+                    vec![
+                        serde_json::json!({"type": "text", "text": message.content.clone().unwrap_or_default()}),
+                    ],
+                ),
+            };
+            // Consecutive turns of one role (several tool results) become one turn.
+            match turns.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(content) = last["content"].as_array_mut() {
+                        content.extend(blocks);
+                    }
+                }
+                _ => turns.push(serde_json::json!({"role": role, "content": blocks})),
+            }
+        }
+        let mut body = serde_json::json!({
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": turns,
+        });
+        if !system.is_empty() {
+            body["system"] = Value::String(system.join("\n\n"));
+        }
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(
+                tools
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "name": t.function.name,
+                            "description": t.function.description,
+                            "input_schema": t.function.parameters,
+                        })
+                    })
+                    .collect(),
+            );
+        }
+        let mut request = self
+            .http
+            .post(format!("{}/v1/messages", self.base_url))
+            .header("anthropic-version", "2023-06-01")
+            .json(&body);
+        if let Some(key) = &self.api_key {
+            request = request.header("x-api-key", key);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            let body: String = response
+                .text()
+                .await
+                .unwrap_or_default()
+                .chars()
+                .take(500)
+                .collect();
+            return Err(LlmError::Status {
+                status: status.as_u16(),
+                body,
+            });
+        }
+        let answer: Value = response.json().await?;
+        let blocks = answer["content"].as_array().ok_or(LlmError::Empty)?;
+        let text: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        let tool_calls = blocks
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .map(|b| ToolCall {
+                id: b["id"].as_str().unwrap_or_default().to_owned(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: b["name"].as_str().unwrap_or_default().to_owned(),
+                    arguments: b["input"].to_string(),
+                },
+            })
+            .collect();
+        let usage = &answer["usage"];
+        let tokens = usage["input_tokens"].as_u64().unwrap_or(0)
+            + usage["output_tokens"].as_u64().unwrap_or(0);
+        Ok(Turn {
+            message: Message {
+                role: "assistant".into(),
+                content: (!text.is_empty()).then(|| text.join("\n")),
+                tool_calls,
+                tool_call_id: None,
+            },
+            tokens,
+        })
+    }
+}
+
+/// The model the desk talks to.
+#[derive(Debug, Clone)]
+pub enum Provider {
+    /// Chat completions (OpenAI, Ollama, llama.cpp, vLLM).
+    OpenAi(OpenAiCompatible),
+    /// Anthropic messages.
+    Anthropic(AnthropicMessages),
+}
+
+impl Provider {
+    /// One completion.
+    pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Turn, LlmError> {
+        match self {
+            Provider::OpenAi(model) => model.complete(messages, tools).await,
+            Provider::Anthropic(model) => model.complete(messages, tools).await,
+        }
+    }
+}

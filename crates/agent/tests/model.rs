@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agent::app::{self, DemoConfig};
 use agent::desk::DeskConfig;
-use agent::llm::OpenAiCompatible;
+use agent::llm::{AnthropicMessages, OpenAiCompatible, Provider};
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
@@ -90,12 +90,12 @@ async fn demo(model_url: &str, budget: u64) -> (String, CancellationToken) {
         },
         desk: DeskConfig {
             protocol: Protocol::V2026,
-            model: Some(OpenAiCompatible::new(
+            model: Some(Provider::OpenAi(OpenAiCompatible::new(
                 model_url,
                 None,
                 "fake",
                 Duration::from_secs(10),
-            )),
+            ))),
             token_budget: budget,
             ..DeskConfig::default()
         },
@@ -215,12 +215,12 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     let config = DeskConfig {
         orders_url: fixtures_url,
         protocol: Protocol::V2025,
-        model: Some(OpenAiCompatible::new(
+        model: Some(Provider::OpenAi(OpenAiCompatible::new(
             &model_url,
             None,
             "fake",
             Duration::from_secs(10),
-        )),
+        ))),
         ..DeskConfig::default()
     };
     tokio::spawn(app::serve_web(web, config, stop.clone()));
@@ -282,5 +282,93 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
         "choose the tool, answer the sampling request, answer the person"
     );
     assert!(requests[1].get("tools").is_none());
+    stop.cancel();
+}
+
+/// The Anthropic messages script: a user turn gets a `tool_use` of get_order; a `tool_result`
+/// gets words built from it.
+async fn anthropic(State(seen): State<Seen>, Json(request): Json<Value>) -> Json<Value> {
+    seen.lock().unwrap().push(request.clone());
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let block = &last["content"][0];
+    let content = if block["type"] == "tool_result" {
+        let text = block["content"].as_str().unwrap_or_default();
+        let answer = if text.contains("Ana Ruiz") {
+            "ORD-10001 is Ana Ruiz's, on its way."
+        } else {
+            "no data"
+        };
+        json!([{"type": "text", "text": answer}])
+    } else {
+        json!([{"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"orderId": "ORD-10001"}}])
+    };
+    Json(
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content,
+                "stop_reason": "end_turn", "usage": {"input_tokens": 30, "output_tokens": 5}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_anthropic_provider_drives_the_same_loop() {
+    let seen = Seen::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let model_url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/messages", post(anthropic))
+        .with_state(seen.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let config = DemoConfig {
+        orders_listen: "127.0.0.1:0".parse().unwrap(),
+        web_listen: "127.0.0.1:0".parse().unwrap(),
+        orders: orders::app::Config {
+            database: Some("sqlite::memory:".into()),
+            ..Default::default()
+        },
+        desk: DeskConfig {
+            protocol: Protocol::V2025,
+            model: Some(Provider::Anthropic(AnthropicMessages::new(
+                &model_url,
+                Some("key".into()),
+                "fake",
+                Duration::from_secs(10),
+            ))),
+            ..DeskConfig::default()
+        },
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        app::demo(config, shutdown, move |url| {
+            let _ = tx.send(url);
+        })
+        .await
+        .unwrap()
+    });
+    let url = rx.await.unwrap();
+    assert_eq!(
+        chat(&url, "Where is ORD-10001?").await,
+        "ORD-10001 is Ana Ruiz's, on its way."
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[0]["system"]
+            .as_str()
+            .unwrap()
+            .contains("never guess")
+    );
+    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 6);
+    let turns = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(turns[turns.len() - 2]["content"][0]["type"], "tool_use");
+    assert_eq!(
+        turns[turns.len() - 1]["content"][0]["tool_use_id"],
+        "toolu_1"
+    );
     stop.cancel();
 }

@@ -31,6 +31,14 @@ enum ProtocolArg {
     V2026,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProviderArg {
+    /// Chat completions with tool calling (OpenAI, Ollama, llama.cpp, vLLM); URL up to `/v1`.
+    Openai,
+    /// Anthropic messages; URL without `/v1` (`https://api.anthropic.com`).
+    Anthropic,
+}
+
 #[derive(Debug, clap::Args)]
 struct DeskArgs {
     /// Protocol revision to speak to the order service.
@@ -39,11 +47,13 @@ struct DeskArgs {
     /// Seconds the person has to answer a question.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
-    /// An OpenAI-compatible chat-completions endpoint up to `/v1` (Ollama, llama.cpp, vLLM on
-    /// plain HTTP). Without it the agent follows its offline rules. The key, if any, is read
-    /// from $SUPPORT_AGENT_API_KEY.
+    /// The model's endpoint (see `--provider`). Without it the agent follows its offline
+    /// rules. The key, if any, is read from $SUPPORT_AGENT_API_KEY.
     #[arg(long)]
     model_url: Option<String>,
+    /// Which API `--model-url` speaks.
+    #[arg(long, value_enum, default_value = "openai")]
+    provider: ProviderArg,
     /// The model name to ask for.
     #[arg(long, default_value = "qwen3:8b")]
     model: String,
@@ -105,12 +115,26 @@ fn desk_config(args: &DeskArgs) -> DeskConfig {
         },
         person_deadline: Duration::from_secs(args.answer_seconds),
         model: args.model_url.as_ref().map(|url| {
-            agent::llm::OpenAiCompatible::new(
-                url.as_str(),
-                std::env::var("SUPPORT_AGENT_API_KEY").ok(),
-                args.model.as_str(),
-                Duration::from_secs(60),
-            )
+            let key = std::env::var("SUPPORT_AGENT_API_KEY").ok();
+            let timeout = Duration::from_secs(60);
+            match args.provider {
+                ProviderArg::Openai => {
+                    agent::llm::Provider::OpenAi(agent::llm::OpenAiCompatible::new(
+                        url.as_str(),
+                        key,
+                        args.model.as_str(),
+                        timeout,
+                    ))
+                }
+                ProviderArg::Anthropic => {
+                    agent::llm::Provider::Anthropic(agent::llm::AnthropicMessages::new(
+                        url.as_str(),
+                        key,
+                        args.model.as_str(),
+                        timeout,
+                    ))
+                }
+            }
         }),
         token_budget: args.token_budget,
         knowledge: (!args.no_knowledge_base).then(|| {
