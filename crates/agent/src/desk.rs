@@ -287,7 +287,13 @@ pub struct Desk {
     config: DeskConfig,
     memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
     spent: Mutex<HashMap<String, u64>>,
+    /// The stop button of each conversation's message in flight.
+    running: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
+    next_run: std::sync::atomic::AtomicU64,
 }
+
+/// What a stopped message replies.
+pub const STOPPED: &str = "Stopped. Nothing more will be done for that message.";
 
 /// The rules the model works by (the reference's guidelines, in our words).
 const SYSTEM: &str = "You are a support agent for an online shop. Answer with the tools you have; never guess an order or customer ID, a status, a total or a date. Order IDs look like ORD-10001 and customer IDs like CUST-42: if the person's input is not in that form, ask. Amounts are euros with two decimals and the € sign. When a tool reports an error, pass it on together with what the person can do instead. Keep answers to a few sentences. For tools that ask the person to confirm (such as cancel_order), call the tool and let it ask; do not ask in the chat first. If nothing you can look up covers the question, offer to escalate to a team lead; never invent policy.";
@@ -392,6 +398,8 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             config,
             memory: Mutex::new(HashMap::new()),
             spent: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
+            next_run: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -445,6 +453,44 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
 
     /// Answer one chat message.
     pub async fn chat(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let run = self
+            .next_run
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(conversation.to_owned(), (run, stop.clone()));
+        // Stopping drops the work: the host's request is dropped with it, and rmcp tells the
+        // server the request was cancelled, so a long tool stops there too.
+        let reply = tokio::select! {
+            reply = self.answer(conversation, message, order_id) => reply,
+            () = stop.cancelled() => STOPPED.to_owned(),
+        };
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.get(conversation).is_some_and(|(id, _)| *id == run) {
+            running.remove(conversation);
+        }
+        reply
+    }
+
+    /// Stop the message in flight in a conversation; false if there is none.
+    pub fn stop(&self, conversation: &str) -> bool {
+        match self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(conversation)
+        {
+            Some((_, token)) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    async fn answer(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
         let lower = message.to_lowercase();
         if BLOCKED.iter().any(|word| lower.contains(word)) {
             return "I can only help with orders and deliveries. Please contact support directly for anything else.".into();

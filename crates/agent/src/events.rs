@@ -155,6 +155,13 @@ impl Events {
         }
     }
 
+    /// Whether `secret` is the secret of this conversation's current stream.
+    pub fn owns(&self, conversation: &str, secret: &str) -> bool {
+        lock(&self.watchers)
+            .get(conversation)
+            .is_some_and(|w| constant_time_eq(w.secret.as_bytes(), secret.as_bytes()))
+    }
+
     /// Whether a page is watching this conversation.
     pub fn is_watched(&self, conversation: &str) -> bool {
         lock(&self.watchers)

@@ -41,6 +41,7 @@ pub fn routes(desk: Arc<Desk>) -> Router {
             get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE) }),
         )
         .route("/api/chat", post(chat))
+        .route("/api/chat/stop", post(stop))
         .route("/api/refund-email", post(refund_email))
         .route("/api/events", get(events))
         .route("/api/confirmations/{id}", post(confirm))
@@ -73,6 +74,36 @@ async fn chat(State(desk): State<Arc<Desk>>, Json(request): Json<ChatRequest>) -
         )
         .await;
     Json(serde_json::json!({ "reply": reply })).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StopRequest {
+    conversation_id: String,
+    secret: String,
+}
+
+/// Stop the conversation's message in flight. Like an answer, it needs the conversation's secret.
+async fn stop(State(desk): State<Arc<Desk>>, Json(request): Json<StopRequest>) -> Response {
+    if !desk
+        .events()
+        .owns(&request.conversation_id, &request.secret)
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(serde_json::json!({"message": "that secret does not own this conversation"})),
+        )
+            .into_response();
+    }
+    if desk.stop(&request.conversation_id) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({"message": "nothing is running in this conversation"})),
+        )
+            .into_response()
+    }
 }
 
 #[derive(Debug, Deserialize)]

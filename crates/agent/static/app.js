@@ -109,6 +109,7 @@ $("chat-form").onsubmit = async (event) => {
   say("user", message);
   $("chat-input").value = "";
   $("chat-input").disabled = $("chat-send").disabled = true;
+  $("chat-stop").hidden = false;
   setProgress(null);
   try {
     const res = await fetch("/api/chat", {
@@ -121,10 +122,16 @@ $("chat-form").onsubmit = async (event) => {
     say("error", "The agent is not reachable: " + e.message);
   } finally {
     $("chat-input").disabled = $("chat-send").disabled = false;
+    $("chat-stop").hidden = true;
     document.body.dataset.lastProgress = $("progress-label").textContent;
     loadOrders();
   }
 };
+
+$("chat-stop").onclick = () => fetch("/api/chat/stop", {
+  method: "POST", headers: { "Content-Type": "application/json" },
+  body: JSON.stringify({ conversationId, secret }),
+});
 
 // Live events: progress and questions for this conversation.
 let countdown = null;

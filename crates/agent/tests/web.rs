@@ -366,3 +366,86 @@ async fn policy_questions_are_answered_from_the_notes() {
     assert!(archived.contains("archived notes"), "{archived}");
     assert!(archived.contains("15% restocking fee"), "{archived}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_ends_a_long_tool_and_needs_the_secret() {
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let config = DemoConfig {
+        orders_listen: "127.0.0.1:0".parse().unwrap(),
+        web_listen: "127.0.0.1:0".parse().unwrap(),
+        orders: orders::app::Config {
+            database: Some("sqlite::memory:".into()),
+            // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
+            service: orders::service::ServiceConfig {
+                carrier_latency: Duration::from_millis(200),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        desk: DeskConfig {
+            protocol: Protocol::V2026,
+            ..DeskConfig::default()
+        },
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        app::demo(config, shutdown, move |url| {
+            let _ = tx.send(url);
+        })
+        .await
+        .unwrap();
+    });
+    let demo = Demo {
+        url: rx.await.unwrap(),
+        stop,
+    };
+    let (mut events, secret) = Events::open(&demo, "c1").await;
+    let url = demo.url.clone();
+    let reply = tokio::spawn(async move {
+        chat(
+            &Demo {
+                url,
+                stop: CancellationToken::new(),
+            },
+            "c1",
+            "recheck shipments",
+        )
+        .await
+    });
+    events.next_of("progress").await;
+    let stop_with = |secret: String| {
+        reqwest::Client::new()
+            .post(format!("{}api/chat/stop", demo.url))
+            .json(&json!({"conversationId": "c1", "secret": secret}))
+            .send()
+    };
+    assert_eq!(
+        stop_with("not-the-secret".into())
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        stop_with(secret.clone()).await.unwrap().status().as_u16(),
+        204
+    );
+    assert!(
+        reply
+            .await
+            .unwrap()
+            .ends_with("Stopped. Nothing more will be done for that message.")
+    );
+    assert_eq!(
+        stop_with(secret).await.unwrap().status().as_u16(),
+        404,
+        "nothing is running now"
+    );
+    let next = chat(&demo, "c1", "where is ORD-10001?").await;
+    assert!(
+        next.ends_with("ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14."),
+        "{next}"
+    );
+}
