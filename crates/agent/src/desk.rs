@@ -292,6 +292,25 @@ pub struct Desk {
     next_run: std::sync::atomic::AtomicU64,
 }
 
+/// The most times one message may ask the model.
+const MAX_MODEL_CALLS: usize = 8;
+
+/// One step of the model loop.
+#[derive(Debug)]
+enum Step {
+    /// Ask the model, with the conversation so far and the tools.
+    AskModel,
+    /// The model answered: words for the person, or tool calls.
+    ModelOutput(crate::llm::Turn),
+    /// A tool the model called has returned.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// What the tool said.
+        text: String,
+    },
+}
+
 /// What a stopped message replies.
 pub const STOPPED: &str = "Stopped. Nothing more will be done for that message.";
 
@@ -601,40 +620,62 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             None => message.to_owned(),
         };
         messages.push(Message::text("user", user));
-        for _ in 0..8 {
-            let turn = match model.complete(&messages, &tools).await {
-                Ok(turn) => turn,
-                Err(LlmError::Http(error)) if error.is_timeout() => {
-                    return "The model did not answer in time, so the request was stopped. Ask again in a moment.".into();
+        // The loop takes typed steps from a queue: asking the model, what the model said, what
+        // a tool returned. Questions and progress travel as events to the person meanwhile, and
+        // a stop drops the whole loop (`Desk::chat`).
+        let mut steps = VecDeque::from([Step::AskModel]);
+        let mut asked = 0;
+        while let Some(step) = steps.pop_front() {
+            match step {
+                Step::AskModel => {
+                    if asked == MAX_MODEL_CALLS {
+                        break;
+                    }
+                    asked += 1;
+                    match model.complete(&messages, &tools).await {
+                        Ok(turn) => steps.push_back(Step::ModelOutput(turn)),
+                        Err(LlmError::Http(error)) if error.is_timeout() => {
+                            return "The model did not answer in time, so the request was stopped. Ask again in a moment.".into();
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "model call failed");
+                            return "Something went wrong. Please try again later.".into();
+                        }
+                    }
                 }
-                Err(error) => {
-                    tracing::warn!(%error, "model call failed");
-                    return "Something went wrong. Please try again later.".into();
+                Step::ModelOutput(turn) => {
+                    *self
+                        .spent
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .entry(conversation.to_owned())
+                        .or_default() += turn.tokens;
+                    let calls = turn.message.tool_calls.clone();
+                    if calls.is_empty() {
+                        return turn.message.content.unwrap_or_default();
+                    }
+                    messages.push(turn.message);
+                    for call in calls {
+                        let text = match serde_json::from_str::<Value>(&call.function.arguments) {
+                            Ok(arguments) => match self
+                                .call_routed(conversation, &call.function.name, arguments)
+                                .await
+                            {
+                                Ok(result) => text_of(&result),
+                                Err(error) => format!("error: {error}"),
+                            },
+                            Err(error) => format!("error: the arguments are not JSON: {error}"),
+                        };
+                        steps.push_back(Step::ToolResult {
+                            call_id: call.id,
+                            text,
+                        });
+                    }
+                    steps.push_back(Step::AskModel);
                 }
-            };
-            *self
-                .spent
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(conversation.to_owned())
-                .or_default() += turn.tokens;
-            let calls = turn.message.tool_calls.clone();
-            if calls.is_empty() {
-                return turn.message.content.unwrap_or_default();
-            }
-            messages.push(turn.message);
-            for call in calls {
-                let result = match serde_json::from_str::<Value>(&call.function.arguments) {
-                    Ok(arguments) => match self
-                        .call_routed(conversation, &call.function.name, arguments)
-                        .await
-                    {
-                        Ok(result) => text_of(&result),
-                        Err(error) => format!("error: {error}"),
-                    },
-                    Err(error) => format!("error: the arguments are not JSON: {error}"),
-                };
-                messages.push(Message::tool_result(&call.id, result));
+                Step::ToolResult { call_id, text } => {
+                    messages.push(Message::tool_result(&call_id, text))
+                }
             }
         }
         "I could not finish that in a reasonable number of steps. Please ask again more simply."
