@@ -124,21 +124,20 @@ pub enum LlmError {
     Empty,
 }
 
-/// An OpenAI-compatible chat-completions endpoint.
+/// Where a model lives and how to reach it; shared by the providers.
 #[derive(Debug, Clone)]
-pub struct OpenAiCompatible {
+struct Endpoint {
     base_url: String,
     api_key: Option<String>,
     model: String,
     http: reqwest::Client,
 }
 
-impl OpenAiCompatible {
-    /// `base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).
-    pub fn new(
-        base_url: impl Into<String>,
+impl Endpoint {
+    fn new(
+        base_url: String,
         api_key: Option<String>,
-        model: impl Into<String>,
+        model: String,
         timeout: std::time::Duration,
     ) -> Self {
         let http = reqwest::Client::builder()
@@ -146,30 +145,15 @@ impl OpenAiCompatible {
             .build()
             .unwrap_or_default();
         Self {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            base_url: base_url.trim_end_matches('/').to_owned(),
             api_key,
-            model: model.into(),
+            model,
             http,
         }
     }
 
-    /// One completion.
-    pub async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Turn, LlmError> {
-        let mut body = serde_json::json!({ "model": self.model, "messages": messages });
-        if !tools.is_empty() {
-            body["tools"] = serde_json::to_value(tools).unwrap_or_default();
-        }
-        let mut request = self
-            .http
-            .post(format!("{}/chat/completions", self.base_url))
-            .json(&body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
+    /// Send a request; a non-success status becomes [`LlmError::Status`] with the body's start.
+    async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, LlmError> {
         let response = request.send().await?;
         let status = response.status();
         if !status.is_success() {
@@ -185,6 +169,48 @@ impl OpenAiCompatible {
                 body,
             });
         }
+        Ok(response)
+    }
+}
+
+/// An OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiCompatible {
+    endpoint: Endpoint,
+}
+
+impl OpenAiCompatible {
+    /// `base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<String>,
+        model: impl Into<String>,
+        timeout: std::time::Duration,
+    ) -> Self {
+        Self {
+            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout),
+        }
+    }
+
+    /// One completion.
+    pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Turn, LlmError> {
+        let endpoint = &self.endpoint;
+        let mut body = serde_json::json!({ "model": endpoint.model, "messages": messages });
+        if !tools.is_empty() {
+            body["tools"] = serde_json::to_value(tools).unwrap_or_default();
+        }
+        let mut request = endpoint
+            .http
+            .post(format!("{}/chat/completions", endpoint.base_url))
+            .json(&body);
+        if let Some(key) = &endpoint.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = Endpoint::send(request).await?;
         #[derive(Deserialize)]
         struct Answer {
             choices: Vec<Choice>,
@@ -217,11 +243,8 @@ impl OpenAiCompatible {
 /// Anthropic's Messages API, with tool use.
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
-    base_url: String,
-    api_key: Option<String>,
-    model: String,
+    endpoint: Endpoint,
     max_tokens: u32,
-    http: reqwest::Client,
 }
 
 impl AnthropicMessages {
@@ -232,16 +255,9 @@ impl AnthropicMessages {
         model: impl Into<String>,
         timeout: std::time::Duration,
     ) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .unwrap_or_default();
         Self {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
-            model: model.into(),
+            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout),
             max_tokens: 4096,
-            http,
         }
     }
 
@@ -301,7 +317,7 @@ impl AnthropicMessages {
             }
         }
         let mut body = serde_json::json!({
-            "model": self.model,
+            "model": self.endpoint.model,
             "max_tokens": self.max_tokens,
             "messages": turns,
         });
@@ -322,29 +338,16 @@ impl AnthropicMessages {
                     .collect(),
             );
         }
-        let mut request = self
+        let endpoint = &self.endpoint;
+        let mut request = endpoint
             .http
-            .post(format!("{}/v1/messages", self.base_url))
+            .post(format!("{}/v1/messages", endpoint.base_url))
             .header("anthropic-version", "2023-06-01")
             .json(&body);
-        if let Some(key) = &self.api_key {
+        if let Some(key) = &endpoint.api_key {
             request = request.header("x-api-key", key);
         }
-        let response = request.send().await?;
-        let status = response.status();
-        if !status.is_success() {
-            let body: String = response
-                .text()
-                .await
-                .unwrap_or_default()
-                .chars()
-                .take(500)
-                .collect();
-            return Err(LlmError::Status {
-                status: status.as_u16(),
-                body,
-            });
-        }
+        let response = Endpoint::send(request).await?;
         let answer: Value = response.json().await?;
         let blocks = answer["content"].as_array().ok_or(LlmError::Empty)?;
         let text: Vec<&str> = blocks
