@@ -10,12 +10,14 @@ use agent::desk::{Desk, DeskConfig};
 use backchannel::host::Protocol;
 use tokio_util::sync::CancellationToken;
 
+/// The terminal: what was written, and a bell rung on every write.
 #[derive(Clone, Default)]
-struct Screen(Arc<Mutex<Vec<u8>>>);
+struct Screen(Arc<Mutex<Vec<u8>>>, Arc<tokio::sync::Notify>);
 
 impl Write for Screen {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(buf);
+        self.1.notify_waiters();
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -28,15 +30,23 @@ impl Screen {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 
-    /// Wait (bounded) until the screen shows `needle`.
+    /// Wait (at most 10 s) until the screen shows `needle`, woken by each write.
     async fn shows(&self, needle: &str) {
-        for _ in 0..500 {
-            if self.text().contains(needle) {
-                return;
+        let wait = async {
+            loop {
+                let written = self.1.notified();
+                if self.text().contains(needle) {
+                    return;
+                }
+                written.await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        if tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .is_err()
+        {
+            panic!("the screen never showed {needle:?}:\n{}", self.text());
         }
-        panic!("the screen never showed {needle:?}:\n{}", self.text());
     }
 }
 
