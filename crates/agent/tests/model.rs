@@ -2,10 +2,12 @@
 //! served over HTTP on port 0, with the real order service behind the host.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent::app::{self, DemoConfig};
+use agent::app;
 use agent::desk::DeskConfig;
 use agent::llm::{AnthropicMessages, OpenAiCompatible, Provider};
 use axum::Json;
@@ -78,58 +80,28 @@ async fn fake_model(seen: Seen) -> String {
     url
 }
 
-async fn demo(model_url: &str, budget: u64) -> (String, CancellationToken) {
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let config = DemoConfig {
-        orders_listen: "127.0.0.1:0".parse().unwrap(),
-        web_listen: "127.0.0.1:0".parse().unwrap(),
-        orders: orders::app::Config {
-            database: Some("sqlite::memory:".into()),
-            ..Default::default()
-        },
-        desk: DeskConfig {
-            protocol: Protocol::V2026,
-            model: Some(Provider::OpenAi(OpenAiCompatible::new(
-                model_url,
-                None,
-                "fake",
-                Duration::from_secs(10),
-            ))),
-            token_budget: budget,
-            ..DeskConfig::default()
-        },
+async fn demo(model_url: &str, budget: u64) -> common::Demo {
+    let model = OpenAiCompatible::new(model_url, None, "fake", Duration::from_secs(10));
+    let desk = DeskConfig {
+        protocol: Protocol::V2026,
+        model: Some(Provider::OpenAi(model)),
+        token_budget: budget,
+        ..DeskConfig::default()
     };
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        app::demo(config, shutdown, move |url| {
-            let _ = tx.send(url);
-        })
-        .await
-        .unwrap();
-    });
-    (rx.await.unwrap(), stop)
+    common::start(common::orders_in_memory(Duration::from_millis(30)), desk).await
 }
 
 async fn chat(url: &str, message: &str) -> String {
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{url}api/chat"))
-        .json(&json!({"conversationId": "c1", "message": message}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    reply["reply"].as_str().unwrap().to_owned()
+    common::chat(url, "c1", message).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_calls_a_tool_through_the_host_and_answers_from_its_result() {
     let seen = Seen::default();
     let model_url = fake_model(seen.clone()).await;
-    let (url, stop) = demo(&model_url, 100_000).await;
-    let reply = chat(&url, "Where is ORD-10001?").await;
+    let demo = demo(&model_url, 100_000).await;
+    let url = &demo.url;
+    let reply = chat(url, "Where is ORD-10001?").await;
     assert_eq!(
         reply,
         "Ana Ruiz's order ORD-10001 is on its way with DHL (DHL-88213)."
@@ -164,17 +136,17 @@ async fn the_model_calls_a_tool_through_the_host_and_answers_from_its_result() {
         second[second.len() - 2]["tool_calls"][0]["function"]["name"],
         "get_order"
     );
-    stop.cancel();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spent_token_budget_ends_the_conversation() {
     let seen = Seen::default();
     let model_url = fake_model(seen.clone()).await;
-    let (url, stop) = demo(&model_url, 60).await;
-    let first = chat(&url, "Where is ORD-10001?").await;
+    let demo = demo(&model_url, 60).await;
+    let url = &demo.url;
+    let first = chat(url, "Where is ORD-10001?").await;
     assert!(first.starts_with("Ana Ruiz"), "{first}");
-    let second = chat(&url, "And ORD-10002?").await;
+    let second = chat(url, "And ORD-10002?").await;
     assert_eq!(
         second,
         "This conversation has reached its limit. Please start a new one."
@@ -184,7 +156,6 @@ async fn a_spent_token_budget_ends_the_conversation() {
         2,
         "no model call after the budget is spent"
     );
-    stop.cancel();
 }
 
 /// A server tool that asks for the client's model: the desk asks the person to approve, answers
@@ -322,35 +293,20 @@ async fn the_anthropic_provider_drives_the_same_loop() {
         .route("/v1/messages", post(anthropic))
         .with_state(seen.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let config = DemoConfig {
-        orders_listen: "127.0.0.1:0".parse().unwrap(),
-        web_listen: "127.0.0.1:0".parse().unwrap(),
-        orders: orders::app::Config {
-            database: Some("sqlite::memory:".into()),
-            ..Default::default()
-        },
-        desk: DeskConfig {
-            protocol: Protocol::V2025,
-            model: Some(Provider::Anthropic(AnthropicMessages::new(
-                &model_url,
-                Some("key".into()),
-                "fake",
-                Duration::from_secs(10),
-            ))),
-            ..DeskConfig::default()
-        },
+    let model = AnthropicMessages::new(
+        &model_url,
+        Some("key".into()),
+        "fake",
+        Duration::from_secs(10),
+    );
+    let desk = DeskConfig {
+        protocol: Protocol::V2025,
+        model: Some(Provider::Anthropic(model)),
+        ..DeskConfig::default()
     };
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        app::demo(config, shutdown, move |url| {
-            let _ = tx.send(url);
-        })
-        .await
-        .unwrap()
-    });
-    let url = rx.await.unwrap();
+    let demo = common::start(common::orders_in_memory(Duration::from_millis(30)), desk).await;
+    let url = demo.url.clone();
+
     assert_eq!(
         chat(&url, "Where is ORD-10001?").await,
         "ORD-10001 is Ana Ruiz's, on its way."
@@ -370,5 +326,4 @@ async fn the_anthropic_provider_drives_the_same_loop() {
         turns[turns.len() - 1]["content"][0]["tool_use_id"],
         "toolu_1"
     );
-    stop.cancel();
 }

@@ -4,59 +4,25 @@
 //! progress to 100 %.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::Demo;
+
 use std::time::Duration;
 
-use agent::app::{self, DemoConfig};
 use agent::desk::DeskConfig;
 use backchannel::host::Protocol;
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-struct Demo {
-    url: String,
-    stop: CancellationToken,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
 
 async fn demo(protocol: Protocol, person_deadline: Duration) -> Demo {
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let config = DemoConfig {
-        orders_listen: "127.0.0.1:0".parse().unwrap(),
-        web_listen: "127.0.0.1:0".parse().unwrap(),
-        orders: orders::app::Config {
-            database: Some("sqlite::memory:".into()),
-            service: orders::service::ServiceConfig {
-                carrier_latency: Duration::ZERO,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        desk: DeskConfig {
-            protocol,
-            person_deadline,
-            knowledge: Some(knowledge()),
-            ..DeskConfig::default()
-        },
+    let desk = DeskConfig {
+        protocol,
+        person_deadline,
+        knowledge: Some(knowledge()),
+        ..DeskConfig::default()
     };
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        app::demo(config, shutdown, move |url| {
-            let _ = tx.send(url);
-        })
-        .await
-        .unwrap();
-    });
-    Demo {
-        url: rx.await.unwrap(),
-        stop,
-    }
+    common::start(common::orders_in_memory(Duration::ZERO), desk).await
 }
 
 /// The notes of this repository, read by the pinned official filesystem server.
@@ -133,16 +99,7 @@ impl Events {
 }
 
 async fn chat(demo: &Demo, conversation: &str, message: &str) -> String {
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{}api/chat", demo.url))
-        .json(&json!({"conversationId": conversation, "message": message}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    reply["reply"].as_str().unwrap().to_owned()
+    common::chat(&demo.url, conversation, message).await
 }
 
 async fn answer(demo: &Demo, id: &str, secret: &str, confirmed: bool) -> u16 {
@@ -184,17 +141,7 @@ async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
         let (_other_events, other_secret) = Events::open(&demo, "c2").await;
         let reply = tokio::spawn({
             let url = demo.url.clone();
-            async move {
-                chat(
-                    &Demo {
-                        url,
-                        stop: CancellationToken::new(),
-                    },
-                    "c1",
-                    "please cancel ORD-10002",
-                )
-                .await
-            }
+            async move { common::chat(&url, "c1", "please cancel ORD-10002").await }
         });
         let question = events.next_of("confirmation").await;
         assert_eq!(
@@ -243,17 +190,7 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
         let demo = demo(protocol, Duration::from_secs(1)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
         let url = demo.url.clone();
-        let reply = tokio::spawn(async move {
-            chat(
-                &Demo {
-                    url,
-                    stop: CancellationToken::new(),
-                },
-                "c1",
-                "cancel ORD-10008",
-            )
-            .await
-        });
+        let reply = tokio::spawn(async move { common::chat(&url, "c1", "cancel ORD-10008").await });
         let question = events.next_of("confirmation").await;
         assert_eq!(
             answer(&demo, question["id"].as_str().unwrap(), &secret, false).await,
@@ -268,17 +205,7 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
 
         // Nobody answers ORD-10009's question: the one-second deadline passes.
         let url = demo.url.clone();
-        let reply = tokio::spawn(async move {
-            chat(
-                &Demo {
-                    url,
-                    stop: CancellationToken::new(),
-                },
-                "c1",
-                "cancel ORD-10009",
-            )
-            .await
-        });
+        let reply = tokio::spawn(async move { common::chat(&url, "c1", "cancel ORD-10009").await });
         let question = events.next_of("confirmation").await;
         let reply = reply.await.unwrap();
         assert!(
@@ -369,50 +296,18 @@ async fn policy_questions_are_answered_from_the_notes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_ends_a_long_tool_and_needs_the_secret() {
-    let stop = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let config = DemoConfig {
-        orders_listen: "127.0.0.1:0".parse().unwrap(),
-        web_listen: "127.0.0.1:0".parse().unwrap(),
-        orders: orders::app::Config {
-            database: Some("sqlite::memory:".into()),
-            // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
-            service: orders::service::ServiceConfig {
-                carrier_latency: Duration::from_millis(200),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        desk: DeskConfig {
+    // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
+    let demo = common::start(
+        common::orders_in_memory(Duration::from_millis(200)),
+        DeskConfig {
             protocol: Protocol::V2026,
             ..DeskConfig::default()
         },
-    };
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        app::demo(config, shutdown, move |url| {
-            let _ = tx.send(url);
-        })
-        .await
-        .unwrap();
-    });
-    let demo = Demo {
-        url: rx.await.unwrap(),
-        stop,
-    };
+    )
+    .await;
     let (mut events, secret) = Events::open(&demo, "c1").await;
     let url = demo.url.clone();
-    let reply = tokio::spawn(async move {
-        chat(
-            &Demo {
-                url,
-                stop: CancellationToken::new(),
-            },
-            "c1",
-            "recheck shipments",
-        )
-        .await
-    });
+    let reply = tokio::spawn(async move { common::chat(&url, "c1", "recheck shipments").await });
     events.next_of("progress").await;
     let stop_with = |secret: String| {
         reqwest::Client::new()

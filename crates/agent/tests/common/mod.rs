@@ -1,0 +1,72 @@
+//! Shared by the agent's integration tests: the demo on free loopback ports, and a chat call.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use agent::app::{self, DemoConfig};
+use agent::desk::DeskConfig;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A running demo: the order service and the web UI; stopped when dropped.
+pub struct Demo {
+    /// The web UI, ending in `/`.
+    pub url: String,
+    stop: CancellationToken,
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The order service's settings for a test: SQLite in memory, this carrier latency.
+pub fn orders_in_memory(carrier_latency: Duration) -> orders::app::Config {
+    orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        service: orders::service::ServiceConfig {
+            carrier_latency,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Start the demo on free ports; returns once the web UI listens.
+pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let config = DemoConfig {
+        orders_listen: "127.0.0.1:0".parse().unwrap(),
+        web_listen: "127.0.0.1:0".parse().unwrap(),
+        orders,
+        desk,
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        app::demo(config, shutdown, move |url| {
+            let _ = tx.send(url);
+        })
+        .await
+        .unwrap();
+    });
+    Demo {
+        url: rx.await.unwrap(),
+        stop,
+    }
+}
+
+/// Post one chat message and return the reply.
+pub async fn chat(url: &str, conversation: &str, message: &str) -> String {
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{url}api/chat"))
+        .json(&json!({"conversationId": conversation, "message": message}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["reply"].as_str().unwrap().to_owned()
+}
