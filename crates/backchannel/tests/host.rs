@@ -225,17 +225,16 @@ capabilities = {{ roots = true, elicitation = false, tasks = false }}
         "{tools:?}"
     );
     // The server asks for the roots after the handshake, on its own time: wait for it to say so.
-    let roots_taken = |lines: Vec<String>| {
-        lines.iter().any(|line| {
-            line.contains("Updated allowed directories from MCP roots: 1 valid directories")
-        })
+    let roots_taken = |line: &str| {
+        line.contains("Updated allowed directories from MCP roots: 1 valid directories")
     };
-    for _ in 0..200 {
-        if roots_taken(kb_connection.stderr_tail()) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    assert!(
+        kb_connection
+            .wait_for_stderr(roots_taken, std::time::Duration::from_secs(10))
+            .await,
+        "the server's stderr reports the roots: {:?}",
+        kb_connection.stderr_tail()
+    );
     let allowed = kb_connection
         .call_tool("list_allowed_directories", None, &CallContext::new())
         .await
@@ -252,10 +251,5 @@ capabilities = {{ roots = true, elicitation = false, tasks = false }}
         .await
         .unwrap();
     assert!(result_text(&note).contains("DHL"), "{}", result_text(&note));
-    let stderr = kb_connection.stderr_tail();
-    assert!(
-        roots_taken(stderr.clone()),
-        "the server's stderr reports the roots: {stderr:?}"
-    );
     host.close().await;
 }

@@ -415,7 +415,7 @@ pub struct Connection<H: HostHandler> {
     config: ConnectionConfig,
     meta_allow: Arc<Vec<String>>,
     service: RunningService<RoleClient, Routed<H>>,
-    stderr_tail: Arc<Mutex<std::collections::VecDeque<String>>>,
+    stderr_tail: Arc<StderrTail>,
 }
 
 /// A call in flight, listed while it lives.
@@ -445,23 +445,40 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// The last lines a child wrote to stderr, and a signal for each new one.
+#[derive(Default)]
+struct StderrTail {
+    lines: Mutex<std::collections::VecDeque<String>>,
+    written: tokio::sync::Notify,
+}
+
+impl StderrTail {
+    fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
+
 /// Log a child's stderr at debug level and keep its last lines.
-fn keep_stderr(
-    connection: &str,
-    stderr: tokio::process::ChildStderr,
-    tail: Arc<Mutex<std::collections::VecDeque<String>>>,
-) {
+fn keep_stderr(connection: &str, stderr: tokio::process::ChildStderr, tail: Arc<StderrTail>) {
     use tokio::io::AsyncBufReadExt;
     let connection = connection.to_owned();
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::debug!(connection, "{line}");
-            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-            tail.push_back(line);
-            if tail.len() > 200 {
-                tail.pop_front();
+            {
+                let mut lines = tail.lines.lock().unwrap_or_else(|e| e.into_inner());
+                lines.push_back(line);
+                if lines.len() > 200 {
+                    lines.pop_front();
+                }
             }
+            tail.written.notify_waiters();
         }
     });
 }
@@ -517,7 +534,7 @@ impl<H: HostHandler> Connection<H> {
             connection: name.to_owned(),
             message,
         };
-        let stderr_tail = Arc::new(Mutex::new(std::collections::VecDeque::new()));
+        let stderr_tail = Arc::new(StderrTail::default());
         let service = match &config.transport {
             Transport::Http { url, headers } => {
                 let mut custom = HashMap::new();
@@ -572,12 +589,24 @@ impl<H: HostHandler> Connection<H> {
 
     /// The last lines a stdio server wrote to its stderr (empty for HTTP).
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr_tail
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.stderr_tail.lines()
+    }
+
+    /// Wait at most `timeout` for a stdio server to write a stderr line matching `wanted`
+    /// (servers report some things, such as the roots they took, only there). Returns whether
+    /// one came.
+    pub async fn wait_for_stderr(&self, wanted: impl Fn(&str) -> bool, timeout: Duration) -> bool {
+        let tail = &self.stderr_tail;
+        let wait = async {
+            loop {
+                let written = tail.written.notified();
+                if tail.lines().iter().any(|line| wanted(line)) {
+                    return;
+                }
+                written.await;
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.is_ok()
     }
 
     /// The connection's name.
