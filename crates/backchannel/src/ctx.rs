@@ -163,6 +163,12 @@ impl Ctx {
         &self.call.rc().meta
     }
 
+    /// The request's extensions. Over HTTP they hold the request's `http::request::Parts`,
+    /// whose own extensions carry whatever middleware put there (an authenticated user, say).
+    pub fn extensions(&self) -> &rmcp::model::Extensions {
+        &self.call.rc().extensions
+    }
+
     /// The client's capabilities for this request (per-request on 2026-07-28, from
     /// `initialize` on 2025-11-25).
     pub fn client_capabilities(&self) -> &ClientCapabilities {

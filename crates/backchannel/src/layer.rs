@@ -517,7 +517,7 @@ impl Backchannel {
             asked: std::mem::take(&mut sealed.asked),
             escalation: Mutex::new(escalation),
             pending: Mutex::new(BTreeMap::new()),
-            last_progress: Mutex::new(None),
+            last_progress: Mutex::new(sealed.progress),
             runs: AtomicU32::new(0),
             task_round: AtomicU32::new(0),
         });
@@ -586,6 +586,7 @@ impl Backchannel {
                         nonce: call.nonce().to_owned(),
                         answers: lock(&call.answers).clone(),
                         asked,
+                        progress: *lock(&call.last_progress),
                     };
                     let sealed = self.inner.codec.seal(binding, &state);
                     return Ok(Driven::InputRequired(InputRequiredResult::new(

@@ -68,6 +68,10 @@ pub(crate) struct Sealed {
     /// Asks of the latest round, by key.
     #[serde(default)]
     pub(crate) asked: BTreeMap<String, Asked>,
+    /// The highest progress value sent so far, so a retry's replay does not send progress
+    /// backwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) progress: Option<f64>,
 }
 
 /// Why a `requestState` was refused.

@@ -1,0 +1,449 @@
+//! Entry points the binary calls: open the database, then serve GraphQL and MCP over HTTP on
+//! one port (sign-in by bearer token, loopback Host/Origin checks, a per-user rate limit on
+//! `/mcp`), or MCP over stdio as a configured local user.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Response};
+use backchannel::serve::{self, HttpOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{AuthError, TokenKeys};
+use crate::graphql::{self, MovieSchema};
+use crate::mcp::{McpConfig, MovieServer};
+use crate::service::{Catalog, Viewer};
+use crate::store::{Store, StoreError};
+
+/// Errors starting the service.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The database could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The data folder could not be created.
+    #[error("cannot create the data folder {0}: {1}")]
+    DataDir(PathBuf, std::io::Error),
+    /// The JWT secret is unusable.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    /// The stdio user does not exist.
+    #[error(
+        "there is no account named '{0}'; pass --user with an existing username (the seed has \
+         'user' and 'admin')"
+    )]
+    UnknownUser(String),
+    /// The layer's configuration is invalid.
+    #[error(transparent)]
+    Layer(#[from] backchannel::BuildError),
+    /// Serving failed.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+}
+
+/// Settings of a running movie database.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `sqlite::memory:` or a SQLite URL; `None` for the default file.
+    pub database: Option<String>,
+    /// The JWT secret (64 hex characters); `None` for a random key per process.
+    pub jwt_secret: Option<String>,
+    /// MCP tool settings.
+    pub mcp: McpConfig,
+    /// HTTP endpoint settings.
+    pub http: HttpOptions,
+    /// MCP calls allowed per minute per user (or address).
+    pub mcp_calls_per_minute: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            database: None,
+            jwt_secret: None,
+            mcp: McpConfig::default(),
+            http: HttpOptions::default(),
+            mcp_calls_per_minute: 60,
+        }
+    }
+}
+
+/// The default database: `moviedb.sqlite` in `$MOVIEDB_DATA` or `./data`.
+pub fn default_database() -> Result<String, AppError> {
+    let dir = std::env::var_os("MOVIEDB_DATA").map_or_else(|| PathBuf::from("data"), PathBuf::from);
+    std::fs::create_dir_all(&dir).map_err(|e| AppError::DataDir(dir.clone(), e))?;
+    Ok(format!("sqlite://{}", dir.join("moviedb.sqlite").display()))
+}
+
+/// Open the database (creating, migrating and seeding it on first use) and build the
+/// operations over it.
+pub async fn open_catalog(config: &Config) -> Result<Catalog, AppError> {
+    let url = match &config.database {
+        Some(url) => url.clone(),
+        None => default_database()?,
+    };
+    let store = Store::open(&url).await?;
+    let keys = match &config.jwt_secret {
+        Some(secret) => TokenKeys::from_hex(secret)?,
+        None => {
+            tracing::info!(
+                "no JWT secret configured (MOVIEDB_JWT_SECRET); using a random key, so tokens \
+                 last until this process stops"
+            );
+            TokenKeys::random()
+        }
+    };
+    Ok(Catalog::new(store, keys))
+}
+
+/// The MCP server over `catalog`.
+pub fn mcp_server(catalog: &Catalog, config: &McpConfig) -> Result<MovieServer, AppError> {
+    let layer = MovieServer::layer_builder(config).build()?;
+    Ok(MovieServer::new(
+        graphql::schema(catalog.clone()),
+        layer,
+        config.clone(),
+    ))
+}
+
+/// A token bucket per key: `per_minute` calls, refilled evenly over the minute.
+#[derive(Debug)]
+pub struct RateLimiter {
+    per_minute: u32,
+    buckets: Mutex<HashMap<String, (f64, tokio::time::Instant)>>,
+}
+
+impl RateLimiter {
+    /// A limiter of `per_minute` calls per key.
+    pub fn new(per_minute: u32) -> Self {
+        Self {
+            per_minute,
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Take one call for `key`; `Err(wait)` when the bucket is empty.
+    pub fn take(&self, key: &str) -> Result<(), Duration> {
+        let capacity = f64::from(self.per_minute.max(1));
+        let per_second = capacity / 60.0;
+        let now = tokio::time::Instant::now();
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if buckets.len() > 10_000 {
+            // Forget keys whose buckets have refilled; they would start full anyway.
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * per_second < capacity
+            });
+        }
+        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((capacity, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(capacity);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - *tokens) / per_second))
+        }
+    }
+}
+
+#[derive(Clone)]
+struct HttpState {
+    schema: MovieSchema,
+    catalog: Catalog,
+    limiter: Arc<RateLimiter>,
+    options: Arc<HttpOptions>,
+}
+
+/// Read the bearer token, if any: `Ok(None)` without one, `Err` for a bad one.
+fn bearer_viewer(catalog: &Catalog, request: &Request) -> Result<Option<Viewer>, String> {
+    let Some(header) = request.headers().get(http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = header
+        .to_str()
+        .map_err(|_| "the Authorization header is not readable text".to_owned())?;
+    let Some(token) = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+    else {
+        return Err("the Authorization header must be 'Bearer <token>'".into());
+    };
+    catalog
+        .keys()
+        .verify(token, chrono::Utc::now())
+        .map(|claims| {
+            Some(Viewer {
+                username: claims.sub,
+                role: claims.role,
+            })
+        })
+        .map_err(|e| e.to_string())
+}
+
+fn host_allowed(options: &HttpOptions, request: &Request) -> bool {
+    let host = request
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let name = if host.starts_with('[') {
+        host.find(']').map_or(host, |end| &host[..=end])
+    } else {
+        host.split(':').next().unwrap_or_default()
+    };
+    let host_ok = options
+        .allowed_hosts
+        .iter()
+        .any(|allowed| allowed == name || allowed == host);
+    let origin_ok = match request
+        .headers()
+        .get(http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+    {
+        None => true,
+        Some(origin) => {
+            options
+                .allowed_origins
+                .iter()
+                .any(|allowed| match allowed.strip_suffix(":*") {
+                    Some(prefix) => {
+                        origin == prefix
+                            || origin
+                                .strip_prefix(prefix)
+                                .and_then(|rest| rest.strip_prefix(':'))
+                                .is_some_and(|port| port.chars().all(|c| c.is_ascii_digit()))
+                    }
+                    None => allowed == origin,
+                })
+        }
+    };
+    host_ok && origin_ok
+}
+
+fn json_response(status: http::StatusCode, body: serde_json::Value) -> Response {
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// On `/mcp`: check the bearer token (a bad one gets 401 and changes nothing), hand the user
+/// to the tools through the request's extensions, and limit calls per user or address.
+async fn mcp_gate(
+    State(state): State<HttpState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let viewer = match bearer_viewer(&state.catalog, &request) {
+        Ok(viewer) => viewer,
+        Err(message) => {
+            let mut response = json_response(
+                http::StatusCode::UNAUTHORIZED,
+                serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": { "code": -32001, "message": message },
+                }),
+            );
+            response.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
+            );
+            return response;
+        }
+    };
+    if request.method() == http::Method::POST {
+        let key = viewer.as_ref().map_or_else(
+            || format!("addr:{}", peer.ip()),
+            |v| format!("user:{}", v.username),
+        );
+        if let Err(wait) = state.limiter.take(&key) {
+            let mut response = json_response(
+                http::StatusCode::TOO_MANY_REQUESTS,
+                serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": {
+                        "code": -32000,
+                        "message": format!(
+                            "Too many MCP calls: the limit is {} a minute. Try again in {} s.",
+                            state.limiter.per_minute,
+                            wait.as_secs().max(1)
+                        ),
+                    },
+                }),
+            );
+            response.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from(wait.as_secs().max(1)),
+            );
+            return response;
+        }
+    }
+    if let Some(viewer) = viewer {
+        request.extensions_mut().insert(viewer);
+    }
+    next.run(request).await
+}
+
+fn graphql_error(status: http::StatusCode, classification: &str, message: &str) -> Response {
+    json_response(
+        status,
+        serde_json::json!({
+            "data": null,
+            "errors": [{ "message": message, "extensions": { "classification": classification } }],
+        }),
+    )
+}
+
+async fn graphql_post(State(state): State<HttpState>, request: Request) -> Response {
+    if !host_allowed(&state.options, &request) {
+        return graphql_error(
+            http::StatusCode::FORBIDDEN,
+            "FORBIDDEN",
+            "This Host or Origin may not call the API.",
+        );
+    }
+    let viewer = match bearer_viewer(&state.catalog, &request) {
+        Ok(viewer) => viewer,
+        Err(message) => {
+            return graphql_error(http::StatusCode::UNAUTHORIZED, "UNAUTHORIZED", &message);
+        }
+    };
+    let limit = state.options.max_body_bytes;
+    let body = match axum::body::to_bytes(request.into_body(), limit).await {
+        Ok(body) => body,
+        Err(_) => {
+            return graphql_error(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                "BAD_REQUEST",
+                &format!("The request body is larger than {limit} bytes."),
+            );
+        }
+    };
+    let gql_request: async_graphql::Request = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => {
+            return graphql_error(
+                http::StatusCode::BAD_REQUEST,
+                "BAD_REQUEST",
+                &format!(
+                    "The body must be JSON with a \"query\" string (and optional \"variables\" \
+                     and \"operationName\"): {error}"
+                ),
+            );
+        }
+    };
+    let response = graphql::execute(&state.schema, gql_request, viewer).await;
+    match serde_json::to_value(&response) {
+        Ok(body) => json_response(http::StatusCode::OK, body),
+        Err(_) => graphql_error(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            "The response could not be encoded.",
+        ),
+    }
+}
+
+async fn graphiql(State(state): State<HttpState>, request: Request) -> Response {
+    if !host_allowed(&state.options, &request) {
+        return (
+            http::StatusCode::FORBIDDEN,
+            "This Host or Origin may not call the API.",
+        )
+            .into_response();
+    }
+    Html(
+        async_graphql::http::GraphiQLSource::build()
+            .endpoint("/graphql")
+            .title("Movie Database")
+            .finish(),
+    )
+    .into_response()
+}
+
+/// GraphQL at `/graphql` (GraphiQL on GET) and MCP at `/mcp`, on one router.
+pub fn router(
+    catalog: Catalog,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<axum::Router, AppError> {
+    let server = mcp_server(&catalog, &config.mcp)?;
+    let state = HttpState {
+        schema: graphql::schema(catalog.clone()),
+        catalog,
+        limiter: Arc::new(RateLimiter::new(config.mcp_calls_per_minute)),
+        options: Arc::new(config.http.clone()),
+    };
+    let mcp = serve::router(move || server.clone(), &config.http, shutdown).layer(
+        axum::middleware::from_fn_with_state(state.clone(), mcp_gate),
+    );
+    let graphql = axum::Router::new()
+        .route("/graphql", axum::routing::get(graphiql).post(graphql_post))
+        .with_state(state);
+    Ok(mcp.merge(graphql))
+}
+
+/// Serve GraphQL and MCP on `listener` until `shutdown` is cancelled.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<(), AppError> {
+    let catalog = open_catalog(config).await?;
+    let app = router(catalog, config, shutdown.clone())?;
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!("moviedb listening on http://{addr} (GraphQL at /graphql, MCP at /mcp)");
+    }
+    serve::http(listener, app, async move { shutdown.cancelled().await }).await?;
+    Ok(())
+}
+
+/// Serve one MCP session over stdin/stdout, acting as the account `user`.
+pub async fn serve_stdio(config: &Config, user: &str) -> Result<(), AppError> {
+    let catalog = open_catalog(config).await?;
+    let account = catalog
+        .store()
+        .user_by_name(user)
+        .await?
+        .ok_or_else(|| AppError::UnknownUser(user.to_owned()))?;
+    let mcp = McpConfig {
+        fixed_user: Some(Viewer {
+            username: account.username,
+            role: account.role,
+        }),
+        ..config.mcp.clone()
+    };
+    serve::stdio(mcp_server(&catalog, &mcp)?).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_bucket_holds_a_minute_of_calls_and_refills_evenly() {
+        let limiter = RateLimiter::new(60);
+        for _ in 0..60 {
+            assert!(limiter.take("user:mara").is_ok());
+        }
+        let wait = limiter.take("user:mara").unwrap_err();
+        assert!(wait <= Duration::from_secs(1), "{wait:?}");
+        assert!(limiter.take("user:dan").is_ok(), "buckets are per key");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(limiter.take("user:mara").is_ok());
+        assert!(limiter.take("user:mara").is_err());
+    }
+}

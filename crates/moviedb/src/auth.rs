@@ -1,0 +1,251 @@
+//! Passwords (Argon2id) and sign-in tokens (JWT, HS256, 24 hours by default).
+
+use std::time::Duration;
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::domain::Role;
+
+/// How long a token is valid by default: 24 hours.
+pub const DEFAULT_TOKEN_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// `N` bytes from the operating system's random source (through `uuid`'s v4 generator).
+fn random_bytes<const N: usize>() -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(N + 16);
+    while bytes.len() < N {
+        bytes.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    }
+    bytes.truncate(N);
+    bytes
+}
+
+/// Hash a password for storage (Argon2id, random salt, PHC string).
+pub fn hash_password(password: &str) -> Result<String, AuthError> {
+    let salt = SaltString::encode_b64(random_bytes::<16>().as_slice())
+        .map_err(|e| AuthError::Hash(e.to_string()))?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| AuthError::Hash(e.to_string()))
+}
+
+/// Whether `password` matches the stored `hash`. A malformed hash never matches.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash)
+        .map(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+/// Errors of key handling and hashing.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AuthError {
+    /// The configured secret is not 64 hexadecimal characters.
+    #[error(
+        "the JWT secret must be 64 hexadecimal characters (256 bits); the configured one is not"
+    )]
+    BadSecret,
+    /// Hashing failed.
+    #[error("password hashing failed: {0}")]
+    Hash(String),
+}
+
+/// Why a presented token was not accepted. The texts are safe to show the caller.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+pub enum TokenError {
+    /// Not three base64url parts of JSON.
+    #[error("the bearer token is malformed; sign in again with the login mutation")]
+    Malformed,
+    /// Signed with another algorithm than HS256.
+    #[error("the bearer token uses an unsupported algorithm; only HS256 tokens are accepted")]
+    Algorithm,
+    /// The signature does not match.
+    #[error("the bearer token's signature is invalid; sign in again with the login mutation")]
+    Signature,
+    /// Past its expiry.
+    #[error("the bearer token has expired; sign in again with the login mutation")]
+    Expired,
+}
+
+/// The claims of a sign-in token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Username.
+    pub sub: String,
+    /// Role.
+    pub role: Role,
+    /// Issued at, seconds since the epoch.
+    pub iat: i64,
+    /// Expires at, seconds since the epoch.
+    pub exp: i64,
+}
+
+/// The HMAC key that signs and checks tokens. Its `Debug` output never shows the key.
+#[derive(Clone)]
+pub struct TokenKeys {
+    key: Vec<u8>,
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for TokenKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenKeys")
+            .field("key", &"<redacted>")
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    alg: String,
+    typ: Option<String>,
+}
+
+impl TokenKeys {
+    /// Keys from a 64-character hexadecimal secret.
+    pub fn from_hex(secret: &str) -> Result<Self, AuthError> {
+        let key = hex::decode(secret.trim()).map_err(|_| AuthError::BadSecret)?;
+        if key.len() != 32 {
+            return Err(AuthError::BadSecret);
+        }
+        Ok(Self {
+            key,
+            ttl: DEFAULT_TOKEN_TTL,
+        })
+    }
+
+    /// A random key for this process only: tokens do not survive a restart.
+    pub fn random() -> Self {
+        Self {
+            key: random_bytes::<32>(),
+            ttl: DEFAULT_TOKEN_TTL,
+        }
+    }
+
+    /// The same key with another token lifetime.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // HMAC accepts keys of any length.
+        match Hmac::<Sha256>::new_from_slice(&self.key) {
+            Ok(mac) => mac,
+            Err(_) => unreachable!("HMAC takes keys of any length"),
+        }
+    }
+
+    /// A token for `username` issued at `now`.
+    pub fn issue(&self, username: &str, role: Role, now: DateTime<Utc>) -> String {
+        let header = r#"{"alg":"HS256","typ":"JWT"}"#;
+        let claims = Claims {
+            sub: username.to_owned(),
+            role,
+            iat: now.timestamp(),
+            exp: now.timestamp() + self.ttl.as_secs() as i64,
+        };
+        let claims = serde_json::to_vec(&claims).unwrap_or_default();
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header),
+            URL_SAFE_NO_PAD.encode(claims)
+        );
+        let mut mac = self.mac();
+        mac.update(signing_input.as_bytes());
+        let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+        format!("{signing_input}.{signature}")
+    }
+
+    /// Check a token's form, algorithm, signature (in constant time) and expiry at `now`.
+    pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Claims, TokenError> {
+        let mut parts = token.trim().split('.');
+        let (Some(header), Some(claims), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(TokenError::Malformed);
+        };
+        let decode = |part: &str| {
+            URL_SAFE_NO_PAD
+                .decode(part)
+                .map_err(|_| TokenError::Malformed)
+        };
+        let parsed: Header =
+            serde_json::from_slice(&decode(header)?).map_err(|_| TokenError::Malformed)?;
+        if parsed.alg != "HS256" {
+            return Err(TokenError::Algorithm);
+        }
+        let mut mac = self.mac();
+        mac.update(header.as_bytes());
+        mac.update(b".");
+        mac.update(claims.as_bytes());
+        mac.verify_slice(&decode(signature)?)
+            .map_err(|_| TokenError::Signature)?;
+        let claims: Claims =
+            serde_json::from_slice(&decode(claims)?).map_err(|_| TokenError::Malformed)?;
+        if now.timestamp() >= claims.exp {
+            return Err(TokenError::Expired);
+        }
+        Ok(claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_round_trips_and_expires_after_a_day() {
+        let keys = TokenKeys::from_hex(&"ab".repeat(32)).unwrap();
+        let now = Utc::now();
+        let token = keys.issue("mara", Role::User, now);
+        let claims = keys.verify(&token, now).unwrap();
+        assert_eq!(
+            (claims.sub.as_str(), claims.exp - claims.iat),
+            ("mara", 86_400)
+        );
+        let later = now + chrono::Duration::seconds(86_400);
+        assert_eq!(keys.verify(&token, later), Err(TokenError::Expired));
+    }
+
+    #[test]
+    fn forged_and_malformed_tokens_are_refused() {
+        let keys = TokenKeys::random();
+        let other = TokenKeys::random();
+        let now = Utc::now();
+        let token = other.issue("admin", Role::Admin, now);
+        assert_eq!(keys.verify(&token, now), Err(TokenError::Signature));
+        assert_eq!(keys.verify("abc", now), Err(TokenError::Malformed));
+        assert_eq!(keys.verify("a.b.c", now), Err(TokenError::Malformed));
+        let none = format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#),
+            token.split('.').nth(1).unwrap()
+        );
+        assert_eq!(keys.verify(&none, now), Err(TokenError::Algorithm));
+        assert_eq!(
+            TokenKeys::from_hex("xyz").unwrap_err(),
+            AuthError::BadSecret
+        );
+        assert!(!format!("{keys:?}").contains(&hex::encode(&keys.key)));
+    }
+
+    #[test]
+    fn passwords_verify_only_against_their_hash() {
+        let hash = hash_password("secret1").unwrap();
+        assert!(verify_password("secret1", &hash));
+        assert!(!verify_password("secret2", &hash));
+        assert!(!verify_password("secret1", "not a hash"));
+    }
+}

@@ -1,0 +1,106 @@
+//! `moviedb serve|stdio`: the Movie Database over HTTP (GraphQL + MCP on one port) or MCP over
+//! stdio for desktop clients. Builds the configuration, then calls `moviedb::app`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use moviedb::app::{self, Config};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(name = "moviedb", about = "The Movie Database: GraphQL and MCP")]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve GraphQL at /graphql (GraphiQL on GET) and MCP at /mcp on one port.
+    Serve {
+        /// Address to listen on (loopback by default).
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        listen: SocketAddr,
+        #[command(flatten)]
+        common: Common,
+        /// MCP calls allowed per minute per user (or address).
+        #[arg(long, default_value_t = 60)]
+        mcp_calls_per_minute: u32,
+    },
+    /// Serve MCP over stdin/stdout as one local user (for Claude Desktop). Logs go to stderr.
+    Stdio {
+        #[command(flatten)]
+        common: Common,
+        /// The account every call acts as.
+        #[arg(long, default_value = "user")]
+        user: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// SQLite URL, e.g. sqlite://data/moviedb.sqlite or sqlite::memory: (default: a file in
+    /// $MOVIEDB_DATA or ./data).
+    #[arg(long)]
+    database: Option<String>,
+    /// Seconds a model-written review summary is reused.
+    #[arg(long, default_value_t = 60)]
+    summary_cache_seconds: u64,
+    /// Seconds to wait for the client's model before the server summarises itself.
+    #[arg(long, default_value_t = 20)]
+    sampling_timeout_seconds: u64,
+}
+
+fn config(common: &Common) -> Config {
+    let mut config = Config {
+        database: common.database.clone(),
+        // The secret comes from the environment and is never printed.
+        jwt_secret: std::env::var("MOVIEDB_JWT_SECRET")
+            .ok()
+            .filter(|s| !s.is_empty()),
+        ..Config::default()
+    };
+    config.mcp.summary_cache_ttl = Duration::from_secs(common.summary_cache_seconds);
+    config.mcp.sampling_timeout = Duration::from_secs(common.sampling_timeout_seconds);
+    config
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .init();
+    let args = Args::parse();
+    match args.command {
+        Command::Serve {
+            listen,
+            common,
+            mcp_calls_per_minute,
+        } => {
+            let config = Config {
+                mcp_calls_per_minute,
+                ..config(&common)
+            };
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let shutdown = CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                backchannel::serve::shutdown_signal().await;
+                stop.cancel();
+            });
+            app::serve_http(listener, &config, shutdown).await?;
+        }
+        Command::Stdio { common, user } => {
+            app::serve_stdio(&config(&common), &user).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! Review summaries: the thresholds, the server-side summariser, and the prompt contract with
+//! a client's model (two lines, `SUMMARY: …` and `THEMES: a; b; c`) with a forgiving reader.
+
+use serde::Serialize;
+
+/// Fewer reviews than this get an average but no prose summary.
+pub const MIN_REVIEWS_FOR_SUMMARY: usize = 3;
+
+/// The system prompt of a sampling request.
+pub const SYSTEM_PROMPT: &str =
+    "You summarize movie reviews into a few sentences and recurring themes.";
+
+/// Token budget of a sampling request.
+pub const MAX_TOKENS: u32 = 1024;
+
+/// How many themes the server-side summariser names.
+const FALLBACK_THEMES: usize = 5;
+
+const STOP_WORDS: &[&str] = &[
+    "the", "and", "was", "this", "that", "with", "for", "movie", "film", "but", "not", "its",
+    "very", "just", "have", "has", "are", "you",
+];
+
+/// One review as the summariser sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ReviewText {
+    /// Score, 1–10.
+    pub score: i32,
+    /// The comment, if any.
+    pub comment: Option<String>,
+}
+
+/// Who wrote a summary's prose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SummarySource {
+    /// The client's model, through sampling.
+    ClientModel,
+    /// The server's own rule-based summariser.
+    Server,
+}
+
+/// A movie's review summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewSummary {
+    /// The movie, as the caller named it.
+    pub movie_id: String,
+    /// How many reviews there are.
+    pub review_count: usize,
+    /// Prose summary; `None` below [`MIN_REVIEWS_FOR_SUMMARY`] reviews.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Recurring themes (empty without a summary).
+    pub themes: Vec<String>,
+    /// Mean score (two decimals); `None` without reviews.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub average_score: Option<f64>,
+    /// Who wrote the summary; `None` without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SummarySource>,
+}
+
+/// Prose and themes, from whichever summariser wrote them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prose {
+    /// A few sentences.
+    pub summary: String,
+    /// Recurring themes.
+    pub themes: Vec<String>,
+    /// Who wrote it.
+    pub source: SummarySource,
+}
+
+/// The mean score, or `None` for no reviews.
+pub fn average(reviews: &[ReviewText]) -> Option<f64> {
+    if reviews.is_empty() {
+        return None;
+    }
+    let sum: i64 = reviews.iter().map(|r| i64::from(r.score)).sum();
+    Some(sum as f64 / reviews.len() as f64)
+}
+
+fn round_to(value: f64, decimals: i32) -> f64 {
+    let factor = 10f64.powi(decimals);
+    (value * factor).round() / factor
+}
+
+/// The summary of `reviews` before any prose: the count and average, and no summary yet.
+/// `prose` fills in the rest when there are enough reviews.
+pub fn summarize(movie_id: &str, reviews: &[ReviewText], prose: Option<Prose>) -> ReviewSummary {
+    let (summary, themes, source) = match prose {
+        Some(p) if reviews.len() >= MIN_REVIEWS_FOR_SUMMARY => {
+            (Some(p.summary), p.themes, Some(p.source))
+        }
+        _ => (None, Vec::new(), None),
+    };
+    ReviewSummary {
+        movie_id: movie_id.to_owned(),
+        review_count: reviews.len(),
+        summary,
+        themes,
+        average_score: average(reviews).map(|a| round_to(a, 2)),
+        source,
+    }
+}
+
+/// The server-side summariser: a sentence from the average, and the first distinct content
+/// words of the comments as themes.
+pub fn server_prose(reviews: &[ReviewText]) -> Prose {
+    let avg = round_to(average(reviews).unwrap_or(0.0), 1);
+    let summary = if avg > 7.0 {
+        format!("Reviewers respond favorably overall, averaging {avg:.1} out of 10.")
+    } else if avg < 5.0 {
+        format!("Reviewers respond unfavorably overall, averaging {avg:.1} out of 10.")
+    } else {
+        format!("Reviewers are split, averaging {avg:.1} out of 10.")
+    };
+    let mut themes: Vec<String> = Vec::new();
+    let words = reviews
+        .iter()
+        .filter_map(|r| r.comment.as_deref())
+        .flat_map(|c| c.split(|ch: char| !ch.is_alphabetic()))
+        .map(str::to_lowercase);
+    for word in words {
+        if themes.len() == FALLBACK_THEMES {
+            break;
+        }
+        if word.chars().count() > 3
+            && !STOP_WORDS.contains(&word.as_str())
+            && !themes.contains(&word)
+        {
+            themes.push(word);
+        }
+    }
+    Prose {
+        summary,
+        themes,
+        source: SummarySource::Server,
+    }
+}
+
+/// The user message of a sampling request: the two-line answer contract and every review.
+pub fn sampling_prompt(title: Option<&str>, reviews: &[ReviewText]) -> String {
+    let mut text = String::from(
+        "Summarize these reviews. Answer in exactly two lines and nothing else:\n\
+         SUMMARY: two or three sentences on what reviewers think\n\
+         THEMES: theme one; theme two; theme three\n\n",
+    );
+    if let Some(title) = title {
+        text.push_str(&format!("Reviews of {title}:\n"));
+    } else {
+        text.push_str("Reviews:\n");
+    }
+    for review in reviews {
+        let comment = review.comment.as_deref().unwrap_or("(no comment)");
+        text.push_str(&format!("- score {}: {}\n", review.score, comment.trim()));
+    }
+    text
+}
+
+/// Strip list markers and markdown emphasis around a line, then match `label:`
+/// case-insensitively; returns what follows the colon.
+fn labelled<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    let line = line.trim().trim_start_matches(['-', '*', '#', '>', ' ']);
+    let line = line.trim_start_matches(['*', '_']);
+    let head = line.get(..label.len())?;
+    if !head.eq_ignore_ascii_case(label) {
+        return None;
+    }
+    let rest = line[label.len()..]
+        .trim_start_matches(['*', '_'])
+        .trim_start();
+    let rest = rest.strip_prefix(':')?;
+    Some(rest.trim_start_matches(['*', '_']).trim())
+}
+
+/// Read a model's answer. Accepts the contract's two lines in any case, with markdown around
+/// the labels, a summary spread over several lines, and themes separated by `;` (or by `,`
+/// when there is no `;`). An answer without a `SUMMARY:` line is taken whole as the summary.
+/// Returns `None` for an empty answer.
+pub fn parse_model_reply(reply: &str) -> Option<Prose> {
+    let mut summary: Vec<&str> = Vec::new();
+    let mut themes_text: Option<&str> = None;
+    let mut in_summary = false;
+    for line in reply.lines() {
+        if let Some(rest) = labelled(line, "SUMMARY") {
+            in_summary = true;
+            if !rest.is_empty() {
+                summary.push(rest);
+            }
+        } else if let Some(rest) = labelled(line, "THEMES") {
+            in_summary = false;
+            themes_text = Some(rest);
+        } else if in_summary && !line.trim().is_empty() {
+            summary.push(line.trim());
+        }
+    }
+    let summary = if summary.is_empty() {
+        if themes_text.is_some() {
+            String::new()
+        } else {
+            reply.trim().to_owned()
+        }
+    } else {
+        summary.join(" ")
+    };
+    if summary.is_empty() {
+        return None;
+    }
+    let themes = themes_text.map_or_else(Vec::new, |t| {
+        let separator = if t.contains(';') { ';' } else { ',' };
+        let mut themes: Vec<String> = Vec::new();
+        for theme in t.split(separator) {
+            let theme = theme.trim().trim_end_matches('.').trim();
+            if !theme.is_empty() && !themes.iter().any(|x| x.eq_ignore_ascii_case(theme)) {
+                themes.push(theme.to_owned());
+            }
+        }
+        themes
+    });
+    Some(Prose {
+        summary,
+        themes,
+        source: SummarySource::ClientModel,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reviews(items: &[(i32, &str)]) -> Vec<ReviewText> {
+        items
+            .iter()
+            .map(|(score, comment)| ReviewText {
+                score: *score,
+                comment: Some((*comment).to_owned()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_three_states_follow_the_review_count() {
+        assert_eq!(summarize("7", &[], None).average_score, None);
+        let two = reviews(&[(10, "great"), (9, "fine")]);
+        let s = summarize("2", &two, Some(server_prose(&two)));
+        assert_eq!((s.summary, s.average_score), (None, Some(9.5)));
+        let three = reviews(&[(9, "a"), (8, "b"), (8, "c")]);
+        let s = summarize("3", &three, Some(server_prose(&three)));
+        assert_eq!(s.average_score, Some(8.33));
+        assert!(s.summary.is_some());
+    }
+
+    #[test]
+    fn the_server_summary_reads_the_average_and_the_words() {
+        let r = reviews(&[
+            (4, "The pacing was dreadful, pacing again!"),
+            (5, "Dreadful acting; this movie has great music"),
+            (4, "Music saved it. Very long"),
+        ]);
+        let prose = server_prose(&r);
+        assert_eq!(
+            prose.summary,
+            "Reviewers respond unfavorably overall, averaging 4.3 out of 10."
+        );
+        assert_eq!(
+            prose.themes,
+            vec!["pacing", "dreadful", "again", "acting", "great"]
+        );
+        let split = server_prose(&reviews(&[(7, "x"), (7, "y"), (7, "z")]));
+        assert_eq!(
+            split.summary,
+            "Reviewers are split, averaging 7.0 out of 10."
+        );
+        let good = server_prose(&reviews(&[(8, "x"), (7, "y"), (7, "z")]));
+        assert!(
+            good.summary
+                .starts_with("Reviewers respond favorably overall, averaging 7.3")
+        );
+    }
+
+    #[test]
+    fn the_reader_forgives_case_markdown_and_separators() {
+        let p = parse_model_reply("summary: Loved it.\nthemes: hope; friendship; hope").unwrap();
+        assert_eq!(p.summary, "Loved it.");
+        assert_eq!(p.themes, vec!["hope", "friendship"]);
+        let p = parse_model_reply(
+            "Here you go:\n**Summary:** Tense and\nbeautiful.\n\n**Themes:** dread, isolation.",
+        )
+        .unwrap();
+        assert_eq!(p.summary, "Tense and beautiful.");
+        assert_eq!(p.themes, vec!["dread", "isolation"]);
+        let p = parse_model_reply("Just prose, no labels.").unwrap();
+        assert_eq!(
+            (p.summary.as_str(), p.themes.len()),
+            ("Just prose, no labels.", 0)
+        );
+        assert_eq!(parse_model_reply("   "), None);
+        assert_eq!(parse_model_reply("THEMES: a; b"), None);
+    }
+
+    #[test]
+    fn the_prompt_lists_every_review() {
+        let text = sampling_prompt(Some("Alien"), &reviews(&[(9, "tense"), (7, " slow ")]));
+        assert!(text.contains("SUMMARY:") && text.contains("THEMES:"));
+        assert!(text.contains("- score 9: tense\n- score 7: slow\n"));
+    }
+}
