@@ -70,18 +70,13 @@ pub struct PingArgs {
 /// A mood, as the tools accept it.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[allow(missing_docs)]
 pub enum MoodArg {
-    /// Warm and easy.
     Comfort,
-    /// Big journeys.
     Adventure,
-    /// Love stories.
     Romance,
-    /// Fear and suspense.
     Horror,
-    /// Something to think about.
     Thoughtful,
-    /// Laughs.
     Comedy,
 }
 
@@ -141,16 +136,13 @@ pub struct SummaryOutput {
     pub movie_id: String,
     /// How many reviews it has.
     pub review_count: usize,
-    /// A few sentences; absent below three reviews ("not enough reviews yet").
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// A few sentences; null below three reviews ("not enough reviews yet").
     pub summary: Option<String>,
     /// Recurring themes.
     pub themes: Vec<String>,
-    /// Mean score; absent without reviews.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Mean score; null without reviews.
     pub average_score: Option<f64>,
-    /// Who wrote the summary: CLIENT_MODEL or SERVER.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Who wrote the summary: CLIENT_MODEL or SERVER; null without one.
     pub source: Option<String>,
 }
 
@@ -189,9 +181,7 @@ pub struct SubjectArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum StatusArg {
-    /// Not seen yet.
     WantToWatch,
-    /// Already seen.
     Watched,
 }
 

@@ -43,7 +43,7 @@ async fn the_three_summary_states_follow_the_review_count() {
         for id in ["5", "999"] {
             let s = summarize(&db, client.clone(), wire, id).await;
             assert_eq!(s["reviewCount"], 0, "{wire:?} {id}");
-            assert!(s.get("summary").is_none() && s.get("averageScore").is_none());
+            assert!(s["summary"].is_null() && s["averageScore"].is_null());
             assert_eq!(s["themes"], json!([]));
         }
         // The Godfather has two: an average, no prose.
@@ -52,7 +52,7 @@ async fn the_three_summary_states_follow_the_review_count() {
             (s["reviewCount"].clone(), s["averageScore"].clone()),
             (json!(2), json!(9.5))
         );
-        assert!(s.get("summary").is_none());
+        assert!(s["summary"].is_null());
         assert_eq!(
             client.sampling_count(),
             0,
@@ -556,5 +556,80 @@ async fn the_tool_list_matches_its_snapshot() {
             .as_str()
             .unwrap()
             .starts_with("Up to 10 movies that fit a mood")
+    );
+}
+
+/// Collects formatted log lines.
+#[derive(Clone, Default)]
+struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn every_tool_call_leaves_one_audit_line() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_env_filter("audit.mcp=info")
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let db = Db::new().await;
+    for wire in BOTH {
+        let client = Client::new(
+            Model::Absent,
+            Person::Accepts(json!({ "status": "WATCHED" })),
+        );
+        let running = Db::connect(db.server(Some("mara")), client, wire).await;
+        running
+            .call_tool(call("ping", json!({ "name": "a" })))
+            .await
+            .unwrap();
+        let show = if wire == Wire::Legacy { "1" } else { "2" };
+        running
+            .call_tool(call(
+                "addToWatchlist",
+                json!({ "subject": { "tvShowId": show } }),
+            ))
+            .await
+            .unwrap();
+        running.cancel().await.unwrap();
+    }
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let audit: Vec<&str> = text.lines().filter(|l| l.contains("audit.mcp")).collect();
+    let summary: Vec<String> = audit
+        .iter()
+        .map(|l| {
+            let field = |name: &str| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                    .unwrap_or("?")
+                    .trim_matches('"')
+                    .to_owned()
+            };
+            assert!(l.contains("duration_ms="), "{l}");
+            format!("{} {} {}", field("user"), field("tool"), field("outcome"))
+        })
+        .collect();
+    // On 2026-07-28 the question is a round of its own, so that call is two requests.
+    assert_eq!(
+        summary,
+        vec![
+            "mara ping ok",
+            "mara addToWatchlist ok",
+            "mara ping ok",
+            "mara addToWatchlist input_required",
+            "mara addToWatchlist ok",
+        ],
+        "{text}"
     );
 }

@@ -1,7 +1,13 @@
 //! A movie database per test (in-memory SQLite) and a scripted MCP client that speaks either
 //! revision over an in-process pipe, answers sampling and elicitation as told, and records
 //! what it was asked.
-#![allow(dead_code, deprecated, unreachable_pub, clippy::unwrap_used, clippy::type_complexity)]
+#![allow(
+    dead_code,
+    deprecated,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::type_complexity
+)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

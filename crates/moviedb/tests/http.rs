@@ -1,0 +1,434 @@
+//! The HTTP server on a real socket (port 0): GraphQL and MCP on one port, sign-in by bearer
+//! token on both (bad tokens refused with 401, nothing changed), the Host check, the rate
+//! limit on /mcp, and stage-and-confirm bound to the user who staged.
+#![allow(deprecated, clippy::unwrap_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::{BOTH, Client, Db, Model, Person, Wire, call, structured, text_of};
+use moviedb::app::{self, Config};
+use moviedb::domain::{Role, Subject};
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Running {
+    addr: SocketAddr,
+    db: Db,
+    stop: CancellationToken,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn start() -> Running {
+    let db = Db::new().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let app = app::router(db.catalog.clone(), &Config::default(), stop.clone()).unwrap();
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        backchannel::serve::http(listener, app, async move { shutdown.cancelled().await }).await
+    });
+    Running { addr, db, stop }
+}
+
+impl Running {
+    fn token(&self, user: &str) -> String {
+        let role = if user == "admin" {
+            Role::Admin
+        } else {
+            Role::User
+        };
+        self.db.catalog.keys().issue(user, role, chrono::Utc::now())
+    }
+
+    async fn graphql(&self, query: &str, token: Option<&str>) -> (u16, Value) {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{}/graphql", self.addr))
+            .json(&json!({ "query": query }));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+
+    async fn mcp(
+        &self,
+        token: &str,
+        client: Client,
+        wire: Wire,
+    ) -> RunningService<RoleClient, Client> {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", self.addr))
+                .auth_header(token);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        match wire {
+            Wire::Legacy => client.serve(transport).await.unwrap(),
+            Wire::Modern => client
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+                .unwrap(),
+        }
+    }
+
+    async fn raw_mcp(&self, token: Option<&str>) -> reqwest::Response {
+        let body = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "ping", "arguments": { "name": "x" }, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" } } }
+        });
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{}/mcp", self.addr))
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", "ping")
+            .json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn graphql_signs_in_and_serves_graphiql_on_the_same_port() {
+    let running = start().await;
+    let (status, body) = running
+        .graphql(
+            r#"mutation { login(input: {username: "mara", password: "password"}) { token } }"#,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let token = body["data"]["login"]["token"].as_str().unwrap().to_owned();
+    let (_, list) = running.graphql("{ watchlist { id } }", Some(&token)).await;
+    assert_eq!(list["data"]["watchlist"], json!([]));
+    let page = reqwest::get(format!("http://{}/graphql", running.addr))
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(page.text().await.unwrap().contains("graphiql"));
+    let bad = reqwest::Client::new()
+        .post(format!("http://{}/graphql", running.addr))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+    let body: Value = bad.json().await.unwrap();
+    assert_eq!(
+        body["errors"][0]["extensions"]["classification"],
+        "BAD_REQUEST"
+    );
+    let foreign = reqwest::Client::new()
+        .post(format!("http://{}/graphql", running.addr))
+        .header("Host", "evil.example")
+        .json(&json!({ "query": "{ movie(id: 1) { title } }" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status().as_u16(), 403);
+}
+
+#[tokio::test]
+async fn malformed_forged_and_expired_tokens_get_401_and_change_nothing() {
+    let running = start().await;
+    let expired = running.db.catalog.keys().issue(
+        "mara",
+        Role::User,
+        chrono::Utc::now() - chrono::Duration::hours(25),
+    );
+    let forged = moviedb::auth::TokenKeys::random().issue("admin", Role::Admin, chrono::Utc::now());
+    let cases = [
+        (
+            "not-a-jwt",
+            "the bearer token is malformed; sign in again with the login mutation",
+        ),
+        (
+            forged.as_str(),
+            "the bearer token's signature is invalid; sign in again with the login mutation",
+        ),
+        (
+            expired.as_str(),
+            "the bearer token has expired; sign in again with the login mutation",
+        ),
+    ];
+    for (token, message) in cases {
+        let (status, body) = running
+            .graphql(
+                r#"mutation { addToWatchlist(subject: {movieId: "1"}) { id } }"#,
+                Some(token),
+            )
+            .await;
+        assert_eq!(status, 401, "{body}");
+        assert_eq!(body["errors"][0]["message"], message);
+        assert_eq!(
+            body["errors"][0]["extensions"]["classification"],
+            "UNAUTHORIZED"
+        );
+        let response = running.raw_mcp(Some(token)).await;
+        assert_eq!(response.status().as_u16(), 401);
+        assert!(response.headers().contains_key("www-authenticate"));
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["message"], message);
+    }
+    let list = running
+        .db
+        .catalog
+        .watchlist(Some(&Db::viewer("mara")))
+        .await
+        .unwrap();
+    assert!(list.is_empty());
+}
+
+#[tokio::test]
+async fn mcp_calls_act_as_the_token_user_on_both_revisions() {
+    let running = start().await;
+    for (wire, user) in [(Wire::Legacy, "mara"), (Wire::Modern, "dan")] {
+        let client = Client::new(
+            Model::Absent,
+            Person::Accepts(json!({ "status": "WATCHED" })),
+        );
+        let service = running
+            .mcp(&running.token(user), client.clone(), wire)
+            .await;
+        let result = service
+            .call_tool(call(
+                "addToWatchlist",
+                json!({ "subject": { "movieId": "61" } }),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            result.is_error,
+            Some(false),
+            "{wire:?}: {}",
+            text_of(&result)
+        );
+        assert_eq!(client.questions.lock().unwrap().len(), 1, "{wire:?}");
+        service.cancel().await.unwrap();
+        let entry = running
+            .db
+            .catalog
+            .watchlist_entry_for(Some(&Db::viewer(user)), Subject::Movie(61))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            entry.status,
+            moviedb::domain::WatchStatus::Watched,
+            "{wire:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_staged_removal_is_single_use_and_bound_to_its_user() {
+    let running = start().await;
+    for wire in BOTH {
+        let as_user = running
+            .mcp(
+                &running.token("user"),
+                Client::new(Model::Absent, Person::Absent),
+                wire,
+            )
+            .await;
+        let as_admin = running
+            .mcp(
+                &running.token("admin"),
+                Client::new(Model::Absent, Person::Absent),
+                wire,
+            )
+            .await;
+        let items = running
+            .db
+            .catalog
+            .watchlist(Some(&Db::viewer("user")))
+            .await
+            .unwrap();
+        let item = items[0].id.to_string();
+
+        // Someone else's item cannot be staged.
+        let foreign = as_admin
+            .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
+            .await
+            .unwrap();
+        assert_eq!(foreign.is_error, Some(true), "{wire:?}");
+
+        let staged = as_user
+            .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
+            .await
+            .unwrap();
+        let staged = structured(&staged);
+        let token = staged["confirmationToken"].as_str().unwrap().to_owned();
+        assert!(
+            staged["previewMessage"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("Will remove watchlist item {item} ("))
+        );
+        let confirm = |t: &str| call("confirmAction", json!({ "confirmationToken": t }));
+
+        let stolen = as_admin.call_tool(confirm(&token)).await.unwrap();
+        assert_eq!(stolen.is_error, Some(true));
+        assert_eq!(
+            structured(&stolen),
+            json!({ "status": "error", "message": "Token was staged by a different user." })
+        );
+        // The failed attempt spent the token.
+        let reused = as_user.call_tool(confirm(&token)).await.unwrap();
+        assert_eq!(
+            structured(&reused)["message"],
+            "Token not found or already used."
+        );
+        assert_eq!(
+            running
+                .db
+                .catalog
+                .watchlist(Some(&Db::viewer("user")))
+                .await
+                .unwrap()
+                .len(),
+            items.len()
+        );
+
+        let staged = as_user
+            .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
+            .await
+            .unwrap();
+        let token = structured(&staged)["confirmationToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let done = as_user.call_tool(confirm(&token)).await.unwrap();
+        assert_eq!(done.is_error, Some(false), "{wire:?}");
+        assert_eq!(
+            structured(&done),
+            json!({ "status": "ok", "executed": "removeFromWatchlist", "removed": item })
+        );
+        let again = as_user.call_tool(confirm(&token)).await.unwrap();
+        assert_eq!(
+            structured(&again)["message"],
+            "Token not found or already used."
+        );
+        assert_eq!(
+            running
+                .db
+                .catalog
+                .watchlist(Some(&Db::viewer("user")))
+                .await
+                .unwrap()
+                .len(),
+            items.len() - 1
+        );
+        as_user.cancel().await.unwrap();
+        as_admin.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_token_expires_after_a_minute() {
+    let db = Db::new().await;
+    let server = db.server(Some("user"));
+    for wire in BOTH {
+        let running = Db::connect(
+            server.clone(),
+            Client::new(Model::Absent, Person::Absent),
+            wire,
+        )
+        .await;
+        let item = db
+            .catalog
+            .watchlist(Some(&Db::viewer("user")))
+            .await
+            .unwrap()[0]
+            .id
+            .to_string();
+        let staged = running
+            .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
+            .await
+            .unwrap();
+        let token = structured(&staged)["confirmationToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let clock = common::tick_clock(std::time::Duration::from_millis(50));
+        tokio::time::sleep(std::time::Duration::from_secs(61)).await;
+        let late = running
+            .call_tool(call("confirmAction", json!({ "confirmationToken": token })))
+            .await
+            .unwrap();
+        clock.abort();
+        let _ = clock.await;
+        tokio::time::resume();
+        assert_eq!(
+            structured(&late),
+            json!({ "status": "error", "message": "Token expired." }),
+            "{wire:?}"
+        );
+        assert_eq!(
+            db.catalog
+                .watchlist(Some(&Db::viewer("user")))
+                .await
+                .unwrap()
+                .len(),
+            3
+        );
+        running.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn mcp_allows_sixty_calls_a_minute_per_user() {
+    let running = start().await;
+    let mara = running.token("mara");
+    for i in 0..60 {
+        let status = running.raw_mcp(Some(&mara)).await.status().as_u16();
+        assert_ne!(status, 429, "call {i}");
+    }
+    let limited = running.raw_mcp(Some(&mara)).await;
+    assert_eq!(limited.status().as_u16(), 429);
+    assert!(limited.headers().contains_key("retry-after"));
+    let body: Value = limited.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too many MCP calls: the limit is 60 a minute.")
+    );
+    // Another user, and an anonymous caller (keyed by address), have their own buckets.
+    assert_ne!(
+        running
+            .raw_mcp(Some(&running.token("dan")))
+            .await
+            .status()
+            .as_u16(),
+        429
+    );
+    let anonymous = running.raw_mcp(None).await;
+    assert_ne!(anonymous.status().as_u16(), 429);
+    let text = anonymous.text().await.unwrap();
+    assert!(text.contains("hello, x"), "{text}");
+}
