@@ -2173,6 +2173,7 @@ mod tests {
         assert_eq!(REVIEWS.len(), 31);
         assert_eq!(users().len(), 12);
         assert_eq!(WATCHLIST.len(), 5);
+        assert_eq!(PEOPLE.len(), 134);
         let mut genres: BTreeMap<&str, usize> = BTreeMap::new();
         for m in MOVIES {
             *genres.entry(m.genre.as_str()).or_default() += 1;
