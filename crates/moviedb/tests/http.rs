@@ -432,3 +432,78 @@ async fn mcp_allows_sixty_calls_a_minute_per_user() {
     let text = anonymous.text().await.unwrap();
     assert!(text.contains("hello, x"), "{text}");
 }
+
+#[tokio::test]
+async fn a_question_asked_of_one_user_cannot_be_answered_by_another() {
+    use rmcp::model::CallToolResponse;
+    let running = start().await;
+    let client = || {
+        Client::new(
+            Model::Absent,
+            Person::Accepts(json!({ "status": "WATCHED" })),
+        )
+    };
+    let mara = running
+        .mcp(&running.token("mara"), client(), Wire::Modern)
+        .await;
+    let dan = running
+        .mcp(&running.token("dan"), client(), Wire::Modern)
+        .await;
+    let args = json!({ "subject": { "movieId": "47" } });
+    let CallToolResponse::InputRequired(round) = mara
+        .call_tool_once(call("addToWatchlist", args.clone()))
+        .await
+        .unwrap()
+    else {
+        panic!("expected the watch-status question");
+    };
+    let mut retry = call("addToWatchlist", args);
+    retry.request_state = round.request_state.clone();
+    retry.input_responses = Some(
+        [(
+            "watch-status".to_owned(),
+            json!({ "action": "accept", "content": { "status": "WATCHED" } }),
+        )]
+        .into(),
+    );
+    let stolen = dan.call_tool_once(retry.clone()).await;
+    let error = stolen.unwrap_err().to_string();
+    assert!(
+        error.contains("requestState failed verification"),
+        "{error}"
+    );
+    assert!(
+        running
+            .db
+            .catalog
+            .watchlist_entry_for(Some(&Db::viewer("dan")), Subject::Movie(47))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let CallToolResponse::Complete(done) = mara.call_tool_once(retry).await.unwrap() else {
+        panic!("expected a result");
+    };
+    assert_eq!(done.is_error, Some(false), "{}", text_of(&done));
+    mara.cancel().await.unwrap();
+    dan.cancel().await.unwrap();
+}
+
+#[test]
+fn stdio_refuses_an_unknown_user_clearly() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moviedb"))
+        .args(["stdio", "--user", "ghost", "--database", "sqlite::memory:"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        output.stdout.is_empty(),
+        "stdout carries only protocol messages"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("there is no account named 'ghost'; pass --user with an existing username"),
+        "{stderr}"
+    );
+}
