@@ -559,37 +559,29 @@ async fn the_tool_list_matches_its_snapshot() {
     );
 }
 
-/// Collects formatted log lines.
-#[derive(Clone, Default)]
-struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Lines {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
-async fn every_tool_call_leaves_one_audit_line() {
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_env_filter("audit.mcp=info")
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+async fn every_tool_call_leaves_one_audit_record() {
+    let records = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = records.clone();
     let db = Db::new().await;
+    let config = moviedb::mcp::McpConfig {
+        fixed_user: Some(Db::viewer("mara")),
+        audit: moviedb::mcp::AuditSink::new(move |r| sink.lock().unwrap().push(r.clone())),
+        ..moviedb::mcp::McpConfig::default()
+    };
+    let server = moviedb::mcp::MovieServer::new(
+        moviedb::graphql::schema(db.catalog.clone()),
+        moviedb::mcp::MovieServer::layer_builder(&config)
+            .build()
+            .unwrap(),
+        config,
+    );
     for wire in BOTH {
         let client = Client::new(
             Model::Absent,
             Person::Accepts(json!({ "status": "WATCHED" })),
         );
-        let running = Db::connect(db.server(Some("mara")), client, wire).await;
+        let running = Db::connect(server.clone(), client, wire).await;
         running
             .call_tool(call("ping", json!({ "name": "a" })))
             .await
@@ -602,22 +594,21 @@ async fn every_tool_call_leaves_one_audit_line() {
             ))
             .await
             .unwrap();
+        running
+            .call_tool(call(
+                "confirmAction",
+                json!({ "confirmationToken": "nope" }),
+            ))
+            .await
+            .unwrap();
         running.cancel().await.unwrap();
     }
-    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
-    let audit: Vec<&str> = text.lines().filter(|l| l.contains("audit.mcp")).collect();
-    let summary: Vec<String> = audit
+    let records = records.lock().unwrap().clone();
+    let summary: Vec<String> = records
         .iter()
-        .map(|l| {
-            let field = |name: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(&format!("{name}=")))
-                    .unwrap_or("?")
-                    .trim_matches('"')
-                    .to_owned()
-            };
-            assert!(l.contains("duration_ms="), "{l}");
-            format!("{} {} {}", field("user"), field("tool"), field("outcome"))
+        .map(|r| {
+            assert!(r.duration_ms >= 0.0);
+            format!("{} {} {}", r.user, r.tool, r.outcome)
         })
         .collect();
     // On 2026-07-28 the question is a round of its own, so that call is two requests.
@@ -626,10 +617,14 @@ async fn every_tool_call_leaves_one_audit_line() {
         vec![
             "mara ping ok",
             "mara addToWatchlist ok",
+            "mara confirmAction error",
             "mara ping ok",
             "mara addToWatchlist input_required",
             "mara addToWatchlist ok",
-        ],
-        "{text}"
+            "mara confirmAction error",
+        ]
     );
+    let line = serde_json::to_value(&records[0]).unwrap();
+    assert_eq!(line["tool"], "ping");
+    assert!(line["durationMs"].is_number());
 }
