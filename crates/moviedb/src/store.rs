@@ -179,6 +179,17 @@ async fn seed_hashes() -> Result<&'static HashMap<&'static str, String>, StoreEr
         .await
 }
 
+type RowFn<T> = fn(&SqliteRow) -> Result<T, StoreError>;
+
+/// `%text%` for `LIKE … ESCAPE '\'`, with the wildcards in `text` taken literally.
+fn like_pattern(text: &str) -> String {
+    let escaped = text
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
 const MOVIE_COLUMNS: &str =
     "id, title, release_year, genre, rating, runtime, plot, poster_url, tmdb_id";
 
@@ -453,13 +464,9 @@ impl Store {
             query.push(" AND runtime <= ").push_bind(v);
         }
         if let Some(text) = &filter.title_contains {
-            let escaped = text
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
             query
                 .push(" AND title LIKE ")
-                .push_bind(format!("%{escaped}%"))
+                .push_bind(like_pattern(text))
                 .push(" ESCAPE '\\'");
         }
     }
@@ -622,43 +629,76 @@ impl Store {
 
     // ---- people ----
 
-    /// One person.
-    pub async fn person(&self, id: i64) -> Result<Option<Person>, StoreError> {
-        sqlx::query("SELECT * FROM people WHERE id = ?")
+    /// One row of `table` by id. `table` is one of this module's constants, never input.
+    async fn by_id<T>(&self, table: &str, id: i64, row: RowFn<T>) -> Result<Option<T>, StoreError> {
+        sqlx::query(&format!("SELECT * FROM {table} WHERE id = ?"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
             .as_ref()
-            .map(person_row)
+            .map(row)
             .transpose()
+    }
+
+    /// One page of `table` by id, and how many rows there are.
+    async fn page_of<T>(
+        &self,
+        table: &str,
+        page: PageRequest,
+        row: RowFn<T>,
+    ) -> Result<(Vec<T>, i64), StoreError> {
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&self.pool)
+            .await?;
+        let items = sqlx::query(&format!(
+            "SELECT * FROM {table} ORDER BY id LIMIT ? OFFSET ?"
+        ))
+        .bind(page.size)
+        .bind(page.offset())
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row)
+        .collect::<Result<_, _>>()?;
+        Ok((items, total))
+    }
+
+    /// Rows of `table` whose `column` contains `text` (case-insensitive, `%` and `_` taken
+    /// literally), ordered by that column.
+    async fn containing<T>(
+        &self,
+        table: &str,
+        column: &str,
+        text: &str,
+        limit: i64,
+        row: RowFn<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT * FROM {table} WHERE {column} LIKE ? ESCAPE '\\' ORDER BY {column} LIMIT ?"
+        ))
+        .bind(like_pattern(text))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row)
+        .collect()
+    }
+
+    /// One person.
+    pub async fn person(&self, id: i64) -> Result<Option<Person>, StoreError> {
+        self.by_id("people", id, person_row).await
     }
 
     /// One page of people by id, and how many there are.
     pub async fn people_page(&self, page: PageRequest) -> Result<(Vec<Person>, i64), StoreError> {
-        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM people")
-            .fetch_one(&self.pool)
-            .await?;
-        let people = sqlx::query("SELECT * FROM people ORDER BY id LIMIT ? OFFSET ?")
-            .bind(page.size)
-            .bind(page.offset())
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(person_row)
-            .collect::<Result<_, _>>()?;
-        Ok((people, total))
+        self.page_of("people", page, person_row).await
     }
 
     /// People whose name contains `text`, case-insensitive.
     pub async fn search_people(&self, text: &str, limit: i64) -> Result<Vec<Person>, StoreError> {
-        sqlx::query("SELECT * FROM people WHERE name LIKE ? ORDER BY name LIMIT ?")
-            .bind(format!("%{text}%"))
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(person_row)
-            .collect()
+        self.containing("people", "name", text, limit, person_row)
+            .await
     }
 
     /// Store a new person.
@@ -765,41 +805,18 @@ impl Store {
 
     /// One show.
     pub async fn tv_show(&self, id: i64) -> Result<Option<TvShow>, StoreError> {
-        sqlx::query("SELECT * FROM tv_shows WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(show_row)
-            .transpose()
+        self.by_id("tv_shows", id, show_row).await
     }
 
     /// One page of shows by id, and how many there are.
     pub async fn tv_shows_page(&self, page: PageRequest) -> Result<(Vec<TvShow>, i64), StoreError> {
-        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tv_shows")
-            .fetch_one(&self.pool)
-            .await?;
-        let shows = sqlx::query("SELECT * FROM tv_shows ORDER BY id LIMIT ? OFFSET ?")
-            .bind(page.size)
-            .bind(page.offset())
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(show_row)
-            .collect::<Result<_, _>>()?;
-        Ok((shows, total))
+        self.page_of("tv_shows", page, show_row).await
     }
 
     /// Shows whose title contains `text`.
     pub async fn search_shows(&self, text: &str, limit: i64) -> Result<Vec<TvShow>, StoreError> {
-        sqlx::query("SELECT * FROM tv_shows WHERE title LIKE ? ORDER BY title LIMIT ?")
-            .bind(format!("%{text}%"))
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(show_row)
-            .collect()
+        self.containing("tv_shows", "title", text, limit, show_row)
+            .await
     }
 
     /// A show's creators.
@@ -885,13 +902,7 @@ impl Store {
 
     /// One review.
     pub async fn review(&self, id: i64) -> Result<Option<Review>, StoreError> {
-        sqlx::query("SELECT * FROM reviews WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(review_row)
-            .transpose()
+        self.by_id("reviews", id, review_row).await
     }
 
     /// Store a review; [`StoreError::Duplicate`] when the user already reviewed the title.
@@ -944,13 +955,7 @@ impl Store {
 
     /// An account by id.
     pub async fn user(&self, id: i64) -> Result<Option<User>, StoreError> {
-        sqlx::query("SELECT * FROM users WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(user_row)
-            .transpose()
+        self.by_id("users", id, user_row).await
     }
 
     /// Store an account; [`StoreError::Duplicate`] when the username is taken.

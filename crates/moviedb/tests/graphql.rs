@@ -68,31 +68,11 @@ impl Api {
     }
 }
 
-fn snapshot(name: &str, actual: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing {}; run with UPDATE_SNAPSHOTS=1 and review it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual, expected,
-        "{name} changed; if on purpose, run with UPDATE_SNAPSHOTS=1 and review the diff"
-    );
-}
-
 #[tokio::test]
 async fn the_sdl_matches_its_snapshot() {
     let api = Api::new().await;
     let sdl = api.schema.sdl();
-    snapshot("schema.graphql", &sdl);
+    common::snapshot("schema.graphql", &sdl);
     assert!(sdl.contains("input WatchlistSubjectInput @oneOf"), "{sdl}");
     assert!(sdl.contains("interface Content"));
     assert!(sdl.contains("union SearchResult = Movie | Person | TvShow"));
@@ -491,6 +471,17 @@ async fn bad_input_gets_a_classified_error_and_changes_nothing() {
         )
         .await;
     assert_eq!(login["errors"][0]["extensions"]["field"], "credentials");
+    let wildcard = api
+        .ok(
+            r#"{ movies(filter: {titleContains: "%"}) { totalElements } }"#,
+            json!({}),
+            None,
+        )
+        .await;
+    assert_eq!(
+        wildcard["movies"]["totalElements"], 0,
+        "LIKE wildcards are taken literally"
+    );
     let movies = api
         .ok("{ movies { totalElements } }", json!({}), None)
         .await;

@@ -511,21 +511,9 @@ async fn recommendations_come_through_the_tool_and_skip_what_was_watched() {
 async fn the_tool_list_matches_its_snapshot() {
     let db = Db::new().await;
     let tools = serde_json::to_value(db.server(None).tool_list()).unwrap();
-    let actual = serde_json::to_string_pretty(&tools).unwrap() + "\n";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/tools.json");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &actual).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing {}; run with UPDATE_SNAPSHOTS=1 and review it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual, expected,
-        "the tool list changed; if on purpose, run with UPDATE_SNAPSHOTS=1 and review the diff"
+    common::snapshot(
+        "tools.json",
+        &(serde_json::to_string_pretty(&tools).unwrap() + "\n"),
     );
     let names: Vec<&str> = tools
         .as_array()

@@ -262,3 +262,24 @@ pub fn tick_clock(step: Duration) -> tokio::task::JoinHandle<()> {
         }
     })
 }
+
+/// Compare `actual` with `tests/snapshots/<name>`; `UPDATE_SNAPSHOTS=1` rewrites it.
+pub fn snapshot(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing {}; run with UPDATE_SNAPSHOTS=1 and review it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual, expected,
+        "{name} changed; if on purpose, run with UPDATE_SNAPSHOTS=1 and review the diff"
+    );
+}
