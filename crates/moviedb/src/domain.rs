@@ -569,6 +569,56 @@ impl MovieInput {
     }
 }
 
+/// The fields of a new person, or of a partial update (absent fields unchanged).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PersonInput {
+    /// Name, 1–200 characters (required on create).
+    pub name: Option<String>,
+    /// Year of birth, 1800–2100.
+    pub birth_year: Option<i32>,
+    /// Biography, at most 2000 characters.
+    pub biography: Option<String>,
+    /// Portrait URL, at most 500 characters.
+    pub photo_url: Option<String>,
+    /// ISO 3166-1 alpha-2 code.
+    pub country_code: Option<String>,
+}
+
+impl PersonInput {
+    /// Check the fields that are present.
+    pub fn validate(&self) -> Result<(), DomainError> {
+        if let Some(name) = &self.name {
+            check_length("name", name.trim(), 1, 200)?;
+        }
+        if let Some(year) = self.birth_year {
+            check_range("birthYear", year, 1800, 2100)?;
+        }
+        if let Some(bio) = &self.biography {
+            check_length("biography", bio, 0, 2000)?;
+        }
+        if let Some(url) = &self.photo_url {
+            check_length("photoUrl", url, 0, 500)?;
+        }
+        if let Some(code) = &self.country_code
+            && (code.len() != 2 || !code.chars().all(|c| c.is_ascii_uppercase()))
+        {
+            return Err(DomainError::invalid(
+                "countryCode",
+                "countryCode must be an ISO 3166-1 alpha-2 code such as US or FR",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Check a complete new person: the name is required.
+    pub fn validate_new(&self) -> Result<(), DomainError> {
+        if self.name.is_none() {
+            return Err(DomainError::invalid("name", "name is required"));
+        }
+        self.validate()
+    }
+}
+
 /// Check a new review's score and comment.
 pub fn validate_review(score: i32, comment: Option<&str>) -> Result<(), DomainError> {
     check_range("score", score, 1, 10)?;

@@ -930,10 +930,29 @@ struct UpdateMovieInput {
 struct CreatePersonInput {
     /// Name, 1–200 characters.
     name: String,
-    /// Year of birth.
+    /// Year of birth, 1800–2100.
     birth_year: Option<i32>,
     /// One-line biography, at most 2000 characters.
     biography: Option<String>,
+    /// Portrait URL, at most 500 characters.
+    photo_url: Option<String>,
+    /// ISO 3166-1 alpha-2 country code, such as US.
+    country_code: Option<String>,
+}
+
+/// Changes to a person; omitted fields stay as they are.
+#[derive(InputObject)]
+struct UpdatePersonInput {
+    /// The person to change.
+    id: ID,
+    /// Name, 1–200 characters.
+    name: Option<String>,
+    /// Year of birth, 1800–2100.
+    birth_year: Option<i32>,
+    /// One-line biography, at most 2000 characters.
+    biography: Option<String>,
+    /// Portrait URL, at most 500 characters.
+    photo_url: Option<String>,
     /// ISO 3166-1 alpha-2 country code, such as US.
     country_code: Option<String>,
 }
@@ -1068,6 +1087,30 @@ impl QueryRoot {
             results.push(SearchResult::TvShow(TvShowGql(s)));
         }
         Ok(results)
+    }
+
+    /// Movies whose title contains the text (at most 20).
+    #[graphql(deprecation = "Use search, or movies with filter.titleContains.")]
+    async fn search_movies(&self, ctx: &Context<'_>, title: String) -> GqlResult<Vec<MovieGql>> {
+        domain::check_length("title", title.trim(), 1, 200).map_err(domain_error)?;
+        let movies = catalog(ctx)
+            .store()
+            .search_movies(title.trim(), 20)
+            .await
+            .classified()?;
+        Ok(movies.into_iter().map(MovieGql).collect())
+    }
+
+    /// People whose name contains the text (at most 20).
+    #[graphql(deprecation = "Use search.")]
+    async fn search_people(&self, ctx: &Context<'_>, name: String) -> GqlResult<Vec<PersonGql>> {
+        domain::check_length("name", name.trim(), 1, 200).map_err(domain_error)?;
+        let people = catalog(ctx)
+            .store()
+            .search_people(name.trim(), 20)
+            .await
+            .classified()?;
+        Ok(people.into_iter().map(PersonGql).collect())
     }
 
     /// One TV show by id; null when there is no such show.
@@ -1305,14 +1348,36 @@ impl MutationRoot {
         ctx: &Context<'_>,
         input: CreatePersonInput,
     ) -> GqlResult<PersonGql> {
+        let input = domain::PersonInput {
+            name: Some(input.name),
+            birth_year: input.birth_year,
+            biography: input.biography,
+            photo_url: input.photo_url,
+            country_code: input.country_code,
+        };
         let person = catalog(ctx)
-            .create_person(
-                viewer(ctx),
-                &input.name,
-                input.birth_year,
-                input.biography.as_deref(),
-                input.country_code.as_deref(),
-            )
+            .create_person(viewer(ctx), &input)
+            .await
+            .classified()?;
+        Ok(PersonGql(person))
+    }
+
+    /// Change a person (admin); omitted fields stay as they are.
+    async fn update_person(
+        &self,
+        ctx: &Context<'_>,
+        input: UpdatePersonInput,
+    ) -> GqlResult<PersonGql> {
+        let id = numeric("id", &input.id)?;
+        let changes = domain::PersonInput {
+            name: input.name,
+            birth_year: input.birth_year,
+            biography: input.biography,
+            photo_url: input.photo_url,
+            country_code: input.country_code,
+        };
+        let person = catalog(ctx)
+            .update_person(viewer(ctx), id, &changes)
             .await
             .classified()?;
         Ok(PersonGql(person))

@@ -402,32 +402,26 @@ impl Catalog {
     pub async fn create_person(
         &self,
         viewer: Option<&Viewer>,
-        name: &str,
-        birth_year: Option<i32>,
-        biography: Option<&str>,
-        country_code: Option<&str>,
+        input: &PersonInput,
     ) -> ServiceResult<Person> {
         Self::require_admin(viewer)?;
-        check_length("name", name.trim(), 1, 200)?;
-        if let Some(year) = birth_year {
-            check_range("birthYear", year, 1800, 2100)?;
-        }
-        if let Some(bio) = biography {
-            check_length("biography", bio, 0, 2000)?;
-        }
-        if let Some(code) = country_code
-            && (code.len() != 2 || !code.chars().all(|c| c.is_ascii_uppercase()))
-        {
-            return Err(DomainError::invalid(
-                "countryCode",
-                "countryCode must be an ISO 3166-1 alpha-2 code such as US or FR",
-            )
-            .into());
-        }
-        Ok(self
-            .store
-            .create_person(name, birth_year, biography, country_code)
-            .await?)
+        input.validate_new()?;
+        Ok(self.store.create_person(input).await?)
+    }
+
+    /// Change a person (admin); absent fields stay.
+    pub async fn update_person(
+        &self,
+        viewer: Option<&Viewer>,
+        id: i64,
+        input: &PersonInput,
+    ) -> ServiceResult<Person> {
+        Self::require_admin(viewer)?;
+        input.validate()?;
+        self.store
+            .update_person(id, input)
+            .await?
+            .ok_or_else(|| DomainError::not_found("Person", id).into())
     }
 
     /// Delete a person (admin); without `force`, a credited person is refused.

@@ -701,27 +701,47 @@ impl Store {
             .await
     }
 
-    /// Store a new person.
-    pub async fn create_person(
-        &self,
-        name: &str,
-        birth_year: Option<i32>,
-        biography: Option<&str>,
-        country_code: Option<&str>,
-    ) -> Result<Person, StoreError> {
+    /// Store a new person (already validated).
+    pub async fn create_person(&self, input: &PersonInput) -> Result<Person, StoreError> {
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO people (name, birth_year, biography, country_code) VALUES (?, ?, ?, ?) \
-             RETURNING id",
+            "INSERT INTO people (name, birth_year, biography, photo_url, country_code) \
+             VALUES (?, ?, ?, ?, ?) RETURNING id",
         )
-        .bind(name.trim())
-        .bind(birth_year)
-        .bind(biography)
-        .bind(country_code)
+        .bind(input.name.as_deref().map(str::trim))
+        .bind(input.birth_year)
+        .bind(&input.biography)
+        .bind(&input.photo_url)
+        .bind(&input.country_code)
         .fetch_one(&self.pool)
         .await?;
         self.person(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a created person vanished".into()))
+    }
+
+    /// Change the given fields of a person; `None` when there is no such person.
+    pub async fn update_person(
+        &self,
+        id: i64,
+        input: &PersonInput,
+    ) -> Result<Option<Person>, StoreError> {
+        let done = sqlx::query(
+            "UPDATE people SET name = COALESCE(?, name), birth_year = COALESCE(?, birth_year), \
+             biography = COALESCE(?, biography), photo_url = COALESCE(?, photo_url), \
+             country_code = COALESCE(?, country_code) WHERE id = ?",
+        )
+        .bind(input.name.as_deref().map(str::trim))
+        .bind(input.birth_year)
+        .bind(&input.biography)
+        .bind(&input.photo_url)
+        .bind(&input.country_code)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.person(id).await
     }
 
     /// Delete a person; with `force`, their credits go first.

@@ -634,6 +634,47 @@ async fn reviews_and_admin_mutations() {
         )
         .await;
     assert_eq!(gone["deleteMovie"]["success"], true);
+    let person = api
+        .ok(
+            r#"mutation { createPerson(input: {name: "Paul King", birthYear: 1978, countryCode: "GB"}) { id } }"#,
+            json!({}),
+            Some("admin"),
+        )
+        .await;
+    let person_id = person["createPerson"]["id"].as_str().unwrap().to_owned();
+    let renamed = api
+        .ok(
+            "mutation($id: ID!) { updatePerson(input: {id: $id, biography: \"Director of bears.\"}) { name birthYear biography countryCode } }",
+            json!({ "id": person_id }),
+            Some("admin"),
+        )
+        .await;
+    assert_eq!(
+        renamed["updatePerson"],
+        json!({"name": "Paul King", "birthYear": 1978, "biography": "Director of bears.", "countryCode": "GB"})
+    );
+    let (message, class, _) = api
+        .fails(
+            r#"mutation { createPerson(input: {name: "X", countryCode: "gb"}) { id } }"#,
+            json!({}),
+            Some("admin"),
+        )
+        .await;
+    assert_eq!(
+        (message.as_str(), class.as_str()),
+        (
+            "countryCode must be an ISO 3166-1 alpha-2 code such as US or FR",
+            "BAD_REQUEST"
+        )
+    );
+    let found = api
+        .ok(
+            r#"{ searchPeople(name: "king") { name } }"#,
+            json!({}),
+            None,
+        )
+        .await;
+    assert_eq!(found["searchPeople"], json!([{"name": "Paul King"}]));
     let linked = api
         .ok(
             r#"mutation { deletePerson(id: "1") { success error } }"#,
