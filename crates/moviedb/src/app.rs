@@ -356,7 +356,10 @@ async fn graphql_post(State(state): State<HttpState>, request: Request) -> Respo
     }
 }
 
-async fn graphiql(State(state): State<HttpState>, request: Request) -> Response {
+/// GET `/graphql`: a WebSocket upgrade for subscriptions, otherwise GraphiQL.
+async fn graphql_get(State(state): State<HttpState>, request: Request) -> Response {
+    use axum::extract::FromRequestParts;
+    use axum::extract::ws::WebSocketUpgrade;
     if !host_allowed(&state.options, &request) {
         return (
             http::StatusCode::FORBIDDEN,
@@ -364,13 +367,37 @@ async fn graphiql(State(state): State<HttpState>, request: Request) -> Response 
         )
             .into_response();
     }
-    Html(
-        async_graphql::http::GraphiQLSource::build()
-            .endpoint("/graphql")
-            .title("Movie Database")
-            .finish(),
-    )
-    .into_response()
+    let upgrade = request
+        .headers()
+        .get(http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return Html(
+            async_graphql::http::GraphiQLSource::build()
+                .endpoint("/graphql")
+                .subscription_endpoint("/graphql")
+                .title("Movie Database")
+                .finish(),
+        )
+        .into_response();
+    }
+    let (mut parts, _body) = request.into_parts();
+    let protocol =
+        match async_graphql_axum::GraphQLProtocol::from_request_parts(&mut parts, &state).await {
+            Ok(protocol) => protocol,
+            Err(rejection) => return rejection.into_response(),
+        };
+    let socket = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
+        Ok(socket) => socket,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let schema = state.schema.clone();
+    socket
+        .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |stream| {
+            async_graphql_axum::GraphQLWebSocket::new(stream, schema, protocol).serve()
+        })
 }
 
 /// GraphQL at `/graphql` (GraphiQL on GET) and MCP at `/mcp`, on one router.
@@ -390,7 +417,10 @@ pub fn router(
         axum::middleware::from_fn_with_state(state.clone(), mcp_gate),
     );
     let graphql = axum::Router::new()
-        .route("/graphql", axum::routing::get(graphiql).post(graphql_post))
+        .route(
+            "/graphql",
+            axum::routing::get(graphql_get).post(graphql_post),
+        )
         .with_state(state);
     Ok(mcp.merge(graphql))
 }

@@ -57,6 +57,7 @@ pub struct SignedIn {
 pub struct Catalog {
     store: Store,
     keys: TokenKeys,
+    reviews: tokio::sync::broadcast::Sender<Review>,
 }
 
 fn require(viewer: Option<&Viewer>) -> Result<&Viewer, DomainError> {
@@ -66,7 +67,22 @@ fn require(viewer: Option<&Viewer>) -> Result<&Viewer, DomainError> {
 impl Catalog {
     /// The operations over `store`, signing tokens with `keys`.
     pub fn new(store: Store, keys: TokenKeys) -> Self {
-        Self { store, keys }
+        Self {
+            store,
+            keys,
+            reviews: tokio::sync::broadcast::channel(256).0,
+        }
+    }
+
+    /// Every review written from now on. A receiver that falls more than 256 reviews behind
+    /// skips the oldest.
+    pub fn subscribe_reviews(&self) -> tokio::sync::broadcast::Receiver<Review> {
+        self.reviews.subscribe()
+    }
+
+    /// How many review subscriptions are open.
+    pub fn review_subscribers(&self) -> usize {
+        self.reviews.receiver_count()
     }
 
     /// The store.
@@ -215,18 +231,23 @@ impl Catalog {
         let user = self.signed_in(viewer).await?;
         validate_review(score, comment)?;
         self.check_subject(subject).await?;
-        match self
+        let review = match self
             .store
             .create_review(user.id, subject, score, comment)
             .await
         {
-            Err(StoreError::Duplicate) => Err(DomainError::BadRequest {
-                field: None,
-                message: "You have already reviewed this title.".into(),
+            Err(StoreError::Duplicate) => {
+                return Err(DomainError::BadRequest {
+                    field: None,
+                    message: "You have already reviewed this title.".into(),
+                }
+                .into());
             }
-            .into()),
-            other => Ok(other?),
-        }
+            other => other?,
+        };
+        // Nobody listening is not an error.
+        let _ = self.reviews.send(review.clone());
+        Ok(review)
     }
 
     /// Delete a review: its author or an admin.

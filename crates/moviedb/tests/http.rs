@@ -507,3 +507,87 @@ fn stdio_refuses_an_unknown_user_clearly() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn review_added_arrives_over_a_websocket_subscription() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let running = start().await;
+    let (mut socket, _) = {
+        let mut request = format!("ws://{}/graphql", running.addr)
+            .into_client_request()
+            .unwrap();
+        request.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            "graphql-transport-ws".parse().unwrap(),
+        );
+        tokio_tungstenite::connect_async(request).await.unwrap()
+    };
+    async fn next_text(
+        socket: &mut (
+                 impl futures::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>
+                 + Unpin
+             ),
+    ) -> Value {
+        loop {
+            if let Message::Text(text) = socket.next().await.unwrap().unwrap() {
+                return serde_json::from_str(&text).unwrap();
+            }
+        }
+    }
+    socket
+        .send(Message::text(
+            json!({ "type": "connection_init" }).to_string(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(next_text(&mut socket).await["type"], "connection_ack");
+    let subscribe = json!({
+        "id": "1",
+        "type": "subscribe",
+        "payload": { "query": "subscription { reviewAdded(movieId: \"5\") { title movieId review { score comment user { username } } } }" }
+    });
+    socket
+        .send(Message::text(subscribe.to_string()))
+        .await
+        .unwrap();
+    // Wait until the server holds the subscription before writing reviews.
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while running.db.catalog.review_subscribers() == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
+    let token = running.token("mara");
+    for (movie, comment) in [
+        ("14", "Not this one"),
+        ("5", "Life, like a box of chocolates"),
+    ] {
+        let (status, body) = running
+            .graphql(
+                &format!(r#"mutation {{ createReview(input: {{subject: {{movieId: "{movie}"}}, score: 9, comment: "{comment}"}}) {{ id }} }}"#),
+                Some(&token),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let event = next_text(&mut socket).await;
+    assert_eq!(event["type"], "next", "{event}");
+    assert_eq!(
+        event["payload"]["data"]["reviewAdded"],
+        json!({
+            "title": "Forrest Gump",
+            "movieId": "5",
+            "review": { "score": 9, "comment": "Life, like a box of chocolates", "user": { "username": "mara" } }
+        })
+    );
+    let foreign = reqwest::Client::new()
+        .get(format!("http://{}/graphql", running.addr))
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status().as_u16(), 403);
+}
