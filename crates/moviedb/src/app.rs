@@ -203,29 +203,82 @@ fn host_allowed(options: &HttpOptions, request: &Request) -> bool {
         .allowed_hosts
         .iter()
         .any(|allowed| allowed == name || allowed == host);
-    let origin_ok = match request
+    let origin_ok = request
         .headers()
         .get(http::header::ORIGIN)
         .and_then(|o| o.to_str().ok())
-    {
-        None => true,
-        Some(origin) => {
-            options
-                .allowed_origins
-                .iter()
-                .any(|allowed| match allowed.strip_suffix(":*") {
-                    Some(prefix) => {
-                        origin == prefix
-                            || origin
-                                .strip_prefix(prefix)
-                                .and_then(|rest| rest.strip_prefix(':'))
-                                .is_some_and(|port| port.chars().all(|c| c.is_ascii_digit()))
-                    }
-                    None => allowed == origin,
-                })
-        }
-    };
+        .is_none_or(|origin| origin_allowed(options, origin));
     host_ok && origin_ok
+}
+
+/// Whether a browser page from `origin` may call the API (`:*` in a pattern matches any port).
+fn origin_allowed(options: &HttpOptions, origin: &str) -> bool {
+    options
+        .allowed_origins
+        .iter()
+        .any(|allowed| match allowed.strip_suffix(":*") {
+            Some(prefix) => {
+                origin == prefix
+                    || origin
+                        .strip_prefix(prefix)
+                        .and_then(|rest| rest.strip_prefix(':'))
+                        .is_some_and(|port| port.chars().all(|c| c.is_ascii_digit()))
+            }
+            None => allowed == origin,
+        })
+}
+
+/// CORS for `/graphql`: pages from the allowed origins (loopback by default, e.g. a front end
+/// on `http://localhost:5173`) may send credentials and the bearer token; preflights from any
+/// other origin get 403.
+async fn graphql_cors(State(state): State<HttpState>, request: Request, next: Next) -> Response {
+    let origin = request
+        .headers()
+        .get(http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .filter(|o| origin_allowed(&state.options, o))
+        .and_then(|o| http::HeaderValue::from_str(o).ok());
+    if request.method() == http::Method::OPTIONS {
+        let Some(origin) = origin else {
+            return (
+                http::StatusCode::FORBIDDEN,
+                "This Origin may not call the API.",
+            )
+                .into_response();
+        };
+        let mut response = http::StatusCode::NO_CONTENT.into_response();
+        let headers = response.headers_mut();
+        headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_METHODS,
+            http::HeaderValue::from_static("GET, POST, OPTIONS"),
+        );
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_HEADERS,
+            http::HeaderValue::from_static("content-type, authorization"),
+        );
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            http::HeaderValue::from_static("true"),
+        );
+        headers.insert(
+            http::header::ACCESS_CONTROL_MAX_AGE,
+            http::HeaderValue::from_static("600"),
+        );
+        headers.insert(http::header::VARY, http::HeaderValue::from_static("Origin"));
+        return response;
+    }
+    let mut response = next.run(request).await;
+    if let Some(origin) = origin {
+        let headers = response.headers_mut();
+        headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            http::HeaderValue::from_static("true"),
+        );
+        headers.insert(http::header::VARY, http::HeaderValue::from_static("Origin"));
+    }
+    response
 }
 
 fn json_response(status: http::StatusCode, body: serde_json::Value) -> Response {
@@ -421,6 +474,10 @@ pub fn router(
             "/graphql",
             axum::routing::get(graphql_get).post(graphql_post),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            graphql_cors,
+        ))
         .with_state(state);
     Ok(mcp.merge(graphql))
 }

@@ -710,3 +710,37 @@ async fn reviews_and_admin_mutations() {
         role: moviedb::domain::Role::User,
     };
 }
+
+#[tokio::test]
+async fn a_server_failure_reads_as_internal_error_with_a_reference_and_no_internals() {
+    let dir = std::env::temp_dir().join(format!("moviedb-test-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}", dir.join("db.sqlite").display());
+    let store = moviedb::store::Store::open(&url).await.unwrap();
+    // Break one row behind the API's back: a genre the schema does not know.
+    let raw = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("UPDATE movies SET genre = 'OPERETTA' WHERE id = 7")
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    let catalog = moviedb::service::Catalog::new(store, moviedb::auth::TokenKeys::random());
+    let schema = graphql::schema(catalog);
+    let request = async_graphql::Request::new(r#"{ movie(id: "7") { title } }"#);
+    let body = serde_json::to_value(graphql::execute(&schema, request, None).await).unwrap();
+    let error = &body["errors"][0];
+    assert_eq!(error["extensions"]["classification"], "INTERNAL_ERROR");
+    let message = error["message"].as_str().unwrap();
+    let reference = error["extensions"]["reference"].as_str().unwrap();
+    assert_eq!(
+        message,
+        format!("An unexpected error occurred. Reference: {reference}")
+    );
+    assert!(uuid::Uuid::parse_str(reference).is_ok());
+    assert!(!body.to_string().contains("OPERETTA"), "{body}");
+    // Other movies still read.
+    let request = async_graphql::Request::new(r#"{ movie(id: "8") { title } }"#);
+    let body = serde_json::to_value(graphql::execute(&schema, request, None).await).unwrap();
+    assert_eq!(body["data"]["movie"]["title"], "Die Hard 2");
+    let _ = std::fs::remove_dir_all(&dir);
+}

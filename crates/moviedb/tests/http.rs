@@ -591,3 +591,60 @@ async fn review_added_arrives_over_a_websocket_subscription() {
         .unwrap();
     assert_eq!(foreign.status().as_u16(), 403);
 }
+
+#[tokio::test]
+async fn a_loopback_front_end_may_call_graphql_and_others_may_not() {
+    let running = start().await;
+    let url = format!("http://{}/graphql", running.addr);
+    let client = reqwest::Client::new();
+    let preflight = client
+        .request(reqwest::Method::OPTIONS, &url)
+        .header("Origin", "http://localhost:5173")
+        .header("Access-Control-Request-Method", "POST")
+        .header(
+            "Access-Control-Request-Headers",
+            "content-type, authorization",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status().as_u16(), 204);
+    let headers = preflight.headers();
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
+    assert_eq!(headers["access-control-allow-credentials"], "true");
+    assert!(
+        headers["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("authorization")
+    );
+    let post = client
+        .post(&url)
+        .header("Origin", "http://localhost:5173")
+        .json(&json!({ "query": "{ movie(id: 1) { title } }" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        post.headers()["access-control-allow-origin"],
+        "http://localhost:5173"
+    );
+    let body: Value = post.json().await.unwrap();
+    assert_eq!(body["data"]["movie"]["title"], "The Shawshank Redemption");
+    let foreign = client
+        .request(reqwest::Method::OPTIONS, &url)
+        .header("Origin", "https://evil.example")
+        .header("Access-Control-Request-Method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status().as_u16(), 403);
+    assert!(
+        !foreign
+            .headers()
+            .contains_key("access-control-allow-origin")
+    );
+}
