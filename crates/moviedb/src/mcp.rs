@@ -392,6 +392,12 @@ const ADD: &str = "mutation Add($subject: WatchlistSubjectInput!, $status: Watch
   }
 }";
 
+const PRECHECK: &str = "query Precheck($movieId: ID!, $showId: ID!, $isMovie: Boolean!) {
+  movie(id: $movieId) @include(if: $isMovie) { id }
+  tvShow(id: $showId) @skip(if: $isMovie) { id }
+  watchlist { content { __typename ... on Movie { id } ... on TvShow { id } } }
+}";
+
 const ITEM: &str = "query Items { watchlist { id status content { __typename title } } }";
 
 const REMOVE: &str = "mutation Remove($itemId: ID!) { removeFromWatchlist(itemId: $itemId) }";
@@ -607,9 +613,12 @@ impl MovieServer {
                 ));
             }
         };
+        // Ask only about a title that exists and is not on the list yet; otherwise the add
+        // below reports why it cannot be done, and nobody was bothered.
         let status = match args.status {
             Some(status) => Some(status),
-            None => self.ask_status(&ctx).await?,
+            None if self.worth_asking(&ctx, &subject).await => self.ask_status(&ctx).await?,
+            None => None,
         };
         // Absent fields stay out of the variables: @oneOf counts an explicit null as given.
         let mut variables = json!({ "subject": subject });
@@ -789,6 +798,33 @@ impl MovieServer {
                 .cloned()
                 .unwrap_or_default(),
         }
+    }
+
+    /// Whether the title in `subject` (`{"movieId": …}` or `{"tvShowId": …}`) exists and is
+    /// not on the caller's list yet.
+    async fn worth_asking(&self, ctx: &Ctx, subject: &Value) -> bool {
+        let (is_movie, id) = match (subject.get("movieId"), subject.get("tvShowId")) {
+            (Some(id), _) => (true, id.clone()),
+            (None, Some(id)) => (false, id.clone()),
+            (None, None) => return false,
+        };
+        let variables = json!({ "movieId": id, "showId": id, "isMovie": is_movie });
+        let Ok(data) = self.run(ctx, PRECHECK, variables).await.data_or_fail() else {
+            return false;
+        };
+        let (field, typename) = if is_movie {
+            ("movie", "Movie")
+        } else {
+            ("tvShow", "TvShow")
+        };
+        let exists = data[field].is_object();
+        let listed = data["watchlist"].as_array().is_some_and(|items| {
+            items.iter().any(|item| {
+                item["content"]["__typename"] == typename
+                    && item["content"]["id"] == data[field]["id"]
+            })
+        });
+        exists && !listed
     }
 
     /// Ask the person whether they watched the title. Every answer but a chosen status falls

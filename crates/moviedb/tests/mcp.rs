@@ -373,6 +373,10 @@ async fn a_duplicate_reads_as_already_there_and_changes_nothing() {
             text_of(&result),
             "GraphQL operation failed: This movie is already in your watch list"
         );
+        assert!(
+            client.questions.lock().unwrap().is_empty(),
+            "{wire:?}: nobody is asked about a title already on the list"
+        );
         let errors = &structured(&result)["errors"];
         assert_eq!(errors[0]["classification"], "BAD_REQUEST");
         assert_eq!(errors[0]["path"], json!(["addToWatchlist"]));
@@ -405,7 +409,7 @@ async fn bad_subjects_are_refused_before_any_question() {
                 "GraphQL operation failed: Invalid value 'x1' for movieId",
             ),
         ] {
-            let (result, _client) = add(
+            let (result, client) = add(
                 &db,
                 Person::Accepts(json!({ "status": "WATCHED" })),
                 wire,
@@ -414,6 +418,10 @@ async fn bad_subjects_are_refused_before_any_question() {
             .await;
             assert_eq!(result.is_error, Some(true), "{wire:?} {args}");
             assert_eq!(text_of(&result), expected, "{wire:?} {args}");
+            assert!(
+                client.questions.lock().unwrap().is_empty(),
+                "{wire:?} {args}: nobody is asked about a title that cannot be added"
+            );
         }
         let list = db
             .catalog
