@@ -548,3 +548,27 @@ async fn a_tool_failure_is_an_is_error_result() {
         assert_eq!(result_text(&result), "it broke");
     }
 }
+
+#[tokio::test]
+async fn progress_never_goes_back_when_the_body_runs_again() {
+    // The body runs twice (once per round on 2026-07-28, once per answer on 2025-11-25); the
+    // second run's 0.25 must not reach the client after the first run's.
+    for wire in BOTH {
+        let (text, _server, client) = run(
+            "progress_then_ask",
+            Declares::ALL,
+            vec![Reply::Accept(json!({"confirmed": true}))],
+            wire,
+        )
+        .await;
+        assert_eq!(
+            text, "accepted Confirmation { confirmed: true, note: None }",
+            "{wire:?}"
+        );
+        assert_eq!(
+            *client.seen.progress.lock().unwrap(),
+            vec![0.25, 1.0],
+            "{wire:?}"
+        );
+    }
+}

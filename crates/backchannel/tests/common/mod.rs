@@ -90,6 +90,14 @@ impl TestServer {
         Ok(text(format!("{}; {}", elicited(&first), elicited(&second))))
     }
 
+    #[tool(description = "Reports progress, asks to confirm, then reports the rest")]
+    async fn progress_then_ask(&self, ctx: Ctx) -> ToolResult {
+        ctx.progress(0.25, Some(1.0), Some("before")).await;
+        let outcome = ctx.elicit::<Confirmation>("confirm", "Go ahead?").await?;
+        ctx.progress(1.0, Some(1.0), Some("after")).await;
+        Ok(text(elicited(&outcome)))
+    }
+
     #[tool(description = "Asks the client's model")]
     async fn summarise(&self, ctx: Ctx) -> ToolResult {
         self.observed.runs_before_ask.fetch_add(1, Ordering::SeqCst);
