@@ -46,8 +46,8 @@ pub enum AppError {
     Serve(#[from] serve::ServeError),
 }
 
-/// Settings of a running movie database.
-#[derive(Debug, Clone)]
+/// Settings of a running movie database. Its `Debug` output never shows the JWT secret.
+#[derive(Clone)]
 pub struct Config {
     /// `sqlite::memory:` or a SQLite URL; `None` for the default file.
     pub database: Option<String>,
@@ -59,6 +59,18 @@ pub struct Config {
     pub http: HttpOptions,
     /// MCP calls allowed per minute per user (or address).
     pub mcp_calls_per_minute: u32,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("database", &self.database)
+            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<redacted>"))
+            .field("mcp", &self.mcp)
+            .field("http", &self.http)
+            .field("mcp_calls_per_minute", &self.mcp_calls_per_minute)
+            .finish()
+    }
 }
 
 impl Default for Config {

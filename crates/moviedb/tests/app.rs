@@ -35,6 +35,7 @@ async fn a_bad_jwt_secret_is_refused_without_being_echoed() {
         jwt_secret: Some("not-hex-and-secret".into()),
         ..Config::default()
     };
+    assert!(!format!("{config:?}").contains("not-hex-and-secret"));
     let error = app::open_catalog(&config).await.unwrap_err().to_string();
     assert_eq!(
         error,
