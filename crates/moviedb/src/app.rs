@@ -65,7 +65,10 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("database", &self.database)
-            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<redacted>"))
+            .field(
+                "jwt_secret",
+                &self.jwt_secret.as_ref().map(|_| "<redacted>"),
+            )
             .field("mcp", &self.mcp)
             .field("http", &self.http)
             .field("mcp_calls_per_minute", &self.mcp_calls_per_minute)

@@ -27,6 +27,35 @@ pub fn schema(catalog: Catalog) -> MovieSchema {
         .finish()
 }
 
+/// The descriptions of the query and mutation fields, by field name, read from the schema's
+/// SDL with the GraphQL parser.
+pub fn root_field_descriptions(schema: &MovieSchema) -> std::collections::HashMap<String, String> {
+    use async_graphql::parser::types::{TypeKind, TypeSystemDefinition};
+    let Ok(document) = async_graphql::parser::parse_schema(schema.sdl()) else {
+        return Default::default();
+    };
+    let mut descriptions = std::collections::HashMap::new();
+    for definition in document.definitions {
+        let TypeSystemDefinition::Type(ty) = definition else {
+            continue;
+        };
+        let ty = ty.node;
+        let root = matches!(ty.name.node.as_str(), "QueryRoot" | "MutationRoot");
+        let TypeKind::Object(object) = ty.kind else {
+            continue;
+        };
+        if !root {
+            continue;
+        }
+        for field in object.fields {
+            if let Some(description) = field.node.description {
+                descriptions.insert(field.node.name.node.to_string(), description.node);
+            }
+        }
+    }
+    descriptions
+}
+
 /// Run one request as `viewer` (if any). Errors the parser or validator raised get the
 /// BAD_REQUEST classification like every other caller error.
 pub async fn execute(

@@ -926,53 +926,19 @@ impl MovieServer {
 
 /// Replace each tool's description with the description of the GraphQL query or mutation
 /// field of the same name, so the schema is the one source of both.
+///
+/// Doc comments wrap at 100 columns; the wraps are joined, so a description reads as one
+/// paragraph.
 fn describe_from_schema(tools: &mut ToolRouter<MovieServer>, schema: &MovieSchema) {
-    let sdl = schema.sdl();
+    let descriptions = graphql::root_field_descriptions(schema);
     for route in tools.map.values_mut() {
-        if let Some(description) = field_description(&sdl, &route.attr.name) {
-            route.attr.description = Some(description.into());
-        }
+        let description = descriptions
+            .get(route.attr.name.as_ref())
+            .map(String::as_str)
+            .or(route.attr.description.as_deref())
+            .map(|text| text.split_whitespace().collect::<Vec<_>>().join(" "));
+        route.attr.description = description.map(Into::into);
     }
-}
-
-/// The description of the root field `name` in `sdl` (a `"""…"""` block or a `"…"` line
-/// right above the field).
-fn field_description(sdl: &str, name: &str) -> Option<String> {
-    let lines: Vec<&str> = sdl.lines().collect();
-    let mut in_root = false;
-    for (i, line) in lines.iter().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.starts_with("type QueryRoot") || trimmed.starts_with("type MutationRoot") {
-            in_root = true;
-            continue;
-        }
-        if trimmed == "}" {
-            in_root = false;
-            continue;
-        }
-        let is_field =
-            trimmed.starts_with(&format!("{name}(")) || trimmed.starts_with(&format!("{name}:"));
-        if !(in_root && is_field) {
-            continue;
-        }
-        let above = lines.get(i.checked_sub(1)?)?.trim();
-        if above.starts_with('"') && !above.starts_with("\"\"\"") {
-            return Some(above.trim_matches('"').to_owned());
-        }
-        if above == "\"\"\"" {
-            let mut text = Vec::new();
-            for j in (0..i - 1).rev() {
-                let l = lines[j].trim();
-                if l == "\"\"\"" {
-                    text.reverse();
-                    return Some(text.join(" "));
-                }
-                text.push(l);
-            }
-        }
-        return None;
-    }
-    None
 }
 
 impl ServerHandler for MovieServer {
