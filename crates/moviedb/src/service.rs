@@ -1,6 +1,8 @@
 //! The rules over the store: who may do what, the checks on input, and the error each
 //! failure reads as. The GraphQL schema and the MCP tools both come through here.
 
+use std::sync::{Arc, Mutex};
+
 use chrono::Utc;
 
 use crate::auth::{self, TokenKeys};
@@ -58,6 +60,46 @@ pub struct Catalog {
     store: Store,
     keys: TokenKeys,
     reviews: tokio::sync::broadcast::Sender<Review>,
+    movies: Arc<MovieCache>,
+}
+
+/// Every movie, kept in memory for recommendations and forgotten on every movie write made
+/// through the catalogue. A read that raced a write does not put the old list back: it is
+/// stored only if no write happened since it started (generation check). The catalogue must
+/// be its database's only writer of movies.
+#[derive(Debug, Default)]
+struct MovieCache {
+    state: Mutex<(u64, Option<Arc<Vec<Movie>>>)>,
+}
+
+impl MovieCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, Option<Arc<Vec<Movie>>>)> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn get(&self, store: &Store) -> Result<Arc<Vec<Movie>>, StoreError> {
+        let generation = {
+            let state = self.lock();
+            if let Some(movies) = &state.1 {
+                return Ok(movies.clone());
+            }
+            state.0
+        };
+        let movies = Arc::new(store.all_movies().await?);
+        let mut state = self.lock();
+        if state.0 == generation {
+            state.1 = Some(movies.clone());
+        }
+        Ok(movies)
+    }
+
+    fn forget(&self) {
+        let mut state = self.lock();
+        state.0 += 1;
+        state.1 = None;
+    }
 }
 
 fn require(viewer: Option<&Viewer>) -> Result<&Viewer, DomainError> {
@@ -71,6 +113,7 @@ impl Catalog {
             store,
             keys,
             reviews: tokio::sync::broadcast::channel(256).0,
+            movies: Arc::default(),
         }
     }
 
@@ -183,7 +226,7 @@ impl Catalog {
         exclude_watched: bool,
         viewer: Option<&Viewer>,
     ) -> ServiceResult<Vec<Movie>> {
-        let movies = self.store.all_movies().await?;
+        let movies = self.movies.get(&self.store).await?;
         let exclude = match (exclude_watched, viewer) {
             (true, Some(viewer)) => match self.store.user_by_name(&viewer.username).await? {
                 Some(user) => self.store.watched_movie_ids(user.id).await?,
@@ -395,7 +438,9 @@ impl Catalog {
     ) -> ServiceResult<Movie> {
         Self::require_admin(viewer)?;
         input.validate_new()?;
-        Ok(self.store.create_movie(input).await?)
+        let created = self.store.create_movie(input).await;
+        self.movies.forget();
+        Ok(created?)
     }
 
     /// Change a movie (admin); absent fields stay.
@@ -407,16 +452,17 @@ impl Catalog {
     ) -> ServiceResult<Movie> {
         Self::require_admin(viewer)?;
         input.validate()?;
-        self.store
-            .update_movie(id, input)
-            .await?
-            .ok_or_else(|| DomainError::not_found("Movie", id).into())
+        let updated = self.store.update_movie(id, input).await;
+        self.movies.forget();
+        updated?.ok_or_else(|| DomainError::not_found("Movie", id).into())
     }
 
     /// Delete a movie (admin).
     pub async fn delete_movie(&self, viewer: Option<&Viewer>, id: i64) -> ServiceResult<bool> {
         Self::require_admin(viewer)?;
-        Ok(self.store.delete_movie(id).await?)
+        let deleted = self.store.delete_movie(id).await;
+        self.movies.forget();
+        Ok(deleted?)
     }
 
     /// Add a person (admin).

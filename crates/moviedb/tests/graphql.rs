@@ -744,3 +744,51 @@ async fn a_server_failure_reads_as_internal_error_with_a_reference_and_no_intern
     assert_eq!(body["data"]["movie"]["title"], "Die Hard 2");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn recommendations_follow_catalogue_changes() {
+    let api = Api::new().await;
+    let q = "{ recommendMoviesForMood(mood: COMEDY) { title } }";
+    let titles = |v: Value| -> Vec<String> {
+        v["recommendMoviesForMood"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let before = titles(api.ok(q, json!({}), None).await);
+    assert_eq!(before.len(), 7);
+    api.ok(
+        r#"mutation { createMovie(input: {title: "Paddington 2", releaseYear: 2017, genre: COMEDY, rating: 9.9}) { id } }"#,
+        json!({}),
+        Some("admin"),
+    )
+    .await;
+    let added = titles(api.ok(q, json!({}), None).await);
+    assert_eq!(added[0], "Paddington 2");
+    api.ok(
+        r#"mutation { updateMovie(input: {id: "68", rating: 1.0}) { id } }"#,
+        json!({}),
+        Some("admin"),
+    )
+    .await;
+    let lowered = titles(api.ok(q, json!({}), None).await);
+    assert_eq!(
+        lowered.last().unwrap(),
+        "The Hangover",
+        "a 1.0 falls below COMEDY's floor"
+    );
+    assert_eq!(lowered, before);
+    api.ok(
+        r#"mutation { deleteMovie(id: "14") { success } }"#,
+        json!({}),
+        Some("admin"),
+    )
+    .await;
+    let without = titles(api.ok(q, json!({}), None).await);
+    assert!(
+        !without.contains(&"Groundhog Day".to_owned()),
+        "{without:?}"
+    );
+}
