@@ -377,20 +377,6 @@ impl Catalog {
         }
     }
 
-    /// One of the viewer's entries (another user's reads as NOT_FOUND).
-    pub async fn watchlist_item(
-        &self,
-        viewer: Option<&Viewer>,
-        raw_id: &str,
-    ) -> ServiceResult<WatchlistItem> {
-        let user = self.signed_in(viewer).await?;
-        let id = parse_id("itemId", raw_id)?;
-        self.store
-            .watchlist_item(user.id, id)
-            .await?
-            .ok_or_else(|| DomainError::not_found("WatchlistItem", id).into())
-    }
-
     /// Change an entry's status.
     pub async fn set_watch_status(
         &self,

@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 
 use common::Db;
 use moviedb::graphql::{self, MovieSchema};
-use moviedb::service::Viewer;
 use serde_json::{Value, json};
 
 struct Api {
@@ -705,10 +704,6 @@ async fn reviews_and_admin_mutations() {
         )
         .await;
     assert_eq!(directors["movie"]["directors"], json!([]));
-    let _ = Viewer {
-        username: "unused".into(),
-        role: moviedb::domain::Role::User,
-    };
 }
 
 #[tokio::test]

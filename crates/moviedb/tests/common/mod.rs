@@ -224,15 +224,6 @@ pub fn call(name: &str, args: Value) -> CallToolRequestParams {
     params
 }
 
-/// A call that asks for progress notifications.
-pub fn call_with_progress(name: &str, args: Value) -> CallToolRequestParams {
-    let mut params = call(name, args);
-    let mut meta = RequestMetaObject::default();
-    meta.set_progress_token(ProgressToken(NumberOrString::String("p-1".into())));
-    params.meta = Some(meta);
-    params
-}
-
 pub fn text_of(result: &CallToolResult) -> String {
     result
         .content
