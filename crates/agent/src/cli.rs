@@ -29,6 +29,29 @@ pub async fn run(
     let mut busy = false;
     loop {
         tokio::select! {
+            // Events first: a long tool's last progress is queued before its reply, so the
+            // bar is finished before the reply is printed.
+            biased;
+            Some(event) = events.recv() => match event {
+                Event::Progress { percent } => {
+                    let filled = (percent as usize * 30) / 100;
+                    write!(out, "\r  [{}{}] {percent:>3}%", "#".repeat(filled), " ".repeat(30 - filled))?;
+                    if percent >= 100 {
+                        writeln!(out)?;
+                    }
+                    out.flush()?;
+                }
+                Event::Confirmation { id, message, seconds } | Event::Sampling { id, message, seconds } => {
+                    writeln!(out, "\r{message}\nType 'yes' to confirm ({seconds} seconds):")?;
+                    question = Some(id);
+                }
+                Event::Log { level, message } => writeln!(out, "\r  {level} {message}")?,
+                Event::Hello { .. } => {}
+            },
+            Some(reply) = replies.recv() => {
+                busy = false;
+                writeln!(out, "\rAgent: {reply}")?;
+            }
             line = lines.recv() => {
                 let Some(line) = line else { break };
                 let line = line.trim().to_owned();
@@ -61,26 +84,6 @@ pub async fn run(
                     let _ = replies.send(reply).await;
                 });
             }
-            Some(reply) = replies.recv() => {
-                busy = false;
-                writeln!(out, "\rAgent: {reply}")?;
-            }
-            Some(event) = events.recv() => match event {
-                Event::Progress { percent } => {
-                    let filled = (percent as usize * 30) / 100;
-                    write!(out, "\r  [{}{}] {percent:>3}%", "#".repeat(filled), " ".repeat(30 - filled))?;
-                    if percent >= 100 {
-                        writeln!(out)?;
-                    }
-                    out.flush()?;
-                }
-                Event::Confirmation { id, message, seconds } | Event::Sampling { id, message, seconds } => {
-                    writeln!(out, "\r{message}\nType 'yes' to confirm ({seconds} seconds):")?;
-                    question = Some(id);
-                }
-                Event::Log { level, message } => writeln!(out, "\r  {level} {message}")?,
-                Event::Hello { .. } => {}
-            },
         }
         out.flush()?;
     }

@@ -45,7 +45,8 @@ pub struct DeskConfig {
 /// Where the notes are and which filesystem server reads them.
 #[derive(Debug, Clone)]
 pub struct Knowledge {
-    /// The server's command line (directories come from the roots).
+    /// The server's command line; the folder is added as its last argument, and the roots
+    /// name the same folder.
     pub server: Vec<String>,
     /// Current notes (absolute).
     pub current: std::path::PathBuf,
@@ -125,18 +126,29 @@ impl HostHandler for DeskHandler {
         _connection: &str,
         request: ElicitRequestParams,
         meta: RequestMetaObject,
+        caller: Option<rmcp::model::ProgressToken>,
     ) -> ElicitResult {
         let message = match &request {
             ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
             // URL questions are not shown in this desk.
             _ => return ElicitResult::new(ElicitationAction::Decline),
         };
-        let Some(conversation) = meta.get("conversationId").and_then(Value::as_str) else {
+        // The host names the call's conversation; a server may name it too.
+        let conversation = match caller {
+            Some(rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(c))) => {
+                Some(c.to_string())
+            }
+            _ => meta
+                .get("conversationId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        let Some(conversation) = conversation else {
             return ElicitResult::new(ElicitationAction::Decline);
         };
         match self
             .events
-            .ask(conversation, &message, self.person_deadline)
+            .ask(&conversation, &message, self.person_deadline)
             .await
         {
             Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
@@ -257,7 +269,14 @@ fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
             ConnectionConfig {
                 transport: Transport::Stdio {
                     command: command.clone(),
-                    args: args.to_vec(),
+                    // The folder is given as an argument too: the server asks for roots only
+                    // after the handshake, and until the answer is applied its list of
+                    // allowed folders would be empty, so a first call could be refused.
+                    args: args
+                        .iter()
+                        .cloned()
+                        .chain([dir.display().to_string()])
+                        .collect(),
                     cwd: None,
                     env: Default::default(),
                 },

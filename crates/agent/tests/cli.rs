@@ -1,5 +1,5 @@
 //! The terminal front end against the real order service: a question answered at the prompt,
-//! and the progress bar of a long tool.
+//! and the progress bar of three long tools in a row.
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write;
@@ -90,11 +90,47 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
         .shows("Order ORD-10002 is cancelled and a refund of 34.99 has been started.")
         .await;
 
-    lines.send("recheck shipments".into()).await.unwrap();
-    screen
-        .shows("Rechecked 87 shipments, 13 estimates changed.")
-        .await;
-    screen.shows("[##############################] 100%").await;
+    // Three long tools in one conversation: each draws its bar to 100 %, values only going
+    // up, and the bar is finished before the reply is printed.
+    let before = screen.text().len();
+    for round in 1..=3 {
+        lines.send("recheck shipments".into()).await.unwrap();
+        let wanted = "Rechecked 87 shipments, ";
+        let shown = async {
+            loop {
+                let written = screen.1.notified();
+                if screen.text()[before..].matches(wanted).count() >= round {
+                    return;
+                }
+                written.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), shown)
+            .await
+            .unwrap_or_else(|_| panic!("refresh {round} never replied:\n{}", screen.text()));
+    }
+    let text = screen.text()[before..].to_owned();
+    let replies: Vec<&str> = text.split("Agent: ").collect();
+    assert_eq!(replies.len(), 4, "{text}");
+    for (round, bar) in replies[..3].iter().enumerate() {
+        let percents: Vec<u32> = bar
+            .split('\r')
+            .filter_map(|draw| draw.trim().strip_suffix('%'))
+            .filter_map(|draw| draw.rsplit(' ').next()?.parse().ok())
+            .collect();
+        assert!(percents.len() > 1, "refresh {}: {bar:?}", round + 1);
+        assert!(
+            percents.windows(2).all(|w| w[0] < w[1]),
+            "refresh {}: {percents:?}",
+            round + 1
+        );
+        assert_eq!(
+            percents.last(),
+            Some(&100),
+            "refresh {}: {bar:?}",
+            round + 1
+        );
+    }
 
     lines.send("quit".into()).await.unwrap();
     cli.await.unwrap().unwrap();

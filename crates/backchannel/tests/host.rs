@@ -30,6 +30,7 @@ impl HostHandler for Person {
         connection: &str,
         request: ElicitRequestParams,
         _meta: RequestMetaObject,
+        _caller: Option<rmcp::model::ProgressToken>,
     ) -> ElicitResult {
         if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
             self.asked

@@ -8,6 +8,7 @@
 #![allow(deprecated)]
 
 mod config;
+mod routes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -34,25 +35,26 @@ pub use config::{
 };
 
 use crate::ListKind;
+use routes::{Call, CallTag, Routes, Tagging};
 
 /// What the host application decides when its servers talk back. Every method has a safe
 /// default: questions are declined, sampling is refused, notifications are ignored.
 pub trait HostHandler: Send + Sync + 'static {
-    /// A server asks the person a question. `meta` is the question's `_meta` (for example a
-    /// `conversationId` naming where to show it).
+    /// A server asks the person a question. `meta` is the question's `_meta`; `caller` is the
+    /// progress token the caller gave the call that is waiting on this question (from its
+    /// [`CallContext`]), when the host can tell which call that is.
     fn elicit(
         &self,
         connection: &str,
         request: ElicitRequestParams,
         meta: RequestMetaObject,
+        caller: Option<ProgressToken>,
     ) -> impl Future<Output = ElicitResult> + Send {
-        let _ = (connection, request, meta);
+        let _ = (connection, request, meta, caller);
         async { ElicitResult::new(ElicitationAction::Decline) }
     }
 
-    /// A server asks for the host's model.
-    /// `caller` is the progress token of the call that is waiting on this request, when the
-    /// host can tell (exactly one call in flight on the connection).
+    /// A server asks for the host's model. `caller` is as for [`HostHandler::elicit`].
     fn sample(
         &self,
         connection: &str,
@@ -68,8 +70,10 @@ pub trait HostHandler: Send + Sync + 'static {
         }
     }
 
-    /// Progress of a request, in order: a value not above the last one for its token is
-    /// dropped before it gets here.
+    /// Progress of a call, in order: a value not above the last one delivered for the same
+    /// call (over all its rounds) is dropped before it gets here. The token is the caller's,
+    /// when it gave one. The call's result is returned only after the progress that came
+    /// ahead of it has been delivered.
     fn on_progress(&self, connection: &str, progress: ProgressNotificationParam) {
         let _ = (connection, progress);
     }
@@ -157,63 +161,49 @@ struct Routed<H> {
     declared: Declared,
     roots: Vec<Root>,
     handler: Arc<H>,
-    last_progress: Mutex<HashMap<ProgressToken, f64>>,
-    /// rmcp gives every request a progress token of its own; the caller's token (from its
-    /// context) stands in for it in what reaches the handler.
-    /// Kept after the call returns, since rmcp dispatches notifications on their own tasks
-    /// and late progress still needs its caller's token; the oldest entries go past a bound.
-    tokens: Mutex<TokenMap>,
-    /// Callers' tokens of the calls in flight.
-    active: Mutex<Vec<ProgressToken>>,
-}
-
-/// rmcp's progress tokens → the callers' tokens, bounded, oldest dropped first.
-#[derive(Default)]
-struct TokenMap {
-    map: HashMap<ProgressToken, ProgressToken>,
-    order: std::collections::VecDeque<ProgressToken>,
-}
-
-impl TokenMap {
-    const CAPACITY: usize = 4096;
-
-    fn insert(&mut self, ours: ProgressToken, callers: ProgressToken) {
-        if self.map.insert(ours.clone(), callers).is_none() {
-            self.order.push_back(ours);
-        }
-        while self.order.len() > Self::CAPACITY {
-            if let Some(oldest) = self.order.pop_front() {
-                self.map.remove(&oldest);
-            }
-        }
-    }
+    /// Which call each request, and so each server message, belongs to.
+    routes: Arc<Routes>,
+    /// The calls in flight.
+    active: Mutex<Vec<Arc<Call>>>,
 }
 
 impl<H: HostHandler> Routed<H> {
-    /// The caller of the one call in flight on this connection, if exactly one is.
-    fn sole_caller(&self) -> Option<ProgressToken> {
+    /// The caller a server's request is for: the call whose HTTP response stream carried it,
+    /// else the call its `conversationId` names (a request's progress token), else the one
+    /// call in flight, if exactly one is.
+    fn caller_of(
+        &self,
+        extensions: &rmcp::model::Extensions,
+        meta: &RequestMetaObject,
+    ) -> Option<ProgressToken> {
+        if let Some(rmcp::service::InboundStreamOrigin::OutboundRequest(id)) =
+            extensions.get::<rmcp::service::InboundStreamOrigin>()
+            && let Some(call) = self.routes.call_of_request(id)
+        {
+            return call.caller.clone();
+        }
+        if let Some(value) = meta.get("conversationId").cloned()
+            && let Ok(token) = serde_json::from_value::<ProgressToken>(value)
+            && let Some(call) = self.routes.tagged_token(&token)
+        {
+            return call.caller.clone();
+        }
         let active = self.active.lock().unwrap_or_else(|e| e.into_inner());
         match active.as_slice() {
-            [only] => Some(only.clone()),
+            [only] => only.caller.clone(),
             _ => None,
         }
     }
 
-    fn caller_token(&self, token: &ProgressToken) -> Option<ProgressToken> {
-        self.tokens
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .map
-            .get(token)
-            .cloned()
-    }
-
     /// A question names its request by the request's progress token (as `conversationId`);
     /// give the handler the caller's token instead of rmcp's.
-    fn caller_meta(&self, mut meta: RequestMetaObject) -> RequestMetaObject {
-        if let Some(value) = meta.get("conversationId").cloned()
-            && let Ok(token) = serde_json::from_value::<ProgressToken>(value)
-            && let Some(caller) = self.caller_token(&token)
+    fn caller_meta(
+        &self,
+        mut meta: RequestMetaObject,
+        caller: Option<&ProgressToken>,
+    ) -> RequestMetaObject {
+        if meta.contains_key("conversationId")
+            && let Some(caller) = caller
         {
             meta.insert(
                 "conversationId".into(),
@@ -223,33 +213,23 @@ impl<H: HostHandler> Routed<H> {
         meta
     }
 
-    fn progress_in_order(&self, params: &ProgressNotificationParam) -> bool {
-        let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
-        let previous = last
-            .entry(params.progress_token.clone())
-            .or_insert(f64::NEG_INFINITY);
-        if params.progress > *previous {
-            *previous = params.progress;
-            true
-        } else {
-            false
-        }
-    }
-
-    async fn answer(&self, request: InputRequest) -> serde_json::Value {
+    /// Answer one question of an `input_required` round of `call`.
+    async fn answer(&self, request: InputRequest, call: &Call) -> serde_json::Value {
+        let caller = call.caller.clone();
         let value = match request {
             InputRequest::Elicitation(request) => {
-                let meta = self.caller_meta(request.params_meta().unwrap_or_default());
+                let meta =
+                    self.caller_meta(request.params_meta().unwrap_or_default(), caller.as_ref());
                 serde_json::to_value(
                     self.handler
-                        .elicit(&self.connection, request.params, meta)
+                        .elicit(&self.connection, request.params, meta, caller)
                         .await,
                 )
             }
             InputRequest::CreateMessage(request) => {
                 match self
                     .handler
-                    .sample(&self.connection, request.params, self.sole_caller())
+                    .sample(&self.connection, request.params, caller)
                     .await
                 {
                     Ok(result) => serde_json::to_value(result),
@@ -345,14 +325,18 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             } => meta.clone(),
             _ => context.meta.clone(),
         };
-        let meta = self.caller_meta(meta);
-        Ok(self.handler.elicit(&self.connection, request, meta).await)
+        let caller = self.caller_of(&context.extensions, &meta);
+        let meta = self.caller_meta(meta, caller.as_ref());
+        Ok(self
+            .handler
+            .elicit(&self.connection, request, meta, caller)
+            .await)
     }
 
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         if !self.declared.sampling {
             return Err(ErrorData::invalid_request(
@@ -360,9 +344,8 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
                 None,
             ));
         }
-        self.handler
-            .sample(&self.connection, params, self.sole_caller())
-            .await
+        let caller = self.caller_of(&context.extensions, &context.meta);
+        self.handler.sample(&self.connection, params, caller).await
     }
 
     async fn list_roots(
@@ -374,15 +357,14 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
 
     async fn on_progress(
         &self,
-        mut params: ProgressNotificationParam,
+        params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        if let Some(caller) = self.caller_token(&params.progress_token) {
-            params.progress_token = caller;
-        }
-        if self.progress_in_order(&params) {
-            self.handler.on_progress(&self.connection, params);
-        }
+        let call = self.routes.call_of_token(&params.progress_token);
+        call.deliver_progress(params, |progress| {
+            self.handler.on_progress(&self.connection, progress);
+        });
+        call.handled();
     }
 
     async fn on_logging_message(
@@ -420,18 +402,18 @@ pub struct Connection<H: HostHandler> {
 
 /// A call in flight, listed while it lives.
 struct InFlight<'a> {
-    list: &'a Mutex<Vec<ProgressToken>>,
-    token: ProgressToken,
+    list: &'a Mutex<Vec<Arc<Call>>>,
+    call: Arc<Call>,
 }
 
 impl<'a> InFlight<'a> {
-    fn new(list: &'a Mutex<Vec<ProgressToken>>, token: &ProgressToken) -> Self {
+    fn new(list: &'a Mutex<Vec<Arc<Call>>>, call: &Arc<Call>) -> Self {
         list.lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(token.clone());
+            .push(call.clone());
         Self {
             list,
-            token: token.clone(),
+            call: call.clone(),
         }
     }
 }
@@ -439,7 +421,7 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = list.iter().position(|t| *t == self.token) {
+        if let Some(i) = list.iter().position(|c| Arc::ptr_eq(c, &self.call)) {
             list.remove(i);
         }
     }
@@ -494,6 +476,9 @@ impl<H: HostHandler> std::fmt::Debug for Connection<H> {
 /// The most rounds of questions one call may take.
 const MAX_ROUNDS: usize = 10;
 
+/// How long a call's result waits for its last progress notifications to be handled.
+const PROGRESS_DRAIN_BOUND: Duration = Duration::from_secs(1);
+
 impl<H: HostHandler> Connection<H> {
     /// Open one connection.
     pub async fn open(
@@ -502,6 +487,7 @@ impl<H: HostHandler> Connection<H> {
         host: &HostConfig,
         handler: Arc<H>,
     ) -> Result<Connection<H>, HostError> {
+        let routes = Arc::new(Routes::default());
         let routed = Routed {
             connection: name.to_owned(),
             client_name: host.client_name.clone(),
@@ -516,8 +502,7 @@ impl<H: HostHandler> Connection<H> {
                 })
                 .collect(),
             handler,
-            last_progress: Mutex::new(HashMap::new()),
-            tokens: Mutex::new(TokenMap::default()),
+            routes: routes.clone(),
             active: Mutex::new(Vec::new()),
         };
         let lifecycle = match config.protocol {
@@ -550,7 +535,7 @@ impl<H: HostHandler> Connection<H> {
                         .custom_headers(custom),
                 );
                 routed
-                    .serve_with_lifecycle(transport, lifecycle)
+                    .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await
                     .map_err(|e| connect_error(e.to_string()))?
             }
@@ -573,7 +558,7 @@ impl<H: HostHandler> Connection<H> {
                     keep_stderr(name, stderr, stderr_tail.clone());
                 }
                 routed
-                    .serve_with_lifecycle(transport, lifecycle)
+                    .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await
                     .map_err(|e| connect_error(e.to_string()))?
             }
@@ -692,36 +677,33 @@ impl<H: HostHandler> Connection<H> {
         if !meta.is_empty() {
             params.meta = Some(meta);
         }
+        let call = Call::new(caller_token);
         // Removed again on every way out, a timeout's drop included.
-        let _active = caller_token
-            .as_ref()
-            .map(|caller| InFlight::new(&self.service.service().active, caller));
-        self.rounds(params, caller_token.as_ref()).await
+        let _active = InFlight::new(&self.service.service().active, &call);
+        let result = self.rounds(params, &call).await;
+        // The result is not handed over before the progress that came ahead of it.
+        call.drained(PROGRESS_DRAIN_BOUND).await;
+        result
     }
 
     async fn rounds(
         &self,
         mut params: CallToolRequestParams,
-        caller_token: Option<&ProgressToken>,
+        call: &Arc<Call>,
     ) -> Result<CallToolResult, HostError> {
         for _ in 0..MAX_ROUNDS {
-            let request =
-                ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params.clone()));
-            let handle = self
+            let mut request = rmcp::model::CallToolRequest::new(params.clone());
+            // Read by the transport as the request is sent: see `routes`.
+            request.extensions.insert(CallTag(call.clone()));
+            let response = self
                 .service
                 .peer()
-                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .send_request_with_option(
+                    ClientRequest::CallToolRequest(request),
+                    PeerRequestOptions::no_options(),
+                )
                 .await
-                .map_err(|e| self.call_error(e.to_string()))?;
-            if let Some(caller) = caller_token {
-                self.service
-                    .service()
-                    .tokens
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(handle.progress_token.clone(), caller.clone());
-            }
-            let response = handle
+                .map_err(|e| self.call_error(e.to_string()))?
                 .await_response()
                 .await
                 .map_err(|e| self.call_error(e.to_string()))?;
@@ -729,13 +711,13 @@ impl<H: HostHandler> Connection<H> {
                 ServerResult::CallToolResult(result) => return Ok(result),
                 ServerResult::InputRequiredResult(round) => {
                     params.input_responses = Some(
-                        self.answer_all(round.input_requests.unwrap_or_default())
+                        self.answer_all(round.input_requests.unwrap_or_default(), call)
                             .await,
                     );
                     params.request_state = round.request_state;
                 }
                 ServerResult::CreateTaskResult(created) => {
-                    return self.follow_task(created.task).await;
+                    return self.follow_task(created.task, call).await;
                 }
                 other => return Err(self.call_error(format!("unexpected response {other:?}"))),
             }
@@ -745,18 +727,26 @@ impl<H: HostHandler> Connection<H> {
         )))
     }
 
-    async fn answer_all(&self, requests: InputRequests) -> BTreeMap<String, serde_json::Value> {
+    async fn answer_all(
+        &self,
+        requests: InputRequests,
+        call: &Call,
+    ) -> BTreeMap<String, serde_json::Value> {
         let routed = self.service.service();
         let answers = requests
             .into_iter()
-            .map(|(key, request)| async move { (key, routed.answer(request).await) });
+            .map(|(key, request)| async move { (key, routed.answer(request, call).await) });
         futures::future::join_all(answers)
             .await
             .into_iter()
             .collect()
     }
 
-    async fn follow_task(&self, task: rmcp::model::Task) -> Result<CallToolResult, HostError> {
+    async fn follow_task(
+        &self,
+        task: rmcp::model::Task,
+        call: &Call,
+    ) -> Result<CallToolResult, HostError> {
         let poll = Duration::from_millis(task.poll_interval_ms.unwrap_or(500).clamp(10, 5_000));
         loop {
             let current = self
@@ -767,7 +757,7 @@ impl<H: HostHandler> Connection<H> {
             match current.task.payload {
                 TaskPayload::Working => tokio::time::sleep(poll).await,
                 TaskPayload::InputRequired { input_requests } => {
-                    let answers = self.answer_all(input_requests).await;
+                    let answers = self.answer_all(input_requests, call).await;
                     self.service
                         .update_task(UpdateTaskParams::new(task.task_id.clone(), answers))
                         .await

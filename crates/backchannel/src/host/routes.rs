@@ -1,0 +1,229 @@
+//! Which call a server's message belongs to.
+//!
+//! rmcp picks a request's progress token and JSON-RPC id itself, inside
+//! `send_request_with_option`, and the server may answer with progress or a question before
+//! that function has returned. So the mapping is made where nothing can overtake it: the
+//! call's [`CallTag`] rides in the request's (never serialised) extensions, and [`Tagging`],
+//! a wrapper around the transport, records the token and id of every tagged request as it
+//! hands it to the wire. By the time a byte of the request has left, its call is known.
+//!
+//! Progress is filtered per call (all its rounds), not per caller, and a value is checked and
+//! delivered as one step under the call's lock, so the handler sees it strictly increasing.
+//! [`Tagging::receive`] also counts each call's progress notifications as they come off the
+//! wire, in order; a call waits for that count to drain before it returns its result, so the
+//! last progress reaches the handler before the result reaches the caller.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    ClientRequest, GetMeta, JsonRpcMessage, ProgressNotificationParam, ProgressToken, RequestId,
+    ServerNotification,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One call of [`super::Connection::call_tool`], over all its rounds.
+#[derive(Debug)]
+pub(super) struct Call {
+    /// The caller's token (its conversation, for example), if it gave one.
+    pub(super) caller: Option<ProgressToken>,
+    /// The highest progress delivered; held while a value is delivered.
+    shown: Mutex<f64>,
+    /// Progress notifications taken off the wire and not yet handled.
+    unhandled: AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+impl Call {
+    pub(super) fn new(caller: Option<ProgressToken>) -> Arc<Call> {
+        Arc::new(Call {
+            caller,
+            shown: Mutex::new(f64::NEG_INFINITY),
+            unhandled: AtomicUsize::new(0),
+            drained: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Hand `progress` to `deliver` (with the caller's token) if it is above every value
+    /// delivered for this call; the check and the delivery are one step.
+    pub(super) fn deliver_progress(
+        &self,
+        mut progress: ProgressNotificationParam,
+        deliver: impl FnOnce(ProgressNotificationParam),
+    ) {
+        let mut shown = lock(&self.shown);
+        if progress.progress > *shown {
+            *shown = progress.progress;
+            if let Some(caller) = &self.caller {
+                progress.progress_token = caller.clone();
+            }
+            deliver(progress);
+        }
+    }
+
+    /// One progress notification of this call has been handled (delivered or dropped).
+    pub(super) fn handled(&self) {
+        if self.unhandled.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Wait (at most `bound`) until every progress notification received so far is handled.
+    pub(super) async fn drained(&self, bound: Duration) {
+        let wait = async {
+            loop {
+                let drained = self.drained.notified();
+                if self.unhandled.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                drained.await;
+            }
+        };
+        let _ = tokio::time::timeout(bound, wait).await;
+    }
+}
+
+/// Put on a request (in its extensions) to name the call it belongs to.
+#[derive(Debug, Clone)]
+pub(super) struct CallTag(pub(super) Arc<Call>);
+
+/// A map that forgets its oldest entries past a bound.
+#[derive(Debug)]
+struct Bounded<K, V> {
+    map: HashMap<K, V>,
+    order: VecDeque<K>,
+}
+
+impl<K, V> Default for Bounded<K, V> {
+    fn default() -> Self {
+        Self {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone, V> Bounded<K, V> {
+    /// Late notifications still find their call after it returned; this many are kept.
+    const CAPACITY: usize = 4096;
+
+    fn insert(&mut self, key: K, value: V) {
+        if self.map.insert(key.clone(), value).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > Self::CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.map.remove(&oldest);
+            }
+        }
+    }
+}
+
+/// Every tagged request a connection has sent, by rmcp's progress token and by request id.
+#[derive(Debug, Default)]
+pub(super) struct Routes {
+    by_token: Mutex<Bounded<ProgressToken, Arc<Call>>>,
+    by_request: Mutex<Bounded<RequestId, Arc<Call>>>,
+    /// Progress for requests that are not tool calls: filtered per token.
+    untagged: Mutex<Bounded<ProgressToken, Arc<Call>>>,
+}
+
+impl Routes {
+    fn record(&self, request: &rmcp::model::JsonRpcRequest<ClientRequest>) {
+        use rmcp::model::GetExtensions;
+        let Some(CallTag(call)) = request.request.extensions().get::<CallTag>() else {
+            return;
+        };
+        if let Some(token) = request.request.get_meta().get_progress_token() {
+            lock(&self.by_token).insert(token, call.clone());
+        }
+        lock(&self.by_request).insert(request.id.clone(), call.clone());
+    }
+
+    /// The call a progress token belongs to. A token no tool call carries gets a call of its
+    /// own, so its values are still filtered.
+    pub(super) fn call_of_token(&self, token: &ProgressToken) -> Arc<Call> {
+        if let Some(call) = lock(&self.by_token).map.get(token) {
+            return call.clone();
+        }
+        let mut untagged = lock(&self.untagged);
+        if let Some(call) = untagged.map.get(token) {
+            return call.clone();
+        }
+        let call = Call::new(None);
+        untagged.insert(token.clone(), call.clone());
+        call
+    }
+
+    /// The call a tagged request's token names, if any.
+    pub(super) fn tagged_token(&self, token: &ProgressToken) -> Option<Arc<Call>> {
+        lock(&self.by_token).map.get(token).cloned()
+    }
+
+    /// The call whose request a server message arrived with.
+    pub(super) fn call_of_request(&self, id: &RequestId) -> Option<Arc<Call>> {
+        lock(&self.by_request).map.get(id).cloned()
+    }
+
+    fn received(&self, message: &RxJsonRpcMessage<RoleClient>) {
+        if let JsonRpcMessage::Notification(notification) = message
+            && let ServerNotification::ProgressNotification(progress) = &notification.notification
+        {
+            self.call_of_token(&progress.params.progress_token)
+                .unhandled
+                .fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// A client transport that records tagged requests as they are sent and counts progress as
+/// it is received.
+pub(super) struct Tagging<T> {
+    inner: T,
+    routes: Arc<Routes>,
+}
+
+impl<T> Tagging<T> {
+    pub(super) fn new(inner: T, routes: Arc<Routes>) -> Self {
+        Self { inner, routes }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tagging<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &item {
+            self.routes.record(request);
+        }
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let routes = self.routes.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if let Some(message) = &message {
+                routes.received(message);
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
