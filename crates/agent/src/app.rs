@@ -29,11 +29,18 @@ pub enum AppError {
 pub async fn serve_web(
     listener: tokio::net::TcpListener,
     config: DeskConfig,
+    web: serve::HttpOptions,
     shutdown: CancellationToken,
 ) -> Result<(), AppError> {
     let desk = Arc::new(Desk::start(config).await?);
     let app = crate::web::routes(desk);
-    serve::http(listener, app, async move { shutdown.cancelled().await }).await?;
+    serve::http(
+        listener,
+        app,
+        &web,
+        async move { shutdown.cancelled().await },
+    )
+    .await?;
     Ok(())
 }
 
@@ -48,6 +55,8 @@ pub struct DemoConfig {
     pub orders: orders::app::Config,
     /// The desk's settings (the order service URL is filled in).
     pub desk: DeskConfig,
+    /// Who may call the web UI (Host/Origin); loopback by default.
+    pub web: serve::HttpOptions,
 }
 
 /// Start the order service and the web UI, talking over loopback HTTP; returns the UI's URL
@@ -79,7 +88,10 @@ pub async fn demo(
     let desk = Arc::new(Desk::start(desk).await?);
     let app = crate::web::routes(desk);
     ready(format!("http://{web_addr}/"));
-    serve::http(web_listener, app, async move { shutdown.cancelled().await }).await?;
+    serve::http(web_listener, app, &config.web, async move {
+        shutdown.cancelled().await
+    })
+    .await?;
     match orders_task.await {
         Ok(result) => result?,
         Err(error) => tracing::error!(%error, "the order service task failed"),

@@ -179,7 +179,10 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     );
     let shutdown = stop.clone();
     tokio::spawn(async move {
-        serve::http(listener, app, async move { shutdown.cancelled().await }).await
+        serve::http(listener, app, &HttpOptions::default(), async move {
+            shutdown.cancelled().await
+        })
+        .await
     });
     let web = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", web.local_addr().unwrap());
@@ -194,7 +197,12 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
         ))),
         ..DeskConfig::default()
     };
-    tokio::spawn(app::serve_web(web, config, stop.clone()));
+    tokio::spawn(app::serve_web(
+        web,
+        config,
+        HttpOptions::default(),
+        stop.clone(),
+    ));
 
     // The page: its event stream, where the approval request appears.
     let mut events = reqwest::get(format!("{url}api/events?conversationId=c1"))

@@ -63,7 +63,10 @@ async fn start_server() -> (String, CancellationToken) {
     );
     let shutdown = stop.clone();
     tokio::spawn(async move {
-        serve::http(listener, app, async move { shutdown.cancelled().await }).await
+        serve::http(listener, app, &HttpOptions::default(), async move {
+            shutdown.cancelled().await
+        })
+        .await
     });
     (url, stop)
 }

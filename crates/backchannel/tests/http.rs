@@ -37,7 +37,10 @@ async fn start(options: HttpOptions) -> Running {
     let app = serve::router(move || factory_server.clone(), &options, stop.clone());
     let shutdown = stop.clone();
     tokio::spawn(async move {
-        serve::http(listener, app, async move { shutdown.cancelled().await }).await
+        serve::http(listener, app, &options, async move {
+            shutdown.cancelled().await
+        })
+        .await
     });
     Running { addr, server, stop }
 }

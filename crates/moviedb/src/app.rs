@@ -203,46 +203,6 @@ fn bearer_viewer(catalog: &Catalog, request: &Request) -> Result<Option<Viewer>,
         .map_err(|e| e.to_string())
 }
 
-fn host_allowed(options: &HttpOptions, request: &Request) -> bool {
-    let host = request
-        .headers()
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or_default();
-    let name = if host.starts_with('[') {
-        host.find(']').map_or(host, |end| &host[..=end])
-    } else {
-        host.split(':').next().unwrap_or_default()
-    };
-    let host_ok = options
-        .allowed_hosts
-        .iter()
-        .any(|allowed| allowed == name || allowed == host);
-    let origin_ok = request
-        .headers()
-        .get(http::header::ORIGIN)
-        .and_then(|o| o.to_str().ok())
-        .is_none_or(|origin| origin_allowed(options, origin));
-    host_ok && origin_ok
-}
-
-/// Whether a browser page from `origin` may call the API (`:*` in a pattern matches any port).
-fn origin_allowed(options: &HttpOptions, origin: &str) -> bool {
-    options
-        .allowed_origins
-        .iter()
-        .any(|allowed| match allowed.strip_suffix(":*") {
-            Some(prefix) => {
-                origin == prefix
-                    || origin
-                        .strip_prefix(prefix)
-                        .and_then(|rest| rest.strip_prefix(':'))
-                        .is_some_and(|port| port.chars().all(|c| c.is_ascii_digit()))
-            }
-            None => allowed == origin,
-        })
-}
-
 /// CORS for `/graphql`: pages from the allowed origins (loopback by default, e.g. a front end
 /// on `http://localhost:5173`) may send credentials and the bearer token; preflights from any
 /// other origin get 403.
@@ -251,7 +211,7 @@ async fn graphql_cors(State(state): State<HttpState>, request: Request, next: Ne
         .headers()
         .get(http::header::ORIGIN)
         .and_then(|o| o.to_str().ok())
-        .filter(|o| origin_allowed(&state.options, o))
+        .filter(|o| state.options.origin_allowed(o))
         .and_then(|o| http::HeaderValue::from_str(o).ok());
     if request.method() == http::Method::OPTIONS {
         let Some(origin) = origin else {
@@ -376,13 +336,6 @@ fn graphql_error(status: http::StatusCode, classification: &str, message: &str) 
 }
 
 async fn graphql_post(State(state): State<HttpState>, request: Request) -> Response {
-    if !host_allowed(&state.options, &request) {
-        return graphql_error(
-            http::StatusCode::FORBIDDEN,
-            "FORBIDDEN",
-            "This Host or Origin may not call the API.",
-        );
-    }
     let viewer = match bearer_viewer(&state.catalog, &request) {
         Ok(viewer) => viewer,
         Err(message) => {
@@ -428,13 +381,6 @@ async fn graphql_post(State(state): State<HttpState>, request: Request) -> Respo
 async fn graphql_get(State(state): State<HttpState>, request: Request) -> Response {
     use axum::extract::FromRequestParts;
     use axum::extract::ws::WebSocketUpgrade;
-    if !host_allowed(&state.options, &request) {
-        return (
-            http::StatusCode::FORBIDDEN,
-            "This Host or Origin may not call the API.",
-        )
-            .into_response();
-    }
     let upgrade = request
         .headers()
         .get(http::header::UPGRADE)
@@ -508,7 +454,10 @@ pub async fn serve_http(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!("moviedb listening on http://{addr} (GraphQL at /graphql, MCP at /mcp)");
     }
-    serve::http(listener, app, async move { shutdown.cancelled().await }).await?;
+    serve::http(listener, app, &config.http, async move {
+        shutdown.cancelled().await
+    })
+    .await?;
     Ok(())
 }
 

@@ -39,7 +39,10 @@ async fn start() -> Running {
     let app = app::router(db.catalog.clone(), &Config::default(), stop.clone()).unwrap();
     let shutdown = stop.clone();
     tokio::spawn(async move {
-        backchannel::serve::http(listener, app, async move { shutdown.cancelled().await }).await
+        backchannel::serve::http(listener, app, &Config::default().http, async move {
+            shutdown.cancelled().await
+        })
+        .await
     });
     Running { addr, db, stop }
 }

@@ -95,7 +95,10 @@ pub async fn serve_http(
             "order-service listening on http://{addr} (MCP at /mcp, REST at /api/orders)"
         );
     }
-    serve::http(listener, app, async move { shutdown.cancelled().await }).await?;
+    serve::http(listener, app, &config.http, async move {
+        shutdown.cancelled().await
+    })
+    .await?;
     Ok(())
 }
 

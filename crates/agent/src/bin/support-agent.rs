@@ -82,6 +82,10 @@ enum Command {
         /// The order service's database (default: data/orders.sqlite).
         #[arg(long)]
         database: Option<String>,
+        /// A host name (besides loopback) the web UI and the order service answer to; repeat
+        /// for more.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -101,9 +105,20 @@ enum Command {
         /// The order service's MCP endpoint.
         #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
         orders: String,
+        /// A host name (besides loopback) the web UI answers to; repeat for more.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
         #[command(flatten)]
         desk: DeskArgs,
     },
+}
+
+/// Loopback, and the names given with `--allow-host`.
+fn http_options(allow_hosts: &[String]) -> backchannel::serve::HttpOptions {
+    allow_hosts.iter().fold(
+        backchannel::serve::HttpOptions::default(),
+        |options, host| options.allow_host(host),
+    )
 }
 
 fn desk_config(args: &DeskArgs) -> DeskConfig {
@@ -169,6 +184,7 @@ async fn main() -> anyhow::Result<()> {
             listen,
             orders_listen,
             database,
+            allow_hosts,
             desk,
         } => {
             let config = DemoConfig {
@@ -176,9 +192,11 @@ async fn main() -> anyhow::Result<()> {
                 web_listen: listen,
                 orders: orders::app::Config {
                     database,
+                    http: http_options(&allow_hosts),
                     ..Default::default()
                 },
                 desk: desk_config(&desk),
+                web: http_options(&allow_hosts),
             };
             app::demo(config, shutdown, |url| {
                 eprintln!("Support Desk demo: open {url}  (Ctrl-C stops it)");
@@ -196,6 +214,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Web {
             listen,
             orders,
+            allow_hosts,
             desk,
         } => {
             let listener = tokio::net::TcpListener::bind(listen)
@@ -206,7 +225,7 @@ async fn main() -> anyhow::Result<()> {
                 ..desk_config(&desk)
             };
             eprintln!("Support Desk web UI: open http://{listen}/");
-            app::serve_web(listener, config, shutdown).await?;
+            app::serve_web(listener, config, http_options(&allow_hosts), shutdown).await?;
         }
     }
     Ok(())

@@ -42,6 +42,7 @@ pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
         web_listen: "127.0.0.1:0".parse().unwrap(),
         orders,
         desk,
+        web: Default::default(),
     };
     let shutdown = stop.clone();
     tokio::spawn(async move {

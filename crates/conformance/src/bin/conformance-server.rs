@@ -36,16 +36,13 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shutdown = CancellationToken::new();
-    let app = serve::router(
-        move || server.clone(),
-        &HttpOptions::default(),
-        shutdown.clone(),
-    );
+    let options = HttpOptions::default();
+    let app = serve::router(move || server.clone(), &options, shutdown.clone());
     eprintln!(
         "conformance-server listening on http://{}/mcp",
         listener.local_addr()?
     );
-    serve::http(listener, app, async move {
+    serve::http(listener, app, &options, async move {
         serve::shutdown_signal().await;
         shutdown.cancel();
     })

@@ -71,12 +71,9 @@ async fn main() -> anyhow::Result<()> {
         listener.local_addr()?
     );
     let shutdown = CancellationToken::new();
-    let app = backchannel::serve::router(
-        move || server.clone(),
-        &Default::default(),
-        shutdown.clone(),
-    );
-    backchannel::serve::http(listener, app, async move {
+    let options = backchannel::serve::HttpOptions::default();
+    let app = backchannel::serve::router(move || server.clone(), &options, shutdown.clone());
+    backchannel::serve::http(listener, app, &options, async move {
         backchannel::serve::shutdown_signal().await;
         shutdown.cancel();
     })

@@ -1,11 +1,18 @@
-//! Serving helpers: stdio, and one Streamable HTTP endpoint for both revisions.
+//! Serving helpers: stdio, and one Streamable HTTP endpoint for both revisions, served with
+//! the protections every server we ship shares (Host/Origin on every route, checked JSON-RPC
+//! bodies, capped sessions and connections, header and body timeouts).
+
+mod gate;
+mod guard;
+pub mod jsonrpc;
+mod listener;
+
+pub use gate::Principal;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, Service, ServiceExt};
@@ -37,18 +44,27 @@ pub async fn stdio<S: Service<RoleServer>>(server: S) -> Result<(), ServeError> 
     Ok(())
 }
 
-/// Options of the HTTP endpoint.
+/// Options of an HTTP server: who may call it, and what it accepts.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// `Host` values accepted (port optional). Default: loopback names only.
+    /// `Host` values accepted on every route (port optional). Default: loopback names only.
     pub allowed_hosts: Vec<String>,
-    /// `Origin` values accepted when a browser sends one (`:*` matches any port). Default:
-    /// loopback origins only.
+    /// `Origin` values accepted when a browser sends one, on every route (`:*` matches any
+    /// port). Default: loopback origins only.
     pub allowed_origins: Vec<String>,
-    /// Largest request body accepted (default 1 MiB); larger bodies get 413.
+    /// Largest request body accepted on `/mcp` (default 1 MiB); larger bodies get 413.
     pub max_body_bytes: usize,
+    /// How long a request body may take to arrive on `/mcp` (default 30 s).
+    pub body_read_timeout: Duration,
+    /// How long a connection may take to send a request's headers, and how long it may sit
+    /// idle between requests (default 10 s).
+    pub header_read_timeout: Duration,
+    /// Connections served at once (default 4,096); further ones wait to be accepted.
+    pub max_connections: usize,
     /// Keep 2025-11-25 sessions (needed for server-to-client requests). Default true.
     pub legacy_sessions: bool,
+    /// 2025-11-25 sessions open at once (default 1,000); `initialize` beyond it gets 503.
+    pub max_sessions: usize,
     /// SSE keep-alive interval.
     pub sse_keep_alive: Option<Duration>,
 }
@@ -68,15 +84,33 @@ impl Default for HttpOptions {
                 "http://[::1]:*".into(),
             ],
             max_body_bytes: 1024 * 1024,
+            body_read_timeout: Duration::from_secs(30),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 4096,
             legacy_sessions: true,
+            max_sessions: 1000,
             sse_keep_alive: Some(Duration::from_secs(15)),
         }
     }
 }
 
+impl HttpOptions {
+    /// Also accept `host` as a `Host` name (and `http://host:*`, `https://host:*` as
+    /// origins), for a server reached by a name other than loopback.
+    pub fn allow_host(mut self, host: &str) -> Self {
+        self.allowed_hosts.push(host.to_owned());
+        self.allowed_origins.push(format!("http://{host}:*"));
+        self.allowed_origins.push(format!("https://{host}:*"));
+        self
+    }
+}
+
 /// An axum router with the MCP endpoint at `/mcp`. `factory` builds the handler for each
 /// session (2025-11-25) and for each stateless request (2026-07-28), so shared state belongs
-/// behind an `Arc`. Cancelling `shutdown` closes open streams.
+/// behind an `Arc`. Cancelling `shutdown` closes open streams. Every POST is checked
+/// ([`jsonrpc::check_body`]) and the 2025-11-25 session rules are kept (see `gate`); an
+/// application that authenticates callers puts a [`Principal`] into the request's extensions
+/// in a layer outside this router.
 pub fn router<S, F>(factory: F, options: &HttpOptions, shutdown: CancellationToken) -> axum::Router
 where
     S: rmcp::ServerHandler + Send + 'static,
@@ -89,98 +123,51 @@ where
         .with_legacy_session_mode(options.legacy_sessions)
         .with_sse_keep_alive(options.sse_keep_alive)
         .with_cancellation_token(shutdown);
-    let service = StreamableHttpService::new(
-        move || Ok(factory()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let limit = options.max_body_bytes;
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
+    let gate = gate::Gate::new(sessions, options);
     axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(move |request, next| {
-            check_json_body(request, next, limit)
+            gate::gate(gate.clone(), request, next)
         }))
 }
 
-/// Answer a POST whose body is not JSON with a JSON-RPC parse error (rmcp answers plain text),
-/// and one over the limit with 413, before anything else sees it.
-async fn check_json_body(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-    limit: usize,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    if request.method() != http::Method::POST {
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            return jsonrpc_error(
-                http::StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                format!("request body is larger than {limit} bytes"),
-            )
-            .into_response();
-        }
-    };
-    if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        return jsonrpc_error(
-            http::StatusCode::BAD_REQUEST,
-            -32700,
-            format!("Parse error: {error}"),
-        )
-        .into_response();
-    }
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from(bytes),
-    ))
-    .await
-}
-
-fn jsonrpc_error(
-    status: http::StatusCode,
-    code: i32,
-    message: String,
-) -> (
-    http::StatusCode,
-    [(http::HeaderName, &'static str); 1],
-    String,
-) {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": code, "message": message },
-    });
-    (
-        status,
-        [(http::header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-}
-
-/// Serve `app` on `listener` with `TCP_NODELAY` on every accepted socket, until `shutdown`
-/// resolves; then stop accepting and let open requests finish.
+/// Serve `app` on `listener` until `shutdown` resolves; then stop accepting and let open
+/// requests finish. Every route is behind the Host/Origin policy of `options` (403
+/// otherwise); every accepted socket gets `TCP_NODELAY`; connections are capped at
+/// `max_connections` and closed when they take longer than `header_read_timeout` to send a
+/// request's headers or sit idle that long between requests; the soft limit on open files is
+/// raised to the hard limit first.
 pub async fn http(
     listener: TcpListener,
     app: axum::Router,
+    options: &HttpOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let listener = listener.tap_io(|stream| {
-        // Without it the last chunk of an SSE reply waits for the peer's delayed ACK (~40 ms).
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::warn!(%error, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
-    Ok(())
+    raise_open_file_limit();
+    let policy = Arc::new(options.clone());
+    let app = app.layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            let policy = policy.clone();
+            async move {
+                match policy.refusal(request.headers()) {
+                    None => next.run(request).await,
+                    Some(reason) => guard::refused(request.uri().path(), reason),
+                }
+            }
+        },
+    ));
+    listener::serve(listener, app, options, shutdown).await
+}
+
+/// Raise this process's soft limit on open files to its hard limit, so a burst of
+/// connections meets the connection cap before it meets "Too many open files".
+fn raise_open_file_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open-file limit"),
+        Err(error) => tracing::debug!(%error, "could not raise the open-file limit"),
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

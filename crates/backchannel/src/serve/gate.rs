@@ -1,0 +1,286 @@
+//! What every request to `/mcp` passes before rmcp sees it: the body read within a size and a
+//! time limit and checked ([`super::jsonrpc`]), and the 2025-11-25 session rules rmcp does not
+//! keep itself: a cap on open sessions, each session usable only by the principal that opened
+//! it, one request per id in flight per session, and 404 for a session that does not exist.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::Value;
+
+use super::jsonrpc::{self, Message};
+
+/// Who is calling, as established by the application's own authentication (a bearer token,
+/// a signed-in user). Put it in the request's extensions before `/mcp`: sessions, tasks and
+/// sealed state are then bound to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(pub String);
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The gate's state, one per MCP endpoint.
+pub(super) struct Gate {
+    pub(super) sessions: Arc<LocalSessionManager>,
+    pub(super) max_sessions: usize,
+    pub(super) max_body_bytes: usize,
+    pub(super) body_timeout: Duration,
+    /// Who opened each session we saw opened.
+    owners: Mutex<HashMap<String, Option<Principal>>>,
+    /// (session, request id) of the requests in flight.
+    in_flight: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+impl Gate {
+    pub(super) fn new(
+        sessions: Arc<LocalSessionManager>,
+        options: &super::HttpOptions,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            sessions,
+            max_sessions: options.max_sessions,
+            max_body_bytes: options.max_body_bytes,
+            body_timeout: options.body_read_timeout,
+            owners: Mutex::default(),
+            in_flight: Arc::default(),
+        })
+    }
+
+    /// Whether the session is known to have been opened by someone else.
+    fn foreign(&self, session: &str, principal: Option<&Principal>) -> bool {
+        lock(&self.owners)
+            .get(session)
+            .is_some_and(|owner| owner.as_ref() != principal)
+    }
+
+    async fn record_owner(&self, session: String, principal: Option<Principal>) {
+        let mut stale = Vec::new();
+        let len = lock(&self.owners).len();
+        if len > 2 * self.max_sessions.max(16) {
+            // Forget the owners of sessions rmcp has closed since.
+            let open = self.sessions.sessions.read().await;
+            stale.extend(
+                lock(&self.owners)
+                    .keys()
+                    .filter(|id| !open.contains_key(id.as_str()))
+                    .cloned(),
+            );
+        }
+        let mut owners = lock(&self.owners);
+        for id in stale {
+            owners.remove(&id);
+        }
+        owners.insert(session, principal);
+    }
+}
+
+/// A JSON-RPC error response.
+pub(super) fn jsonrpc_error(
+    status: http::StatusCode,
+    code: i32,
+    message: impl Into<String>,
+    id: Option<Value>,
+) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message.into() },
+    });
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn no_such_session() -> Response {
+    jsonrpc_error(
+        http::StatusCode::NOT_FOUND,
+        -32001,
+        "Session not found: it expired or was closed; start a new one with initialize",
+        None,
+    )
+}
+
+/// Removes a request from the in-flight set when its response body is finished or dropped.
+struct InFlight {
+    set: Arc<Mutex<HashSet<(String, String)>>>,
+    key: (String, String),
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        lock(&self.set).remove(&self.key);
+    }
+}
+
+/// A response body that holds an [`InFlight`] until it ends.
+struct Guarded {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl HttpBody for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pub(super) async fn gate(gate: Arc<Gate>, request: Request, next: Next) -> Response {
+    let principal = request.extensions().get::<Principal>().cloned();
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(session) = &session
+        && gate.foreign(session, principal.as_ref())
+    {
+        return no_such_session();
+    }
+    match *request.method() {
+        http::Method::POST => {}
+        http::Method::DELETE => {
+            let Some(session) = session else {
+                return jsonrpc_error(
+                    http::StatusCode::BAD_REQUEST,
+                    -32600,
+                    "DELETE needs the Mcp-Session-Id header of the session to close",
+                    None,
+                );
+            };
+            if !gate
+                .sessions
+                .sessions
+                .read()
+                .await
+                .contains_key(session.as_str())
+            {
+                return no_such_session();
+            }
+            let response = next.run(request).await;
+            if response.status().is_success() {
+                lock(&gate.owners).remove(&session);
+            }
+            return response;
+        }
+        _ => return next.run(request).await,
+    }
+    let (parts, body) = request.into_parts();
+    let limit = gate.max_body_bytes;
+    let bytes =
+        match tokio::time::timeout(gate.body_timeout, axum::body::to_bytes(body, limit)).await {
+            Ok(Ok(bytes)) => bytes,
+            Ok(Err(_)) => {
+                return jsonrpc_error(
+                    http::StatusCode::PAYLOAD_TOO_LARGE,
+                    -32600,
+                    format!("request body is larger than {limit} bytes"),
+                    None,
+                );
+            }
+            Err(_) => {
+                return jsonrpc_error(
+                    http::StatusCode::REQUEST_TIMEOUT,
+                    -32600,
+                    format!(
+                        "the request body did not arrive within {} s",
+                        gate.body_timeout.as_secs()
+                    ),
+                    None,
+                );
+            }
+        };
+    let message = match jsonrpc::check_body(&bytes) {
+        Ok(message) => message,
+        Err(error) => {
+            return jsonrpc_error(
+                http::StatusCode::BAD_REQUEST,
+                error.code,
+                error.message,
+                error.id,
+            );
+        }
+    };
+    if let (None, Message::Request { method, id }) = (&session, &message)
+        && method == "initialize"
+        && gate.sessions.sessions.read().await.len() >= gate.max_sessions
+    {
+        return jsonrpc_error(
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            format!(
+                "this server holds its maximum of {} open sessions; try again later",
+                gate.max_sessions
+            ),
+            Some(id.clone()),
+        );
+    }
+    let mut in_flight = None;
+    if let (Some(session), Message::Request { id, .. }) = (&session, &message) {
+        let key = (session.clone(), id.to_string());
+        if !lock(&gate.in_flight).insert(key.clone()) {
+            return jsonrpc_error(
+                http::StatusCode::BAD_REQUEST,
+                -32600,
+                format!("a request with id {id} is already in flight in this session"),
+                Some(id.clone()),
+            );
+        }
+        in_flight = Some(InFlight {
+            set: gate.in_flight.clone(),
+            key,
+        });
+    }
+    let opening = session.is_none();
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if opening
+        && let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        gate.record_owner(id.to_owned(), principal).await;
+    }
+    match in_flight {
+        None => response,
+        Some(in_flight) => {
+            let (parts, body) = response.into_parts();
+            Response::from_parts(
+                parts,
+                Body::new(Guarded {
+                    inner: body,
+                    _in_flight: in_flight,
+                }),
+            )
+        }
+    }
+}
