@@ -462,16 +462,22 @@ impl Ctx {
         if let Some(answer) = answers.get(key) {
             return Ok(answer.clone());
         }
+        // A response is read only for a question the verified state says went out, and as the
+        // kind of request that went out: anything else is asked (again).
         if let Some(value) = self.call.responses.get(key) {
-            if let Some(answer) = deprecated::read_response(kind, value) {
-                let late = self.call.asked.get(key).is_some_and(|asked| {
-                    self.call.layer.now_ms().saturating_sub(asked.at) > asked.timeout
-                });
-                let answer = if late { Answer::TimedOut } else { answer };
-                answers.insert(key.to_owned(), answer.clone());
-                return Ok(answer);
+            match self.call.asked.get(key) {
+                Some(asked) if asked.kind == kind => {
+                    if let Some(answer) = deprecated::read_response(kind, value) {
+                        let late =
+                            self.call.layer.now_ms().saturating_sub(asked.at) > asked.timeout;
+                        let answer = if late { Answer::TimedOut } else { answer };
+                        answers.insert(key.to_owned(), answer.clone());
+                        return Ok(answer);
+                    }
+                    tracing::debug!(key, "malformed input response; asking again");
+                }
+                _ => tracing::debug!(key, "input response to a question not asked; asking"),
             }
-            tracing::debug!(key, "malformed input response; asking again");
         }
         drop(answers);
         Err(self.suspend(key, kind, request))

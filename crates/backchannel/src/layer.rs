@@ -40,8 +40,19 @@ struct Inner {
     default_log_level: LogLevel,
     principal: Option<Box<PrincipalFn>>,
     sessions: Sessions,
+    spent: crate::state::SpentRounds,
     tasks: TaskManager,
+    task_owners: Mutex<std::collections::HashMap<String, Owner>>,
     task_tools: std::collections::HashMap<String, TaskSupport>,
+}
+
+/// Who a task belongs to: the principal that started it, else the 2025-11-25 session it was
+/// started in, else (an anonymous stateless caller) whoever knows its random id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    Principal(String),
+    Session(String),
+    Anyone,
 }
 
 /// How a tool takes part in the tasks extension (SEP-2663).
@@ -178,7 +189,9 @@ impl BackchannelBuilder {
                 default_log_level: self.default_log_level,
                 principal: self.principal,
                 sessions: Sessions::default(),
+                spent: crate::state::SpentRounds::default(),
                 tasks: TaskManager::new(),
+                task_owners: Mutex::default(),
                 task_tools: self.task_tools,
             }),
         })
@@ -346,6 +359,7 @@ impl Backchannel {
         sealed: Sealed,
     ) -> CallToolResponse {
         let layer = self.clone();
+        let owner = self.owner_of(&rc);
         let task = self.inner.tasks.spawn(TaskOptions::new(), move |task_ctx| {
             Box::pin(async move {
                 let cancel = task_ctx.clone();
@@ -377,14 +391,39 @@ impl Backchannel {
                 }
             })
         });
+        self.remember_owner(task.task_id.clone(), owner);
         CallToolResponse::Task(rmcp::model::CreateTaskResult::new(task))
+    }
+
+    fn remember_owner(&self, task_id: String, owner: Owner) {
+        let mut owners = lock(&self.inner.task_owners);
+        if owners.len() >= 1024 && owners.len().is_power_of_two() {
+            // Forget the owners of tasks the manager has dropped (expired).
+            let tasks = &self.inner.tasks;
+            owners.retain(|id, _| tasks.get_task(id).is_ok());
+        }
+        owners.insert(task_id, owner);
+    }
+
+    /// Whether the caller of `rc` may see the task `id`: only its owner may (another caller
+    /// gets the same answer as for an unknown id).
+    fn check_owner(&self, id: &str, rc: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let owner = lock(&self.inner.task_owners).get(id).cloned();
+        match owner {
+            Some(owner) if owner != Owner::Anyone && owner != self.owner_of(rc) => Err(
+                ErrorData::invalid_params(format!("unknown task: {id}"), None),
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// `tasks/get`. Call it from `ServerHandler::get_task`.
     pub fn get_task(
         &self,
         params: &rmcp::model::GetTaskParams,
+        rc: &RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.check_owner(&params.task_id, rc)?;
         self.inner
             .tasks
             .get_task(&params.task_id)
@@ -392,15 +431,53 @@ impl Backchannel {
     }
 
     /// `tasks/update`. Call it from `ServerHandler::update_task`.
-    pub fn update_task(&self, params: rmcp::model::UpdateTaskParams) -> Result<(), ErrorData> {
+    pub fn update_task(
+        &self,
+        params: rmcp::model::UpdateTaskParams,
+        rc: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.check_owner(&params.task_id, rc)?;
         self.inner
             .tasks
             .update_task(&params.task_id, params.input_responses)
     }
 
     /// `tasks/cancel`. Call it from `ServerHandler::cancel_task`.
-    pub fn cancel_task(&self, params: &rmcp::model::CancelTaskParams) -> Result<(), ErrorData> {
+    pub fn cancel_task(
+        &self,
+        params: &rmcp::model::CancelTaskParams,
+        rc: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.check_owner(&params.task_id, rc)?;
         self.inner.tasks.cancel_task(&params.task_id)
+    }
+
+    /// The caller's identity: the builder's `principal`, else the [`crate::serve::Principal`]
+    /// an HTTP layer put into the request.
+    fn principal_of(&self, rc: &RequestContext<RoleServer>) -> Option<String> {
+        if let Some(principal) = &self.inner.principal {
+            return principal(rc);
+        }
+        rc.extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::serve::Principal>())
+            .map(|principal| principal.0.clone())
+    }
+
+    /// Who a task started by `rc` belongs to.
+    fn owner_of(&self, rc: &RequestContext<RoleServer>) -> Owner {
+        if let Some(principal) = self.principal_of(rc) {
+            return Owner::Principal(principal);
+        }
+        match rc
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok())
+        {
+            Some(session) => Owner::Session(session.to_owned()),
+            None => Owner::Anyone,
+        }
     }
 
     /// Run `prompts/get` through the router, driving the prompt's asks like a tool's.
@@ -455,8 +532,7 @@ impl Backchannel {
         arguments: Option<&'a JsonObject>,
         rc: &RequestContext<RoleServer>,
     ) -> CallBinding<'a> {
-        let principal = self.inner.principal.as_ref().and_then(|f| f(rc));
-        CallBinding::new(kind, name, arguments, principal)
+        CallBinding::new(kind, name, arguments, self.principal_of(rc))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -484,11 +560,24 @@ impl Backchannel {
         let clock = self.inner.clock;
         let mut sealed = match (&mode, request_state, resumed) {
             (_, _, Some(resumed)) => resumed,
-            (Mode::Modern, Some(state), None) => self
-                .inner
-                .codec
-                .open(binding, &state, &clock)
-                .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?,
+            (Mode::Modern, Some(state), None) => {
+                let opened = self
+                    .inner
+                    .codec
+                    .open(binding, &state, &clock)
+                    .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+                if !self
+                    .inner
+                    .spent
+                    .spend(&opened.nonce, opened.round, opened.exp, clock.now_ms())
+                {
+                    return Err(ErrorData::invalid_params(
+                        crate::state::StateError::Spent.to_string(),
+                        None,
+                    ));
+                }
+                opened
+            }
             // The nonce is drawn lazily (only calls that ask need one).
             _ => Sealed::default(),
         };

@@ -87,7 +87,7 @@ macro_rules! layer_hooks {
         async fn list_prompts(
             &self,
             _request: ::std::option::Option<$crate::__rmcp::model::PaginatedRequestParams>,
-            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<$crate::__rmcp::model::ListPromptsResult, $crate::__rmcp::ErrorData> {
             Ok($crate::__rmcp::model::ListPromptsResult::with_all_items(self.$prompts.list_all()))
         }
@@ -106,7 +106,7 @@ macro_rules! layer_hooks {
         async fn list_tools(
             &self,
             _request: ::std::option::Option<$crate::__rmcp::model::PaginatedRequestParams>,
-            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<$crate::__rmcp::model::ListToolsResult, $crate::__rmcp::ErrorData> {
             Ok($crate::__rmcp::model::ListToolsResult::with_all_items(self.$tools.list_all()))
         }
@@ -149,26 +149,26 @@ macro_rules! layer_hooks {
         async fn get_task(
             &self,
             request: $crate::__rmcp::model::GetTaskParams,
-            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<$crate::__rmcp::model::GetTaskResult, $crate::__rmcp::ErrorData>
         {
-            self.$layer.get_task(&request)
+            self.$layer.get_task(&request, &context)
         }
 
         async fn update_task(
             &self,
             request: $crate::__rmcp::model::UpdateTaskParams,
-            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
-            self.$layer.update_task(request)
+            self.$layer.update_task(request, &context)
         }
 
         async fn cancel_task(
             &self,
             request: $crate::__rmcp::model::CancelTaskParams,
-            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
-            self.$layer.cancel_task(&request)
+            self.$layer.cancel_task(&request, &context)
         }
     };
 }

@@ -83,6 +83,36 @@ pub enum StateError {
     /// The state verified but its expiry has passed.
     #[error("requestState has expired; start the call again")]
     Expired,
+    /// The state was already used for a retry: each round's state answers once.
+    #[error("requestState has already been used; start the call again")]
+    Spent,
+}
+
+/// Remembers which rounds' state has been used, until it would have expired anyway.
+#[derive(Debug, Default)]
+pub(crate) struct SpentRounds {
+    /// (nonce, round) → expiry (unix ms).
+    spent: std::sync::Mutex<std::collections::HashMap<(String, u32), u64>>,
+}
+
+impl SpentRounds {
+    /// Mark the round as used; `false` if it already was.
+    pub(crate) fn spend(&self, nonce: &str, round: u32, expires: u64, now: u64) -> bool {
+        let mut spent = self
+            .spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if spent.len() >= 1024 && spent.len().is_power_of_two() {
+            spent.retain(|_, exp| *exp >= now);
+        }
+        match spent.entry((nonce.to_owned(), round)) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(expires);
+                true
+            }
+        }
+    }
 }
 
 /// Identity of one call, bound into the seal. Cheap to make: the digest is computed only when

@@ -29,6 +29,13 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
+    /// Listening beyond loopback needs sign-in.
+    #[error(
+        "refusing to listen on {0} without authentication: anything that reaches that address \
+         could read and cancel orders. Pass --token-file FILE (lines of `name=token`), or listen \
+         on a loopback address such as 127.0.0.1"
+    )]
+    Unauthenticated(SocketAddr),
 }
 
 /// Settings of a running order service.
@@ -40,6 +47,8 @@ pub struct Config {
     pub service: ServiceConfig,
     /// HTTP endpoint settings.
     pub http: HttpOptions,
+    /// Bearer tokens every HTTP route requires; `None` serves without sign-in (loopback only).
+    pub tokens: Option<crate::auth::Tokens>,
 }
 
 /// The default database: `orders.sqlite` in `$ORDER_SERVICE_DATA` or `./data`.
@@ -68,17 +77,72 @@ pub fn mcp_server(service: OrderService) -> Result<OrderServer, AppError> {
     ))
 }
 
-/// REST and MCP on one router: `/api/orders…` and `/mcp`.
+/// REST and MCP on one router: `/api/orders…` and `/mcp`; with `tokens`, every route needs
+/// one of them as a bearer token (401 otherwise), and the token's name is the caller's
+/// principal (sealed state and tasks are bound to it).
 pub fn router(
     service: OrderService,
     options: &HttpOptions,
+    tokens: Option<crate::auth::Tokens>,
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
     let server = mcp_server(service.clone())?;
-    Ok(
-        serve::router(move || server.clone(), options, shutdown)
-            .merge(crate::rest::routes(service)),
-    )
+    let app = serve::router(move || server.clone(), options, shutdown)
+        .merge(crate::rest::routes(service));
+    Ok(match tokens {
+        None => app,
+        Some(tokens) => {
+            let tokens = std::sync::Arc::new(tokens);
+            app.layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let tokens = tokens.clone();
+                    async move { signed_in(&tokens, request, next).await }
+                },
+            ))
+        }
+    })
+}
+
+/// Let the request through with its principal, or answer 401.
+async fn signed_in(
+    tokens: &crate::auth::Tokens,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let principal = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|token| tokens.principal(token.trim()));
+    match principal {
+        Some(name) => {
+            let principal = serve::Principal(name.to_owned());
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        None => {
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {
+                    "code": -32001,
+                    "message": "Sign-in required: send `Authorization: Bearer <token>` with a \
+                                token from the service's token file",
+                },
+            });
+            (
+                http::StatusCode::UNAUTHORIZED,
+                [
+                    (http::header::CONTENT_TYPE, "application/json"),
+                    (http::header::WWW_AUTHENTICATE, "Bearer"),
+                ],
+                body.to_string(),
+            )
+                .into_response()
+        }
+    }
 }
 
 /// Serve REST and MCP on `listener` until `shutdown` is cancelled.
@@ -87,9 +151,20 @@ pub async fn serve_http(
     config: &Config,
     shutdown: CancellationToken,
 ) -> Result<(), AppError> {
-    let service = open_service(config).await?;
-    let app = router(service, &config.http, shutdown.clone())?;
     let addr: Option<SocketAddr> = listener.local_addr().ok();
+    if let Some(addr) = addr
+        && !addr.ip().is_loopback()
+        && config.tokens.is_none()
+    {
+        return Err(AppError::Unauthenticated(addr));
+    }
+    let service = open_service(config).await?;
+    let app = router(
+        service,
+        &config.http,
+        config.tokens.clone(),
+        shutdown.clone(),
+    )?;
     if let Some(addr) = addr {
         tracing::info!(
             "order-service listening on http://{addr} (MCP at /mcp, REST at /api/orders)"

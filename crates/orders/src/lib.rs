@@ -2,6 +2,7 @@
 //! `recheck_shipments`, over MCP (both protocol revisions) and a small REST API.
 
 pub mod app;
+pub mod auth;
 pub mod domain;
 pub mod mcp;
 pub mod messages;

@@ -32,12 +32,11 @@ fn error(status: StatusCode, message: String) -> Response {
 impl IntoResponse for OrderError {
     fn into_response(self) -> Response {
         match self {
-            OrderError::NotFound(_) | OrderError::InvalidStatus(_) => {
-                error(StatusCode::NOT_FOUND, self.to_string())
-            }
-            OrderError::NotCancellable { .. } | OrderError::UseCancelOrder => {
-                error(StatusCode::CONFLICT, self.to_string())
-            }
+            OrderError::NotFound(_) => error(StatusCode::NOT_FOUND, self.to_string()),
+            OrderError::InvalidStatus(_) => error(StatusCode::BAD_REQUEST, self.to_string()),
+            OrderError::NotCancellable { .. }
+            | OrderError::UseCancelOrder
+            | OrderError::StaysCancelled(_) => error(StatusCode::CONFLICT, self.to_string()),
             OrderError::Store(store) => {
                 tracing::error!(%store, "order database failure");
                 error(

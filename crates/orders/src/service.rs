@@ -33,6 +33,12 @@ pub enum OrderError {
          This tool sets the other four statuses."
     )]
     UseCancelOrder,
+    /// A cancelled order cannot move to another status.
+    #[error(
+        "Order {0} is CANCELLED and stays so: its refund has started, so it cannot be shipped or \
+         reopened. Place a new order instead."
+    )]
+    StaysCancelled(String),
     /// The database failed.
     #[error("the order database failed: {0}")]
     Store(#[from] StoreError),
@@ -201,7 +207,13 @@ impl OrderService {
             .set_status(order_id, status, chrono::Utc::now())
             .await;
         self.cache.forget(order_id);
-        updated?.ok_or_else(|| OrderError::NotFound(order_id.to_owned()))
+        match updated? {
+            crate::store::SetStatus::Updated(order) => Ok(*order),
+            crate::store::SetStatus::NotFound => Err(OrderError::NotFound(order_id.to_owned())),
+            crate::store::SetStatus::Cancelled => {
+                Err(OrderError::StaysCancelled(order_id.to_owned()))
+            }
+        }
     }
 
     /// Cancel an order, deciding cancellability atomically at write time.

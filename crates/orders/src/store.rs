@@ -25,6 +25,17 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// What a status change found.
+#[derive(Debug)]
+pub enum SetStatus {
+    /// Changed; the order as it is now.
+    Updated(Box<Order>),
+    /// No such order.
+    NotFound,
+    /// The order is cancelled, and stays so.
+    Cancelled,
+}
+
 /// The outcome of a conditional cancellation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CancelOutcome {
@@ -320,19 +331,22 @@ impl Store {
         order_id: &str,
         status: OrderStatus,
         now: Instant,
-    ) -> Result<Option<Order>, StoreError> {
-        let updated =
-            sqlx::query("UPDATE orders SET status = ?, last_updated = ? WHERE order_id = ?")
-                .bind(status.as_str())
-                .bind(ts(&now))
-                .bind(order_id)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-        if updated == 0 {
-            return Ok(None);
-        }
-        self.get(order_id).await
+    ) -> Result<SetStatus, StoreError> {
+        // A cancelled order stays cancelled (its refund has started): decided in the write.
+        let updated = sqlx::query(
+            "UPDATE orders SET status = ?, last_updated = ? WHERE order_id = ? AND status <> 'CANCELLED'",
+        )
+        .bind(status.as_str())
+        .bind(ts(&now))
+        .bind(order_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(match (updated, self.get(order_id).await?) {
+            (_, None) => SetStatus::NotFound,
+            (0, Some(_)) => SetStatus::Cancelled,
+            (_, Some(order)) => SetStatus::Updated(Box::new(order)),
+        })
     }
 
     /// Set a shipment's estimated delivery; returns whether it changed.

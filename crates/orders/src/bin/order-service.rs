@@ -1,6 +1,7 @@
 //! `order-service`: the Support Desk order service.
 //!
-//! - `order-service serve [--listen ADDR] [--database URL]`: REST + MCP on one port.
+//! - `order-service serve [--listen ADDR] [--token-file FILE] [--database URL]`: REST + MCP on
+//!   one port; beyond loopback only with `--token-file`.
 //! - `order-service stdio [--database URL]`: MCP over stdio (for Claude Desktop).
 //! - `order-service reset [--database URL]`: write the seed again.
 
@@ -43,6 +44,13 @@ enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+        /// Require a bearer token on every route: a file of `name=token` lines (tokens of 32+
+        /// characters). Needed to listen beyond loopback.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<std::path::PathBuf>,
+        /// A host name (besides loopback) clients use to reach the service; repeat for more.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -78,7 +86,19 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve { listen, common } => {
+        Command::Serve {
+            listen,
+            token_file,
+            allow_hosts,
+            common,
+        } => {
+            let mut config = config(common);
+            if let Some(path) = &token_file {
+                config.tokens = Some(orders::auth::Tokens::from_file(path)?);
+            }
+            config.http = allow_hosts
+                .iter()
+                .fold(config.http, |options, host| options.allow_host(host));
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
@@ -88,7 +108,7 @@ async fn main() -> anyhow::Result<()> {
                 backchannel::serve::shutdown_signal().await;
                 stop.cancel();
             });
-            app::serve_http(listener, &config(common), shutdown).await?;
+            app::serve_http(listener, &config, shutdown).await?;
         }
         Command::Stdio { common } => app::serve_stdio(&config(common)).await?,
         Command::Reset { common } => {
