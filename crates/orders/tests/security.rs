@@ -107,7 +107,7 @@ fn last_message(text: &str) -> Value {
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
         .filter(|message| message.get("id").is_some())
-        .last()
+        .next_back()
         .unwrap_or(Value::Null)
 }
 
