@@ -106,8 +106,7 @@ fn last_message(text: &str) -> Value {
     text.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .filter(|message| message.get("id").is_some())
-        .next_back()
+        .rfind(|message| message.get("id").is_some())
         .unwrap_or(Value::Null)
 }
 
