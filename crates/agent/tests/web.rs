@@ -525,3 +525,68 @@ async fn stress_questions_and_progress_interleaved_across_conversations() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
+    let demo = common::start(
+        common::orders_in_memory(Duration::ZERO),
+        DeskConfig::default(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let port = demo
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let routes = [
+        ("GET", "/"),
+        ("GET", "/app.js"),
+        ("GET", "/style.css"),
+        ("GET", "/api/orders?status=PENDING"),
+        ("GET", "/api/events?conversationId=c1"),
+        ("POST", "/api/chat"),
+        ("POST", "/api/chat/stop"),
+        ("POST", "/api/refund-email"),
+        ("POST", "/api/confirmations/some-id"),
+    ];
+    for (method, path) in routes {
+        let url = format!("{}{}", demo.url.trim_end_matches('/'), path);
+        let request = |extra: (&str, String)| {
+            client
+                .request(method.parse().unwrap(), &url)
+                .header(extra.0, extra.1)
+                .json(&json!({"conversationId": "c1", "message": "cancel ORD-10002", "secret": "x", "confirmed": true}))
+                .send()
+        };
+        let rebound = request(("Host", format!("attacker.example:{port}")))
+            .await
+            .unwrap();
+        assert_eq!(
+            rebound.status().as_u16(),
+            403,
+            "{method} {path}: rebound Host"
+        );
+        let foreign = request(("Origin", "http://attacker.example".into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            foreign.status().as_u16(),
+            403,
+            "{method} {path}: foreign Origin"
+        );
+    }
+    assert_eq!(
+        status_of(&demo, "ORD-10002").await,
+        "PENDING",
+        "nothing was cancelled"
+    );
+    let page = client.get(&demo.url).send().await.unwrap();
+    assert_eq!(
+        page.status().as_u16(),
+        200,
+        "the page itself is served to loopback"
+    );
+}

@@ -2,11 +2,9 @@
 //! one port (sign-in by bearer token, loopback Host/Origin checks, a per-user rate limit on
 //! `/mcp`), or MCP over stdio as a configured local user.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
@@ -16,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, TokenKeys};
 use crate::graphql::{self, MovieSchema};
+use crate::limits::RateLimiter;
 use crate::mcp::{McpConfig, MovieServer};
 use crate::service::{Catalog, Viewer};
 use crate::store::{Store, StoreError};
@@ -59,6 +58,8 @@ pub struct Config {
     pub http: HttpOptions,
     /// MCP calls allowed per minute per user (or address).
     pub mcp_calls_per_minute: u32,
+    /// GraphQL requests allowed per minute per user (or address).
+    pub graphql_calls_per_minute: u32,
 }
 
 impl std::fmt::Debug for Config {
@@ -72,6 +73,7 @@ impl std::fmt::Debug for Config {
             .field("mcp", &self.mcp)
             .field("http", &self.http)
             .field("mcp_calls_per_minute", &self.mcp_calls_per_minute)
+            .field("graphql_calls_per_minute", &self.graphql_calls_per_minute)
             .finish()
     }
 }
@@ -84,6 +86,7 @@ impl Default for Config {
             mcp: McpConfig::default(),
             http: HttpOptions::default(),
             mcp_calls_per_minute: 60,
+            graphql_calls_per_minute: 600,
         }
     }
 }
@@ -126,54 +129,12 @@ pub fn mcp_server(catalog: &Catalog, config: &McpConfig) -> Result<MovieServer, 
     ))
 }
 
-/// A token bucket per key: `per_minute` calls, refilled evenly over the minute.
-#[derive(Debug)]
-pub struct RateLimiter {
-    per_minute: u32,
-    buckets: Mutex<HashMap<String, (f64, tokio::time::Instant)>>,
-}
-
-impl RateLimiter {
-    /// A limiter of `per_minute` calls per key.
-    pub fn new(per_minute: u32) -> Self {
-        Self {
-            per_minute,
-            buckets: Mutex::default(),
-        }
-    }
-
-    /// Take one call for `key`; `Err(wait)` when the bucket is empty.
-    pub fn take(&self, key: &str) -> Result<(), Duration> {
-        let capacity = f64::from(self.per_minute.max(1));
-        let per_second = capacity / 60.0;
-        let now = tokio::time::Instant::now();
-        let mut buckets = self
-            .buckets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if buckets.len() > 10_000 {
-            // Forget keys whose buckets have refilled; they would start full anyway.
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * per_second < capacity
-            });
-        }
-        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((capacity, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(capacity);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64((1.0 - *tokens) / per_second))
-        }
-    }
-}
-
 #[derive(Clone)]
 struct HttpState {
     schema: MovieSchema,
     catalog: Catalog,
     limiter: Arc<RateLimiter>,
+    graphql_limiter: Arc<RateLimiter>,
     options: Arc<HttpOptions>,
 }
 
@@ -306,7 +267,7 @@ async fn mcp_gate(
                         "code": -32000,
                         "message": format!(
                             "Too many MCP calls: the limit is {} a minute. Try again in {} s.",
-                            state.limiter.per_minute,
+                            state.limiter.capacity(),
                             wait.as_secs().max(1)
                         ),
                     },
@@ -320,6 +281,10 @@ async fn mcp_gate(
         }
     }
     if let Some(viewer) = viewer {
+        // Sessions, sealed state and tasks are bound to the signed-in user.
+        request
+            .extensions_mut()
+            .insert(serve::Principal(viewer.username.clone()));
         request.extensions_mut().insert(viewer);
     }
     next.run(request).await
@@ -335,14 +300,39 @@ fn graphql_error(status: http::StatusCode, classification: &str, message: &str) 
     )
 }
 
-async fn graphql_post(State(state): State<HttpState>, request: Request) -> Response {
+async fn graphql_post(
+    State(state): State<HttpState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
     let viewer = match bearer_viewer(&state.catalog, &request) {
         Ok(viewer) => viewer,
         Err(message) => {
             return graphql_error(http::StatusCode::UNAUTHORIZED, "UNAUTHORIZED", &message);
         }
     };
-    let limit = state.options.max_body_bytes;
+    let key = viewer.as_ref().map_or_else(
+        || format!("addr:{}", peer.ip()),
+        |v| format!("user:{}", v.username),
+    );
+    if let Err(wait) = state.graphql_limiter.take(&key) {
+        let mut response = graphql_error(
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_REQUESTS",
+            &format!(
+                "Too many GraphQL requests: the limit is {} a minute. Try again in {} s.",
+                state.graphql_limiter.capacity(),
+                wait.as_secs().max(1)
+            ),
+        );
+        response.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from(wait.as_secs().max(1)),
+        );
+        return response;
+    }
+    // The query, its variables and a little JSON around them.
+    let limit = graphql::MAX_QUERY_BYTES * 4;
     let body = match axum::body::to_bytes(request.into_body(), limit).await {
         Ok(body) => body,
         Err(_) => {
@@ -366,9 +356,28 @@ async fn graphql_post(State(state): State<HttpState>, request: Request) -> Respo
             );
         }
     };
+    if let Err(message) = graphql::check_query_size(&gql_request.query) {
+        return graphql_error(http::StatusCode::BAD_REQUEST, "BAD_REQUEST", &message);
+    }
+    let gql_request = gql_request.data(crate::service::ClientAddress(peer.ip()));
     let response = graphql::execute(&state.schema, gql_request, viewer).await;
-    match serde_json::to_value(&response) {
-        Ok(body) => json_response(http::StatusCode::OK, body),
+    match serde_json::to_vec(&response) {
+        Ok(body) if body.len() > graphql::MAX_RESPONSE_BYTES => graphql_error(
+            http::StatusCode::OK,
+            "BAD_REQUEST",
+            &format!(
+                "The response would be {} bytes, over the limit of {}; ask for fewer fields or \
+                 a smaller page.",
+                body.len(),
+                graphql::MAX_RESPONSE_BYTES
+            ),
+        ),
+        Ok(body) => (
+            http::StatusCode::OK,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
         Err(_) => graphql_error(
             http::StatusCode::INTERNAL_SERVER_ERROR,
             "INTERNAL_ERROR",
@@ -425,6 +434,7 @@ pub fn router(
         schema: graphql::schema(catalog.clone()),
         catalog,
         limiter: Arc::new(RateLimiter::new(config.mcp_calls_per_minute)),
+        graphql_limiter: Arc::new(RateLimiter::new(config.graphql_calls_per_minute)),
         options: Arc::new(config.http.clone()),
     };
     let mcp = serve::router(move || server.clone(), &config.http, shutdown).layer(
@@ -478,23 +488,4 @@ pub async fn serve_stdio(config: &Config, user: &str) -> Result<(), AppError> {
     };
     serve::stdio(mcp_server(&catalog, &mcp)?).await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn the_bucket_holds_a_minute_of_calls_and_refills_evenly() {
-        let limiter = RateLimiter::new(60);
-        for _ in 0..60 {
-            assert!(limiter.take("user:mara").is_ok());
-        }
-        let wait = limiter.take("user:mara").unwrap_err();
-        assert!(wait <= Duration::from_secs(1), "{wait:?}");
-        assert!(limiter.take("user:dan").is_ok(), "buckets are per key");
-        tokio::time::advance(Duration::from_secs(1)).await;
-        assert!(limiter.take("user:mara").is_ok());
-        assert!(limiter.take("user:mara").is_err());
-    }
 }

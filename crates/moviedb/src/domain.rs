@@ -323,6 +323,14 @@ pub enum DomainError {
     /// The signed-in user may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// Too many attempts; the caller may try again after `retry_after_secs`.
+    #[error("{message}")]
+    Throttled {
+        /// What the caller reads.
+        message: String,
+        /// Seconds until another attempt is allowed.
+        retry_after_secs: u64,
+    },
 }
 
 impl DomainError {

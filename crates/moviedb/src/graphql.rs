@@ -24,7 +24,64 @@ pub fn schema(catalog: Catalog) -> MovieSchema {
     Schema::build(QueryRoot, MutationRoot, SubscriptionRoot)
         .data(catalog)
         .limit_depth(MAX_DEPTH)
+        .limit_complexity(MAX_COMPLEXITY)
         .finish()
+}
+
+/// The most fields (each alias counted) one operation may select.
+pub const MAX_COMPLEXITY: usize = 1_000;
+
+/// The most aliases one document may use.
+pub const MAX_ALIASES: usize = 30;
+
+/// The longest query text accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = 32 * 1024;
+
+/// The largest response sent, in bytes of JSON.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why a query was refused before it ran: too long, or too many aliases. Counted over the
+/// parsed document (fragments included once each).
+pub fn check_query_size(query: &str) -> Result<(), String> {
+    use async_graphql::parser::types::{ExecutableDocument, Selection, SelectionSet};
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(format!(
+            "The query is {} bytes long; at most {MAX_QUERY_BYTES} are accepted.",
+            query.len()
+        ));
+    }
+    fn aliases(set: &SelectionSet) -> usize {
+        set.items
+            .iter()
+            .map(|item| match &item.node {
+                Selection::Field(field) => {
+                    usize::from(field.node.alias.is_some())
+                        + aliases(&field.node.selection_set.node)
+                }
+                Selection::InlineFragment(fragment) => aliases(&fragment.node.selection_set.node),
+                Selection::FragmentSpread(_) => 0,
+            })
+            .sum()
+    }
+    // A document that does not parse is left to the executor, which says why.
+    let Ok(document): Result<ExecutableDocument, _> = async_graphql::parser::parse_query(query)
+    else {
+        return Ok(());
+    };
+    let mut count: usize = document
+        .fragments
+        .values()
+        .map(|fragment| aliases(&fragment.node.selection_set.node))
+        .sum();
+    for (_, operation) in document.operations.iter() {
+        count += aliases(&operation.node.selection_set.node);
+    }
+    if count > MAX_ALIASES {
+        return Err(format!(
+            "The query uses {count} aliases; at most {MAX_ALIASES} are allowed."
+        ));
+    }
+    Ok(())
 }
 
 /// The descriptions of the query and mutation fields, by field name, read from the schema's
@@ -121,6 +178,12 @@ fn domain_error(error: DomainError) -> async_graphql::Error {
             .extend_with(|_, e| e.set("classification", "UNAUTHORIZED")),
         DomainError::Forbidden(_) => async_graphql::Error::new(message)
             .extend_with(|_, e| e.set("classification", "FORBIDDEN")),
+        DomainError::Throttled {
+            retry_after_secs, ..
+        } => async_graphql::Error::new(message).extend_with(|_, e| {
+            e.set("classification", "TOO_MANY_REQUESTS");
+            e.set("retryAfterSeconds", retry_after_secs);
+        }),
     }
 }
 
@@ -1301,8 +1364,9 @@ pub struct MutationRoot;
 impl MutationRoot {
     /// Sign in; returns a bearer token valid for 24 hours.
     async fn login(&self, ctx: &Context<'_>, input: LoginInput) -> GqlResult<AuthResponse> {
+        let address = ctx.data_opt::<crate::service::ClientAddress>().map(|a| a.0);
         let signed = catalog(ctx)
-            .login(&input.username, &input.password)
+            .login(&input.username, &input.password, address)
             .await
             .classified()?;
         Ok(AuthResponse {
@@ -1313,8 +1377,9 @@ impl MutationRoot {
 
     /// Create a USER account and sign it in.
     async fn register(&self, ctx: &Context<'_>, input: RegisterInput) -> GqlResult<AuthResponse> {
+        let address = ctx.data_opt::<crate::service::ClientAddress>().map(|a| a.0);
         let signed = catalog(ctx)
-            .register(&input.username, &input.email, &input.password)
+            .register(&input.username, &input.email, &input.password, address)
             .await
             .classified()?;
         Ok(AuthResponse {

@@ -10,6 +10,7 @@ pub mod app;
 pub mod auth;
 pub mod domain;
 pub mod graphql;
+pub mod limits;
 pub mod mcp;
 pub mod seed;
 pub mod service;

@@ -467,7 +467,9 @@ pub struct MovieServer {
     schema: MovieSchema,
     layer: Backchannel,
     tools: Arc<ToolRouter<Self>>,
-    summaries: moka::future::Cache<(i64, u64), Prose>,
+    /// Model-written summaries, per signed-in user, movie and exact reviews: one caller's
+    /// model output is never served to another.
+    summaries: moka::future::Cache<(String, i64, u64), Prose>,
     confirmations: Arc<Confirmations>,
     config: Arc<McpConfig>,
 }
@@ -843,8 +845,10 @@ impl MovieServer {
     }
 
     /// The client's model writes the prose when it can; a refusal, a timeout, an unreadable
-    /// answer or a client without sampling gets the server's own summary. Model summaries are
-    /// reused for the cache window, keyed by the reviews, so a new review starts afresh.
+    /// answer or a client without sampling gets the server's own summary. A signed-in caller's
+    /// model summaries are reused for that caller for the cache window, keyed by the reviews,
+    /// so a new review starts afresh; an anonymous caller's are not kept (anonymous callers
+    /// cannot be told apart).
     async fn summarize_with_model(
         &self,
         ctx: &Ctx,
@@ -853,8 +857,12 @@ impl MovieServer {
         reviews: &[ReviewText],
     ) -> Result<Prose, ToolError> {
         let id = movie_id.parse::<i64>().unwrap_or_default();
-        let key = (id, reviews_digest(reviews));
-        if let Some(prose) = self.summaries.get(&key).await {
+        let key = self
+            .viewer(ctx)
+            .map(|viewer| (viewer.username, id, reviews_digest(reviews)));
+        if let Some(key) = &key
+            && let Some(prose) = self.summaries.get(key).await
+        {
             return Ok(prose);
         }
         let request = backchannel::user_prompt(
@@ -886,7 +894,9 @@ impl MovieServer {
         };
         Ok(match from_model {
             Some(prose) => {
-                self.summaries.insert(key, prose.clone()).await;
+                if let Some(key) = key {
+                    self.summaries.insert(key, prose.clone()).await;
+                }
                 prose
             }
             None => summary::server_prose(reviews),

@@ -1,6 +1,7 @@
 //! The rules over the store: who may do what, the checks on input, and the error each
 //! failure reads as. The GraphQL schema and the MCP tools both come through here.
 
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
@@ -54,11 +55,29 @@ pub struct SignedIn {
     pub user: User,
 }
 
+/// The address a request came from (put into GraphQL requests by the HTTP layer), for the
+/// sign-in limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddress(pub IpAddr);
+
+/// The longest password checked; longer ones are wrong without hashing.
+pub const MAX_PASSWORD_BYTES: usize = 1024;
+
+fn throttled(what: &str, wait: std::time::Duration) -> ServiceError {
+    let seconds = wait.as_secs().max(1);
+    DomainError::Throttled {
+        message: format!("{what}; try again in {seconds} s."),
+        retry_after_secs: seconds,
+    }
+    .into()
+}
+
 /// The movie database's operations. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     store: Store,
     keys: TokenKeys,
+    sign_in: Arc<crate::limits::SignInLimits>,
     reviews: tokio::sync::broadcast::Sender<Review>,
     movies: Arc<MovieCache>,
 }
@@ -112,6 +131,7 @@ impl Catalog {
         Self {
             store,
             keys,
+            sign_in: Arc::default(),
             reviews: tokio::sync::broadcast::channel(256).0,
             movies: Arc::default(),
         }
@@ -156,25 +176,64 @@ impl Catalog {
         self.account(require(viewer)?).await
     }
 
-    /// Sign in: a token for the account whose password matches.
-    pub async fn login(&self, username: &str, password: &str) -> ServiceResult<SignedIn> {
+    /// Sign in: a token for the account whose password matches. Attempts are limited per
+    /// client address and failures per account; password hashes run a few at a time.
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        address: Option<IpAddr>,
+    ) -> ServiceResult<SignedIn> {
+        self.attempt_from(address)?;
+        let account = format!("account:{}", username.trim().to_lowercase());
+        let wait = self.sign_in.failures_per_account.wait(&account);
+        if !wait.is_zero() {
+            return Err(throttled("Too many failed sign-ins for this account", wait));
+        }
         let user = self.store.user_by_name(username.trim()).await?;
         // Verify against a dummy hash when the user is unknown, so timing does not tell.
         let hash = user
             .as_ref()
             .map(|u| u.password_hash.clone())
             .unwrap_or_else(|| DUMMY_HASH.to_owned());
-        let password = password.to_owned();
-        let ok = tokio::task::spawn_blocking(move || auth::verify_password(&password, &hash))
-            .await
-            .unwrap_or(false);
+        let ok = password.len() <= MAX_PASSWORD_BYTES && {
+            let password = password.to_owned();
+            self.hashing(move || auth::verify_password(&password, &hash))
+                .await
+                .unwrap_or(false)
+        };
         match user {
             Some(user) if ok => Ok(SignedIn {
                 token: self.keys.issue(&user.username, user.role, Utc::now()),
                 user,
             }),
-            _ => Err(DomainError::invalid("credentials", "Invalid credentials").into()),
+            _ => {
+                let _ = self.sign_in.failures_per_account.take(&account);
+                Err(DomainError::invalid("credentials", "Invalid credentials").into())
+            }
         }
+    }
+
+    /// Count a sign-in or registration attempt from `address`.
+    fn attempt_from(&self, address: Option<IpAddr>) -> ServiceResult<()> {
+        if let Some(address) = address
+            && let Err(wait) = self.sign_in.per_address.take(&format!("addr:{address}"))
+        {
+            return Err(throttled(
+                "Too many sign-in attempts from this address",
+                wait,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Run a password hash on the blocking pool, a few at a time.
+    async fn hashing<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
+        let _permit = self.sign_in.hashing.acquire().await.ok()?;
+        tokio::task::spawn_blocking(work).await.ok()
     }
 
     /// Create a USER account and sign it in.
@@ -183,7 +242,9 @@ impl Catalog {
         username: &str,
         email: &str,
         password: &str,
+        address: Option<IpAddr>,
     ) -> ServiceResult<SignedIn> {
+        self.attempt_from(address)?;
         let username = username.trim();
         let email = email.trim();
         validate_registration(username, email, password)?;
@@ -191,9 +252,10 @@ impl Catalog {
             return Err(DomainError::invalid("username", "That username is already taken.").into());
         }
         let password = password.to_owned();
-        let hash = tokio::task::spawn_blocking(move || auth::hash_password(&password))
+        let hash = self
+            .hashing(move || auth::hash_password(&password))
             .await
-            .map_err(|e| ServiceError::Internal(StoreError::Seed(e.to_string())))?
+            .ok_or_else(|| ServiceError::Internal(StoreError::Seed("hashing stopped".into())))?
             .map_err(|e| ServiceError::Internal(StoreError::Seed(e.to_string())))?;
         let user = match self
             .store

@@ -16,6 +16,31 @@ pub const MAX_TOKENS: u32 = 1024;
 /// How many themes the server-side summariser names.
 const FALLBACK_THEMES: usize = 5;
 
+/// The most of a model's answer that is read (the answer is asked for in 1,024 tokens, a few
+/// kilobytes); the rest is ignored, so an oversized answer costs no more than this.
+pub const MAX_REPLY_BYTES: usize = 16 * 1024;
+
+/// The longest summary kept from a model's answer, in characters.
+pub const MAX_SUMMARY_CHARS: usize = 2_000;
+
+/// The most themes kept from a model's answer.
+pub const MAX_THEMES: usize = 8;
+
+/// The longest theme kept, in characters; longer ones are not themes and are skipped.
+pub const MAX_THEME_CHARS: usize = 60;
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 const STOP_WORDS: &[&str] = &[
     "the", "and", "was", "this", "that", "with", "for", "movie", "film", "but", "not", "its",
     "very", "just", "have", "has", "are", "you",
@@ -179,7 +204,12 @@ fn labelled<'a>(line: &'a str, label: &str) -> Option<&'a str> {
 /// the labels, a summary spread over several lines, and themes separated by `;` (or by `,`
 /// when there is no `;`). An answer without a `SUMMARY:` line is taken whole as the summary.
 /// Returns `None` for an empty answer.
+///
+/// The answer comes from outside: only its first [`MAX_REPLY_BYTES`] are read, the summary is
+/// cut to [`MAX_SUMMARY_CHARS`], and at most [`MAX_THEMES`] themes of at most
+/// [`MAX_THEME_CHARS`] are kept, found in one linear pass.
 pub fn parse_model_reply(reply: &str) -> Option<Prose> {
+    let reply = prefix(reply, MAX_REPLY_BYTES);
     let mut summary: Vec<&str> = Vec::new();
     let mut themes_text: Option<&str> = None;
     let mut in_summary = false;
@@ -208,12 +238,23 @@ pub fn parse_model_reply(reply: &str) -> Option<Prose> {
     if summary.is_empty() {
         return None;
     }
+    let summary = match summary.char_indices().nth(MAX_SUMMARY_CHARS) {
+        Some((end, _)) => format!("{}…", summary[..end].trim_end()),
+        None => summary,
+    };
     let themes = themes_text.map_or_else(Vec::new, |t| {
         let separator = if t.contains(';') { ';' } else { ',' };
         let mut themes: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for theme in t.split(separator) {
+            if themes.len() == MAX_THEMES {
+                break;
+            }
             let theme = theme.trim().trim_end_matches('.').trim();
-            if !theme.is_empty() && !themes.iter().any(|x| x.eq_ignore_ascii_case(theme)) {
+            if theme.is_empty() || theme.chars().count() > MAX_THEME_CHARS {
+                continue;
+            }
+            if seen.insert(theme.to_lowercase()) {
                 themes.push(theme.to_owned());
             }
         }
@@ -298,6 +339,31 @@ mod tests {
         );
         assert_eq!(parse_model_reply("   "), None);
         assert_eq!(parse_model_reply("THEMES: a; b"), None);
+    }
+
+    #[test]
+    fn an_oversized_answer_is_read_only_up_to_the_caps() {
+        let themes: Vec<String> = (0..140_000).map(|i| format!("theme number {i}")).collect();
+        let reply = format!(
+            "SUMMARY: {}\nTHEMES: {}",
+            "word ".repeat(10_000),
+            themes.join("; ")
+        );
+        assert!(reply.len() > 900_000);
+        let prose = parse_model_reply(&reply).unwrap();
+        assert!(prose.summary.chars().count() <= MAX_SUMMARY_CHARS + 1);
+        assert_eq!(
+            prose.themes.len(),
+            0,
+            "the themes line is past the bytes read"
+        );
+        let few = format!("SUMMARY: ok\nTHEMES: {}", themes[..100].join("; "));
+        assert_eq!(parse_model_reply(&few).unwrap().themes.len(), MAX_THEMES);
+        let long = format!("SUMMARY: ok\nTHEMES: {}; short", "x".repeat(500));
+        assert_eq!(parse_model_reply(&long).unwrap().themes, vec!["short"]);
+        // Multi-byte text is cut at a character boundary.
+        let wide = "é".repeat(MAX_REPLY_BYTES);
+        assert!(parse_model_reply(&wide).is_some());
     }
 
     #[test]

@@ -46,7 +46,7 @@ async fn a_bad_jwt_secret_is_refused_without_being_echoed() {
         ..config
     };
     let catalog = app::open_catalog(&good).await.unwrap();
-    let token = catalog.login("user", "user123").await.unwrap().token;
+    let token = catalog.login("user", "user123", None).await.unwrap().token;
     let same_key = moviedb::auth::TokenKeys::from_hex(&"0f".repeat(32)).unwrap();
     assert_eq!(
         same_key.verify(&token, chrono::Utc::now()).unwrap().sub,

@@ -194,7 +194,7 @@ async fn a_model_that_never_answers_times_out_into_the_server_summary() {
 async fn a_second_summary_within_the_window_asks_the_model_once() {
     for wire in BOTH {
         let db = Db::new().await;
-        let server = db.server(None);
+        let server = db.server(Some("mara"));
         let client = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
         let running = Db::connect(server.clone(), client.clone(), wire).await;
         for _ in 0..3 {
@@ -222,6 +222,12 @@ async fn a_second_summary_within_the_window_asks_the_model_once() {
             .unwrap();
         summarize_on(&server, other.clone(), wire, "38").await;
         assert_eq!(other.sampling_count(), 1, "{wire:?}");
+        // Anonymous callers cannot be told apart, so their model output is never kept.
+        let anonymous = db.server(None);
+        let stranger = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
+        summarize_on(&anonymous, stranger.clone(), wire, "38").await;
+        summarize_on(&anonymous, stranger.clone(), wire, "38").await;
+        assert_eq!(stranger.sampling_count(), 2, "{wire:?}");
     }
 }
 

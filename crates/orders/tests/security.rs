@@ -492,3 +492,50 @@ async fn a_thousand_idle_sockets_do_not_lock_out_a_client() {
     assert_eq!(answer.status().as_u16(), 200);
     drop(idle);
 }
+
+#[tokio::test]
+async fn a_second_request_with_an_id_still_in_flight_is_refused() {
+    let running = start().await;
+    let client = reqwest::Client::new();
+    let url = format!("http://{}/mcp", running.addr);
+    let opened = client
+        .post(&url)
+        .header("Accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "prober", "version": "0"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let post = |body: Value| {
+        client
+            .post(&url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .json(&body)
+            .send()
+    };
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await
+        .unwrap();
+    let order = first_with(&running, "PENDING").await;
+    let cancel = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "cancel_order", "arguments": {"orderId": order}}});
+    // The first waits for the person's answer, so it stays in flight.
+    let first = post(cancel.clone()).await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    let second = post(cancel).await.unwrap();
+    assert_eq!(second.status().as_u16(), 400);
+    let answer: Value = second.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer["id"], 7);
+    drop(first);
+    assert_eq!(status_of(&running, &order).await, "PENDING");
+}

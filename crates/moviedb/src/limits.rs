@@ -1,0 +1,143 @@
+//! Rate limits: a token bucket per key (a user, an address, an account), and the guard
+//! around sign-in (attempts per address and per account, and a cap on password hashes running
+//! at once, since each Argon2 hash holds about 19 MiB).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// A token bucket per key: `capacity` calls, refilled evenly over `period`.
+#[derive(Debug)]
+pub struct RateLimiter {
+    capacity: u32,
+    period: Duration,
+    buckets: Mutex<HashMap<String, (f64, tokio::time::Instant)>>,
+}
+
+impl RateLimiter {
+    /// A limiter of `per_minute` calls per key.
+    pub fn new(per_minute: u32) -> Self {
+        Self::per(per_minute, Duration::from_secs(60))
+    }
+
+    /// A limiter of `capacity` calls per key per `period`.
+    pub fn per(capacity: u32, period: Duration) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            period: period.max(Duration::from_millis(1)),
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Calls allowed per period.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    fn refill(&self) -> f64 {
+        f64::from(self.capacity) / self.period.as_secs_f64()
+    }
+
+    /// How long until `key` may call again (zero if it may now), without taking a call.
+    pub fn wait(&self, key: &str) -> Duration {
+        let capacity = f64::from(self.capacity);
+        let per_second = self.refill();
+        let now = tokio::time::Instant::now();
+        let buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match buckets.get(key) {
+            None => Duration::ZERO,
+            Some((tokens, at)) => {
+                let tokens =
+                    (tokens + now.duration_since(*at).as_secs_f64() * per_second).min(capacity);
+                if tokens >= 1.0 {
+                    Duration::ZERO
+                } else {
+                    Duration::from_secs_f64((1.0 - tokens) / per_second)
+                }
+            }
+        }
+    }
+
+    /// Take one call for `key`; `Err(wait)` when the bucket is empty.
+    pub fn take(&self, key: &str) -> Result<(), Duration> {
+        let capacity = f64::from(self.capacity);
+        let per_second = self.refill();
+        let now = tokio::time::Instant::now();
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if buckets.len() > 10_000 {
+            // Forget keys whose buckets have refilled; they would start full anyway.
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * per_second < capacity
+            });
+        }
+        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((capacity, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(capacity);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - *tokens) / per_second))
+        }
+    }
+}
+
+/// Limits on signing in.
+#[derive(Debug)]
+pub struct SignInLimits {
+    /// Attempts per client address.
+    pub per_address: RateLimiter,
+    /// Failed attempts per account.
+    pub failures_per_account: RateLimiter,
+    /// Password hashes running at once; further sign-ins wait their turn.
+    pub hashing: tokio::sync::Semaphore,
+}
+
+impl Default for SignInLimits {
+    /// 20 attempts a minute per address, 5 failures per account per 5 minutes, 2 hashes at
+    /// once.
+    fn default() -> Self {
+        Self {
+            per_address: RateLimiter::new(20),
+            failures_per_account: RateLimiter::per(5, Duration::from_secs(300)),
+            hashing: tokio::sync::Semaphore::new(2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_bucket_holds_a_minute_of_calls_and_refills_evenly() {
+        let limiter = RateLimiter::new(60);
+        for _ in 0..60 {
+            assert!(limiter.take("user:mara").is_ok());
+        }
+        let wait = limiter.take("user:mara").unwrap_err();
+        assert!(wait <= Duration::from_secs(1), "{wait:?}");
+        assert!(limiter.take("user:dan").is_ok(), "buckets are per key");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(limiter.take("user:mara").is_ok());
+        assert!(limiter.take("user:mara").is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bucket_over_a_longer_period_refills_slowly() {
+        let limiter = RateLimiter::per(5, Duration::from_secs(300));
+        for _ in 0..5 {
+            assert!(limiter.take("account:mara").is_ok());
+        }
+        assert_eq!(limiter.wait("account:mara"), Duration::from_secs(60));
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(limiter.wait("account:mara"), Duration::ZERO);
+        assert!(limiter.take("account:mara").is_ok());
+    }
+}
