@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, SaltString};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
@@ -26,25 +26,175 @@ fn random_bytes<const N: usize>() -> Vec<u8> {
     bytes
 }
 
-/// Hash a password for storage (Argon2id, random salt, PHC string).
-pub fn hash_password(password: &str) -> Result<String, AuthError> {
-    let salt = SaltString::encode_b64(random_bytes::<16>().as_slice())
-        .map_err(|e| AuthError::Hash(e.to_string()))?;
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|hash| hash.to_string())
-        .map_err(|e| AuthError::Hash(e.to_string()))
+/// Argon2 needs a 19 MiB work area per hash. Each hashing thread keeps one and reuses it, so
+/// the allocator never sees those mebibytes come and go (glibc would otherwise keep them in
+/// per-thread arenas: an idle server held 210 MB after hashing its seed accounts).
+mod work_area {
+    use std::cell::RefCell;
+
+    use argon2::Block;
+
+    thread_local! {
+        static WORK: RefCell<Vec<Block>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The most blocks a hash may ask for (64 MiB): a stored hash with larger parameters is
+    /// refused rather than allowed to allocate.
+    pub(super) const MAX_BLOCKS: usize = 64 * 1024;
+
+    pub(super) fn with<T>(blocks: usize, f: impl FnOnce(&mut [Block]) -> T) -> Option<T> {
+        if blocks > MAX_BLOCKS {
+            return None;
+        }
+        WORK.with(|work| {
+            let mut work = work.borrow_mut();
+            if work.len() < blocks {
+                work.resize(blocks, Block::default());
+            }
+            Some(f(&mut work[..blocks]))
+        })
+    }
 }
 
-/// Whether `password` matches the stored `hash`. A malformed hash never matches.
-pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash)
-        .map(|parsed| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok()
+/// Password hashes run on two threads of their own, in the order they arrive, so at most two
+/// work areas exist however many people sign in at once.
+mod pool {
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    /// Threads that hash.
+    pub(super) const THREADS: usize = 2;
+
+    fn jobs() -> &'static Mutex<Sender<Job>> {
+        static JOBS: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+        JOBS.get_or_init(|| {
+            let (sender, receiver) = channel::<Job>();
+            let receiver: Arc<Mutex<Receiver<Job>>> = Arc::new(Mutex::new(receiver));
+            for i in 0..THREADS {
+                let receiver = receiver.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("password-hash-{i}"))
+                    .spawn(move || {
+                        loop {
+                            let job = receiver
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .recv();
+                            match job {
+                                Ok(job) => job(),
+                                Err(_) => return,
+                            }
+                        }
+                    });
+                if let Err(error) = spawned {
+                    tracing::error!(%error, "could not start a password-hashing thread");
+                }
+            }
+            Mutex::new(sender)
         })
+    }
+
+    /// Run `work` on a hashing thread; `None` if the pool is gone.
+    pub(super) async fn run<T: Send + 'static>(
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = tx.send(work());
+        });
+        jobs()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .send(job)
+            .ok()?;
+        rx.await.ok()
+    }
+}
+
+fn argon2id() -> (Argon2<'static>, argon2::Params) {
+    let params = argon2::Params::default();
+    (
+        Argon2::new(
+            argon2::Algorithm::Argon2id,
+            argon2::Version::V0x13,
+            params.clone(),
+        ),
+        params,
+    )
+}
+
+/// Hash a password for storage (Argon2id, default parameters, random salt, PHC string), on
+/// this thread.
+pub fn hash_password(password: &str) -> Result<String, AuthError> {
+    let fail = |e: &dyn std::fmt::Display| AuthError::Hash(e.to_string());
+    let salt_bytes = random_bytes::<16>();
+    let salt = SaltString::encode_b64(&salt_bytes).map_err(|e| fail(&e))?;
+    let (argon, params) = argon2id();
+    let mut out = [0u8; argon2::Params::DEFAULT_OUTPUT_LEN];
+    work_area::with(params.block_count(), |blocks| {
+        argon.hash_password_into_with_memory(password.as_bytes(), &salt_bytes, &mut out, blocks)
+    })
+    .ok_or_else(|| AuthError::Hash("work area too large".into()))?
+    .map_err(|e| fail(&e))?;
+    let hash = PasswordHash {
+        algorithm: argon2::ARGON2ID_IDENT,
+        version: Some(argon2::Version::V0x13.into()),
+        params: argon2::password_hash::ParamsString::try_from(&params).map_err(|e| fail(&e))?,
+        salt: Some(salt.as_salt()),
+        hash: Some(argon2::password_hash::Output::new(&out).map_err(|e| fail(&e))?),
+    };
+    Ok(hash.to_string())
+}
+
+/// Whether `password` matches the stored `hash` (any Argon2 variant and parameters up to a
+/// 64 MiB work area), on this thread. A malformed hash never matches.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    let Ok(parsed) = PasswordHash::new(hash) else {
+        return false;
+    };
+    let (Ok(algorithm), Ok(params), Some(salt), Some(expected)) = (
+        argon2::Algorithm::try_from(parsed.algorithm),
+        argon2::Params::try_from(&parsed),
+        parsed.salt,
+        parsed.hash,
+    ) else {
+        return false;
+    };
+    let version = match parsed.version.map(argon2::Version::try_from) {
+        None => argon2::Version::V0x13,
+        Some(Ok(version)) => version,
+        Some(Err(_)) => return false,
+    };
+    let mut salt_buf = [0u8; 64];
+    let Ok(salt_bytes) = salt.decode_b64(&mut salt_buf) else {
+        return false;
+    };
+    let argon = Argon2::new(algorithm, version, params.clone());
+    let mut out = vec![0u8; expected.len()];
+    let computed = work_area::with(params.block_count(), |blocks| {
+        argon.hash_password_into_with_memory(password.as_bytes(), salt_bytes, &mut out, blocks)
+    });
+    matches!(computed, Some(Ok(()))) && constant_time_eq(&out, expected.as_bytes())
+}
+
+/// [`hash_password`] on the hashing threads.
+pub async fn hash_password_pooled(password: String) -> Result<String, AuthError> {
+    pool::run(move || hash_password(&password))
+        .await
+        .unwrap_or_else(|| Err(AuthError::Hash("the hashing threads are gone".into())))
+}
+
+/// [`verify_password`] on the hashing threads.
+pub async fn verify_password_pooled(password: String, hash: String) -> bool {
+    pool::run(move || verify_password(&password, &hash))
+        .await
         .unwrap_or(false)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Errors of key handling and hashing.
@@ -244,8 +394,25 @@ mod tests {
     #[test]
     fn passwords_verify_only_against_their_hash() {
         let hash = hash_password("secret1").unwrap();
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
         assert!(verify_password("secret1", &hash));
         assert!(!verify_password("secret2", &hash));
         assert!(!verify_password("secret1", "not a hash"));
+        // Hashes written by the argon2 crate's own hasher verify too, and ours verify there.
+        use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+        let salt = SaltString::encode_b64(b"sixteen byte slt").unwrap();
+        let theirs = Argon2::default()
+            .hash_password(b"pw", &salt)
+            .unwrap()
+            .to_string();
+        assert!(verify_password("pw", &theirs));
+        let ours = PasswordHash::new(&hash).unwrap();
+        assert!(Argon2::default().verify_password(b"secret1", &ours).is_ok());
+        // Parameters asking for more than the work area allows never match.
+        let huge = theirs.replace("m=19456", "m=4000000");
+        assert!(!verify_password("pw", &huge));
     }
 }

@@ -1,6 +1,6 @@
-//! Rate limits: a token bucket per key (a user, an address, an account), and the guard
-//! around sign-in (attempts per address and per account, and a cap on password hashes running
-//! at once, since each Argon2 hash holds about 19 MiB).
+//! Rate limits: a token bucket per key (a user, an address, an account), and the limits on
+//! signing in (attempts per address, failures per account). Password hashes themselves run
+//! two at a time on threads of their own (`auth`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -95,18 +95,14 @@ pub struct SignInLimits {
     pub per_address: RateLimiter,
     /// Failed attempts per account.
     pub failures_per_account: RateLimiter,
-    /// Password hashes running at once; further sign-ins wait their turn.
-    pub hashing: tokio::sync::Semaphore,
 }
 
 impl Default for SignInLimits {
-    /// 20 attempts a minute per address, 5 failures per account per 5 minutes, 2 hashes at
-    /// once.
+    /// 20 attempts a minute per address, 5 failures per account per 5 minutes.
     fn default() -> Self {
         Self {
             per_address: RateLimiter::new(20),
             failures_per_account: RateLimiter::per(5, Duration::from_secs(300)),
-            hashing: tokio::sync::Semaphore::new(2),
         }
     }
 }

@@ -177,7 +177,7 @@ impl Catalog {
     }
 
     /// Sign in: a token for the account whose password matches. Attempts are limited per
-    /// client address and failures per account; password hashes run a few at a time.
+    /// client address and failures per account; password hashes run two at a time.
     pub async fn login(
         &self,
         username: &str,
@@ -196,12 +196,8 @@ impl Catalog {
             .as_ref()
             .map(|u| u.password_hash.clone())
             .unwrap_or_else(|| DUMMY_HASH.to_owned());
-        let ok = password.len() <= MAX_PASSWORD_BYTES && {
-            let password = password.to_owned();
-            self.hashing(move || auth::verify_password(&password, &hash))
-                .await
-                .unwrap_or(false)
-        };
+        let ok = password.len() <= MAX_PASSWORD_BYTES
+            && auth::verify_password_pooled(password.to_owned(), hash).await;
         match user {
             Some(user) if ok => Ok(SignedIn {
                 token: self.keys.issue(&user.username, user.role, Utc::now()),
@@ -227,15 +223,6 @@ impl Catalog {
         Ok(())
     }
 
-    /// Run a password hash on the blocking pool, a few at a time.
-    async fn hashing<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Option<T> {
-        let _permit = self.sign_in.hashing.acquire().await.ok()?;
-        tokio::task::spawn_blocking(work).await.ok()
-    }
-
     /// Create a USER account and sign it in.
     pub async fn register(
         &self,
@@ -251,11 +238,8 @@ impl Catalog {
         if self.store.user_by_name(username).await?.is_some() {
             return Err(DomainError::invalid("username", "That username is already taken.").into());
         }
-        let password = password.to_owned();
-        let hash = self
-            .hashing(move || auth::hash_password(&password))
+        let hash = auth::hash_password_pooled(password.to_owned())
             .await
-            .ok_or_else(|| ServiceError::Internal(StoreError::Seed("hashing stopped".into())))?
             .map_err(|e| ServiceError::Internal(StoreError::Seed(e.to_string())))?;
         let user = match self
             .store

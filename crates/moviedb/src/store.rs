@@ -163,18 +163,14 @@ async fn seed_hashes() -> Result<&'static HashMap<&'static str, String>, StoreEr
         tokio::sync::OnceCell::const_new();
     HASHES
         .get_or_try_init(|| async {
-            tokio::task::spawn_blocking(|| {
-                seed::users()
-                    .iter()
-                    .map(|u| {
-                        crate::auth::hash_password(u.password)
-                            .map(|hash| (u.username, hash))
-                            .map_err(|e| StoreError::Seed(e.to_string()))
-                    })
-                    .collect::<Result<HashMap<_, _>, _>>()
-            })
-            .await
-            .map_err(|e| StoreError::Seed(e.to_string()))?
+            let mut hashes = HashMap::new();
+            for user in seed::users() {
+                let hash = crate::auth::hash_password_pooled(user.password.to_owned())
+                    .await
+                    .map_err(|e| StoreError::Seed(e.to_string()))?;
+                hashes.insert(user.username, hash);
+            }
+            Ok(hashes)
         })
         .await
 }
