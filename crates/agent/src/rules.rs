@@ -41,18 +41,37 @@ orders (\"orders for CUST-42\"), list orders by status (\"pending orders\"), can
 email (\"refund email for ORD-10001, arrived damaged\") and answer policy questions from the \
 notes (\"how long can a Gold customer return an item?\").";
 
+/// The most of a message the planner reads, in bytes; the rest is ignored.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024;
+
+fn pattern(
+    cell: &'static std::sync::OnceLock<Option<Regex>>,
+    source: &str,
+) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(source).ok()).as_ref()
+}
+
 fn order_id(text: &str) -> Option<String> {
-    Regex::new(r"(?i)\bORD-?(\d{5})\b")
-        .ok()?
+    static ORDER: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    pattern(&ORDER, r"(?i)\bORD-?(\d{5})\b")?
         .captures(text)
         .map(|c| format!("ORD-{}", &c[1]))
 }
 
 fn customer_id(text: &str) -> Option<String> {
-    Regex::new(r"(?i)\bCUST-?(\d{1,2})\b")
-        .ok()?
+    static CUSTOMER: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    pattern(&CUSTOMER, r"(?i)\bCUST-?(\d{1,2})\b")?
         .captures(text)
         .map(|c| format!("CUST-{:0>2}", &c[1]))
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn prefix(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn status(text: &str) -> Option<&'static str> {
@@ -124,6 +143,7 @@ fn policy(lower: &str) -> Option<Plan> {
 
 /// Plan a message. `selected` is the order the person has open in the UI, if any.
 pub fn plan(message: &str, selected: Option<&str>) -> Plan {
+    let message = prefix(message, MAX_MESSAGE_BYTES);
     let lower = message.to_lowercase();
     let order = order_id(message).or_else(|| selected.map(str::to_owned));
     if lower.contains("recheck")
@@ -194,8 +214,54 @@ pub fn plan(message: &str, selected: Option<&str>) -> Plan {
     Plan::Say(format!("I did not understand that. {HELP}"))
 }
 
+/// Fuzz entry (`fuzz/fuzz_targets/rules_message.rs`): bytes as a message, optionally followed by
+/// a NUL and the selected order; whatever they are, the plan's tool arguments are an object and
+/// any order it names has the ORD-nnnnn form (or is the selected order).
+#[doc(hidden)]
+pub fn check_message(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let (message, selected) = match text.split_once('\0') {
+        Some((message, selected)) => (message, Some(selected)),
+        None => (text.as_ref(), None),
+    };
+    let well_formed = |id: &str| {
+        Some(id) == selected
+            || (id.len() == 9
+                && id.starts_with("ORD-")
+                && id[4..].bytes().all(|b| b.is_ascii_digit()))
+    };
+    match plan(message, selected) {
+        Plan::Tool { arguments, .. } => {
+            assert!(arguments.is_object());
+            if let Some(id) = arguments.get("orderId").and_then(|v| v.as_str()) {
+                assert!(well_formed(id), "{id:?}");
+            }
+        }
+        Plan::RefundEmail { order_id, .. } => assert!(well_formed(&order_id), "{order_id:?}"),
+        Plan::Policy { .. } | Plan::Say(_) => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_fuzz_corpus_replays() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let mut seen = 0;
+        for sub in ["corpus/rules_message", "regressions/rules_message"] {
+            for entry in std::fs::read_dir(dir.join(sub))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let bytes = std::fs::read(entry.path()).unwrap();
+                super::check_message(&bytes);
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "fuzz/corpus/rules_message holds the seeds");
+    }
+
     use super::*;
 
     fn tool(message: &str) -> (&'static str, serde_json::Value) {

@@ -25,6 +25,9 @@ mod clock;
 mod ctx;
 mod deprecated;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "host")]
 pub mod host;
 mod layer;

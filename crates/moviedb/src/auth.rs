@@ -319,7 +319,11 @@ impl TokenKeys {
     }
 
     /// Check a token's form, algorithm, signature (in constant time) and expiry at `now`.
+    /// Tokens longer than [`MAX_TOKEN_BYTES`] are malformed without being decoded.
     pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Claims, TokenError> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(TokenError::Malformed);
+        }
         let mut parts = token.trim().split('.');
         let (Some(header), Some(claims), Some(signature), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -351,8 +355,55 @@ impl TokenKeys {
     }
 }
 
+/// The longest bearer token read (ours are about 200 bytes).
+pub const MAX_TOKEN_BYTES: usize = 4 * 1024;
+
+/// Fuzz entry (`fuzz/fuzz_targets/jwt.rs`): bytes as a bearer token never verify; a token this
+/// server issued, with one byte changed by the input, no longer verifies.
+#[doc(hidden)]
+pub fn check_token(data: &[u8]) {
+    let Ok(keys) = TokenKeys::from_hex(&"5a".repeat(32)) else {
+        return;
+    };
+    let now = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+    let text = String::from_utf8_lossy(data);
+    assert!(keys.verify(&text, now).is_err(), "arbitrary bytes verified");
+    if let [at, with, ..] = data {
+        let mut token = keys.issue("mara", Role::User, now).into_bytes();
+        let i = usize::from(*at) % token.len();
+        if token[i] != *with {
+            token[i] = *with;
+            let token = String::from_utf8_lossy(&token);
+            // Trimmed whitespace at either end is not a change to the token.
+            if token.trim().len() == token.len() {
+                assert!(
+                    keys.verify(&token, now).is_err(),
+                    "a changed token verified"
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_fuzz_corpus_replays() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let mut seen = 0;
+        for sub in ["corpus/jwt", "regressions/jwt"] {
+            for entry in std::fs::read_dir(dir.join(sub))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                super::check_token(&std::fs::read(entry.path()).unwrap());
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "fuzz/corpus/jwt holds the seeds");
+    }
+
     use super::*;
 
     #[test]

@@ -267,8 +267,45 @@ pub fn parse_model_reply(reply: &str) -> Option<Prose> {
     })
 }
 
+/// Fuzz entry (`fuzz/fuzz_targets/model_reply.rs`): bytes as a model's answer; whatever they
+/// are, what is kept stays within the caps and has no duplicate theme.
+#[doc(hidden)]
+pub fn check_model_reply(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some(prose) = parse_model_reply(&text) {
+        assert!(!prose.summary.is_empty());
+        assert!(prose.summary.chars().count() <= MAX_SUMMARY_CHARS + 1);
+        assert!(prose.themes.len() <= MAX_THEMES);
+        let mut seen = std::collections::HashSet::new();
+        for theme in &prose.themes {
+            assert!(!theme.is_empty() && theme.chars().count() <= MAX_THEME_CHARS);
+            assert!(
+                seen.insert(theme.to_lowercase()),
+                "duplicate theme {theme:?}"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_fuzz_corpus_replays() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+        let mut seen = 0;
+        for sub in ["corpus/model_reply", "regressions/model_reply"] {
+            for entry in std::fs::read_dir(dir.join(sub))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                super::check_model_reply(&std::fs::read(entry.path()).unwrap());
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "fuzz/corpus/model_reply holds the seeds");
+    }
+
     use super::*;
 
     fn reviews(items: &[(i32, &str)]) -> Vec<ReviewText> {

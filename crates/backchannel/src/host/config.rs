@@ -159,14 +159,23 @@ pub enum ConfigError {
         /// The root.
         root: PathBuf,
     },
+    /// The configuration is larger than [`MAX_CONFIG_BYTES`].
+    #[error("the configuration is {0} bytes; at most {MAX_CONFIG_BYTES} are read")]
+    TooLarge(usize),
     /// A connection name is empty or has characters other than letters, digits, `-` and `_`.
     #[error("connection name {0:?} must be letters, digits, '-' or '_'")]
     BadName(String),
 }
 
+/// The largest configuration read, in bytes.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
 impl HostConfig {
-    /// Parse and check a TOML configuration.
+    /// Parse and check a TOML configuration (at most [`MAX_CONFIG_BYTES`]).
     pub fn from_toml(text: &str) -> Result<HostConfig, ConfigError> {
+        if text.len() > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge(text.len()));
+        }
         let config: HostConfig = toml::from_str(text)?;
         config.check()?;
         Ok(config)

@@ -31,7 +31,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 
 pub use config::{
-    ConfigError, ConnectionConfig, Declared, HostConfig, Protocol, Transport, file_uri,
+    ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, Protocol, Transport,
+    file_uri,
 };
 
 use crate::ListKind;
