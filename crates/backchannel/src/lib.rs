@@ -31,6 +31,8 @@ pub mod fuzzing;
 #[cfg(feature = "host")]
 pub mod host;
 mod layer;
+#[cfg(feature = "logging")]
+pub mod logging;
 mod outcome;
 pub mod serve;
 mod sessions;

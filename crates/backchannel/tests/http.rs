@@ -233,3 +233,37 @@ async fn an_oversized_body_gets_413_and_malformed_json_a_parse_error() {
     assert_eq!(status, 200, "still serving: {text}");
     assert!(text.contains("it broke"));
 }
+
+#[tokio::test]
+async fn a_call_that_streams_nothing_is_answered_as_json_and_one_that_streams_as_sse() {
+    let running = start(HttpOptions::default()).await;
+    let content_type = |meta: serde_json::Value, id: u64| {
+        let body = modern_body(id, "progress", meta).to_string();
+        async move {
+            let response = reqwest::Client::new()
+                .post(url(running.addr))
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .header("MCP-Protocol-Version", "2026-07-28")
+                .header("Mcp-Method", "tools/call")
+                .header("Mcp-Name", "progress")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let kind = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            let text = response.text().await.unwrap();
+            (kind, text)
+        }
+    };
+    let (kind, text) = content_type(json!({}), 1).await;
+    assert!(kind.starts_with("application/json"), "{kind}");
+    let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["id"], 1);
+    let (kind, text) = content_type(json!({"progressToken": "p"}), 2).await;
+    assert!(kind.starts_with("text/event-stream"), "{kind}");
+    assert!(text.contains("notifications/progress"), "{text}");
+}

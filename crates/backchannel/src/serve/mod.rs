@@ -65,6 +65,10 @@ pub struct HttpOptions {
     pub legacy_sessions: bool,
     /// 2025-11-25 sessions open at once (default 1,000); `initialize` beyond it gets 503.
     pub max_sessions: usize,
+    /// Answer a 2026-07-28 request whose first message is its result as `application/json`
+    /// (default true); one that sends progress, a log message or a question first still gets
+    /// an SSE stream.
+    pub json_response: bool,
     /// SSE keep-alive interval.
     pub sse_keep_alive: Option<Duration>,
 }
@@ -89,6 +93,7 @@ impl Default for HttpOptions {
             max_connections: 4096,
             legacy_sessions: true,
             max_sessions: 1000,
+            json_response: true,
             sse_keep_alive: Some(Duration::from_secs(15)),
         }
     }
@@ -121,6 +126,7 @@ where
         .with_allowed_origins(options.allowed_origins.clone())
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_legacy_session_mode(options.legacy_sessions)
+        .with_json_response(options.json_response)
         .with_sse_keep_alive(options.sse_keep_alive)
         .with_cancellation_token(shutdown);
     let sessions = Arc::new(LocalSessionManager::default());

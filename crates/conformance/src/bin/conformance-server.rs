@@ -22,10 +22,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    let _logs = backchannel::logging::init(&["conformance", "conformance_server"]);
     let args = Args::parse();
     let server = ConformanceServer::new();
     if args.stdio {

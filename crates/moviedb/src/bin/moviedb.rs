@@ -69,15 +69,7 @@ fn config(common: &Common) -> Config {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .init();
+    let _logs = backchannel::logging::init(&["moviedb", "audit"]);
     let args = Args::parse();
     match args.command {
         Command::Serve {

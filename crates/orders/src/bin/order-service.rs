@@ -78,13 +78,7 @@ fn config(common: Common) -> Config {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let _logs = backchannel::logging::init(&["orders", "order_service"]);
     match Cli::parse().command {
         Command::Serve {
             listen,
