@@ -153,10 +153,9 @@ impl HostHandler for DeskHandler {
         {
             Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
                 .with_content(json!({"confirmed": true, "note": note})),
-            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
-                ElicitResult::new(ElicitationAction::Decline)
-            }
-            Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
+            Asked::Answered(Answer::No) => ElicitResult::new(ElicitationAction::Decline),
+            // Nobody to show it to, or nobody answered: nobody said no.
+            Asked::NobodyWatching | Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
         }
     }
 
@@ -353,17 +352,13 @@ fn text_of(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-fn euros(value: &Value) -> String {
-    format!("€{:.2}", value.as_f64().unwrap_or_default())
-}
-
 fn describe(order: &Value) -> String {
     let id = order["orderId"].as_str().unwrap_or("?");
     let status = order["status"].as_str().unwrap_or("?");
     let customer = order["customer"]["name"].as_str().unwrap_or("?");
     let mut text = format!(
         "{id} is {status}: {customer}, {}",
-        euros(&order["totalAmount"])
+        crate::messages::money(&order["totalAmount"])
     );
     if let Some(shipment) = order.get("shipment").filter(|s| s.is_object()) {
         text.push_str(&format!(
@@ -801,17 +796,11 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             Ok(result) => return text_of(&result),
             Err(error) => return error,
         };
-        format!(
-            "Dear {name},\n\nWe are sorry that your order {order_id} {reason}. We have refunded {total} to \
-             your original payment method. The money should reach you within three to five working days.\n\n\
-             Kind regards,\nThe support desk",
-            name = order["customer"]["name"].as_str().unwrap_or("customer"),
-            total = euros(&order["totalAmount"]),
-            reason = if reason.starts_with("arrived") || reason.starts_with("was") {
-                reason.to_owned()
-            } else {
-                format!("was refunded because: {reason}")
-            },
+        crate::messages::refund_email(
+            order["customer"]["name"].as_str().unwrap_or("customer"),
+            order_id,
+            &crate::messages::money(&order["totalAmount"]),
+            reason,
         )
     }
 

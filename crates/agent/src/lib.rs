@@ -6,5 +6,6 @@ pub mod cli;
 pub mod desk;
 pub mod events;
 pub mod llm;
+pub mod messages;
 pub mod rules;
 pub mod web;

@@ -87,7 +87,7 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
     lines.send("yes".into()).await.unwrap();
     screen.shows("Agent: (No language model").await;
     screen
-        .shows("Order ORD-10002 is cancelled and a refund of 34.99 has been started.")
+        .shows("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
         .await;
 
     // Three long tools in one conversation: each draws its bar to 100 %, values only going

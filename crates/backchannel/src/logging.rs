@@ -61,7 +61,9 @@ mod tests {
         let writer = captured.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_writer(move || writer.clone())
-            .with_env_filter(tracing_subscriber::EnvFilter::new(default_filter(&["orders"])))
+            .with_env_filter(tracing_subscriber::EnvFilter::new(default_filter(&[
+                "orders",
+            ])))
             .finish();
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "rmcp::service", "serve finished");
@@ -71,7 +73,10 @@ mod tests {
             tracing::debug!(target: "orders::mcp", "debug stays out");
         });
         let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-        assert!(!text.contains("serve finished") && !text.contains("input stream"), "{text}");
+        assert!(
+            !text.contains("serve finished") && !text.contains("input stream"),
+            "{text}"
+        );
         assert!(text.contains("requested by desk"), "{text}");
         assert!(text.contains("a warning still shows"), "{text}");
         assert!(!text.contains("debug stays out"), "{text}");

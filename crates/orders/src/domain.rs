@@ -138,6 +138,23 @@ impl fmt::Display for Money {
     }
 }
 
+impl Money {
+    /// For people: the euro sign, thousands grouped, two decimals: `€1,232.99`.
+    pub fn euros(&self) -> String {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let cents = self.0.unsigned_abs();
+        let whole = (cents / 100).to_string();
+        let mut grouped = String::new();
+        for (i, digit) in whole.chars().enumerate() {
+            if i > 0 && (whole.len() - i).is_multiple_of(3) {
+                grouped.push(',');
+            }
+            grouped.push(digit);
+        }
+        format!("{sign}€{grouped}.{:02}", cents % 100)
+    }
+}
+
 impl Serialize for Money {
     /// A JSON number with at most two decimals. The f64 is made only here, at the edge, from
     /// exact cents; every amount below 2^53 cents prints back as the same two-decimal value.
@@ -338,6 +355,10 @@ mod tests {
     fn money_is_exact_and_prints_two_decimals() {
         let total = Money::from_cents(8999) + Money::from_cents(4500).times(2);
         assert_eq!(total.to_string(), "179.99");
+        assert_eq!(total.euros(), "€179.99");
+        assert_eq!(Money::from_cents(123_299).euros(), "€1,232.99");
+        assert_eq!(Money::from_cents(100_000_050).euros(), "€1,000,000.50");
+        assert_eq!(Money::from_cents(-5).euros(), "-€0.05");
         assert_eq!(Money::from_cents(4500).to_string(), "45.00");
         assert_eq!(serde_json::to_string(&total).unwrap(), "179.99");
     }

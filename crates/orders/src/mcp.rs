@@ -335,7 +335,8 @@ impl OrderServer {
             }
             Elicited::Accepted(_) => messages::not_confirmed(id),
             Elicited::Declined => messages::declined(id),
-            Elicited::Cancelled | Elicited::TimedOut => messages::dismissed(id),
+            Elicited::Cancelled => messages::dismissed(id),
+            Elicited::TimedOut => messages::unanswered(id),
             Elicited::Unsupported => messages::use_admin_console(id),
         }))
     }

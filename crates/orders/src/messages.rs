@@ -6,31 +6,38 @@ use crate::domain::{Money, Order};
 pub fn confirm_cancellation(order: &Order) -> String {
     format!(
         "Cancel order {} for {}? The total is {} and a refund will be started.",
-        order.order_id, order.customer.name, order.total_amount
+        order.order_id,
+        order.customer.name,
+        order.total_amount.euros()
     )
 }
 
 /// The order is cancelled.
 pub fn cancelled(order_id: &str, total: Money) -> String {
-    format!("Order {order_id} is cancelled and a refund of {total} has been started.")
+    format!(
+        "Order {order_id} is cancelled and a refund of {} has been started.",
+        total.euros()
+    )
 }
 
 /// The form came back without `confirmed: true`.
 pub fn not_confirmed(order_id: &str) -> String {
-    format!("Order {order_id} was not cancelled: the confirmation was declined.")
+    format!("Order {order_id} was not cancelled: the cancellation was not confirmed.")
 }
 
-/// The client declined the question.
+/// The person said no.
 pub fn declined(order_id: &str) -> String {
-    format!(
-        "Order {order_id} was not cancelled. The client declined the confirmation, either because the \
-         person said no or because the question could not be presented."
-    )
+    format!("Order {order_id} was not cancelled: the customer said no.")
 }
 
-/// The question was dismissed, or nobody answered in time.
+/// The question was closed without an answer.
 pub fn dismissed(order_id: &str) -> String {
-    format!("Order {order_id} was not cancelled: the user dismissed the question.")
+    format!("Order {order_id} was not cancelled: the question was closed without an answer.")
+}
+
+/// Nobody answered before the question's deadline.
+pub fn unanswered(order_id: &str) -> String {
+    format!("Order {order_id} was not cancelled: nobody answered the question in time.")
 }
 
 /// The client cannot ask questions.
@@ -96,3 +103,41 @@ pub const REFUND_REASONS: [&str; 5] = [
     "no longer needed",
     "wrong item",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_of_the_question_reads_in_the_persons_words() {
+        let id = "ORD-10002";
+        assert_eq!(
+            declined(id),
+            "Order ORD-10002 was not cancelled: the customer said no."
+        );
+        assert_eq!(
+            dismissed(id),
+            "Order ORD-10002 was not cancelled: the question was closed without an answer."
+        );
+        assert_eq!(
+            unanswered(id),
+            "Order ORD-10002 was not cancelled: nobody answered the question in time."
+        );
+        assert_eq!(
+            not_confirmed(id),
+            "Order ORD-10002 was not cancelled: the cancellation was not confirmed."
+        );
+        assert!(use_admin_console(id).starts_with("This client cannot ask for confirmation"));
+        for text in [
+            declined(id),
+            dismissed(id),
+            unanswered(id),
+            not_confirmed(id),
+        ] {
+            assert!(
+                !text.contains("client") && !text.contains("declined"),
+                "{text}"
+            );
+        }
+    }
+}

@@ -222,7 +222,7 @@ async fn a_confirmed_cancellation_cancels_and_records_the_note() {
         assert_eq!(result.is_error, Some(false), "{wire:?}");
         assert_eq!(
             text_of(&result),
-            "Order ORD-10002 is cancelled and a refund of 34.99 has been started."
+            "Order ORD-10002 is cancelled and a refund of €34.99 has been started."
         );
         assert_eq!(
             desk.status("ORD-10002").await,
@@ -242,7 +242,7 @@ async fn a_confirmed_cancellation_cancels_and_records_the_note() {
         assert_eq!(questions.len(), 1, "{wire:?}");
         assert_eq!(
             questions[0].0,
-            "Cancel order ORD-10002 for Marcus Adeyemi? The total is 34.99 and a refund will be started."
+            "Cancel order ORD-10002 for Marcus Adeyemi? The total is €34.99 and a refund will be started."
         );
         assert!(
             questions[0].1.is_some(),
@@ -264,19 +264,19 @@ async fn every_other_answer_leaves_the_order_pending() {
     let cases = [
         (
             Answer::Accept(json!({"confirmed": false})),
-            "Order ORD-10002 was not cancelled: the confirmation was declined.",
+            "Order ORD-10002 was not cancelled: the cancellation was not confirmed.",
         ),
         (
             Answer::Accept(json!({})),
-            "Order ORD-10002 was not cancelled: the confirmation was declined.",
+            "Order ORD-10002 was not cancelled: the cancellation was not confirmed.",
         ),
         (
             Answer::Decline,
-            "Order ORD-10002 was not cancelled. The client declined the confirmation, either because the person said no or because the question could not be presented.",
+            "Order ORD-10002 was not cancelled: the customer said no.",
         ),
         (
             Answer::Cancel,
-            "Order ORD-10002 was not cancelled: the user dismissed the question.",
+            "Order ORD-10002 was not cancelled: the question was closed without an answer.",
         ),
     ];
     for wire in BOTH {
@@ -360,7 +360,7 @@ async fn two_people_confirming_the_same_cancellation_cancel_it_once() {
             texts,
             vec![
                 "Order ORD-10008 is CANCELLED and can no longer be cancelled. Only PENDING and PROCESSING orders can.".to_owned(),
-                "Order ORD-10008 is cancelled and a refund of 124.99 has been started.".to_owned(),
+                "Order ORD-10008 is cancelled and a refund of €124.99 has been started.".to_owned(),
             ],
             "{wire:?}"
         );

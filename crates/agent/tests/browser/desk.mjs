@@ -75,7 +75,7 @@ await scenario("letting the countdown expire leaves ORD-10009 unchanged and says
   await page.waitForFunction(() => document.querySelector("#confirm-countdown").textContent
     === "The question expired and the tool has stopped waiting.");
   if (!(await page.isDisabled("#confirm-yes"))) throw new Error("Yes is still enabled after expiry");
-  await lastReply(page, "Order ORD-10009 was not cancelled: the user dismissed the question.");
+  await lastReply(page, "Order ORD-10009 was not cancelled: the question was closed without an answer.");
   await page.click("#confirm-close");
   await inTab(page, "PROCESSING", "ORD-10009");
 });
