@@ -22,7 +22,8 @@ pub async fn run(
     let (secret, mut events) = desk.events().open(CONVERSATION);
     writeln!(
         out,
-        "Support desk ready. Ask about an order. Type 'quit' to exit."
+        "Support desk ready. {} Type 'quit' to exit.",
+        crate::render::plain(&desk.greeting())
     )?;
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
     let mut question: Option<String> = None;
@@ -45,12 +46,18 @@ pub async fn run(
                     writeln!(out, "\r{message}\nType 'yes' to confirm ({seconds} seconds):")?;
                     question = Some(id);
                 }
+                Event::Closed { id } => {
+                    if question.as_deref() == Some(id.as_str()) {
+                        question = None;
+                        writeln!(out, "\rThe question closed without an answer; nothing was changed.")?;
+                    }
+                }
                 Event::Log { level, message } => writeln!(out, "\r  {level} {message}")?,
                 Event::Hello { .. } => {}
             },
             Some(reply) = replies.recv() => {
                 busy = false;
-                writeln!(out, "\rAgent: {reply}")?;
+                writeln!(out, "\rAgent: {}", crate::render::plain(&reply))?;
             }
             line = lines.recv() => {
                 let Some(line) = line else { break };

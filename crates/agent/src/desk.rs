@@ -68,12 +68,12 @@ impl Knowledge {
     }
 }
 
-/// The tools the model may use from the knowledge-base servers.
-const KB_TOOLS: [&str; 3] = [
-    "read_text_file",
-    "list_directory",
-    "list_allowed_directories",
-];
+/// The knowledge-base server's tools the desk uses (the model gets passages through
+/// [`NOTES_TOOL`], never whole files).
+const KB_TOOLS: [&str; 2] = ["read_text_file", "list_directory"];
+
+/// The desk's own tool for the model: the passages of the notes that answer a question.
+const NOTES_TOOL: &str = "search_support_notes";
 
 impl Default for DeskConfig {
     fn default() -> Self {
@@ -329,6 +329,14 @@ enum Step {
     },
 }
 
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 /// What a stopped message replies.
 pub const STOPPED: &str = "Stopped. Nothing more will be done for that message.";
 
@@ -466,6 +474,13 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
         name: &str,
         arguments: Value,
     ) -> Result<CallToolResult, String> {
+        if name == NOTES_TOOL {
+            let question = arguments["question"].as_str().unwrap_or_default();
+            let archive = arguments["archive"].as_bool().unwrap_or(false);
+            return Ok(CallToolResult::success(vec![
+                rmcp::model::ContentBlock::text(self.search_notes(question, archive).await),
+            ]));
+        }
         for (connection, prefix) in [
             ("knowledge-base-archive", "knowledge_base_archive_"),
             ("knowledge-base", "knowledge_base_"),
@@ -523,15 +538,16 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
         }
     }
 
+    /// What the desk says first: who it is and what it can do.
+    pub fn greeting(&self) -> String {
+        crate::messages::greeting(self.config.model.is_some(), self.config.knowledge.is_some())
+    }
+
     async fn answer(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
         let lower = message.to_lowercase();
         if BLOCKED.iter().any(|word| lower.contains(word)) {
             return "I can only help with orders and deliveries. Please contact support directly for anything else.".into();
         }
-        let first = {
-            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-            !memory.contains_key(conversation)
-        };
         if let Some(model) = self.config.model.clone() {
             let reply = self
                 .model_chat(&model, conversation, message, order_id)
@@ -539,14 +555,14 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             self.remember(conversation, message, &reply);
             return reply;
         }
-        let mut reply = match rules::plan(message, order_id) {
+        let reply = match rules::plan(message, order_id) {
             Plan::Say(text) => text,
             Plan::RefundEmail { order_id, reason } => self.refund_email(&order_id, &reason).await,
             Plan::Policy {
                 note,
                 archive,
-                words,
-            } => self.policy(note, archive, &words).await,
+                question,
+            } => self.policy(note, archive, &question).await,
             Plan::Tool { name, arguments } => {
                 match self.call(conversation, name, arguments).await {
                     Err(error) => format!("Something went wrong: {error}"),
@@ -555,12 +571,6 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
                 }
             }
         };
-        if first {
-            reply = format!(
-                "(No language model is configured, so I follow simple rules. {})\n\n{reply}",
-                rules::HELP
-            );
-        }
         self.remember(conversation, message, &reply);
         reply
     }
@@ -605,7 +615,26 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             return "Not connected to order-service. Is it running on port 8080?".into();
         }
         let mut tools: Vec<ToolSpec> = Vec::new();
+        if self.config.knowledge.is_some() {
+            tools.push(ToolSpec::function(
+                NOTES_TOOL,
+                "Find the passages of the support notes (refunds and returns, carriers, when to \
+                 escalate) that answer a question. Set archive to true for the rules in force \
+                 before 2024.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string", "description": "The policy question"},
+                        "archive": {"type": "boolean", "description": "Rules before 2024"}
+                    },
+                    "required": ["question"]
+                }),
+            ));
+        }
         for connection in self.host.connections() {
+            if connection.name().starts_with("knowledge-base") {
+                continue;
+            }
             match connection.tools().await {
                 Ok(list) => tools.extend(list.iter().map(|t| {
                     ToolSpec::function(
@@ -696,9 +725,67 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             .into()
     }
 
-    /// Answer a policy question from one note: the paragraphs that share words with the
-    /// question, or the note's opening if none do.
-    async fn policy(&self, note: &str, archive: bool, words: &[String]) -> String {
+    /// Read every note of the current (or archived) knowledge base.
+    async fn read_notes(&self, archive: bool) -> Result<Vec<(String, String)>, String> {
+        let (name, dir) = match (&self.config.knowledge, archive) {
+            (Some(k), false) => ("knowledge-base", k.current.clone()),
+            (Some(k), true) => ("knowledge-base-archive", k.archive.clone()),
+            (None, _) => return Err("the knowledge base is not configured".into()),
+        };
+        let connection = self
+            .host
+            .connection(name)
+            .map_err(|_| "the knowledge base is not available right now".to_owned())?;
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("path".into(), json!(dir));
+        let listing = connection
+            .call_tool("list_directory", Some(arguments), &CallContext::new())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut notes = Vec::new();
+        for line in text_of(&listing).lines() {
+            let Some(file) = line.strip_prefix("[FILE] ").filter(|f| f.ends_with(".md")) else {
+                continue;
+            };
+            let mut arguments = serde_json::Map::new();
+            arguments.insert("path".into(), json!(dir.join(file)));
+            let result = connection
+                .call_tool("read_text_file", Some(arguments), &CallContext::new())
+                .await
+                .map_err(|e| e.to_string())?;
+            if result.is_error != Some(true) {
+                notes.push((file.to_owned(), text_of(&result)));
+            }
+        }
+        Ok(notes)
+    }
+
+    /// The passages of the notes that answer `question`, for the model: at most three, each
+    /// naming its note.
+    async fn search_notes(&self, question: &str, archive: bool) -> String {
+        let notes = match self.read_notes(archive).await {
+            Ok(notes) => notes,
+            Err(error) => return format!("error: {error}"),
+        };
+        let borrowed: Vec<(&str, &str)> = notes
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        let found = crate::notes::ranked(&borrowed, question, 3);
+        if found.is_empty() {
+            return "No passage of the notes answers that; offer to escalate to a team lead."
+                .into();
+        }
+        found
+            .iter()
+            .map(|(note, passage)| format!("[{note}] {}", passage.markdown()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Answer a policy question from one note: the passage that answers it best (a list item
+    /// or paragraph, under its heading), naming the note; the note's opening if none does.
+    async fn policy(&self, note: &str, archive: bool, question: &str) -> String {
         let (name, dir) = match (&self.config.knowledge, archive) {
             (Some(k), false) => ("knowledge-base", k.current.clone()),
             (Some(k), true) => ("knowledge-base-archive", k.archive.clone()),
@@ -720,31 +807,25 @@ capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, task
             Ok(result) => return format!("I could not read the notes: {}", text_of(&result)),
             Err(error) => return format!("I could not read the notes: {error}"),
         };
-        let paragraphs: Vec<&str> = text
-            .split("\n\n")
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .collect();
-        let relevant: Vec<&str> = paragraphs
-            .iter()
-            .skip(1)
-            .filter(|p| {
-                let lower = p.to_lowercase();
-                words.iter().any(|w| lower.contains(w.as_str()))
-            })
-            .copied()
-            .collect();
-        let body = if relevant.is_empty() {
-            paragraphs.iter().take(4).copied().collect::<Vec<_>>()
-        } else {
-            relevant
-        };
         let source = if archive {
             "the archived notes (rules in force until 31 December 2023)"
         } else {
             "the current notes"
         };
-        format!("From {source}, {note}:\n\n{}", body.join("\n\n"))
+        match crate::notes::best_passage(&text, question) {
+            Some(passage) => format!("From {source}, {note}: {}", passage.markdown()),
+            None => {
+                let opening = crate::notes::passages(&text)
+                    .into_iter()
+                    .next()
+                    .map(|p| p.markdown())
+                    .unwrap_or_default();
+                format!(
+                    "{source} ({note}) do not answer that directly. They begin: {opening}",
+                    source = capitalised(source)
+                )
+            }
+        }
     }
 
     fn summarise(&self, tool: &str, result: &CallToolResult) -> String {

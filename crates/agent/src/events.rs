@@ -41,6 +41,12 @@ pub enum Event {
         /// How long the person has.
         seconds: u64,
     },
+    /// A question closed without an answer (its deadline passed, or the work that asked it
+    /// stopped): the page closes its dialog, the terminal stops waiting for a yes.
+    Closed {
+        /// The question's id.
+        id: String,
+    },
     /// A log line from a server.
     Log {
         /// Level.
@@ -212,10 +218,18 @@ impl Events {
             lock(&self.questions).remove(&id);
             return Asked::NobodyWatching;
         }
-        let outcome = tokio::time::timeout(deadline, rx).await;
-        lock(&self.questions).remove(&id);
-        match outcome {
-            Ok(Ok(answer)) => Asked::Answered(answer),
+        // Removed however this ends, the caller's drop included; unanswered, the page is told.
+        let open = OpenQuestion {
+            events: self,
+            id,
+            conversation: conversation.to_owned(),
+            answered: false,
+        };
+        match tokio::time::timeout(deadline, rx).await {
+            Ok(Ok(answer)) => {
+                open.answered();
+                Asked::Answered(answer)
+            }
             Ok(Err(_)) | Err(_) => Asked::Expired,
         }
     }
@@ -237,6 +251,34 @@ impl Events {
             .answer
             .send(answer)
             .map_err(|_| AnswerError::NotFound)
+    }
+}
+
+/// A question on screen: when it ends unanswered, it is removed and the page told.
+struct OpenQuestion<'a> {
+    events: &'a Events,
+    id: String,
+    conversation: String,
+    answered: bool,
+}
+
+impl OpenQuestion<'_> {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for OpenQuestion<'_> {
+    fn drop(&mut self) {
+        lock(&self.events.questions).remove(&self.id);
+        if !self.answered {
+            self.events.emit(
+                &self.conversation,
+                Event::Closed {
+                    id: std::mem::take(&mut self.id),
+                },
+            );
+        }
     }
 }
 

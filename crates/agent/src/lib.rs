@@ -7,5 +7,7 @@ pub mod desk;
 pub mod events;
 pub mod llm;
 pub mod messages;
+pub mod notes;
+pub mod render;
 pub mod rules;
 pub mod web;

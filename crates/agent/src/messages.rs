@@ -22,6 +22,24 @@ pub fn money(value: &Value) -> String {
     format!("{sign}€{grouped}.{:02}", cents % 100)
 }
 
+/// The desk's first words: what it can do, and whether a model or its rules answer.
+pub fn greeting(model: bool, notes: bool) -> String {
+    let how = if model {
+        "A language model answers, using the order service's tools."
+    } else {
+        "No language model is configured, so I follow simple rules."
+    };
+    let notes = if notes {
+        ""
+    } else {
+        " (The policy notes are not available in this session.)"
+    };
+    format!(
+        "Hello! I am the support desk. {how} {}{notes}",
+        crate::rules::HELP
+    )
+}
+
 /// The refund email the desk drafts without a model. It promises only what the desk knows:
 /// the refund is for the order's total and goes to the original payment method.
 pub fn refund_email(name: &str, order_id: &str, total: &str, reason: &str) -> String {

@@ -27,8 +27,8 @@ pub enum Plan {
         note: &'static str,
         /// Read the archived notes (rules before 2024) instead of the current ones.
         archive: bool,
-        /// The message's words that may pick the relevant paragraph.
-        words: Vec<String>,
+        /// The question, to pick the passage that answers it.
+        question: String,
     },
     /// Answer with this text.
     Say(String),
@@ -89,7 +89,7 @@ fn status(text: &str) -> Option<&'static str> {
     .map(|(_, status)| status)
 }
 
-fn policy(lower: &str) -> Option<Plan> {
+fn policy(question: &str, lower: &str) -> Option<Plan> {
     let archive = ["2023", "archive", "old rules", "before 2024"]
         .iter()
         .any(|w| lower.contains(w));
@@ -129,22 +129,32 @@ fn policy(lower: &str) -> Option<Plan> {
     let (_, current, archived) = topics
         .iter()
         .find(|(words, _, _)| words.iter().any(|w| lower.contains(w)))?;
-    let words = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() >= 4)
-        .map(str::to_owned)
-        .collect();
     Some(Plan::Policy {
         note: if archive { archived } else { current },
         archive,
-        words,
+        question: question.to_owned(),
     })
+}
+
+/// Whether the message asks what the desk can do (whatever order is open in the UI).
+fn is_help(lower: &str) -> bool {
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    matches!(
+        words.as_slice(),
+        ["help"] | ["hi"] | ["hello"] | ["hey"] | ["help", "me"] | ["what", "can", "you", "do"]
+    ) || lower.trim() == "?"
 }
 
 /// Plan a message. `selected` is the order the person has open in the UI, if any.
 pub fn plan(message: &str, selected: Option<&str>) -> Plan {
     let message = prefix(message, MAX_MESSAGE_BYTES);
     let lower = message.to_lowercase();
+    if is_help(&lower) {
+        return Plan::Say(HELP.into());
+    }
     let order = order_id(message).or_else(|| selected.map(str::to_owned));
     if lower.contains("recheck")
         || lower.contains("refresh")
@@ -201,7 +211,7 @@ pub fn plan(message: &str, selected: Option<&str>) -> Plan {
         };
     }
     if order_id(message).is_none()
-        && let Some(policy) = policy(&lower)
+        && let Some(policy) = policy(message, &lower)
     {
         return policy;
     }

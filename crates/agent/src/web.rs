@@ -20,6 +20,9 @@ const INDEX: &str = include_str!("../static/index.html");
 const SCRIPT: &str = include_str!("../static/app.js");
 const STYLE: &str = include_str!("../static/style.css");
 
+/// The longest conversation id accepted.
+const MAX_CONVERSATION_ID: usize = 128;
+
 /// The web UI and its API over `desk`.
 pub fn routes(desk: Arc<Desk>) -> Router {
     Router::new()
@@ -40,6 +43,7 @@ pub fn routes(desk: Arc<Desk>) -> Router {
             "/style.css",
             get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE) }),
         )
+        .route("/api/greeting", get(greeting))
         .route("/api/chat", post(chat))
         .route("/api/chat/stop", post(stop))
         .route("/api/refund-email", post(refund_email))
@@ -66,6 +70,18 @@ async fn chat(State(desk): State<Arc<Desk>>, Json(request): Json<ChatRequest>) -
         )
             .into_response();
     }
+    if request.message.len() > crate::rules::MAX_MESSAGE_BYTES
+        || request.conversation_id.len() > MAX_CONVERSATION_ID
+    {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(serde_json::json!({"message": format!(
+                "a message is at most {} bytes and a conversationId at most {MAX_CONVERSATION_ID}",
+                crate::rules::MAX_MESSAGE_BYTES
+            )})),
+        )
+            .into_response();
+    }
     let reply = desk
         .chat(
             &request.conversation_id,
@@ -73,7 +89,20 @@ async fn chat(State(desk): State<Arc<Desk>>, Json(request): Json<ChatRequest>) -
             request.order_id.as_deref(),
         )
         .await;
-    Json(serde_json::json!({ "reply": reply })).into_response()
+    Json(reply_json(&reply)).into_response()
+}
+
+/// A reply for the page: plain text, and the same Markdown rendered as sanitised HTML.
+fn reply_json(markdown: &str) -> serde_json::Value {
+    serde_json::json!({
+        "reply": crate::render::plain(markdown),
+        "html": crate::render::html(markdown),
+    })
+}
+
+/// What the desk says before anything is asked.
+async fn greeting(State(desk): State<Arc<Desk>>) -> Response {
+    Json(reply_json(&desk.greeting())).into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,7 +147,7 @@ async fn refund_email(
     Json(request): Json<RefundRequest>,
 ) -> Response {
     let reply = desk.refund_email(&request.order_id, &request.reason).await;
-    Json(serde_json::json!({ "reply": reply })).into_response()
+    Json(reply_json(&reply)).into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,6 +168,7 @@ async fn events(
                 crate::events::Event::Progress { .. } => "progress",
                 crate::events::Event::Confirmation { .. } => "confirmation",
                 crate::events::Event::Sampling { .. } => "sampling",
+                crate::events::Event::Closed { .. } => "closed",
                 crate::events::Event::Log { .. } => "log",
             };
             let data = serde_json::to_string(&event).unwrap_or_default();

@@ -42,6 +42,24 @@ async fn completions(State(seen): State<Seen>, Json(request): Json<Value>) -> Js
             "id": "call_s", "type": "function",
             "function": {"name": "test_sampling", "arguments": "{\"prompt\":\"Say hi\"}"}
         }]})
+    } else if last["role"] == "user"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Gold")
+    {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_n", "type": "function",
+            "function": {"name": "search_support_notes",
+                         "arguments": "{\"question\":\"How long can a Gold customer return an item?\"}"}
+        }]})
+    } else if last["role"] == "tool"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("[refunds-process.md]")
+    {
+        json!({"role": "assistant", "content": format!("From the notes: {}", last["content"].as_str().unwrap())})
     } else if last["role"] == "tool"
         && last["content"]
             .as_str()
@@ -333,5 +351,44 @@ async fn the_anthropic_provider_drives_the_same_loop() {
     assert_eq!(
         turns[turns.len() - 1]["content"][0]["tool_use_id"],
         "toolu_1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_gets_passages_of_the_notes_not_whole_files() {
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let model = OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10));
+    let desk = DeskConfig {
+        protocol: Protocol::V2026,
+        model: Some(Provider::OpenAi(model)),
+        knowledge: Some(common::knowledge()),
+        ..DeskConfig::default()
+    };
+    let demo = common::start(common::orders_in_memory(Duration::ZERO), desk).await;
+    let reply = chat(&demo.url, "How long can a Gold customer return an item?").await;
+    assert!(reply.contains("60 days for Gold tier"), "{reply}");
+    let requests = seen.lock().unwrap().clone();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"search_support_notes"), "{offered:?}");
+    assert!(
+        !offered
+            .iter()
+            .any(|name| name.starts_with("knowledge_base")),
+        "no whole-file tools: {offered:?}"
+    );
+    let tool_result = requests[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(tool_result.lines().count() <= 3, "{tool_result}");
+    assert!(
+        !tool_result.contains("Record the reason code"),
+        "not the whole file: {tool_result}"
     );
 }

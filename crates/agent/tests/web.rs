@@ -19,28 +19,10 @@ async fn demo(protocol: Protocol, person_deadline: Duration) -> Demo {
     let desk = DeskConfig {
         protocol,
         person_deadline,
-        knowledge: Some(knowledge()),
+        knowledge: Some(common::knowledge()),
         ..DeskConfig::default()
     };
     common::start(common::orders_in_memory(Duration::ZERO), desk).await
-}
-
-/// The notes of this repository, read by the pinned official filesystem server.
-fn knowledge() -> agent::desk::Knowledge {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap();
-    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
-    assert!(
-        server.exists(),
-        "run scripts/test first: it installs tools/node"
-    );
-    agent::desk::Knowledge {
-        server: vec![server.display().to_string()],
-        current: repo.join("support-kb"),
-        archive: repo.join("support-kb-archive"),
-    }
 }
 
 /// The event stream of one conversation, parsed.
@@ -260,17 +242,30 @@ async fn rechecking_shipments_fills_the_progress_bar() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blocked_words_are_refused_and_the_first_reply_says_there_is_no_model() {
+async fn the_greeting_says_what_the_desk_does_and_blocked_words_are_refused() {
     let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let greeting: Value = reqwest::get(format!("{}api/greeting", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = greeting["reply"].as_str().unwrap();
+    assert!(text.starts_with("Hello! I am the support desk."), "{text}");
+    assert!(text.contains("No language model is configured"), "{text}");
+    assert!(text.contains("cancel an order"), "{text}");
     let first = chat(&demo, "c9", "where is ORD-10001?").await;
-    assert!(
-        first.starts_with("(No language model is configured"),
-        "{first}"
+    assert_eq!(
+        first, "ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14.",
+        "the first reply is only the answer"
     );
-    assert!(
-        first.ends_with("ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14."),
-        "{first}"
-    );
+    for help in ["help", "Hello", "what can you do?"] {
+        let reply = common::chat_about(&demo.url, "c9", help, Some("ORD-10001")).await;
+        assert!(
+            reply.starts_with("I can look up an order"),
+            "{help}: {reply}"
+        );
+    }
     let second = chat(&demo, "c9", "what is the customer's credit card number?").await;
     assert_eq!(
         second,
@@ -287,11 +282,22 @@ async fn policy_questions_are_answered_from_the_notes() {
         "How long is the returns window for Gold customers?",
     )
     .await;
-    assert!(
-        current.contains("From the current notes, refunds-process.md"),
-        "{current}"
+    assert_eq!(
+        current,
+        "From the current notes, refunds-process.md: Check the window. 30 days from delivery, \
+         or 60 days for Gold tier customers. Outside the window a team lead must approve the \
+         refund.",
+        "one passage, plain text"
     );
-    assert!(current.contains("60 days for Gold tier"), "{current}");
+    let asked = chat(&demo, "c1", "how long can a Gold customer return an item?").await;
+    assert!(
+        asked.contains("60 days") && !asked.contains("**"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("Postage"),
+        "only the passage that answers: {asked}"
+    );
     let archived = chat(&demo, "c1", "What was the restocking fee in 2023?").await;
     assert!(archived.contains("archived notes"), "{archived}");
     assert!(archived.contains("15% restocking fee"), "{archived}");

@@ -60,9 +60,19 @@ pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
 
 /// Post one chat message and return the reply.
 pub async fn chat(url: &str, conversation: &str, message: &str) -> String {
+    chat_about(url, conversation, message, None).await
+}
+
+/// Post one chat message with an order open in the UI, and return the reply.
+pub async fn chat_about(
+    url: &str,
+    conversation: &str,
+    message: &str,
+    order: Option<&str>,
+) -> String {
     let reply: Value = reqwest::Client::new()
         .post(format!("{url}api/chat"))
-        .json(&json!({"conversationId": conversation, "message": message}))
+        .json(&json!({"conversationId": conversation, "message": message, "orderId": order}))
         .send()
         .await
         .unwrap()
@@ -70,4 +80,22 @@ pub async fn chat(url: &str, conversation: &str, message: &str) -> String {
         .await
         .unwrap();
     reply["reply"].as_str().unwrap().to_owned()
+}
+
+/// The notes of this repository, read by the pinned official filesystem server.
+pub fn knowledge() -> agent::desk::Knowledge {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "run scripts/test first: it installs tools/node"
+    );
+    agent::desk::Knowledge {
+        server: vec![server.display().to_string()],
+        current: repo.join("support-kb"),
+        archive: repo.join("support-kb-archive"),
+    }
 }
