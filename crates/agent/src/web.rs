@@ -19,6 +19,7 @@ use crate::events::{Answer, AnswerError};
 const INDEX: &str = include_str!("../static/index.html");
 const SCRIPT: &str = include_str!("../static/app.js");
 const STYLE: &str = include_str!("../static/style.css");
+const FAVICON: &str = include_str!("../static/favicon.svg");
 
 /// The longest conversation id accepted.
 const MAX_CONVERSATION_ID: usize = 128;
@@ -43,6 +44,8 @@ pub fn routes(desk: Arc<Desk>) -> Router {
             "/style.css",
             get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE) }),
         )
+        .route("/favicon.svg", get(favicon))
+        .route("/favicon.ico", get(favicon))
         .route("/api/greeting", get(greeting))
         .route("/api/chat", post(chat))
         .route("/api/chat/stop", post(stop))
@@ -98,6 +101,16 @@ fn reply_json(markdown: &str) -> serde_json::Value {
         "reply": crate::render::plain(markdown),
         "html": crate::render::html(markdown),
     })
+}
+
+async fn favicon() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "max-age=86400"),
+        ],
+        FAVICON,
+    )
 }
 
 /// What the desk says before anything is asked.

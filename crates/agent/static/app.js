@@ -88,18 +88,38 @@ function select(order) {
 }
 $("about").onclick = () => select(null);
 
-function say(role, text) {
+// `html` comes from the desk already rendered from Markdown and sanitised (raw HTML shown as
+// text, links only to http(s) and mailto); everything else is set as text.
+function say(role, text, html) {
   const div = document.createElement("div");
   div.className = "msg " + role;
-  div.textContent = text;
+  if (html) {
+    div.classList.add("rendered");
+    div.innerHTML = html;
+  } else {
+    div.textContent = text;
+  }
   $("messages").append(div);
   $("messages").scrollTop = $("messages").scrollHeight;
 }
 
+async function greet() {
+  try {
+    const body = await (await fetch("/api/greeting")).json();
+    say("agent greeting", body.reply, body.html);
+  } catch (e) {
+    say("error", "The agent is not reachable: " + e.message);
+  }
+}
+
+// Every value shown is recorded (in order) for the browser test.
+const progressSeen = [];
 function setProgress(percent) {
   $("progress").hidden = percent === null;
   $("progress-bar").style.width = (percent || 0) + "%";
   $("progress-label").textContent = percent === null ? "" : percent + "%";
+  if (percent !== null) progressSeen.push(percent);
+  document.body.dataset.progressSeen = progressSeen.join(",");
 }
 
 $("chat-form").onsubmit = async (event) => {
@@ -111,13 +131,15 @@ $("chat-form").onsubmit = async (event) => {
   $("chat-input").disabled = $("chat-send").disabled = true;
   $("chat-stop").hidden = false;
   setProgress(null);
+  progressSeen.length = 0;
   try {
     const res = await fetch("/api/chat", {
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ conversationId, message, orderId: selected ? selected.orderId : null }),
     });
     const body = await res.json();
-    say(res.ok ? "agent" : "error", body.reply || body.message);
+    if (res.ok) say("agent", body.reply, body.html);
+    else say("error", body.message || res.statusText);
   } catch (e) {
     say("error", "The agent is not reachable: " + e.message);
   } finally {
@@ -142,24 +164,62 @@ function connectEvents() {
   source.addEventListener("log", (e) => say("log", JSON.parse(e.data).message));
   source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data), "Confirm"));
   source.addEventListener("sampling", (e) => ask(JSON.parse(e.data), "Let the model answer this?"));
+  source.addEventListener("closed", (e) => closed(JSON.parse(e.data).id));
   source.onerror = () => { $("agent-state").textContent = ": agent not running"; };
 }
 
+// The open question, if any. Escape (or "Later") only minimises it to the banner at the top,
+// which reopens it: the tool is still waiting, so the question must not get lost.
+let open = null;
+
+function showWaiting(visible) {
+  $("waiting").hidden = !visible;
+}
+
+function closed(id) {
+  if (!open || open.id !== id) return;
+  expire();
+}
+
+function expire() {
+  clearInterval(countdown);
+  $("confirm-countdown").textContent = "The question expired and the tool has stopped waiting.";
+  $("confirm-yes").disabled = $("confirm-no").disabled = true;
+  $("confirm-later").hidden = true;
+  $("confirm-close").hidden = false;
+  showWaiting(false);
+  open = null;
+}
+
+function minimise() {
+  $("confirm").close();
+}
+
+// However the dialog closes while its question is open (Escape, Later), the banner keeps it.
+$("confirm").addEventListener("close", () => {
+  if (open) showWaiting(true);
+});
+$("confirm-later").onclick = minimise;
+$("waiting-open").onclick = () => {
+  showWaiting(false);
+  if (open) $("confirm").showModal();
+};
+
 function ask(question, title) {
   const dialog = $("confirm");
+  open = question;
   $("confirm-title").textContent = title;
   $("confirm-message").textContent = question.message;
+  $("waiting-text").textContent = `A question is waiting for your answer: ${question.message}`;
   $("confirm-note").value = "";
   $("confirm-yes").disabled = $("confirm-no").disabled = false;
+  $("confirm-later").hidden = false;
   $("confirm-close").hidden = true;
   $("confirm-close").onclick = () => dialog.close();
   let left = question.seconds;
   const tick = () => {
     if (left <= 0) {
-      clearInterval(countdown);
-      $("confirm-countdown").textContent = "The question expired and the tool has stopped waiting.";
-      $("confirm-yes").disabled = $("confirm-no").disabled = true;
-      $("confirm-close").hidden = false;
+      expire();
       return;
     }
     $("confirm-countdown").textContent = `${left} seconds left to answer`;
@@ -170,6 +230,8 @@ function ask(question, title) {
   countdown = setInterval(tick, 1000);
   const answer = async (confirmed) => {
     clearInterval(countdown);
+    open = null;
+    showWaiting(false);
     dialog.close();
     await fetch("/api/confirmations/" + encodeURIComponent(question.id), {
       method: "POST", headers: { "Content-Type": "application/json" },
@@ -178,6 +240,7 @@ function ask(question, title) {
   };
   $("confirm-yes").onclick = () => answer(true);
   $("confirm-no").onclick = () => answer(false);
+  showWaiting(false);
   dialog.showModal();
 }
 
@@ -203,4 +266,5 @@ $("refund-draft").onclick = async () => {
 
 renderTabs();
 loadOrders();
+greet();
 connectEvents();

@@ -82,6 +82,10 @@ enum Command {
         /// The order service's database (default: data/orders.sqlite).
         #[arg(long)]
         database: Option<String>,
+        /// Simulated carrier latency per shipment, in milliseconds: long enough by default for
+        /// the progress bar of "refresh delivery estimates" to be seen (about 3 s in all).
+        #[arg(long, default_value_t = 250)]
+        carrier_latency_ms: u64,
         /// A host name (besides loopback) the web UI and the order service answer to; repeat
         /// for more.
         #[arg(long = "allow-host", value_name = "NAME")]
@@ -178,6 +182,7 @@ async fn main() -> anyhow::Result<()> {
             listen,
             orders_listen,
             database,
+            carrier_latency_ms,
             allow_hosts,
             desk,
         } => {
@@ -187,6 +192,10 @@ async fn main() -> anyhow::Result<()> {
                 orders: orders::app::Config {
                     database,
                     http: http_options(&allow_hosts),
+                    service: orders::service::ServiceConfig {
+                        carrier_latency: Duration::from_millis(carrier_latency_ms),
+                        ..Default::default()
+                    },
                     ..Default::default()
                 },
                 desk: desk_config(&desk),

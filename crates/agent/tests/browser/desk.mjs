@@ -1,6 +1,8 @@
 // Browser test of the Support Desk demo in headless Chromium (Debian's), driven by
-// playwright-core: the confirmation dialog, its countdown and expiry, the status tabs and the
-// progress bar, as a person uses them. Usage: node desk.mjs URL
+// playwright-core, as a person uses it: the greeting, the confirmation dialog (Yes, No, expiry,
+// Escape and reopen), the status tabs, the progress bar of two refreshes in one page, policy
+// answers rendered from Markdown, one money format, and the layout on a 375 px phone.
+// Usage: node desk.mjs URL
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
 const url = process.argv[2];
@@ -12,8 +14,8 @@ const browser = await chromium.launch({
     "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 
-async function scenario(name, body) {
-  const page = await browser.newPage({ viewport: { width: 1300, height: 800 } });
+async function scenario(name, body, viewport = { width: 1300, height: 800 }) {
+  const page = await browser.newPage({ viewport });
   page.setDefaultTimeout(20000);
   try {
     await page.goto(url);
@@ -50,12 +52,34 @@ async function inTab(page, status, orderId) {
   await page.waitForSelector(`#order-list li[data-order-id="${orderId}"]`);
 }
 
+async function progressRun(page) {
+  await page.waitForFunction(() => (document.body.dataset.progressSeen || "").split(",").includes("100"));
+  const seen = (await page.getAttribute("body", "data-progress-seen")).split(",").map(Number);
+  const distinct = new Set(seen);
+  if (distinct.size < 3) throw new Error(`only ${distinct.size} distinct values seen: ${seen}`);
+  for (let i = 1; i < seen.length; i++) {
+    if (seen[i] <= seen[i - 1]) throw new Error(`progress went from ${seen[i - 1]} to ${seen[i]}`);
+  }
+  return seen;
+}
+
+await scenario("the page greets the person and says what the desk can do", async (page) => {
+  await page.waitForFunction(() => [...document.querySelectorAll(".msg.agent")]
+    .some((m) => m.textContent.startsWith("Hello! I am the support desk.")));
+  const greeting = await page.textContent(".msg.agent");
+  if (!greeting.includes("cancel an order")) throw new Error(`greeting: ${greeting}`);
+  const favicon = await page.evaluate(async () => (await fetch("/favicon.ico")).status);
+  if (favicon !== 200) throw new Error(`favicon: ${favicon}`);
+});
+
 await scenario("asking to cancel ORD-10002 opens the dialog; Yes moves it to CANCELLED", async (page) => {
   await inTab(page, "PENDING", "ORD-10002");
+  const total = await page.textContent('#order-list li[data-order-id="ORD-10002"] span:last-child');
+  if (total !== "€34.99") throw new Error(`the list shows ${total}`);
   await ask(page, "cancel ORD-10002");
   await page.waitForSelector("#confirm[open]");
   const message = await page.textContent("#confirm-message");
-  if (!message.includes("Cancel order ORD-10002 for Marcus Adeyemi")) throw new Error(`dialog says: ${message}`);
+  if (!message.includes("Cancel order ORD-10002 for Marcus Adeyemi? The total is €34.99")) throw new Error(`dialog says: ${message}`);
   await page.click("#confirm-yes");
   await lastReply(page, "Order ORD-10002 is cancelled");
   await inTab(page, "CANCELLED", "ORD-10002");
@@ -80,12 +104,60 @@ await scenario("letting the countdown expire leaves ORD-10009 unchanged and says
   await inTab(page, "PROCESSING", "ORD-10009");
 });
 
-await scenario("refreshing delivery estimates fills the progress bar to 100%", async (page) => {
+await scenario("Escape keeps the question as a banner that reopens it; Yes then cancels", async (page) => {
+  const pending = await page.evaluate(async () => (await (await fetch("/api/orders?status=PENDING")).json())
+    .map((o) => o.orderId).filter((id) => !["ORD-10002", "ORD-10008"].includes(id))[0]);
+  await ask(page, `cancel ${pending}`);
+  await page.waitForSelector("#confirm[open]");
+  await page.keyboard.press("Escape");
+  await page.waitForSelector("#confirm", { state: "hidden" });
+  await page.waitForSelector("#waiting:not([hidden])");
+  await page.click("#waiting-open");
+  await page.waitForSelector("#confirm[open]");
+  await page.click("#confirm-yes");
+  await lastReply(page, `Order ${pending} is cancelled`);
+  if (!(await page.isHidden("#waiting"))) throw new Error("the banner stayed after the answer");
+});
+
+await scenario("two refreshes in one page each fill the progress bar, values only rising", async (page) => {
   await ask(page, "refresh delivery estimates");
-  await lastReply(page, "Rechecked 87 shipments");
+  await lastReply(page, "Rechecked 87 shipments, 13 estimates changed.");
+  await progressRun(page);
   await page.waitForFunction(() => document.querySelector("#progress-label").textContent === "100%"
     && document.querySelector("#progress-bar").style.width === "100%");
+  await ask(page, "refresh delivery estimates");
+  await lastReply(page, "Rechecked 87 shipments, 0 estimates changed.");
+  await progressRun(page);
 });
+
+await scenario("a policy answer is one passage, rendered from Markdown", async (page) => {
+  await ask(page, "how long can a Gold customer return an item?");
+  await lastReply(page, "60 days");
+  const last = page.locator(".msg.agent").last();
+  const text = await last.textContent();
+  if (text.includes("**")) throw new Error(`literal Markdown: ${text}`);
+  if (text.includes("Postage")) throw new Error(`more than the passage: ${text}`);
+  if ((await last.locator("strong").count()) < 1) throw new Error("nothing was rendered bold");
+});
+
+await scenario("on a 375 px phone the page fits and the chat sits under the orders", async (page) => {
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  if (overflow > 0) throw new Error(`the page is ${overflow}px wider than the screen`);
+  const box = async (selector) => page.locator(selector).boundingBox();
+  const orders = await box("section.orders");
+  const chat = await box("section.chat");
+  if (!(chat.y >= orders.y + orders.height - 1)) throw new Error(`chat at y=${chat.y}, orders end at ${orders.y + orders.height}`);
+  for (const selector of ["section.orders", "section.chat", "#chat-input", "#chat-send"]) {
+    const b = await box(selector);
+    if (b.x < 0 || b.x + b.width > 375) throw new Error(`${selector} spans ${b.x}..${b.x + b.width}`);
+  }
+  await page.screenshot({ path: `${process.env.RESULTS || "."}/phone-375.png`, fullPage: true });
+  await ask(page, "cancel ORD-10008");
+  await page.waitForSelector("#confirm[open]");
+  const dialog = await box("#confirm");
+  if (dialog.x < 0 || dialog.x + dialog.width > 375) throw new Error(`the dialog spans ${dialog.x}..${dialog.x + dialog.width}`);
+  await page.click("#confirm-no");
+}, { width: 375, height: 740 });
 
 await browser.close();
 console.log(`browser: ${passed} passed, ${failed} failed`);
