@@ -1,5 +1,10 @@
 //! The terminal front end: a line-editing prompt, a progress bar for long tools, and the order
 //! service's questions asked at the terminal. Thin over the desk, like the web UI.
+//!
+//! On a real terminal the prompt stays put: everything the desk says is printed above it
+//! (rustyline's external printer), so the progress bar is drawn as a line at each quarter
+//! rather than redrawn in place. Logs never go to the chat screen (the binary writes them to a
+//! file).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -12,13 +17,42 @@ use crate::events::{Answer, Event};
 /// The conversation id the terminal uses.
 pub const CONVERSATION: &str = "cli";
 
+/// How the progress bar is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bar {
+    /// Redrawn in place with `\r` on every step (a plain output stream).
+    InPlace,
+    /// A line at each quarter (a terminal whose prompt stays below the output).
+    Quarters,
+}
+
+fn bar(percent: u32) -> String {
+    let filled = (percent.min(100) as usize * 30) / 100;
+    format!(
+        "  [{}{}] {percent:>3}%",
+        "#".repeat(filled),
+        " ".repeat(30 - filled)
+    )
+}
+
 /// Run the chat loop: `lines` are what the person types (None at end of input), `out` is the
 /// terminal. Returns when the person types `quit`/`exit` or the input ends.
 pub async fn run(
     desk: Arc<Desk>,
+    lines: mpsc::Receiver<String>,
+    out: impl Write + Send,
+) -> std::io::Result<()> {
+    run_with(desk, lines, out, Bar::InPlace).await
+}
+
+/// [`run`], drawing the progress bar as `style` says.
+pub async fn run_with(
+    desk: Arc<Desk>,
     mut lines: mpsc::Receiver<String>,
     mut out: impl Write + Send,
+    style: Bar,
 ) -> std::io::Result<()> {
+    let mut shown_quarter = 0;
     let (secret, mut events) = desk.events().open(CONVERSATION);
     writeln!(
         out,
@@ -34,14 +68,22 @@ pub async fn run(
             // bar is finished before the reply is printed.
             biased;
             Some(event) = events.recv() => match event {
-                Event::Progress { percent } => {
-                    let filled = (percent as usize * 30) / 100;
-                    write!(out, "\r  [{}{}] {percent:>3}%", "#".repeat(filled), " ".repeat(30 - filled))?;
-                    if percent >= 100 {
-                        writeln!(out)?;
+                Event::Progress { percent } => match style {
+                    Bar::InPlace => {
+                        write!(out, "\r{}", bar(percent))?;
+                        if percent >= 100 {
+                            writeln!(out)?;
+                        }
+                        out.flush()?;
                     }
-                    out.flush()?;
-                }
+                    Bar::Quarters => {
+                        let quarter = percent.min(100) / 25;
+                        if quarter > shown_quarter {
+                            shown_quarter = quarter;
+                            writeln!(out, "{}", bar(percent))?;
+                        }
+                    }
+                },
                 Event::Confirmation { id, message, seconds } | Event::Sampling { id, message, seconds } => {
                     writeln!(out, "\r{message}\nType 'yes' to confirm ({seconds} seconds):")?;
                     question = Some(id);
@@ -84,6 +126,7 @@ pub async fn run(
                     continue;
                 }
                 busy = true;
+                shown_quarter = 0;
                 let desk = desk.clone();
                 let replies = replies_tx.clone();
                 tokio::spawn(async move {
@@ -97,13 +140,53 @@ pub async fn run(
     Ok(())
 }
 
-/// Read lines from the terminal with line editing, on a thread of their own.
-pub fn terminal_lines() -> mpsc::Receiver<String> {
+/// Output printed above rustyline's prompt, a line at a time, so the prompt and what the
+/// person is typing stay intact.
+pub struct AbovePrompt {
+    printer: Box<dyn FnMut(String) + Send>,
+    pending: Vec<u8>,
+}
+
+impl std::fmt::Debug for AbovePrompt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AbovePrompt").finish_non_exhaustive()
+    }
+}
+
+impl Write for AbovePrompt {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&line[..end]).replace('\r', "");
+            (self.printer)(text);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Read lines from the terminal with line editing, on a thread of their own; returns them
+/// and a writer that prints above the prompt (`None` when the terminal cannot do that, or
+/// input is not a terminal: then write to stdout).
+pub fn terminal_lines() -> (mpsc::Receiver<String>, Option<AbovePrompt>) {
+    use rustyline::ExternalPrinter as _;
     let (tx, rx) = mpsc::channel(8);
+    let (printer_tx, printer_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let Ok(mut editor) = rustyline::DefaultEditor::new() else {
+            let _ = printer_tx.send(None);
             return;
         };
+        let printer = editor.create_external_printer().ok().map(|mut printer| {
+            Box::new(move |line: String| {
+                let _ = printer.print(line);
+            }) as Box<dyn FnMut(String) + Send>
+        });
+        let _ = printer_tx.send(printer);
         while let Ok(line) = editor.readline("> ") {
             let _ = editor.add_history_entry(line.as_str());
             if tx.blocking_send(line).is_err() {
@@ -111,5 +194,9 @@ pub fn terminal_lines() -> mpsc::Receiver<String> {
             }
         }
     });
-    rx
+    let printer = printer_rx.recv().ok().flatten().map(|printer| AbovePrompt {
+        printer,
+        pending: Vec::new(),
+    });
+    (rx, printer)
 }

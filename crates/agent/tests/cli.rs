@@ -137,3 +137,74 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
     cli.await.unwrap().unwrap();
     stop.cancel();
 }
+
+/// The real binary in a pseudo-terminal against a real order service: no log line on the chat
+/// screen at the default level while a recheck runs, the prompt back after every answer, and a
+/// question that expires giving the prompt back so the next question is asked and answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_back() {
+    let stop = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let log = std::env::temp_dir().join(format!("support-agent-pty-{}.log", std::process::id()));
+    let log_path = log.clone();
+    let screen = tokio::task::spawn_blocking(move || -> Result<String, rexpect::error::Error> {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_support-agent"));
+        command
+            .args(["cli", "--orders", &orders_url, "--answer-seconds", "2"])
+            .args([
+                "--protocol",
+                "2025-11-25",
+                "--no-knowledge-base",
+                "--log-file",
+            ])
+            .arg(&log_path)
+            .env_remove("RUST_LOG");
+        let mut term = rexpect::session::spawn_command(command, Some(30_000))?;
+        let mut screen = String::new();
+        let mut upto = |term: &mut rexpect::session::PtySession, text: &str| {
+            term.exp_string(text).map(|before| {
+                screen.push_str(&before);
+                screen.push_str(text);
+            })
+        };
+        upto(&mut term, "Support desk ready.")?;
+        upto(&mut term, "> ")?;
+        term.send_line("refresh delivery estimates")?;
+        upto(&mut term, "100%")?;
+        upto(&mut term, "Rechecked 87 shipments")?;
+        upto(&mut term, "> ")?;
+        term.send_line("cancel ORD-10002")?;
+        upto(&mut term, "Type 'yes' to confirm (2 seconds)")?;
+        // Nobody answers: the question closes and the line is the person's again.
+        upto(&mut term, "The question closed without an answer")?;
+        upto(&mut term, "the question was closed without an answer.")?;
+        upto(&mut term, "> ")?;
+        term.send_line("cancel ORD-10008")?;
+        upto(&mut term, "Type 'yes' to confirm")?;
+        term.send_line("yes")?;
+        upto(&mut term, "Order ORD-10008 is cancelled")?;
+        upto(&mut term, "> ")?;
+        term.send_line("quit")?;
+        term.exp_eof()?;
+        Ok(screen)
+    })
+    .await
+    .unwrap();
+    stop.cancel();
+    let screen = screen.unwrap_or_else(|e| panic!("the terminal session failed: {e}"));
+    for level in [" INFO ", " WARN ", " DEBUG ", "ProgressNotification"] {
+        assert!(
+            !screen.contains(level),
+            "a log line reached the screen: {screen}"
+        );
+    }
+    assert!(log.exists(), "the log goes to its file");
+    let _ = std::fs::remove_file(&log);
+}

@@ -23,14 +23,46 @@ pub struct Guard {
     _worker: tracing_appender::non_blocking::WorkerGuard,
 }
 
+/// A filter by verbosity, for programs whose screen is not for logs: 0 warnings only, 1 also
+/// our INFO events ([`default_filter`]), 2 our DEBUG events, 3 or more everything at DEBUG.
+pub fn verbosity_filter(ours: &[&str], verbose: u8) -> String {
+    match verbose {
+        0 => "warn".into(),
+        1 => default_filter(ours),
+        2 => default_filter(ours).replace("=info", "=debug"),
+        _ => "debug".into(),
+    }
+}
+
 /// Log to stderr with [`default_filter`] unless `RUST_LOG` says otherwise.
 pub fn init(ours: &[&str]) -> Guard {
-    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    init_to(
+        Box::new(std::io::stderr()),
+        std::io::stderr().is_terminal(),
+        default_filter(ours),
+    )
+}
+
+/// Log to the file `path` (appended to, created if missing) with `filter` unless `RUST_LOG`
+/// says otherwise: for a program that owns the terminal, such as a chat prompt.
+pub fn init_file(path: &std::path::Path, filter: String) -> std::io::Result<Guard> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    Ok(init_to(Box::new(file), false, filter))
+}
+
+fn init_to(out: Box<dyn std::io::Write + Send>, ansi: bool, default: String) -> Guard {
+    let (writer, guard) = tracing_appender::non_blocking(out);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter(ours)));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_writer(writer)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(ansi)
         .with_env_filter(filter)
         .try_init();
     Guard { _worker: guard }

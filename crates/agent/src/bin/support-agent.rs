@@ -98,6 +98,12 @@ enum Command {
         /// The order service's MCP endpoint.
         #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
         orders: String,
+        /// Where the log goes (the screen is the chat's): warnings only, more with -v, -vv.
+        #[arg(long, default_value = "data/support-agent.log")]
+        log_file: std::path::PathBuf,
+        /// More detail in the log file (-v: what the desk does, -vv: debug).
+        #[arg(short, long, action = clap::ArgAction::Count)]
+        verbose: u8,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -170,14 +176,26 @@ fn desk_config(args: &DeskArgs) -> DeskConfig {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _logs = backchannel::logging::init(&["agent", "support_agent", "orders"]);
+    const OURS: [&str; 3] = ["agent", "support_agent", "orders"];
+    let cli = Cli::parse();
+    // The chat screen is not for logs: the terminal front end logs to a file.
+    let _logs = match &cli.command {
+        Command::Cli {
+            log_file, verbose, ..
+        } => backchannel::logging::init_file(
+            log_file,
+            backchannel::logging::verbosity_filter(&OURS, *verbose),
+        )
+        .with_context(|| format!("cannot write the log file {}", log_file.display()))?,
+        _ => backchannel::logging::init(&OURS),
+    };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
         backchannel::serve::shutdown_signal().await;
         stop.cancel();
     });
-    match Cli::parse().command {
+    match cli.command {
         Command::Demo {
             listen,
             orders_listen,
@@ -206,13 +224,28 @@ async fn main() -> anyhow::Result<()> {
             })
             .await?;
         }
-        Command::Cli { orders, desk } => {
+        Command::Cli {
+            orders,
+            log_file,
+            verbose: _,
+            desk,
+        } => {
             let config = DeskConfig {
                 orders_url: orders,
                 ..desk_config(&desk)
             };
             let desk = std::sync::Arc::new(agent::desk::Desk::start(config).await?);
-            agent::cli::run(desk, agent::cli::terminal_lines(), std::io::stdout()).await?;
+            {
+                use std::io::Write;
+                writeln!(std::io::stdout(), "(The log goes to {}.)", log_file.display())?;
+            }
+            let (lines, above_prompt) = agent::cli::terminal_lines();
+            match above_prompt {
+                Some(out) => {
+                    agent::cli::run_with(desk, lines, out, agent::cli::Bar::Quarters).await?
+                }
+                None => agent::cli::run(desk, lines, std::io::stdout()).await?,
+            }
         }
         Command::Web {
             listen,
