@@ -34,6 +34,7 @@ mod layer;
 #[cfg(feature = "logging")]
 pub mod logging;
 mod outcome;
+pub mod schema;
 pub mod serve;
 mod sessions;
 mod state;

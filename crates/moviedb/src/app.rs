@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use backchannel::serve::{self, HttpOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -110,8 +110,9 @@ pub async fn open_catalog(config: &Config) -> Result<Catalog, AppError> {
         Some(secret) => TokenKeys::from_hex(secret)?,
         None => {
             tracing::info!(
-                "no JWT secret configured (MOVIEDB_JWT_SECRET); using a random key, so tokens \
-                 last until this process stops"
+                "no JWT secret configured (MOVIEDB_JWT_SECRET): tokens are valid for 24 hours, \
+                 but are signed with a key made at start, so they stop working when this \
+                 process stops"
             );
             TokenKeys::random()
         }
@@ -396,14 +397,7 @@ async fn graphql_get(State(state): State<HttpState>, request: Request) -> Respon
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     if !upgrade {
-        return Html(
-            async_graphql::http::GraphiQLSource::build()
-                .endpoint("/graphql")
-                .subscription_endpoint("/graphql")
-                .title("Movie Database")
-                .finish(),
-        )
-        .into_response();
+        return crate::front::graphiql();
     }
     let (mut parts, _body) = request.into_parts();
     let protocol =
@@ -441,6 +435,12 @@ pub fn router(
         axum::middleware::from_fn_with_state(state.clone(), mcp_gate),
     );
     let graphql = axum::Router::new()
+        .route("/", axum::routing::get(crate::front::index))
+        .route("/favicon.ico", axum::routing::get(crate::front::favicon))
+        .route(
+            "/graphiql/{name}",
+            axum::routing::get(crate::front::graphiql_asset),
+        )
         .route(
             "/graphql",
             axum::routing::get(graphql_get).post(graphql_post),

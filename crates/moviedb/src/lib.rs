@@ -9,6 +9,7 @@
 pub mod app;
 pub mod auth;
 pub mod domain;
+mod front;
 pub mod graphql;
 pub mod limits;
 pub mod mcp;

@@ -759,7 +759,7 @@ impl MovieServer {
         Self {
             schema,
             layer,
-            tools: Arc::new(tools),
+            tools: Arc::new(backchannel::schema::portable_formats(tools)),
             summaries: moka::future::Cache::builder()
                 .max_capacity(1_000)
                 .time_to_live(config.summary_cache_ttl.max(Duration::from_millis(1)))

@@ -41,9 +41,175 @@ fn prefix(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// Words that say nothing about a movie: English function words, and the filler of reviews.
 const STOP_WORDS: &[&str] = &[
-    "the", "and", "was", "this", "that", "with", "for", "movie", "film", "but", "not", "its",
-    "very", "just", "have", "has", "are", "you",
+    "about",
+    "above",
+    "actually",
+    "after",
+    "again",
+    "against",
+    "almost",
+    "along",
+    "already",
+    "also",
+    "although",
+    "always",
+    "among",
+    "another",
+    "anyone",
+    "anything",
+    "around",
+    "away",
+    "back",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "best",
+    "better",
+    "between",
+    "both",
+    "came",
+    "cannot",
+    "come",
+    "comes",
+    "could",
+    "does",
+    "doing",
+    "done",
+    "down",
+    "during",
+    "each",
+    "either",
+    "else",
+    "enough",
+    "even",
+    "ever",
+    "every",
+    "everything",
+    "film",
+    "films",
+    "find",
+    "first",
+    "from",
+    "gets",
+    "give",
+    "gives",
+    "goes",
+    "going",
+    "good",
+    "great",
+    "have",
+    "having",
+    "here",
+    "into",
+    "just",
+    "kind",
+    "know",
+    "last",
+    "least",
+    "less",
+    "like",
+    "little",
+    "long",
+    "look",
+    "made",
+    "make",
+    "makes",
+    "many",
+    "might",
+    "more",
+    "most",
+    "movie",
+    "movies",
+    "much",
+    "must",
+    "need",
+    "never",
+    "next",
+    "nothing",
+    "once",
+    "only",
+    "other",
+    "others",
+    "over",
+    "part",
+    "perhaps",
+    "pretty",
+    "quite",
+    "rather",
+    "really",
+    "said",
+    "same",
+    "says",
+    "scene",
+    "scenes",
+    "seem",
+    "seems",
+    "seen",
+    "several",
+    "should",
+    "show",
+    "shows",
+    "since",
+    "some",
+    "something",
+    "still",
+    "story",
+    "such",
+    "sure",
+    "take",
+    "takes",
+    "than",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "think",
+    "this",
+    "those",
+    "though",
+    "through",
+    "time",
+    "times",
+    "together",
+    "told",
+    "took",
+    "totally",
+    "truly",
+    "under",
+    "until",
+    "upon",
+    "very",
+    "want",
+    "watch",
+    "watched",
+    "watching",
+    "well",
+    "went",
+    "were",
+    "what",
+    "when",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "whole",
+    "will",
+    "with",
+    "within",
+    "without",
+    "would",
+    "year",
+    "years",
+    "your",
 ];
 
 /// One review as the summariser sees it.
@@ -141,23 +307,31 @@ pub fn server_prose(reviews: &[ReviewText]) -> Prose {
     } else {
         format!("Reviewers are split, averaging {avg:.1} out of 10.")
     };
-    let mut themes: Vec<String> = Vec::new();
-    let words = reviews
-        .iter()
-        .filter_map(|r| r.comment.as_deref())
-        .flat_map(|c| c.split(|ch: char| !ch.is_alphabetic()))
-        .map(str::to_lowercase);
-    for word in words {
-        if themes.len() == FALLBACK_THEMES {
-            break;
-        }
-        if word.chars().count() > 3
-            && !STOP_WORDS.contains(&word.as_str())
-            && !themes.contains(&word)
-        {
-            themes.push(word);
+    // Words of substance (four letters or more, not filler), ranked by how many reviews use
+    // them; ties keep the order they first appear in.
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for comment in reviews.iter().filter_map(|r| r.comment.as_deref()) {
+        let mut seen_here = std::collections::HashSet::new();
+        for word in comment.split(|ch: char| !ch.is_alphabetic()) {
+            let word = word.to_lowercase();
+            if word.chars().count() < 4
+                || STOP_WORDS.contains(&word.as_str())
+                || !seen_here.insert(word.clone())
+            {
+                continue;
+            }
+            match counts.iter_mut().find(|(w, _)| *w == word) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((word, 1)),
+            }
         }
     }
+    counts.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let themes: Vec<String> = counts
+        .into_iter()
+        .take(FALLBACK_THEMES)
+        .map(|(word, _)| word)
+        .collect();
     Prose {
         summary,
         themes,
@@ -344,7 +518,8 @@ mod tests {
         );
         assert_eq!(
             prose.themes,
-            vec!["pacing", "dreadful", "again", "acting", "great"]
+            vec!["dreadful", "music", "pacing", "acting", "saved"],
+            "words most reviews use first; filler such as 'again' and 'great' left out"
         );
         let split = server_prose(&reviews(&[(7, "x"), (7, "y"), (7, "z")]));
         assert_eq!(

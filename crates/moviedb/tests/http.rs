@@ -662,3 +662,50 @@ async fn a_loopback_front_end_may_call_graphql_and_others_may_not() {
             .contains_key("access-control-allow-origin")
     );
 }
+
+#[tokio::test]
+async fn the_front_door_and_graphiql_load_everything_from_the_server_itself() {
+    let running = start().await;
+    let base = format!("http://{}", running.addr);
+    let client = reqwest::Client::new();
+    let front = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(front.status().as_u16(), 200);
+    let front = front.text().await.unwrap();
+    assert!(front.contains(r#"href="/graphql""#), "{front}");
+    assert!(
+        front.contains("login(input: { username:"),
+        "the sign-in shape"
+    );
+    let page = client
+        .get(format!("{base}/graphql"))
+        .header("Accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let page = page.text().await.unwrap();
+    let mut loaded = Vec::new();
+    for attribute in ["src=\"", "href=\""] {
+        for (at, _) in page.match_indices(attribute) {
+            let rest = &page[at + attribute.len()..];
+            loaded.push(rest[..rest.find('"').unwrap()].to_owned());
+        }
+    }
+    assert!(loaded.len() >= 5, "{loaded:?}");
+    for path in &loaded {
+        assert!(
+            path.starts_with('/') && !path.starts_with("//"),
+            "{path} does not come from this server"
+        );
+        let asset = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(asset.status().as_u16(), 200, "{path}");
+        let kind = asset.headers()["content-type"].to_str().unwrap().to_owned();
+        let expected = if path.ends_with(".css") {
+            "text/css"
+        } else {
+            "text/javascript"
+        };
+        assert!(kind.starts_with(expected), "{path}: {kind}");
+        assert!(asset.bytes().await.unwrap().len() > 100, "{path}");
+    }
+}

@@ -368,7 +368,7 @@ impl OrderServer {
         Self {
             service,
             layer,
-            tools: std::sync::Arc::new(Self::tool_router()),
+            tools: std::sync::Arc::new(backchannel::schema::portable_formats(Self::tool_router())),
             prompts: std::sync::Arc::new(Self::prompt_router()),
         }
     }

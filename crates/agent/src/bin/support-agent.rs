@@ -237,7 +237,11 @@ async fn main() -> anyhow::Result<()> {
             let desk = std::sync::Arc::new(agent::desk::Desk::start(config).await?);
             {
                 use std::io::Write;
-                writeln!(std::io::stdout(), "(The log goes to {}.)", log_file.display())?;
+                writeln!(
+                    std::io::stdout(),
+                    "(The log goes to {}.)",
+                    log_file.display()
+                )?;
             }
             let (lines, above_prompt) = agent::cli::terminal_lines();
             match above_prompt {
