@@ -8,7 +8,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use backchannel::host::{CallContext, Host, HostConfig, HostHandler, Protocol};
+use backchannel::Revision;
+use backchannel::host::{CallContext, Host, HostConfig, HostHandler};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
@@ -24,8 +25,8 @@ use crate::rules::{self, Plan};
 pub struct DeskConfig {
     /// The order service's MCP endpoint.
     pub orders_url: String,
-    /// Protocol revision to speak to it.
-    pub protocol: Protocol,
+    /// The protocol revision to speak to it; `None` tries the newest, then 2025-11-25.
+    pub protocol: Option<Revision>,
     /// How long the person has to answer a question (default 60 s).
     pub person_deadline: Duration,
     /// How long the order service waits for an answer (its ask timeout, 90 s).
@@ -79,7 +80,7 @@ impl Default for DeskConfig {
     fn default() -> Self {
         Self {
             orders_url: "http://127.0.0.1:8080/mcp".into(),
-            protocol: Protocol::Auto,
+            protocol: None,
             person_deadline: Duration::from_secs(60),
             server_ask_timeout: Duration::from_secs(90),
             connection_timeout: Duration::from_secs(120),
@@ -281,7 +282,7 @@ fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
                 },
                 request_timeout_secs: 30,
                 roots: vec![dir.clone()],
-                protocol: Protocol::V2025,
+                protocol: Some(Revision::V2025_11_25),
                 tool_prefix: Some(prefix.to_owned()),
                 tools: Some(KB_TOOLS.map(String::from).to_vec()),
                 capabilities: Declared {
@@ -391,29 +392,31 @@ impl Desk {
                 connection: config.connection_timeout,
             });
         }
-        let protocol = match config.protocol {
-            Protocol::Auto => "auto",
-            Protocol::V2025 => "2025-11-25",
-            Protocol::V2026 => "2026-07-28",
+        use backchannel::host::{ConnectionConfig, Declared, Transport};
+        let orders = ConnectionConfig {
+            transport: Transport::Http {
+                url: config.orders_url.clone(),
+                headers: Default::default(),
+            },
+            request_timeout_secs: config.connection_timeout.as_secs(),
+            roots: Vec::new(),
+            protocol: config.protocol,
+            tool_prefix: None,
+            tools: None,
+            capabilities: Declared {
+                elicitation: true,
+                // With no model there is nothing to sample with, so sampling is not declared.
+                sampling: config.model.is_some(),
+                roots: false,
+                tasks: false,
+            },
         };
-        let host_config = HostConfig::from_toml(&format!(
-            r#"
-client_name = "support-agent"
-meta_allow = ["progressToken", "support_agent_id"]
-[connections.orders]
-transport = "http"
-url = "{url}"
-protocol = "{protocol}"
-request_timeout_secs = {timeout}
-capabilities = {{ elicitation = true, sampling = {sampling}, roots = false, tasks = false }}
-"#,
-            url = config.orders_url,
-            timeout = config.connection_timeout.as_secs(),
-            // With no model there is nothing to sample with, so sampling is not declared.
-            sampling = config.model.is_some(),
-        ))
-        .map_err(backchannel::host::HostError::from)?;
-        let mut host_config = host_config;
+        let mut host_config = HostConfig {
+            client_name: "support-agent".into(),
+            trusted_folders: Vec::new(),
+            meta_allow: vec!["progressToken".into(), "support_agent_id".into()],
+            connections: [("orders".to_owned(), orders)].into_iter().collect(),
+        };
         if let Some(knowledge) = &config.knowledge {
             add_knowledge(&mut host_config, knowledge);
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent::desk::{Desk, DeskConfig};
-use backchannel::host::Protocol;
+use backchannel::Revision;
 use tokio_util::sync::CancellationToken;
 
 /// The terminal: what was written, and a bell rung on every write.
@@ -67,7 +67,7 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
     tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
     let desk = Desk::start(DeskConfig {
         orders_url,
-        protocol: Protocol::V2025,
+        protocol: Some(Revision::V2025_11_25),
         ..DeskConfig::default()
     })
     .await

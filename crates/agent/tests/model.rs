@@ -13,7 +13,7 @@ use agent::llm::{AnthropicMessages, OpenAiCompatible, Provider};
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
-use backchannel::host::Protocol;
+use backchannel::Revision;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -101,7 +101,7 @@ async fn fake_model(seen: Seen) -> String {
 async fn demo(model_url: &str, budget: u64) -> common::Demo {
     let model = OpenAiCompatible::new(model_url, None, "fake", Duration::from_secs(10));
     let desk = DeskConfig {
-        protocol: Protocol::V2026,
+        protocol: Some(Revision::V2026_07_28),
         model: Some(Provider::OpenAi(model)),
         token_budget: budget,
         ..DeskConfig::default()
@@ -206,7 +206,7 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     let url = format!("http://{}/", web.local_addr().unwrap());
     let config = DeskConfig {
         orders_url: fixtures_url,
-        protocol: Protocol::V2025,
+        protocol: Some(Revision::V2025_11_25),
         model: Some(Provider::OpenAi(OpenAiCompatible::new(
             &model_url,
             None,
@@ -326,7 +326,7 @@ async fn the_anthropic_provider_drives_the_same_loop() {
         Duration::from_secs(10),
     );
     let desk = DeskConfig {
-        protocol: Protocol::V2025,
+        protocol: Some(Revision::V2025_11_25),
         model: Some(Provider::Anthropic(model)),
         ..DeskConfig::default()
     };
@@ -360,7 +360,7 @@ async fn the_model_gets_passages_of_the_notes_not_whole_files() {
     let model_url = fake_model(seen.clone()).await;
     let model = OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10));
     let desk = DeskConfig {
-        protocol: Protocol::V2026,
+        protocol: Some(Revision::V2026_07_28),
         model: Some(Provider::OpenAi(model)),
         knowledge: Some(common::knowledge()),
         ..DeskConfig::default()

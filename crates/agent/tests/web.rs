@@ -11,13 +11,13 @@ use common::Demo;
 use std::time::Duration;
 
 use agent::desk::DeskConfig;
-use backchannel::host::Protocol;
+use backchannel::Revision;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-async fn demo(protocol: Protocol, person_deadline: Duration) -> Demo {
+async fn demo(protocol: Revision, person_deadline: Duration) -> Demo {
     let desk = DeskConfig {
-        protocol,
+        protocol: Some(protocol),
         person_deadline,
         knowledge: Some(common::knowledge()),
         ..DeskConfig::default()
@@ -117,7 +117,7 @@ async fn status_of(demo: &Demo, id: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
-    for protocol in [Protocol::V2025, Protocol::V2026] {
+    for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
         let (_other_events, other_secret) = Events::open(&demo, "c2").await;
@@ -169,7 +169,7 @@ async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_leaves_the_order_and_an_expired_question_says_so() {
-    for protocol in [Protocol::V2025, Protocol::V2026] {
+    for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(1)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
         let url = demo.url.clone();
@@ -208,7 +208,7 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nobody_watching_means_the_question_closes_at_once() {
-    let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
     let reply = chat(&demo, "unwatched", "cancel ORD-10002").await;
     assert!(
         reply.ends_with("was not cancelled: the question was closed without an answer."),
@@ -219,7 +219,7 @@ async fn nobody_watching_means_the_question_closes_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rechecking_shipments_fills_the_progress_bar() {
-    for protocol in [Protocol::V2025, Protocol::V2026] {
+    for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut events, _secret) = Events::open(&demo, "c1").await;
         let reply = chat(&demo, "c1", "refresh delivery estimates").await;
@@ -243,7 +243,7 @@ async fn rechecking_shipments_fills_the_progress_bar() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_greeting_says_what_the_desk_does_and_blocked_words_are_refused() {
-    let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
     let greeting: Value = reqwest::get(format!("{}api/greeting", demo.url))
         .await
         .unwrap()
@@ -275,7 +275,7 @@ async fn the_greeting_says_what_the_desk_does_and_blocked_words_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_questions_are_answered_from_the_notes() {
-    let demo = demo(Protocol::V2026, Duration::from_secs(60)).await;
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
     let current = chat(
         &demo,
         "c1",
@@ -309,7 +309,7 @@ async fn stop_ends_a_long_tool_and_needs_the_secret() {
     let demo = common::start(
         common::orders_in_memory(Duration::from_millis(200)),
         DeskConfig {
-            protocol: Protocol::V2026,
+            protocol: Some(Revision::V2026_07_28),
             ..DeskConfig::default()
         },
     )
@@ -373,11 +373,11 @@ async fn progress_to_full(events: &mut Events, label: &str) -> Vec<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refresh_in_one_conversation_fills_the_bar_again() {
-    for protocol in [Protocol::V2025, Protocol::V2026] {
+    for protocol in Revision::ALL {
         let demo = common::start(
             common::orders_in_memory(Duration::ZERO),
             DeskConfig {
-                protocol,
+                protocol: Some(protocol),
                 ..DeskConfig::default()
             },
         )
@@ -482,7 +482,7 @@ async fn twenty_people_cancelling_at_once_are_each_asked() {
         let demo = common::start(
             common::orders_in_memory(Duration::ZERO),
             DeskConfig {
-                protocol: Protocol::V2025,
+                protocol: Some(Revision::V2025_11_25),
                 ..DeskConfig::default()
             },
         )
@@ -503,12 +503,12 @@ fn stress_repeat() -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stress_questions_and_progress_interleaved_across_conversations() {
     for repetition in 1..=stress_repeat() {
-        for protocol in [Protocol::V2025, Protocol::V2026] {
+        for protocol in Revision::ALL {
             let label = format!("{protocol:?} repetition {repetition}");
             let demo = common::start(
                 common::orders_in_memory(Duration::ZERO),
                 DeskConfig {
-                    protocol,
+                    protocol: Some(protocol),
                     ..DeskConfig::default()
                 },
             )

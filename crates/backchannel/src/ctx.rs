@@ -3,9 +3,8 @@
 // protocol; this module names them, and `deprecated.rs` holds every call into that API.
 #![allow(deprecated)]
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
@@ -14,118 +13,25 @@ use rmcp::model::{
     ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, ListRootsResult,
     LoggingLevel, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
-use rmcp::service::{ElicitationSafe, Peer, RequestContext};
+use rmcp::service::{ElicitationSafe, RequestContext};
 use rmcp::{ErrorData, RoleServer};
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::Backchannel;
+use crate::call::{Call, Escalation, Pending};
 use crate::deprecated;
 use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
+use crate::revision::Revision;
 use crate::sessions::SessionKey;
 use crate::state::{Answer, AskKind};
-
-/// Which wire the current call arrived on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Revision {
-    /// 2025-11-25 and earlier: a session, server-to-client requests.
-    Legacy,
-    /// 2026-07-28: stateless, `input_required` results and retries.
-    Modern,
-}
+use crate::util::lock;
 
 /// Returned by an ask that has no answer yet. Propagate it with `?`: the layer gathers every
 /// ask still open when the body ends, gets the answers, and runs the body again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use = "propagate a Suspend with `?` so the layer can fetch the answer"]
 pub struct Suspend(pub(crate) ());
-
-/// Whether a call may continue as a task (tasks extension).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Escalation {
-    /// Not a task tool, or the client did not declare tasks: `escalate` is a no-op.
-    NotAvailable,
-    /// May become a task; `escalate` asks for it.
-    Allowed,
-    /// `escalate` was called in this run.
-    Requested,
-    /// Already running as a task.
-    InTask,
-}
-
-/// A question that went out (or will go out) in this round.
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
-    pub(crate) kind: AskKind,
-    pub(crate) request: InputRequest,
-    pub(crate) timeout: Duration,
-}
-
-/// State shared by every run of one call's body.
-#[derive(Debug)]
-pub(crate) struct Call {
-    pub(crate) revision: Revision,
-    /// The request, as the body's `Ctx` extractor saw it (without the `Ctx` itself). Taken only
-    /// by bodies that take a `Ctx`, which are the only ones that can ask and so run again;
-    /// later runs get clones of it.
-    pub(crate) rc: std::sync::OnceLock<RequestContext<RoleServer>>,
-    pub(crate) caps: std::sync::OnceLock<ClientCapabilities>,
-    /// Random per-call nonce (URL elicitation ids, sealed state), drawn on first use or taken
-    /// from the sealed state.
-    pub(crate) nonce: std::sync::OnceLock<String>,
-    /// Inside a task, the task's own token; otherwise the request's.
-    pub(crate) task_ct: Option<CancellationToken>,
-    pub(crate) layer: Backchannel,
-    pub(crate) answers: Mutex<BTreeMap<String, Answer>>,
-    /// Raw `inputResponses` of this request (2026-07-28), read when the body asks.
-    pub(crate) responses: BTreeMap<String, serde_json::Value>,
-    /// When each question of the previous round went out, from the sealed state.
-    pub(crate) asked: BTreeMap<String, crate::state::Asked>,
-    pub(crate) escalation: Mutex<Escalation>,
-    /// Rounds of questions inside a task (task input keys must be unique per task).
-    pub(crate) task_round: AtomicU32,
-    pub(crate) pending: Mutex<BTreeMap<String, Pending>>,
-    pub(crate) last_progress: Mutex<Option<f64>>,
-    pub(crate) runs: AtomicU32,
-}
-
-impl Call {
-    /// The request. Every path here starts from a `Ctx`, whose extractor stored it.
-    pub(crate) fn rc(&self) -> &RequestContext<RoleServer> {
-        #[allow(clippy::expect_used)]
-        self.rc
-            .get()
-            .expect("a Ctx exists only after its extractor stored the request")
-    }
-
-    pub(crate) fn caps(&self) -> &ClientCapabilities {
-        self.caps
-            .get_or_init(|| self.rc().client_capabilities().unwrap_or_default())
-    }
-
-    pub(crate) fn peer(&self) -> &Peer<RoleServer> {
-        &self.rc().peer
-    }
-
-    pub(crate) fn ct(&self) -> &CancellationToken {
-        self.task_ct.as_ref().unwrap_or(&self.rc().ct)
-    }
-
-    pub(crate) fn nonce(&self) -> &str {
-        self.nonce.get_or_init(crate::layer::fresh_nonce)
-    }
-
-    pub(crate) fn take_pending(&self) -> BTreeMap<String, Pending> {
-        std::mem::take(&mut *lock(&self.pending))
-    }
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The context of one tool (or prompt) call, taken as an argument by a `#[tool]` function.
 ///
@@ -203,7 +109,7 @@ impl Ctx {
     }
 
     fn ask_timeout(&self) -> Duration {
-        self.timeout.unwrap_or(self.call.layer.ask_timeout())
+        self.timeout.unwrap_or(self.call.shared.ask_timeout)
     }
 
     /// Continue this call as a task (tasks extension) from here on, when the tool is registered
@@ -265,15 +171,16 @@ impl Ctx {
         logger: &str,
         data: impl serde::Serialize,
     ) -> bool {
-        let threshold = match self.call.revision {
-            Revision::Modern => self.call.rc().meta.log_level(),
-            Revision::Legacy => Some(
+        let threshold = if self.call.revision.has_sessions() {
+            Some(
                 self.call
-                    .layer
-                    .sessions()
+                    .shared
+                    .sessions
                     .log_level(SessionKey::of(self.call.peer()).as_ref())
-                    .unwrap_or(self.call.layer.default_log_level()),
-            ),
+                    .unwrap_or(self.call.shared.default_log_level),
+            )
+        } else {
+            self.call.rc().meta.log_level()
         };
         let Some(threshold) = threshold else {
             return false;
@@ -384,7 +291,7 @@ impl Ctx {
     /// (`notifications/elicitation/complete`). Only 2025-11-25 sessions have a channel for it;
     /// returns whether it was sent.
     pub async fn url_elicitation_complete(&self, elicitation_id: &str) -> bool {
-        if self.call.revision != Revision::Legacy {
+        if !self.call.revision.has_sessions() {
             return false;
         }
         deprecated::send_elicitation_complete(self.call.peer(), elicitation_id).await
@@ -468,8 +375,8 @@ impl Ctx {
             match self.call.asked.get(key) {
                 Some(asked) if asked.kind == kind => {
                     if let Some(answer) = deprecated::read_response(kind, value) {
-                        let late =
-                            self.call.layer.now_ms().saturating_sub(asked.at) > asked.timeout;
+                        let late = self.call.shared.clock.now_ms().saturating_sub(asked.at)
+                            > asked.timeout;
                         let answer = if late { Answer::TimedOut } else { answer };
                         answers.insert(key.to_owned(), answer.clone());
                         return Ok(answer);

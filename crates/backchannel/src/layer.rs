@@ -16,30 +16,30 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
     GetPromptRequestParams, GetPromptResponse, InputRequests, InputRequiredResult, InputResponses,
-    JsonObject, ProtocolVersion, SubscriptionFilter,
+    JsonObject, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer};
 
+use crate::call::{Call, Escalation, Pending, Shared};
 use crate::clock::Clock;
-use crate::ctx::{Call, Ctx, Escalation, Pending, Revision, insert_ctx, lock};
+use crate::ctx::{Ctx, insert_ctx};
 use crate::deprecated::{self, LogLevel, SetLevelParams};
+use crate::revision::Revision;
 use crate::sessions::{ListKind, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
+use crate::util::{lock, random_bytes};
 
 /// Reads the caller's identity from a request, to bind sealed state to it.
 type PrincipalFn = dyn Fn(&RequestContext<RoleServer>) -> Option<String> + Send + Sync;
 
 struct Inner {
     codec: StateCodec,
-    clock: Clock,
-    ask_timeout: Duration,
+    shared: Arc<Shared>,
     state_ttl: Duration,
     max_rounds: u32,
-    default_log_level: LogLevel,
     principal: Option<Box<PrincipalFn>>,
-    sessions: Sessions,
     spent: crate::state::SpentRounds,
     tasks: TaskManager,
     task_owners: Mutex<std::collections::HashMap<String, Owner>>,
@@ -74,7 +74,7 @@ pub struct Backchannel {
 impl std::fmt::Debug for Backchannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Backchannel")
-            .field("ask_timeout", &self.inner.ask_timeout)
+            .field("ask_timeout", &self.inner.shared.ask_timeout)
             .field("state_ttl", &self.inner.state_ttl)
             .field("max_rounds", &self.inner.max_rounds)
             .finish_non_exhaustive()
@@ -182,13 +182,15 @@ impl BackchannelBuilder {
         Ok(Backchannel {
             inner: Arc::new(Inner {
                 codec: StateCodec::new(key),
-                clock: Clock::new(),
-                ask_timeout: self.ask_timeout,
+                shared: Arc::new(Shared {
+                    clock: Clock::new(),
+                    ask_timeout: self.ask_timeout,
+                    default_log_level: self.default_log_level,
+                    sessions: Sessions::default(),
+                }),
                 state_ttl: self.state_ttl,
                 max_rounds: self.max_rounds,
-                default_log_level: self.default_log_level,
                 principal: self.principal,
-                sessions: Sessions::default(),
                 spent: crate::state::SpentRounds::default(),
                 tasks: TaskManager::new(),
                 task_owners: Mutex::default(),
@@ -196,23 +198,6 @@ impl BackchannelBuilder {
             }),
         })
     }
-}
-
-fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut bytes = [0u8; N];
-    if let Err(error) = getrandom::fill(&mut bytes) {
-        // No OS randomness means no safe key; refuse to run rather than seal with zeros.
-        panic!("the operating system provided no random bytes: {error}");
-    }
-    bytes
-}
-
-pub(crate) fn fresh_nonce() -> String {
-    hex(&random_bytes::<16>())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The result of driving a body: done, or waiting for the client (2026-07-28 only).
@@ -226,12 +211,24 @@ enum Driven<R> {
 /// How a driven call gets its answers.
 #[derive(Clone)]
 enum Mode {
-    /// 2025-11-25: the layer sends server-to-client requests.
-    Legacy,
-    /// 2026-07-28: the layer answers `input_required`.
-    Modern,
+    /// Directly, as the revision does it: server-to-client requests on a session
+    /// (2025-11-25), or `input_required` results the client retries (2026-07-28).
+    Direct(Revision),
     /// Inside a task: questions park the task until `tasks/update`.
     Task(TaskContext),
+}
+
+/// What one drive of a call starts from.
+struct Start<'a> {
+    binding: &'a CallBinding<'a>,
+    mode: Mode,
+    escalation: Escalation,
+    /// This request's `inputResponses` (2026-07-28).
+    input_responses: Option<InputResponses>,
+    /// This request's sealed state (2026-07-28).
+    request_state: Option<String>,
+    /// The answers gathered before the call became a task.
+    resumed: Option<Sealed>,
 }
 
 impl Default for Backchannel {
@@ -259,22 +256,6 @@ impl Backchannel {
             principal: None,
             task_tools: std::collections::HashMap::new(),
         }
-    }
-
-    pub(crate) fn now_ms(&self) -> u64 {
-        self.inner.clock.now_ms()
-    }
-
-    pub(crate) fn ask_timeout(&self) -> Duration {
-        self.inner.ask_timeout
-    }
-
-    pub(crate) fn default_log_level(&self) -> LogLevel {
-        self.inner.default_log_level
-    }
-
-    pub(crate) fn sessions(&self) -> &Sessions {
-        &self.inner.sessions
     }
 
     /// Run `tools/call` through the router, driving the body's asks on either revision, and as a
@@ -311,22 +292,16 @@ impl Backchannel {
             Escalation::NotAvailable
         };
         let binding = self.binding("tool", &params.name, params.arguments.as_ref(), &rc);
-        let mode = if is_modern(&rc) {
-            Mode::Modern
-        } else {
-            Mode::Legacy
+        let start = Start {
+            binding: &binding,
+            mode: Mode::Direct(revision_of(&rc)),
+            escalation,
+            input_responses: params.input_responses.clone(),
+            request_state: params.request_state.clone(),
+            resumed: None,
         };
         let driven = self
-            .drive(
-                rc,
-                &binding,
-                mode,
-                escalation,
-                params.input_responses.clone(),
-                params.request_state.clone(),
-                None,
-                |rc| tool_run(router, service, &params, rc),
-            )
+            .drive(rc, start, |rc| tool_run(router, service, &params, rc))
             .await?;
         match driven {
             Driven::Complete(CallToolResponse::InputRequired(_)) => Err(ErrorData::internal_error(
@@ -364,17 +339,16 @@ impl Backchannel {
             Box::pin(async move {
                 let cancel = task_ctx.clone();
                 let work = async {
+                    let start = Start {
+                        binding: &binding,
+                        mode: Mode::Task(task_ctx),
+                        escalation: Escalation::InTask,
+                        input_responses: None,
+                        request_state: None,
+                        resumed: Some(sealed),
+                    };
                     let driven = layer
-                        .drive(
-                            rc,
-                            &binding,
-                            Mode::Task(task_ctx),
-                            Escalation::InTask,
-                            None,
-                            None,
-                            Some(sealed),
-                            |rc| tool_run(&router, &service, &params, rc),
-                        )
+                        .drive(rc, start, |rc| tool_run(&router, &service, &params, rc))
                         .await
                         .map_err(TaskExit::Error)?;
                     match driven {
@@ -491,29 +465,22 @@ impl Backchannel {
         let binding = self.binding("prompt", &params.name, params.arguments.as_ref(), &rc);
         let input_responses = params.input_responses.clone();
         let request_state = params.request_state.clone();
-        let mode = if is_modern(&rc) {
-            Mode::Modern
-        } else {
-            Mode::Legacy
+        let start = Start {
+            binding: &binding,
+            mode: Mode::Direct(revision_of(&rc)),
+            escalation: Escalation::NotAvailable,
+            input_responses,
+            request_state,
+            resumed: None,
         };
         let driven = self
-            .drive(
-                rc,
-                &binding,
-                mode,
-                Escalation::NotAvailable,
-                input_responses,
-                request_state,
-                None,
-                |rc| {
-                    let params = params.clone();
-                    async move {
-                        let context =
-                            PromptContext::new(service, params.name, params.arguments, rc);
-                        router.get_prompt(context).await
-                    }
-                },
-            )
+            .drive(rc, start, |rc| {
+                let params = params.clone();
+                async move {
+                    let context = PromptContext::new(service, params.name, params.arguments, rc);
+                    router.get_prompt(context).await
+                }
+            })
             .await?;
         match driven {
             Driven::Complete(response) => Ok(response),
@@ -535,82 +502,26 @@ impl Backchannel {
         CallBinding::new(kind, name, arguments, self.principal_of(rc))
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Run a body through its rounds: open the sealed state, run the body, and while it
+    /// leaves questions open, get them answered as the mode does it and run it again.
     async fn drive<R, F, Fut>(
         &self,
         rc: RequestContext<RoleServer>,
-        binding: &CallBinding<'_>,
-        mode: Mode,
-        escalation: Escalation,
-        input_responses: Option<InputResponses>,
-        request_state: Option<String>,
-        resumed: Option<Sealed>,
+        start: Start<'_>,
         mut body: F,
     ) -> Result<Driven<R>, ErrorData>
     where
         F: FnMut(RequestContext<RoleServer>) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
-        let revision = match &mode {
-            Mode::Modern => Revision::Modern,
-            Mode::Legacy => Revision::Legacy,
-            Mode::Task(_) if is_modern(&rc) => Revision::Modern,
-            Mode::Task(_) => Revision::Legacy,
+        let revision = match &start.mode {
+            Mode::Direct(revision) => *revision,
+            Mode::Task(_) => revision_of(&rc),
         };
-        let clock = self.inner.clock;
-        let mut sealed = match (&mode, request_state, resumed) {
-            (_, _, Some(resumed)) => resumed,
-            (Mode::Modern, Some(state), None) => {
-                let opened = self
-                    .inner
-                    .codec
-                    .open(binding, &state, &clock)
-                    .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-                if !self
-                    .inner
-                    .spent
-                    .spend(&opened.nonce, opened.round, opened.exp, clock.now_ms())
-                {
-                    return Err(ErrorData::invalid_params(
-                        crate::state::StateError::Spent.to_string(),
-                        None,
-                    ));
-                }
-                opened
-            }
-            // The nonce is drawn lazily (only calls that ask need one).
-            _ => Sealed::default(),
-        };
-        let mut first = Some(rc);
-        let call = Arc::new(Call {
-            revision,
-            rc: std::sync::OnceLock::new(),
-            caps: std::sync::OnceLock::new(),
-            nonce: if sealed.nonce.is_empty() {
-                std::sync::OnceLock::new()
-            } else {
-                std::sync::OnceLock::from(std::mem::take(&mut sealed.nonce))
-            },
-            // A task outlives the request that started it: its own cancellation is `tasks/cancel`,
-            // which drops the task's future; the request's token fires when that request ends.
-            task_ct: match mode {
-                Mode::Task(_) => Some(tokio_util::sync::CancellationToken::new()),
-                Mode::Legacy | Mode::Modern => None,
-            },
-            layer: self.clone(),
-            answers: Mutex::new(std::mem::take(&mut sealed.answers)),
-            responses: match mode {
-                Mode::Modern => input_responses.unwrap_or_default(),
-                Mode::Legacy | Mode::Task(_) => BTreeMap::new(),
-            },
-            asked: std::mem::take(&mut sealed.asked),
-            escalation: Mutex::new(escalation),
-            pending: Mutex::new(BTreeMap::new()),
-            last_progress: Mutex::new(sealed.progress),
-            runs: AtomicU32::new(0),
-            task_round: AtomicU32::new(0),
-        });
+        let sealed = self.open_state(&start)?;
         let mut round = sealed.round;
+        let call = self.new_call(revision, &start, sealed);
+        let mut first = Some(rc);
         loop {
             call.runs.fetch_add(1, Ordering::SeqCst);
             // The first run takes the request itself; later ones (only bodies that took a Ctx
@@ -619,20 +530,12 @@ impl Backchannel {
                 Some(rc) => rc,
                 None => call.rc().clone(),
             };
-            let run_rc = insert_ctx(run_rc, Ctx::new(call.clone()));
-            let result = body(run_rc).await;
+            let result = body(insert_ctx(run_rc, Ctx::new(call.clone()))).await;
             let pending = call.take_pending();
-            if pending.is_empty() && *lock(&call.escalation) == Escalation::Requested {
-                return Ok(Driven::Escalate(
-                    Box::new(call.rc().clone()),
-                    Sealed {
-                        answers: lock(&call.answers).clone(),
-                        nonce: call.nonce().to_owned(),
-                        ..Sealed::default()
-                    },
-                ));
-            }
             if pending.is_empty() {
+                if *lock(&call.escalation) == Escalation::Requested {
+                    return Ok(escalation(&call));
+                }
                 return result.map(Driven::Complete);
             }
             round += 1;
@@ -645,94 +548,163 @@ impl Backchannel {
                     None,
                 ));
             }
-            match &mode {
-                Mode::Modern => {
-                    let now = clock.now_ms();
-                    let mut requests = InputRequests::new();
-                    let mut asked = BTreeMap::new();
-                    for (
-                        key,
-                        Pending {
-                            kind,
-                            request,
-                            timeout,
-                        },
-                    ) in pending
-                    {
-                        asked.insert(
-                            key.clone(),
-                            Asked {
-                                kind,
-                                at: now,
-                                timeout: timeout.as_millis() as u64,
-                            },
-                        );
-                        requests.insert(key, request);
-                    }
-                    let state = Sealed {
-                        exp: now + self.inner.state_ttl.as_millis() as u64,
+            match &start.mode {
+                Mode::Direct(revision) if revision.has_sessions() => {
+                    self.ask_in_session(&call, pending).await?;
+                }
+                Mode::Direct(_) => {
+                    return Ok(Driven::InputRequired(self.input_required(
+                        &call,
+                        pending,
                         round,
-                        nonce: call.nonce().to_owned(),
-                        answers: lock(&call.answers).clone(),
-                        asked,
-                        progress: *lock(&call.last_progress),
-                    };
-                    let sealed = self.inner.codec.seal(binding, &state);
-                    return Ok(Driven::InputRequired(InputRequiredResult::new(
-                        Some(requests),
-                        Some(sealed),
+                        start.binding,
                     )));
                 }
-                Mode::Task(task) => {
-                    let task_round = call.task_round.load(Ordering::SeqCst);
-                    let asks = pending.into_iter().map(|(key, pending)| async move {
-                        let wire_key = if task_round == 0 {
-                            key.clone()
-                        } else {
-                            format!("{key}.{task_round}")
-                        };
-                        let answer = match task.request_input(wire_key, pending.request).await {
-                            Ok(value) => deprecated::read_response(pending.kind, &value),
-                            Err(_) => None,
-                        };
-                        (key, answer)
-                    });
-                    for (key, answer) in futures::future::join_all(asks).await {
-                        if let Some(answer) = answer {
-                            lock(&call.answers).insert(key, answer);
-                        }
-                    }
-                    // Keys are single-use within a task: a question asked again gets a suffix.
-                    call.task_round.fetch_add(1, Ordering::SeqCst);
-                }
-                Mode::Legacy => {
-                    let peer = call.peer();
-                    let asks = pending.into_iter().map(|(key, pending)| async move {
-                        let answer =
-                            deprecated::fulfil(peer, pending.request, pending.timeout).await;
-                        (key, answer)
-                    });
-                    let answers = tokio::select! {
-                        answers = futures::future::join_all(asks) => answers,
-                        () = call.rc().ct.cancelled() => {
-                            return Err(ErrorData::internal_error("the request was cancelled", None));
-                        }
-                    };
-                    lock(&call.answers).extend(answers);
-                }
+                Mode::Task(task) => ask_in_task(&call, task, pending).await,
             }
         }
+    }
+
+    /// The answers so far: from the request's sealed state (2026-07-28, verified and spent),
+    /// from the call that became a task, or none.
+    fn open_state(&self, start: &Start<'_>) -> Result<Sealed, ErrorData> {
+        let stateless = matches!(start.mode, Mode::Direct(r) if !r.has_sessions());
+        match (&start.resumed, &start.request_state) {
+            (Some(resumed), _) => Ok(resumed.clone()),
+            (None, Some(state)) if stateless => {
+                let clock = &self.inner.shared.clock;
+                let opened = self
+                    .inner
+                    .codec
+                    .open(start.binding, state, clock)
+                    .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+                if !self
+                    .inner
+                    .spent
+                    .spend(&opened.nonce, opened.round, opened.exp, clock.now_ms())
+                {
+                    return Err(ErrorData::invalid_params(
+                        crate::state::StateError::Spent.to_string(),
+                        None,
+                    ));
+                }
+                Ok(opened)
+            }
+            // The nonce is drawn lazily (only calls that ask need one).
+            _ => Ok(Sealed::default()),
+        }
+    }
+
+    fn new_call(&self, revision: Revision, start: &Start<'_>, mut sealed: Sealed) -> Arc<Call> {
+        let stateless = matches!(start.mode, Mode::Direct(r) if !r.has_sessions());
+        Arc::new(Call {
+            revision,
+            rc: std::sync::OnceLock::new(),
+            caps: std::sync::OnceLock::new(),
+            nonce: if sealed.nonce.is_empty() {
+                std::sync::OnceLock::new()
+            } else {
+                std::sync::OnceLock::from(std::mem::take(&mut sealed.nonce))
+            },
+            // A task outlives the request that started it: its own cancellation is
+            // `tasks/cancel`, which drops the task's future; the request's token fires when
+            // that request ends.
+            task_ct: match start.mode {
+                Mode::Task(_) => Some(tokio_util::sync::CancellationToken::new()),
+                Mode::Direct(_) => None,
+            },
+            shared: self.inner.shared.clone(),
+            answers: Mutex::new(std::mem::take(&mut sealed.answers)),
+            responses: if stateless {
+                start.input_responses.clone().unwrap_or_default()
+            } else {
+                BTreeMap::new()
+            },
+            asked: std::mem::take(&mut sealed.asked),
+            escalation: Mutex::new(start.escalation),
+            pending: Mutex::new(BTreeMap::new()),
+            last_progress: Mutex::new(sealed.progress),
+            runs: AtomicU32::new(0),
+            task_round: AtomicU32::new(0),
+        })
+    }
+
+    /// 2025-11-25: send each open question as a request to the client, at once, and wait for
+    /// all of them (each with its timeout).
+    async fn ask_in_session(
+        &self,
+        call: &Call,
+        pending: BTreeMap<String, Pending>,
+    ) -> Result<(), ErrorData> {
+        let peer = call.peer();
+        let asks = pending.into_iter().map(|(key, pending)| async move {
+            let answer = deprecated::fulfil(peer, pending.request, pending.timeout).await;
+            (key, answer)
+        });
+        let answers = tokio::select! {
+            answers = futures::future::join_all(asks) => answers,
+            () = call.rc().ct.cancelled() => {
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
+        lock(&call.answers).extend(answers);
+        Ok(())
+    }
+
+    /// 2026-07-28: the open questions as an `input_required` result, with the answers so far
+    /// and the questions asked sealed into its `requestState`.
+    fn input_required(
+        &self,
+        call: &Call,
+        pending: BTreeMap<String, Pending>,
+        round: u32,
+        binding: &CallBinding<'_>,
+    ) -> InputRequiredResult {
+        let now = self.inner.shared.clock.now_ms();
+        let mut requests = InputRequests::new();
+        let mut asked = BTreeMap::new();
+        for (
+            key,
+            Pending {
+                kind,
+                request,
+                timeout,
+            },
+        ) in pending
+        {
+            let timeout = timeout.as_millis() as u64;
+            asked.insert(
+                key.clone(),
+                Asked {
+                    kind,
+                    at: now,
+                    timeout,
+                },
+            );
+            requests.insert(key, request);
+        }
+        let state = Sealed {
+            exp: now + self.inner.state_ttl.as_millis() as u64,
+            round,
+            nonce: call.nonce().to_owned(),
+            answers: lock(&call.answers).clone(),
+            asked,
+            progress: *lock(&call.last_progress),
+        };
+        let sealed = self.inner.codec.seal(binding, &state);
+        InputRequiredResult::new(Some(requests), Some(sealed))
     }
 
     /// Remember a 2025-11-25 session for list-changed broadcasts. Call it from
     /// `ServerHandler::on_initialized`.
     pub fn on_initialized(&self, context: &NotificationContext<RoleServer>) {
-        self.inner.sessions.register(&context.peer);
+        self.inner.shared.sessions.register(&context.peer);
     }
 
     /// Store a session's `logging/setLevel`. Call it from `ServerHandler::set_level`.
     pub fn set_level(&self, params: &SetLevelParams, context: &RequestContext<RoleServer>) {
         self.inner
+            .shared
             .sessions
             .set_log_level(&context.peer, deprecated::requested_level(params));
     }
@@ -751,28 +723,66 @@ impl Backchannel {
     pub async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let id = self
             .inner
+            .shared
             .sessions
             .add_listener(subscription.sink().clone());
         subscription.cancelled().await;
-        self.inner.sessions.remove_listener(id);
+        self.inner.shared.sessions.remove_listener(id);
         Ok(())
     }
 
     /// Tell every 2025-11-25 session and every 2026-07-28 listen stream that a list changed.
     /// Returns how many peers were notified.
     pub async fn notify_list_changed(&self, kind: ListKind) -> usize {
-        self.inner.sessions.broadcast(kind).await
+        self.inner.shared.sessions.broadcast(kind).await
     }
 
     /// How many (2025-11-25 sessions, 2026-07-28 listen streams) are registered.
     pub fn listener_counts(&self) -> (usize, usize) {
-        self.inner.sessions.counts()
+        self.inner.shared.sessions.counts()
     }
 }
 
-fn is_modern(rc: &RequestContext<RoleServer>) -> bool {
+/// The revision a request arrived on (2025-11-25 when it names none).
+fn revision_of(rc: &RequestContext<RoleServer>) -> Revision {
     rc.protocol_version()
-        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+        .map_or(Revision::V2025_11_25, |version| Revision::of(&version))
+}
+
+/// The body asked to continue as a task: the request and the answers so far.
+fn escalation<R>(call: &Call) -> Driven<R> {
+    Driven::Escalate(
+        Box::new(call.rc().clone()),
+        Sealed {
+            answers: lock(&call.answers).clone(),
+            nonce: call.nonce().to_owned(),
+            ..Sealed::default()
+        },
+    )
+}
+
+/// Inside a task: park it in `input_required` with the open questions until `tasks/update`
+/// answers them. Keys are single-use within a task, so a question asked again gets a suffix.
+async fn ask_in_task(call: &Call, task: &TaskContext, pending: BTreeMap<String, Pending>) {
+    let task_round = call.task_round.load(Ordering::SeqCst);
+    let asks = pending.into_iter().map(|(key, pending)| async move {
+        let wire_key = if task_round == 0 {
+            key.clone()
+        } else {
+            format!("{key}.{task_round}")
+        };
+        let answer = match task.request_input(wire_key, pending.request).await {
+            Ok(value) => deprecated::read_response(pending.kind, &value),
+            Err(_) => None,
+        };
+        (key, answer)
+    });
+    for (key, answer) in futures::future::join_all(asks).await {
+        if let Some(answer) = answer {
+            lock(&call.answers).insert(key, answer);
+        }
+    }
+    call.task_round.fetch_add(1, Ordering::SeqCst);
 }
 
 async fn tool_run<S: Send + Sync + 'static>(

@@ -21,6 +21,7 @@
 //! runs the body again. Either way the body runs the same number of times, so code before an
 //! ask must be a read or idempotent, and writes belong after the last ask.
 
+mod call;
 mod clock;
 mod ctx;
 mod deprecated;
@@ -34,12 +35,14 @@ mod layer;
 #[cfg(feature = "logging")]
 pub mod logging;
 mod outcome;
+mod revision;
 pub mod schema;
 pub mod serve;
 mod sessions;
 mod state;
+mod util;
 
-pub use ctx::{Ctx, Revision, Suspend};
+pub use ctx::{Ctx, Suspend};
 pub use deprecated::user_prompt;
 pub use deprecated::{
     ListRootsResult, LogLevel, Root, SamplingMessage, SamplingRequest, SamplingResult,
@@ -48,6 +51,7 @@ pub use deprecated::{
 pub use error::{ToolError, ToolResult};
 pub use layer::{Backchannel, BackchannelBuilder, BuildError, TaskSupport, error_text};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
+pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
 pub use sessions::ListKind;
 pub use state::StateError;

@@ -7,8 +7,8 @@ use rmcp::RoleServer;
 use rmcp::model::InitializeRequestParams;
 use rmcp::service::{Peer, SubscriptionSink};
 
-use crate::ctx::lock;
 use crate::deprecated::LogLevel;
+use crate::util::lock;
 
 pub(crate) use crate::deprecated::level_rank;
 

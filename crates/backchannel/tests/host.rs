@@ -89,7 +89,7 @@ request_timeout_secs = 20
 #[tokio::test]
 async fn the_host_answers_questions_on_both_revisions() {
     let (url, _stop) = start_server().await;
-    for protocol in ["2025-11-25", "2026-07-28"] {
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
         let person = Arc::new(Person::default());
         let host = Host::open(&config(&url, protocol), person.clone())
             .await
@@ -135,7 +135,7 @@ async fn the_host_follows_a_task_and_answers_its_question() {
 #[tokio::test]
 async fn progress_reaches_the_handler_in_order() {
     let (url, _stop) = start_server().await;
-    for protocol in ["2025-11-25", "2026-07-28"] {
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
         let person = Arc::new(Person::default());
         let host = Host::open(&config(&url, protocol), person.clone())
             .await

@@ -11,7 +11,6 @@ use std::time::Duration;
 use agent::app::{self, DemoConfig};
 use agent::desk::DeskConfig;
 use anyhow::Context;
-use backchannel::host::Protocol;
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
@@ -22,13 +21,17 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ProtocolArg {
-    Auto,
-    #[value(name = "2025-11-25")]
-    V2025,
-    #[value(name = "2026-07-28")]
-    V2026,
+/// `auto` (`None`), or a revision's date.
+#[derive(Debug, Clone, Copy)]
+struct ProtocolChoice(Option<backchannel::Revision>);
+
+fn protocol_arg(text: &str) -> Result<ProtocolChoice, String> {
+    if text == "auto" {
+        return Ok(ProtocolChoice(None));
+    }
+    text.parse()
+        .map(|revision| ProtocolChoice(Some(revision)))
+        .map_err(|e: backchannel::UnknownRevision| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -41,9 +44,9 @@ enum ProviderArg {
 
 #[derive(Debug, clap::Args)]
 struct DeskArgs {
-    /// Protocol revision to speak to the order service.
-    #[arg(long, value_enum, default_value = "auto")]
-    protocol: ProtocolArg,
+    /// Protocol revision to speak to the order service: auto, 2025-11-25 or 2026-07-28.
+    #[arg(long, value_parser = protocol_arg, default_value = "auto")]
+    protocol: ProtocolChoice,
     /// Seconds the person has to answer a question.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
@@ -133,11 +136,7 @@ fn http_options(allow_hosts: &[String]) -> backchannel::serve::HttpOptions {
 
 fn desk_config(args: &DeskArgs) -> DeskConfig {
     DeskConfig {
-        protocol: match args.protocol {
-            ProtocolArg::Auto => Protocol::Auto,
-            ProtocolArg::V2025 => Protocol::V2025,
-            ProtocolArg::V2026 => Protocol::V2026,
-        },
+        protocol: args.protocol.0,
         person_deadline: Duration::from_secs(args.answer_seconds),
         model: args.model_url.as_ref().map(|url| {
             let key = std::env::var("SUPPORT_AGENT_API_KEY").ok();

@@ -6,19 +6,17 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// Which protocol revision a connection speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub enum Protocol {
-    /// Try 2026-07-28 (`server/discover`), fall back to 2025-11-25.
-    #[default]
-    #[serde(rename = "auto")]
-    Auto,
-    /// 2025-11-25: `initialize` and a session.
-    #[serde(rename = "2025-11-25")]
-    V2025,
-    /// 2026-07-28: stateless, per-request `_meta`.
-    #[serde(rename = "2026-07-28")]
-    V2026,
+use crate::revision::Revision;
+
+/// `"auto"` (or nothing) for `None`, or a revision's date.
+fn revision_or_auto<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Revision>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    if text.trim() == "auto" {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 /// How to reach a server.
@@ -87,9 +85,10 @@ pub struct ConnectionConfig {
     /// of the host's trusted folders. Declared as `file://` roots.
     #[serde(default)]
     pub roots: Vec<PathBuf>,
-    /// Protocol revision.
-    #[serde(default)]
-    pub protocol: Protocol,
+    /// The protocol revision to speak; `None` ("auto", the default) tries the newest and falls
+    /// back to 2025-11-25.
+    #[serde(default, deserialize_with = "revision_or_auto")]
+    pub protocol: Option<Revision>,
     /// Prefix for this connection's tool names as the model sees them (none by default).
     #[serde(default)]
     pub tool_prefix: Option<String>,
@@ -274,7 +273,7 @@ capabilities = { roots = true, elicitation = false }
         let config = HostConfig::from_toml(CONFIG).unwrap();
         let orders = &config.connections["orders"];
         assert_eq!(orders.request_timeout(), Duration::from_secs(120));
-        assert_eq!(orders.protocol, Protocol::V2026);
+        assert_eq!(orders.protocol, Some(Revision::V2026_07_28));
         assert!(orders.capabilities.elicitation);
         let kb = &config.connections["knowledge-base"];
         assert!(matches!(&kb.transport, Transport::Stdio { command, .. } if command == "npx"));

@@ -31,8 +31,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 
 pub use config::{
-    ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, Protocol, Transport,
-    file_uri,
+    ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, Transport, file_uri,
 };
 
 use crate::ListKind;
@@ -507,13 +506,13 @@ impl<H: HostHandler> Connection<H> {
             active: Mutex::new(Vec::new()),
         };
         let lifecycle = match config.protocol {
-            Protocol::V2025 => ClientLifecycleMode::Initialize,
-            Protocol::V2026 => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            Some(revision) if revision.has_sessions() => ClientLifecycleMode::Initialize,
+            Some(revision) => ClientLifecycleMode::Discover {
+                preferred_versions: vec![revision.protocol_version()],
             },
-            Protocol::Auto => ClientLifecycleMode::Auto {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            None => ClientLifecycleMode::Auto {
+                preferred_versions: vec![crate::Revision::LATEST.protocol_version()],
+                legacy_version: Some(crate::Revision::V2025_11_25.protocol_version()),
             },
         };
         let connect_error = |message: String| HostError::Connect {

@@ -1,0 +1,110 @@
+//! One call's state, shared by every run of its body, and what it needs from the layer.
+//! Both the layer (which drives calls) and the context (which a body asks through) use it;
+//! it uses neither.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientCapabilities, InputRequest};
+use rmcp::service::{Peer, RequestContext};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::deprecated::LogLevel;
+use crate::revision::Revision;
+use crate::sessions::Sessions;
+use crate::state::{Answer, AskKind};
+use crate::util::lock;
+
+/// What every call of one layer shares: its clock, its defaults and its sessions.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) clock: Clock,
+    pub(crate) ask_timeout: Duration,
+    pub(crate) default_log_level: LogLevel,
+    pub(crate) sessions: Sessions,
+}
+
+/// Whether a call may continue as a task (tasks extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Escalation {
+    /// Not a task tool, or the client did not declare tasks: `escalate` is a no-op.
+    NotAvailable,
+    /// May become a task; `escalate` asks for it.
+    Allowed,
+    /// `escalate` was called in this run.
+    Requested,
+    /// Already running as a task.
+    InTask,
+}
+
+/// A question that went out (or will go out) in this round.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub(crate) kind: AskKind,
+    pub(crate) request: InputRequest,
+    pub(crate) timeout: Duration,
+}
+
+/// State shared by every run of one call's body.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) revision: Revision,
+    /// The request, as the body's `Ctx` extractor saw it (without the `Ctx` itself). Taken only
+    /// by bodies that take a `Ctx`, which are the only ones that can ask and so run again;
+    /// later runs get clones of it.
+    pub(crate) rc: std::sync::OnceLock<RequestContext<RoleServer>>,
+    pub(crate) caps: std::sync::OnceLock<ClientCapabilities>,
+    /// Random per-call nonce (URL elicitation ids, sealed state), drawn on first use or taken
+    /// from the sealed state.
+    pub(crate) nonce: std::sync::OnceLock<String>,
+    /// Inside a task, the task's own token; otherwise the request's.
+    pub(crate) task_ct: Option<CancellationToken>,
+    /// What the call needs from the layer.
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) answers: Mutex<BTreeMap<String, Answer>>,
+    /// Raw `inputResponses` of this request (2026-07-28), read when the body asks.
+    pub(crate) responses: BTreeMap<String, serde_json::Value>,
+    /// When each question of the previous round went out, from the sealed state.
+    pub(crate) asked: BTreeMap<String, crate::state::Asked>,
+    pub(crate) escalation: Mutex<Escalation>,
+    /// Rounds of questions inside a task (task input keys must be unique per task).
+    pub(crate) task_round: AtomicU32,
+    pub(crate) pending: Mutex<BTreeMap<String, Pending>>,
+    pub(crate) last_progress: Mutex<Option<f64>>,
+    pub(crate) runs: AtomicU32,
+}
+
+impl Call {
+    /// The request. Every path here starts from a `Ctx`, whose extractor stored it.
+    pub(crate) fn rc(&self) -> &RequestContext<RoleServer> {
+        #[allow(clippy::expect_used)]
+        self.rc
+            .get()
+            .expect("a Ctx exists only after its extractor stored the request")
+    }
+
+    pub(crate) fn caps(&self) -> &ClientCapabilities {
+        self.caps
+            .get_or_init(|| self.rc().client_capabilities().unwrap_or_default())
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleServer> {
+        &self.rc().peer
+    }
+
+    pub(crate) fn ct(&self) -> &CancellationToken {
+        self.task_ct.as_ref().unwrap_or(&self.rc().ct)
+    }
+
+    pub(crate) fn nonce(&self) -> &str {
+        self.nonce.get_or_init(crate::util::fresh_nonce)
+    }
+
+    pub(crate) fn take_pending(&self) -> BTreeMap<String, Pending> {
+        std::mem::take(&mut *lock(&self.pending))
+    }
+}
