@@ -1,19 +1,19 @@
 //! The agent's core: one MCP connection to the order service through `backchannel::host`, the
 //! rules planner, chat memory per conversation, guardrails, and the handler that turns the
 //! server's questions and progress into events for the person.
-// rmcp's logging types are deprecated (SEP-2577) but remain the protocol.
-#![allow(deprecated)]
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backchannel::Revision;
-use backchannel::host::{CallContext, Host, HostConfig, HostHandler};
+use backchannel::host::{
+    CallContext, Host, HostConfig, HostHandler, LogMessage, SamplingAnswer, SamplingQuestion,
+};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
-    LoggingMessageNotificationParam, ProgressNotificationParam, RequestMetaObject,
+    ProgressNotificationParam, RequestMetaObject,
 };
 use serde_json::{Value, json};
 
@@ -163,9 +163,9 @@ impl HostHandler for DeskHandler {
     async fn sample(
         &self,
         connection: &str,
-        request: rmcp::model::CreateMessageRequestParams,
+        question: SamplingQuestion,
         caller: Option<rmcp::model::ProgressToken>,
-    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+    ) -> Result<SamplingAnswer, ErrorData> {
         use crate::llm::Message;
         let Some(model) = &self.model else {
             return Err(ErrorData::invalid_request(
@@ -182,29 +182,18 @@ impl HostHandler for DeskHandler {
             ));
         };
         let mut messages = Vec::new();
-        if let Some(system) = &request.system_prompt {
+        if let Some(system) = &question.system_prompt {
             messages.push(Message::text("system", system.clone()));
         }
-        let mut shown = Vec::new();
-        for message in &request.messages {
-            let role = match message.role {
-                rmcp::model::Role::User => "user",
-                rmcp::model::Role::Assistant => "assistant",
-            };
-            let text: Vec<String> = message
-                .content
-                .clone()
-                .into_vec()
-                .into_iter()
-                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-                .collect();
-            shown.push(text.join(" "));
-            messages.push(Message::text(role, text.join("\n")));
+        for turn in &question.messages {
+            let role = if turn.assistant { "assistant" } else { "user" };
+            messages.push(Message::text(role, turn.text.clone()));
         }
-        let question = format!("{connection} asks the model: {}", shown.join(" / "));
+        let shown: Vec<&str> = question.messages.iter().map(|t| t.text.as_str()).collect();
+        let ask = format!("{connection} asks the model: {}", shown.join(" / "));
         match self
             .events
-            .approve(&conversation, &question, self.person_deadline)
+            .approve(&conversation, &ask, self.person_deadline)
             .await
         {
             Asked::Answered(Answer::Yes { .. }) => {}
@@ -227,10 +216,10 @@ impl HostHandler for DeskHandler {
             .complete(&messages, &[])
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(rmcp::model::CreateMessageResult::new(
-            rmcp::model::SamplingMessage::assistant_text(turn.message.content.unwrap_or_default()),
-            "support-agent-model".into(),
-        ))
+        Ok(SamplingAnswer {
+            text: turn.message.content.unwrap_or_default(),
+            model: "support-agent-model".into(),
+        })
     }
 
     fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
@@ -245,7 +234,7 @@ impl HostHandler for DeskHandler {
         self.events.emit(conversation, Event::Progress { percent });
     }
 
-    fn on_log(&self, connection: &str, message: LoggingMessageNotificationParam) {
+    fn on_log(&self, connection: &str, message: LogMessage) {
         tracing::info!(connection, level = ?message.level, "{}", message.data);
     }
 }

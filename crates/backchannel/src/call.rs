@@ -81,7 +81,6 @@ pub(crate) struct Call {
 impl Call {
     /// The request. Every path here starts from a `Ctx`, whose extractor stored it.
     pub(crate) fn rc(&self) -> &RequestContext<RoleServer> {
-        #[allow(clippy::expect_used)]
         self.rc
             .get()
             .expect("a Ctx exists only after its extractor stored the request")

@@ -1,8 +1,3 @@
-//! The request context a tool takes: progress, logging, and the questions it asks its client.
-// The sampling, roots and logging types are deprecated in rmcp (SEP-2577) but are the
-// protocol; this module names them, and `deprecated.rs` holds every call into that API.
-#![allow(deprecated)]
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,7 +6,7 @@ use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
     ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, ListRootsResult,
-    LoggingLevel, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
 use rmcp::service::{ElicitationSafe, RequestContext};
 use rmcp::{ErrorData, RoleServer};
@@ -20,7 +15,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{Call, Escalation, Pending};
-use crate::deprecated;
+use crate::deprecated::{self, LogLevel};
 use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 use crate::revision::Revision;
 use crate::sessions::SessionKey;
@@ -165,12 +160,7 @@ impl Ctx {
     /// Send a log message to the client, if the client wants messages of this level: on
     /// 2025-11-25 the session's `logging/setLevel`, on 2026-07-28 the request's
     /// `io.modelcontextprotocol/logLevel` (no level, no messages). Returns whether it was sent.
-    pub async fn log(
-        &self,
-        level: LoggingLevel,
-        logger: &str,
-        data: impl serde::Serialize,
-    ) -> bool {
+    pub async fn log(&self, level: LogLevel, logger: &str, data: impl serde::Serialize) -> bool {
         let threshold = if self.call.revision.has_sessions() {
             Some(
                 self.call
@@ -180,12 +170,12 @@ impl Ctx {
                     .unwrap_or(self.call.shared.default_log_level),
             )
         } else {
-            self.call.rc().meta.log_level()
+            deprecated::request_log_level(&self.call.rc().meta)
         };
         let Some(threshold) = threshold else {
             return false;
         };
-        if crate::sessions::level_rank(level) < crate::sessions::level_rank(threshold) {
+        if level < threshold {
             return false;
         }
         let data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);

@@ -1,9 +1,6 @@
-//! Every use of rmcp's SEP-2577-deprecated sampling, roots and logging API lives here.
-//!
-//! The rest of the crate (and its users) name these types through the aliases below, so the
-//! deprecation is acknowledged once, in one place, and a future rmcp that drops them breaks
-//! only this module.
-#![allow(deprecated)]
+//! Every call into rmcp's SEP-2577-deprecated sampling, roots and logging API lives here, and
+//! the aliases users name those types by. (The deprecation is acknowledged once, for the whole
+//! library, in `lib.rs`.)
 
 use std::time::Duration;
 
@@ -15,8 +12,59 @@ use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 
 use crate::state::Answer;
 
-/// Log severity (`debug` … `emergency`).
-pub type LogLevel = rmcp::model::LoggingLevel;
+/// Log severity, least to most severe (the protocol's syslog levels). Ours, so code that logs
+/// to a client never names rmcp's deprecated logging types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Detail for debugging.
+    Debug,
+    /// Normal events.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something may be wrong.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A component is failing.
+    Critical,
+    /// Act now.
+    Alert,
+    /// Unusable.
+    Emergency,
+}
+
+impl From<rmcp::model::LoggingLevel> for LogLevel {
+    fn from(level: rmcp::model::LoggingLevel) -> Self {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            L::Debug => LogLevel::Debug,
+            L::Info => LogLevel::Info,
+            L::Notice => LogLevel::Notice,
+            L::Warning => LogLevel::Warning,
+            L::Error => LogLevel::Error,
+            L::Critical => LogLevel::Critical,
+            L::Alert => LogLevel::Alert,
+            L::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+impl From<LogLevel> for rmcp::model::LoggingLevel {
+    fn from(level: LogLevel) -> Self {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            LogLevel::Debug => L::Debug,
+            LogLevel::Info => L::Info,
+            LogLevel::Notice => L::Notice,
+            LogLevel::Warning => L::Warning,
+            LogLevel::Error => L::Error,
+            LogLevel::Critical => L::Critical,
+            LogLevel::Alert => L::Alert,
+            LogLevel::Emergency => L::Emergency,
+        }
+    }
+}
 /// Parameters of `sampling/createMessage`.
 pub type SamplingRequest = rmcp::model::CreateMessageRequestParams;
 /// Result of `sampling/createMessage`.
@@ -30,23 +78,23 @@ pub type ListRootsResult = rmcp::model::ListRootsResult;
 /// Parameters of `logging/setLevel`.
 pub type SetLevelParams = rmcp::model::SetLevelRequestParams;
 
-/// The numeric severity of a level, `debug` = 0 … `emergency` = 7.
-pub(crate) fn level_rank(level: LogLevel) -> u8 {
-    match level {
-        LogLevel::Debug => 0,
-        LogLevel::Info => 1,
-        LogLevel::Notice => 2,
-        LogLevel::Warning => 3,
-        LogLevel::Error => 4,
-        LogLevel::Critical => 5,
-        LogLevel::Alert => 6,
-        LogLevel::Emergency => 7,
-    }
+/// `capabilities` with logging declared (the protocol's `logging` capability, which
+/// [`crate::Ctx::log`] serves).
+pub fn with_logging(
+    mut capabilities: rmcp::model::ServerCapabilities,
+) -> rmcp::model::ServerCapabilities {
+    capabilities.logging = Some(rmcp::model::JsonObject::new());
+    capabilities
 }
 
 /// The level a `logging/setLevel` request asks for.
 pub(crate) fn requested_level(params: &SetLevelParams) -> LogLevel {
-    params.level
+    params.level.into()
+}
+
+/// The level a 2026-07-28 request asks for in its `_meta`, if any.
+pub(crate) fn request_log_level(meta: &rmcp::model::RequestMetaObject) -> Option<LogLevel> {
+    meta.log_level().map(LogLevel::from)
 }
 
 pub(crate) async fn send_log(
@@ -55,7 +103,8 @@ pub(crate) async fn send_log(
     logger: &str,
     data: serde_json::Value,
 ) -> bool {
-    let param = rmcp::model::LoggingMessageNotificationParam::new(level, data).with_logger(logger);
+    let param =
+        rmcp::model::LoggingMessageNotificationParam::new(level.into(), data).with_logger(logger);
     peer.notify_logging_message(param).await.is_ok()
 }
 

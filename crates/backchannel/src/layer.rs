@@ -1,8 +1,3 @@
-//! The layer that drives a tool body through its rounds on either revision.
-// The sampling, roots and logging types are deprecated in rmcp (SEP-2577) but are the
-// protocol; this module names them, and `deprecated.rs` holds every call into that API.
-#![allow(deprecated)]
-
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -21,6 +21,14 @@
 //! runs the body again. Either way the body runs the same number of times, so code before an
 //! ask must be a read or idempotent, and writes belong after the last ask.
 
+// rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the
+// protocol this library speaks. The library names them; its users do not have to (it gives
+// them `LogLevel`, the outcomes and the host's own sampling types).
+#![expect(
+    deprecated,
+    reason = "sampling, roots and logging are the protocol (SEP-2577)"
+)]
+
 mod call;
 mod clock;
 mod ctx;
@@ -43,11 +51,11 @@ mod state;
 mod util;
 
 pub use ctx::{Ctx, Suspend};
-pub use deprecated::user_prompt;
 pub use deprecated::{
     ListRootsResult, LogLevel, Root, SamplingMessage, SamplingRequest, SamplingResult,
     SetLevelParams,
 };
+pub use deprecated::{user_prompt, with_logging};
 pub use error::{ToolError, ToolResult};
 pub use layer::{Backchannel, BackchannelBuilder, BuildError, TaskSupport, error_text};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};

@@ -1,12 +1,3 @@
-//! Typed outcomes of the questions a tool asks its client.
-//!
-//! Every fact a tool may need to act on is its own variant: a person who says no, a person who
-//! walks away, a client that cannot ask and a question nobody answered in time are different
-//! things, and the tool decides what each one means.
-// The sampling, roots and logging types are deprecated in rmcp (SEP-2577) but are the
-// protocol; this module names them, and `deprecated.rs` holds every call into that API.
-#![allow(deprecated)]
-
 use rmcp::model::{CreateMessageResult, Root};
 
 /// The outcome of a form question (`ctx.elicit::<T>`).

@@ -10,8 +10,6 @@ use rmcp::service::{Peer, SubscriptionSink};
 use crate::deprecated::LogLevel;
 use crate::util::lock;
 
-pub(crate) use crate::deprecated::level_rank;
-
 /// Identifies a 2025-11-25 session by the `initialize` parameters rmcp keeps for it.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionKey(Weak<InitializeRequestParams>);

@@ -463,7 +463,9 @@ async fn logging_on_2025_follows_the_session_level() {
         "default level is info"
     );
     running
-        .set_level(rmcp::model::SetLevelRequestParams::new(LogLevel::Error))
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            LogLevel::Error.into(),
+        ))
         .await
         .unwrap();
     let filtered = result_text(&running.call_tool(call("logs")).await.unwrap());
@@ -479,7 +481,7 @@ async fn logging_on_2026_needs_the_request_log_level() {
     assert_eq!(none, "[false, false, false, false]", "no logLevel, no logs");
     let mut params = call("logs");
     let mut meta = RequestMetaObject::default();
-    meta.set_log_level(LogLevel::Warning);
+    meta.set_log_level(LogLevel::Warning.into());
     params.meta = Some(meta);
     let warned = result_text(&running.call_tool(params).await.unwrap());
     assert_eq!(warned, "[false, false, true, true]");

@@ -115,7 +115,6 @@ pub struct PingArgs {
 /// A mood, as the tools accept it.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-#[allow(missing_docs)]
 pub enum MoodArg {
     Comfort,
     Adventure,

@@ -1,8 +1,6 @@
 //! The MCP server `order-service`: six tools, two policy resources and an order template, and
 //! the `draft_refund_email` prompt with completion. Every two-way call goes through
 //! `backchannel`, so the same tools serve 2025-11-25 and 2026-07-28 clients.
-// Logging levels are deprecated in rmcp (SEP-2577) but remain the protocol.
-#![allow(deprecated)]
 
 use backchannel::{Backchannel, Ctx, Elicited, LogLevel, ToolError, ToolResult};
 use rmcp::handler::server::router::prompt::PromptRouter;
@@ -421,15 +419,16 @@ impl ServerHandler for OrderServer {
     backchannel::layer_hooks!(layer, tools: tools, prompts: prompts);
 
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_resources()
-            .enable_prompts()
-            .enable_logging()
-            .enable_completions()
-            .enable_tasks()
-            .build();
+        let capabilities = backchannel::with_logging(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .enable_completions()
+                .enable_tasks()
+                .build(),
+        );
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("order-service", "1.0.0"))
             .with_instructions(

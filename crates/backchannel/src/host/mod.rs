@@ -1,12 +1,3 @@
-//! The client side: a host that holds named connections to MCP servers and answers their
-//! questions (elicitation, sampling, roots) through one [`HostHandler`], on either revision.
-//!
-//! `Connection::call_tool` returns one final result whatever the server does in between: it
-//! answers `input_required` rounds through the handler and retries, and follows a task (polling
-//! `tasks/get`, answering its questions with `tasks/update`) to its end.
-// Sampling, roots and logging types are deprecated in rmcp (SEP-2577) but remain the protocol.
-#![allow(deprecated)]
-
 mod config;
 mod routes;
 
@@ -58,10 +49,10 @@ pub trait HostHandler: Send + Sync + 'static {
     fn sample(
         &self,
         connection: &str,
-        request: CreateMessageRequestParams,
+        question: SamplingQuestion,
         caller: Option<ProgressToken>,
-    ) -> impl Future<Output = Result<CreateMessageResult, ErrorData>> + Send {
-        let _ = (connection, request, caller);
+    ) -> impl Future<Output = Result<SamplingAnswer, ErrorData>> + Send {
+        let _ = (connection, question, caller);
         async {
             Err(ErrorData::invalid_request(
                 "this host does not sample",
@@ -79,7 +70,7 @@ pub trait HostHandler: Send + Sync + 'static {
     }
 
     /// A log message from a server.
-    fn on_log(&self, connection: &str, message: LoggingMessageNotificationParam) {
+    fn on_log(&self, connection: &str, message: LogMessage) {
         let _ = (connection, message);
     }
 
@@ -87,6 +78,79 @@ pub trait HostHandler: Send + Sync + 'static {
     fn on_list_changed(&self, connection: &str, kind: ListKind) {
         let _ = (connection, kind);
     }
+}
+
+/// A server's request for the host's model (`sampling/createMessage`), as a handler reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingQuestion {
+    /// The system prompt the server asks for, if any.
+    pub system_prompt: Option<String>,
+    /// The conversation to complete: its text, turn by turn.
+    pub messages: Vec<SamplingTurn>,
+    /// The most tokens the answer may take.
+    pub max_tokens: u32,
+}
+
+/// One turn of a [`SamplingQuestion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingTurn {
+    /// `true` for the assistant's turns, `false` for the user's.
+    pub assistant: bool,
+    /// The turn's text (its text parts joined by newlines).
+    pub text: String,
+}
+
+/// The host's answer to a [`SamplingQuestion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingAnswer {
+    /// What the model wrote.
+    pub text: String,
+    /// Which model wrote it.
+    pub model: String,
+}
+
+impl From<&CreateMessageRequestParams> for SamplingQuestion {
+    fn from(params: &CreateMessageRequestParams) -> Self {
+        SamplingQuestion {
+            system_prompt: params.system_prompt.clone(),
+            messages: params
+                .messages
+                .iter()
+                .map(|message| SamplingTurn {
+                    assistant: matches!(message.role, rmcp::model::Role::Assistant),
+                    text: message
+                        .content
+                        .clone()
+                        .into_vec()
+                        .into_iter()
+                        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                })
+                .collect(),
+            max_tokens: params.max_tokens,
+        }
+    }
+}
+
+impl From<SamplingAnswer> for CreateMessageResult {
+    fn from(answer: SamplingAnswer) -> Self {
+        CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(answer.text),
+            answer.model,
+        )
+    }
+}
+
+/// A log message from a server (`notifications/message`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMessage {
+    /// Its severity.
+    pub level: crate::LogLevel,
+    /// The server's logger name, if it gave one.
+    pub logger: Option<String>,
+    /// The message (a string or any JSON).
+    pub data: serde_json::Value,
 }
 
 /// Errors of the host.
@@ -229,10 +293,14 @@ impl<H: HostHandler> Routed<H> {
             InputRequest::CreateMessage(request) => {
                 match self
                     .handler
-                    .sample(&self.connection, request.params, caller)
+                    .sample(
+                        &self.connection,
+                        SamplingQuestion::from(&request.params),
+                        caller,
+                    )
                     .await
                 {
-                    Ok(result) => serde_json::to_value(result),
+                    Ok(answer) => serde_json::to_value(CreateMessageResult::from(answer)),
                     Err(error) => Ok(serde_json::json!({
                         "error": {"code": error.code.0, "message": error.message}
                     })),
@@ -345,7 +413,10 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             ));
         }
         let caller = self.caller_of(&context.extensions, &context.meta);
-        self.handler.sample(&self.connection, params, caller).await
+        self.handler
+            .sample(&self.connection, SamplingQuestion::from(&params), caller)
+            .await
+            .map(CreateMessageResult::from)
     }
 
     async fn list_roots(
@@ -372,7 +443,14 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.handler.on_log(&self.connection, params);
+        self.handler.on_log(
+            &self.connection,
+            LogMessage {
+                level: params.level.into(),
+                logger: params.logger,
+                data: params.data,
+            },
+        );
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
