@@ -48,6 +48,8 @@ pub mod schema;
 pub mod serve;
 mod sessions;
 mod state;
+#[cfg(feature = "test-util")]
+pub mod testing;
 mod util;
 
 pub use ctx::{Ctx, Suspend};

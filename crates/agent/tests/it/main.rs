@@ -1,0 +1,6 @@
+//! Every integration test of the support agent, in one binary (one link instead of one per file).
+
+mod cli;
+mod common;
+mod model;
+mod web;

@@ -1,0 +1,400 @@
+//! The tool-calling loop against a scripted fake of the OpenAI-compatible chat-completions API,
+//! served over HTTP on port 0, with the real order service behind the host.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent::app;
+use agent::desk::DeskConfig;
+use agent::llm::{AnthropicMessages, OpenAiCompatible, Provider};
+use axum::Json;
+use axum::extract::State;
+use axum::routing::post;
+use backchannel::Revision;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+type Seen = Arc<Mutex<Vec<Value>>>;
+
+/// The script: a user message gets a `get_order` call; a tool result gets words built from it.
+async fn completions(State(seen): State<Seen>, Json(request): Json<Value>) -> Json<Value> {
+    seen.lock().unwrap().push(request.clone());
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let message = if request.get("tools").is_none() {
+        // A sampling request forwarded by the desk: no tools offered.
+        let asked = last["content"].as_str().unwrap_or_default();
+        json!({"role": "assistant", "content": format!("Hi from the model (asked: {asked})")})
+    } else if last["role"] == "user"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sample")
+    {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_s", "type": "function",
+            "function": {"name": "test_sampling", "arguments": "{\"prompt\":\"Say hi\"}"}
+        }]})
+    } else if last["role"] == "user"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Gold")
+    {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_n", "type": "function",
+            "function": {"name": "search_support_notes",
+                         "arguments": "{\"question\":\"How long can a Gold customer return an item?\"}"}
+        }]})
+    } else if last["role"] == "tool"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("[refunds-process.md]")
+    {
+        json!({"role": "assistant", "content": format!("From the notes: {}", last["content"].as_str().unwrap())})
+    } else if last["role"] == "tool"
+        && last["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("LLM response:")
+    {
+        json!({"role": "assistant", "content": format!("The server got: {}", last["content"].as_str().unwrap())})
+    } else if last["role"] == "tool" {
+        let text = last["content"].as_str().unwrap_or_default();
+        let answer = if text.contains("Ana Ruiz") && text.contains("DHL-88213") {
+            "Ana Ruiz's order ORD-10001 is on its way with DHL (DHL-88213)."
+        } else {
+            "I could not read the tool result."
+        };
+        json!({"role": "assistant", "content": answer})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "get_order", "arguments": "{\"orderId\":\"ORD-10001\"}"}
+        }]})
+    };
+    Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
+    }))
+}
+
+async fn fake_model(seen: Seen) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state(seen);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+async fn demo(model_url: &str, budget: u64) -> crate::common::Demo {
+    let model = OpenAiCompatible::new(model_url, None, "fake", Duration::from_secs(10));
+    let desk = DeskConfig {
+        protocol: Some(Revision::V2026_07_28),
+        model: Some(Provider::OpenAi(model)),
+        token_budget: budget,
+        ..DeskConfig::default()
+    };
+    crate::common::start(
+        crate::common::orders_in_memory(Duration::from_millis(30)),
+        desk,
+    )
+    .await
+}
+
+async fn chat(url: &str, message: &str) -> String {
+    crate::common::chat(url, "c1", message).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_a_tool_through_the_host_and_answers_from_its_result() {
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let demo = demo(&model_url, 100_000).await;
+    let url = &demo.url;
+    let reply = chat(url, "Where is ORD-10001?").await;
+    assert_eq!(
+        reply,
+        "Ana Ruiz's order ORD-10001 is on its way with DHL (DHL-88213)."
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one call to choose the tool, one to answer"
+    );
+    let first = &requests[0];
+    assert_eq!(first["messages"][0]["role"], "system");
+    assert!(
+        first["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("never guess")
+    );
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools.len(), 6, "{tools:?}");
+    assert!(tools.contains(&"cancel_order"));
+    let second = requests[1]["messages"].as_array().unwrap();
+    let tool_message = second.last().unwrap();
+    assert_eq!(tool_message["role"], "tool");
+    assert_eq!(tool_message["tool_call_id"], "call_1");
+    assert_eq!(
+        second[second.len() - 2]["tool_calls"][0]["function"]["name"],
+        "get_order"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_token_budget_ends_the_conversation() {
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let demo = demo(&model_url, 60).await;
+    let url = &demo.url;
+    let first = chat(url, "Where is ORD-10001?").await;
+    assert!(first.starts_with("Ana Ruiz"), "{first}");
+    let second = chat(url, "And ORD-10002?").await;
+    assert_eq!(
+        second,
+        "This conversation has reached its limit. Please start a new one."
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "no model call after the budget is spent"
+    );
+}
+
+/// A server tool that asks for the client's model: the desk asks the person to approve, answers
+/// through the same fake model, and the loop finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_is_approved_and_answered_through_the_model() {
+    use backchannel::serve::{self, HttpOptions};
+    use futures::StreamExt;
+
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let stop = CancellationToken::new();
+    // The conformance fixture server has `test_sampling`, which asks the client's model.
+    let fixtures = conformance::ConformanceServer::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fixtures_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = serve::router(
+        move || fixtures.clone(),
+        &HttpOptions::default(),
+        stop.clone(),
+    );
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        serve::http(listener, app, &HttpOptions::default(), async move {
+            shutdown.cancelled().await
+        })
+        .await
+    });
+    let web = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", web.local_addr().unwrap());
+    let config = DeskConfig {
+        orders_url: fixtures_url,
+        protocol: Some(Revision::V2025_11_25),
+        model: Some(Provider::OpenAi(OpenAiCompatible::new(
+            &model_url,
+            None,
+            "fake",
+            Duration::from_secs(10),
+        ))),
+        ..DeskConfig::default()
+    };
+    tokio::spawn(app::serve_web(
+        web,
+        config,
+        HttpOptions::default(),
+        stop.clone(),
+    ));
+
+    // The page: its event stream, where the approval request appears.
+    let mut events = reqwest::get(format!("{url}api/events?conversationId=c1"))
+        .await
+        .unwrap()
+        .bytes_stream();
+    let mut buffer = String::new();
+    let mut next_event = async || -> Value {
+        loop {
+            if let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
+                    return serde_json::from_str(data).unwrap();
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), events.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    let secret = next_event().await["secret"].as_str().unwrap().to_owned();
+    let reply = tokio::spawn({
+        let url = url.clone();
+        async move { chat(&url, "please sample the model").await }
+    });
+    let approval = next_event().await;
+    assert_eq!(approval["event"], "sampling", "{approval}");
+    assert!(
+        approval["message"].as_str().unwrap().contains("Say hi"),
+        "{approval}"
+    );
+    let status = reqwest::Client::new()
+        .post(format!(
+            "{url}api/confirmations/{}",
+            approval["id"].as_str().unwrap()
+        ))
+        .json(&json!({"secret": secret, "confirmed": true}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 204);
+    let reply = reply.await.unwrap();
+    assert_eq!(
+        reply,
+        "The server got: LLM response: Hi from the model (asked: Say hi)"
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        3,
+        "choose the tool, answer the sampling request, answer the person"
+    );
+    assert!(requests[1].get("tools").is_none());
+    stop.cancel();
+}
+
+/// The Anthropic messages script: a user turn gets a `tool_use` of get_order; a `tool_result`
+/// gets words built from it.
+async fn anthropic(State(seen): State<Seen>, Json(request): Json<Value>) -> Json<Value> {
+    seen.lock().unwrap().push(request.clone());
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let block = &last["content"][0];
+    let content = if block["type"] == "tool_result" {
+        let text = block["content"].as_str().unwrap_or_default();
+        let answer = if text.contains("Ana Ruiz") {
+            "ORD-10001 is Ana Ruiz's, on its way."
+        } else {
+            "no data"
+        };
+        json!([{"type": "text", "text": answer}])
+    } else {
+        json!([{"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"orderId": "ORD-10001"}}])
+    };
+    Json(
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "content": content,
+                "stop_reason": "end_turn", "usage": {"input_tokens": 30, "output_tokens": 5}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_anthropic_provider_drives_the_same_loop() {
+    let seen = Seen::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let model_url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/messages", post(anthropic))
+        .with_state(seen.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let model = AnthropicMessages::new(
+        &model_url,
+        Some("key".into()),
+        "fake",
+        Duration::from_secs(10),
+    );
+    let desk = DeskConfig {
+        protocol: Some(Revision::V2025_11_25),
+        model: Some(Provider::Anthropic(model)),
+        ..DeskConfig::default()
+    };
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::from_millis(30)),
+        desk,
+    )
+    .await;
+    let url = demo.url.clone();
+
+    assert_eq!(
+        chat(&url, "Where is ORD-10001?").await,
+        "ORD-10001 is Ana Ruiz's, on its way."
+    );
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[0]["system"]
+            .as_str()
+            .unwrap()
+            .contains("never guess")
+    );
+    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 6);
+    let turns = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(turns[turns.len() - 2]["content"][0]["type"], "tool_use");
+    assert_eq!(
+        turns[turns.len() - 1]["content"][0]["tool_use_id"],
+        "toolu_1"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_gets_passages_of_the_notes_not_whole_files() {
+    let seen = Seen::default();
+    let model_url = fake_model(seen.clone()).await;
+    let model = OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10));
+    let desk = DeskConfig {
+        protocol: Some(Revision::V2026_07_28),
+        model: Some(Provider::OpenAi(model)),
+        knowledge: Some(crate::common::knowledge()),
+        ..DeskConfig::default()
+    };
+    let demo = crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await;
+    let reply = chat(&demo.url, "How long can a Gold customer return an item?").await;
+    assert!(reply.contains("60 days for Gold tier"), "{reply}");
+    let requests = seen.lock().unwrap().clone();
+    let offered: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"search_support_notes"), "{offered:?}");
+    assert!(
+        !offered
+            .iter()
+            .any(|name| name.starts_with("knowledge_base")),
+        "no whole-file tools: {offered:?}"
+    );
+    let tool_result = requests[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(tool_result.lines().count() <= 3, "{tool_result}");
+    assert!(
+        !tool_result.contains("Record the reason code"),
+        "not the whole file: {tool_result}"
+    );
+}

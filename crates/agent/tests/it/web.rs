@@ -1,0 +1,605 @@
+//! The support agent's web API against the real order service (both on port 0, real loopback
+//! HTTP, SQLite in memory), on both protocol revisions: a cancellation confirmed, refused and
+//! left to expire through the event stream; answers bound to the conversation's secret;
+//! progress to 100 %.
+#![allow(clippy::unwrap_used)]
+
+use crate::common::Demo;
+
+use std::time::Duration;
+
+use agent::desk::DeskConfig;
+use backchannel::Revision;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+async fn demo(protocol: Revision, person_deadline: Duration) -> Demo {
+    let desk = DeskConfig {
+        protocol: Some(protocol),
+        person_deadline,
+        knowledge: Some(crate::common::knowledge()),
+        ..DeskConfig::default()
+    };
+    crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await
+}
+
+/// The event stream of one conversation, parsed.
+struct Events {
+    lines: std::pin::Pin<Box<dyn futures::Stream<Item = Value> + Send>>,
+}
+
+impl Events {
+    async fn open(demo: &Demo, conversation: &str) -> (Events, String) {
+        let response = reqwest::get(format!(
+            "{}api/events?conversationId={conversation}",
+            demo.url
+        ))
+        .await
+        .unwrap();
+        let bytes = response.bytes_stream();
+        let lines = bytes
+            .scan(String::new(), |buffer, chunk| {
+                buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+                let mut events = Vec::new();
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    for line in block.lines() {
+                        if let Some(data) = line.strip_prefix("data: ") {
+                            events.push(serde_json::from_str::<Value>(data).unwrap());
+                        }
+                    }
+                }
+                futures::future::ready(Some(futures::stream::iter(events)))
+            })
+            .flatten();
+        let mut events = Events {
+            lines: Box::pin(lines),
+        };
+        let hello = events.next().await;
+        assert_eq!(hello["event"], "hello");
+        let secret = hello["secret"].as_str().unwrap().to_owned();
+        (events, secret)
+    }
+
+    async fn next(&mut self) -> Value {
+        tokio::time::timeout(Duration::from_secs(20), self.lines.next())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    async fn next_of(&mut self, kind: &str) -> Value {
+        loop {
+            let event = self.next().await;
+            if event["event"] == kind {
+                return event;
+            }
+        }
+    }
+}
+
+async fn chat(demo: &Demo, conversation: &str, message: &str) -> String {
+    crate::common::chat(&demo.url, conversation, message).await
+}
+
+async fn answer(demo: &Demo, id: &str, secret: &str, confirmed: bool) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{}api/confirmations/{id}", demo.url))
+        .json(&json!({"secret": secret, "confirmed": confirmed, "note": "from the test"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn status_of(demo: &Demo, id: &str) -> String {
+    for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
+        let orders: Value = reqwest::get(format!("{}api/orders?status={status}", demo.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if orders
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["orderId"] == id)
+        {
+            return status.to_owned();
+        }
+    }
+    panic!("{id} is in no tab");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, secret) = Events::open(&demo, "c1").await;
+        let (_other_events, other_secret) = Events::open(&demo, "c2").await;
+        let reply = tokio::spawn({
+            let url = demo.url.clone();
+            async move { crate::common::chat(&url, "c1", "please cancel ORD-10002").await }
+        });
+        let question = events.next_of("confirmation").await;
+        assert_eq!(
+            question["message"],
+            "Cancel order ORD-10002 for Marcus Adeyemi? The total is €34.99 and a refund will be started."
+        );
+        assert_eq!(question["seconds"], 60);
+        let id = question["id"].as_str().unwrap();
+        assert_eq!(
+            answer(&demo, id, &other_secret, true).await,
+            403,
+            "{protocol:?}: another conversation's secret"
+        );
+        assert_eq!(
+            answer(&demo, "forged", &secret, true).await,
+            404,
+            "{protocol:?}: a forged id"
+        );
+        assert_eq!(
+            status_of(&demo, "ORD-10002").await,
+            "PENDING",
+            "{protocol:?}: nothing changed yet"
+        );
+        assert_eq!(answer(&demo, id, &secret, true).await, 204);
+        assert_eq!(
+            answer(&demo, id, &secret, false).await,
+            404,
+            "{protocol:?}: a replayed answer"
+        );
+        let reply = reply.await.unwrap();
+        assert!(
+            reply
+                .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+            "{reply}"
+        );
+        assert_eq!(
+            status_of(&demo, "ORD-10002").await,
+            "CANCELLED",
+            "{protocol:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_leaves_the_order_and_an_expired_question_says_so() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(1)).await;
+        let (mut events, secret) = Events::open(&demo, "c1").await;
+        let url = demo.url.clone();
+        let reply =
+            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10008").await });
+        let question = events.next_of("confirmation").await;
+        assert_eq!(
+            answer(&demo, question["id"].as_str().unwrap(), &secret, false).await,
+            204
+        );
+        let reply = reply.await.unwrap();
+        assert!(
+            reply.ends_with("Order ORD-10008 was not cancelled: the customer said no."),
+            "{reply}"
+        );
+        assert_eq!(status_of(&demo, "ORD-10008").await, "PENDING");
+
+        // Nobody answers ORD-10009's question: the one-second deadline passes.
+        let url = demo.url.clone();
+        let reply =
+            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10009").await });
+        let question = events.next_of("confirmation").await;
+        let reply = reply.await.unwrap();
+        assert!(
+            reply.ends_with(
+                "Order ORD-10009 was not cancelled: the question was closed without an answer."
+            ),
+            "{reply}"
+        );
+        assert_eq!(
+            answer(&demo, question["id"].as_str().unwrap(), &secret, true).await,
+            404,
+            "expired"
+        );
+        assert_eq!(status_of(&demo, "ORD-10009").await, "PROCESSING");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_watching_means_the_question_closes_at_once() {
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    let reply = chat(&demo, "unwatched", "cancel ORD-10002").await;
+    assert!(
+        reply.ends_with("was not cancelled: the question was closed without an answer."),
+        "{reply}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rechecking_shipments_fills_the_progress_bar() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, _secret) = Events::open(&demo, "c1").await;
+        let reply = chat(&demo, "c1", "refresh delivery estimates").await;
+        assert!(
+            reply.ends_with("Rechecked 87 shipments, 13 estimates changed."),
+            "{reply}"
+        );
+        let mut last = 0;
+        while last < 100 {
+            let progress = events.next_of("progress").await;
+            let percent = progress["percent"].as_u64().unwrap();
+            assert!(
+                percent > last || last == 0,
+                "{protocol:?}: {percent} after {last}"
+            );
+            last = percent;
+        }
+        assert_eq!(last, 100);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_greeting_says_what_the_desk_does_and_blocked_words_are_refused() {
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    let greeting: Value = reqwest::get(format!("{}api/greeting", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = greeting["reply"].as_str().unwrap();
+    assert!(text.starts_with("Hello! I am the support desk."), "{text}");
+    assert!(text.contains("No language model is configured"), "{text}");
+    assert!(text.contains("cancel an order"), "{text}");
+    let first = chat(&demo, "c9", "where is ORD-10001?").await;
+    assert_eq!(
+        first, "ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14.",
+        "the first reply is only the answer"
+    );
+    for help in ["help", "Hello", "what can you do?"] {
+        let reply = crate::common::chat_about(&demo.url, "c9", help, Some("ORD-10001")).await;
+        assert!(
+            reply.starts_with("I can look up an order"),
+            "{help}: {reply}"
+        );
+    }
+    let second = chat(&demo, "c9", "what is the customer's credit card number?").await;
+    assert_eq!(
+        second,
+        "I can only help with orders and deliveries. Please contact support directly for anything else."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_questions_are_answered_from_the_notes() {
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    let current = chat(
+        &demo,
+        "c1",
+        "How long is the returns window for Gold customers?",
+    )
+    .await;
+    assert_eq!(
+        current,
+        "From the current notes, refunds-process.md: Check the window. 30 days from delivery, \
+         or 60 days for Gold tier customers. Outside the window a team lead must approve the \
+         refund.",
+        "one passage, plain text"
+    );
+    let asked = chat(&demo, "c1", "how long can a Gold customer return an item?").await;
+    assert!(
+        asked.contains("60 days") && !asked.contains("**"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("Postage"),
+        "only the passage that answers: {asked}"
+    );
+    let archived = chat(&demo, "c1", "What was the restocking fee in 2023?").await;
+    assert!(archived.contains("archived notes"), "{archived}");
+    assert!(archived.contains("15% restocking fee"), "{archived}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_ends_a_long_tool_and_needs_the_secret() {
+    // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::from_millis(200)),
+        DeskConfig {
+            protocol: Some(Revision::V2026_07_28),
+            ..DeskConfig::default()
+        },
+    )
+    .await;
+    let (mut events, secret) = Events::open(&demo, "c1").await;
+    let url = demo.url.clone();
+    let reply =
+        tokio::spawn(async move { crate::common::chat(&url, "c1", "recheck shipments").await });
+    events.next_of("progress").await;
+    let stop_with = |secret: String| {
+        reqwest::Client::new()
+            .post(format!("{}api/chat/stop", demo.url))
+            .json(&json!({"conversationId": "c1", "secret": secret}))
+            .send()
+    };
+    assert_eq!(
+        stop_with("not-the-secret".into())
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        stop_with(secret.clone()).await.unwrap().status().as_u16(),
+        204
+    );
+    assert!(
+        reply
+            .await
+            .unwrap()
+            .ends_with("Stopped. Nothing more will be done for that message.")
+    );
+    assert_eq!(
+        stop_with(secret).await.unwrap().status().as_u16(),
+        404,
+        "nothing is running now"
+    );
+    let next = chat(&demo, "c1", "where is ORD-10001?").await;
+    assert!(
+        next.ends_with("ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14."),
+        "{next}"
+    );
+}
+
+/// The progress events of one long tool, read until 100 %: each value above the one before.
+async fn progress_to_full(events: &mut Events, label: &str) -> Vec<u64> {
+    let mut seen = Vec::new();
+    loop {
+        let percent = events.next_of("progress").await["percent"]
+            .as_u64()
+            .unwrap();
+        if let Some(last) = seen.last() {
+            assert!(percent > *last, "{label}: {percent} after {seen:?}");
+        }
+        seen.push(percent);
+        if percent == 100 {
+            return seen;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refresh_in_one_conversation_fills_the_bar_again() {
+    for protocol in Revision::ALL {
+        let demo = crate::common::start(
+            crate::common::orders_in_memory(Duration::ZERO),
+            DeskConfig {
+                protocol: Some(protocol),
+                ..DeskConfig::default()
+            },
+        )
+        .await;
+        let (mut events, _secret) = Events::open(&demo, "c1").await;
+        for round in 1..=3 {
+            let reply = chat(&demo, "c1", "refresh delivery estimates").await;
+            // The first refresh moves 13 estimates; later ones find them current.
+            let changed = if round == 1 { 13 } else { 0 };
+            assert!(
+                reply.ends_with(&format!(
+                    "Rechecked 87 shipments, {changed} estimates changed."
+                )),
+                "{reply}"
+            );
+            let seen =
+                progress_to_full(&mut events, &format!("{protocol:?} refresh {round}")).await;
+            assert!(seen.len() > 1, "{protocol:?} refresh {round}: {seen:?}");
+        }
+    }
+}
+
+/// The first `n` orders that can still be cancelled, from the desk's order list.
+async fn cancellable(demo: &Demo, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for status in ["PENDING", "PROCESSING"] {
+        let orders: Value = reqwest::get(format!("{}api/orders?status={status}", demo.url))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.extend(
+            orders
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["orderId"].as_str().unwrap().to_owned()),
+        );
+    }
+    ids.sort();
+    ids.truncate(n);
+    assert_eq!(ids.len(), n, "the seed has {n} cancellable orders");
+    ids
+}
+
+/// `conversations` people at once each cancel an order: every one is asked, answers yes, and
+/// sees it cancelled. Returns the order ids.
+async fn cancel_at_once(demo: &Demo, conversations: usize, label: &str) -> Vec<String> {
+    let orders = cancellable(demo, conversations).await;
+    let people =
+        orders.iter().enumerate().map(|(i, order)| {
+            let url = demo.url.clone();
+            let order = order.clone();
+            let label = label.to_owned();
+            async move {
+                let conversation = format!("p{i}");
+                let (mut events, secret) = Events::open(demo, &conversation).await;
+                let reply = tokio::spawn({
+                    let url = url.clone();
+                    let (conversation, order) = (conversation.clone(), order.clone());
+                    async move {
+                        crate::common::chat(&url, &conversation, &format!("cancel {order}")).await
+                    }
+                });
+                let question = events.next_of("confirmation").await;
+                assert!(
+                    question["message"].as_str().unwrap().contains(&order),
+                    "{label}: {conversation} was asked about {question}"
+                );
+                let id = question["id"].as_str().unwrap();
+                assert_eq!(answer(demo, id, &secret, true).await, 204, "{label}");
+                let reply = reply.await.unwrap();
+                assert!(
+                    reply.contains(&format!("Order {order} is cancelled")),
+                    "{label}: {conversation}: {reply}"
+                );
+            }
+        });
+    futures::future::join_all(people).await;
+    let cancelled: Value = reqwest::get(format!("{}api/orders?status=CANCELLED", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for order in &orders {
+        assert!(
+            cancelled
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|o| o["orderId"] == order.as_str()),
+            "{label}: {order} is not cancelled"
+        );
+    }
+    orders
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_people_cancelling_at_once_are_each_asked() {
+    // On 2025-11-25 the question travels as a server-to-client request that can overtake the
+    // host's own bookkeeping of the call; every one must still reach its conversation.
+    for repetition in 1..=50 {
+        let demo = crate::common::start(
+            crate::common::orders_in_memory(Duration::ZERO),
+            DeskConfig {
+                protocol: Some(Revision::V2025_11_25),
+                ..DeskConfig::default()
+            },
+        )
+        .await;
+        let cancelled = cancel_at_once(&demo, 20, &format!("repetition {repetition}")).await;
+        assert_eq!(cancelled.len(), 20);
+    }
+}
+
+/// How many times the stress tests repeat (`STRESS_REPEAT`, default 3; `scripts/test` sets it).
+fn stress_repeat() -> usize {
+    std::env::var("STRESS_REPEAT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stress_questions_and_progress_interleaved_across_conversations() {
+    for repetition in 1..=stress_repeat() {
+        for protocol in Revision::ALL {
+            let label = format!("{protocol:?} repetition {repetition}");
+            let demo = crate::common::start(
+                crate::common::orders_in_memory(Duration::ZERO),
+                DeskConfig {
+                    protocol: Some(protocol),
+                    ..DeskConfig::default()
+                },
+            )
+            .await;
+            let refreshers = (0..8).map(|i| {
+                let (demo, label) = (&demo, &label);
+                async move {
+                    let conversation = format!("r{i}");
+                    let (mut events, _secret) = Events::open(demo, &conversation).await;
+                    for round in 1..=2 {
+                        let reply = chat(demo, &conversation, "refresh delivery estimates").await;
+                        assert!(reply.contains("Rechecked 87 shipments, "), "{reply}");
+                        progress_to_full(&mut events, &format!("{label} {conversation} #{round}"))
+                            .await;
+                    }
+                }
+            });
+            let (_, cancelled) = futures::join!(
+                futures::future::join_all(refreshers),
+                cancel_at_once(&demo, 12, &label)
+            );
+            assert_eq!(cancelled.len(), 12);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::ZERO),
+        DeskConfig::default(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let port = demo
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let routes = [
+        ("GET", "/"),
+        ("GET", "/app.js"),
+        ("GET", "/style.css"),
+        ("GET", "/api/orders?status=PENDING"),
+        ("GET", "/api/events?conversationId=c1"),
+        ("POST", "/api/chat"),
+        ("POST", "/api/chat/stop"),
+        ("POST", "/api/refund-email"),
+        ("POST", "/api/confirmations/some-id"),
+    ];
+    for (method, path) in routes {
+        let url = format!("{}{}", demo.url.trim_end_matches('/'), path);
+        let request = |extra: (&str, String)| {
+            client
+                .request(method.parse().unwrap(), &url)
+                .header(extra.0, extra.1)
+                .json(&json!({"conversationId": "c1", "message": "cancel ORD-10002", "secret": "x", "confirmed": true}))
+                .send()
+        };
+        let rebound = request(("Host", format!("attacker.example:{port}")))
+            .await
+            .unwrap();
+        assert_eq!(
+            rebound.status().as_u16(),
+            403,
+            "{method} {path}: rebound Host"
+        );
+        let foreign = request(("Origin", "http://attacker.example".into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            foreign.status().as_u16(),
+            403,
+            "{method} {path}: foreign Origin"
+        );
+    }
+    assert_eq!(
+        status_of(&demo, "ORD-10002").await,
+        "PENDING",
+        "nothing was cancelled"
+    );
+    let page = client.get(&demo.url).send().await.unwrap();
+    assert_eq!(
+        page.status().as_u16(),
+        200,
+        "the page itself is served to loopback"
+    );
+}

@@ -1,0 +1,184 @@
+//! What the workspace's tests share (feature `test-util`, the tokio pattern): the revisions to
+//! run every behaviour test on, an rmcp client connected to a server on either revision (over
+//! an in-process pipe or real HTTP), a router served on a free loopback port, and small helpers
+//! for calls, results and snapshots. Not for production code.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::Revision;
+
+/// How an rmcp client starts on `revision`: `initialize` for 2025-11-25, `server/discover`
+/// for 2026-07-28.
+pub fn lifecycle(revision: Revision) -> ClientLifecycleMode {
+    if revision.has_sessions() {
+        ClientLifecycleMode::Initialize
+    } else {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![revision.protocol_version()],
+        }
+    }
+}
+
+/// Connect `client` to `server` over an in-process pipe, speaking `revision`.
+///
+/// # Panics
+/// When the client cannot start (a test failure).
+pub async fn connect<S, C>(
+    server: S,
+    client: C,
+    revision: Revision,
+) -> RunningService<RoleClient, C>
+where
+    S: ServerHandler,
+    C: ClientHandler,
+{
+    let (client_io, server_io) = tokio::io::duplex(256 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    client
+        .serve_with_lifecycle(client_io, lifecycle(revision))
+        .await
+        .unwrap_or_else(|e| panic!("the client did not start on {revision}: {e}"))
+}
+
+/// Connect `client` to the MCP endpoint `url` over Streamable HTTP, speaking `revision`, with
+/// `bearer` as the `Authorization` token when given.
+///
+/// # Panics
+/// When the client cannot start (a test failure).
+pub async fn connect_http<C: ClientHandler>(
+    client: C,
+    url: &str,
+    revision: Revision,
+    bearer: Option<&str>,
+) -> RunningService<RoleClient, C> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
+    client
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            lifecycle(revision),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the client did not start on {revision}: {e}"))
+}
+
+/// A router served on a free loopback port; stopped when dropped.
+#[derive(Debug)]
+pub struct Served {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Served {
+    /// `http://<addr><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The token that stops it (give it to `serve::router` as its shutdown).
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Serve `app` with `serve::http` (the protections our servers run with) on a free loopback
+/// port.
+///
+/// # Panics
+/// When no loopback port can be bound (a test failure).
+pub async fn serve(app: axum::Router, options: &crate::serve::HttpOptions) -> Served {
+    serve_with(|_| app, options).await
+}
+
+/// Like [`serve`], for a router that needs the server's stop token (as `serve::router` does).
+///
+/// # Panics
+/// When no loopback port can be bound (a test failure).
+pub async fn serve_with(
+    app: impl FnOnce(CancellationToken) -> axum::Router,
+    options: &crate::serve::HttpOptions,
+) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("no loopback port: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("no local address: {e}"));
+    let stop = CancellationToken::new();
+    let app = app(stop.clone());
+    let options = options.clone();
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        crate::serve::http(listener, app, &options, async move {
+            shutdown.cancelled().await
+        })
+        .await
+    });
+    Served { addr, stop }
+}
+
+/// `tools/call` parameters: `name` with `arguments` (an object, or `null` for none).
+pub fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    params.arguments = arguments.as_object().cloned();
+    params
+}
+
+/// The text blocks of a tool result, joined by newlines.
+pub fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A tool result's `structuredContent` (`null` without one).
+pub fn structured(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// Compare `actual` with the file `dir/name`; with `UPDATE_SNAPSHOTS` set, rewrite it first.
+///
+/// # Panics
+/// When they differ or the snapshot is missing (a test failure).
+pub fn snapshot(dir: &Path, name: &str, actual: &str) {
+    let path = dir.join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::write(&path, actual);
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing {}; run with UPDATE_SNAPSHOTS=1 and review it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual, expected,
+        "{name} changed; if on purpose, run with UPDATE_SNAPSHOTS=1 and review the diff"
+    );
+}

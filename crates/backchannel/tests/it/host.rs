@@ -1,0 +1,246 @@
+//! The host (client side) against a real server over HTTP on port 0, on both revisions:
+//! questions answered through one handler, `input_required` rounds and tasks driven to one
+//! final result, progress delivered in order, and only allowed `_meta` sent.
+#![allow(deprecated, clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use crate::common::*;
+use backchannel::host::{CallContext, Host, HostConfig, HostHandler};
+use backchannel::serve::{self, HttpOptions};
+use backchannel::{Backchannel, TaskSupport};
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, ProgressNotificationParam,
+    RequestMetaObject,
+};
+
+#[derive(Default)]
+struct Person {
+    asked: Mutex<Vec<String>>,
+    progress: Mutex<Vec<f64>>,
+}
+
+impl HostHandler for Person {
+    async fn elicit(
+        &self,
+        connection: &str,
+        request: ElicitRequestParams,
+        _meta: RequestMetaObject,
+        _caller: Option<rmcp::model::ProgressToken>,
+    ) -> ElicitResult {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.asked
+                .lock()
+                .unwrap()
+                .push(format!("{connection}: {message}"));
+        }
+        ElicitResult::new(ElicitationAction::Accept)
+            .with_content(serde_json::json!({"confirmed": true}))
+    }
+
+    fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
+        self.progress.lock().unwrap().push(progress.progress);
+    }
+}
+
+async fn start_server() -> (String, backchannel::testing::Served) {
+    let layer = Backchannel::builder()
+        .task_tool("task_confirm", TaskSupport::Optional)
+        .build()
+        .unwrap();
+    let server = TestServer::new(layer);
+    let options = HttpOptions::default();
+    let served = backchannel::testing::serve_with(
+        |stop| serve::router(move || server.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    (served.url("/mcp"), served)
+}
+
+fn config(url: &str, protocol: &str) -> HostConfig {
+    HostConfig::from_toml(&format!(
+        r#"
+client_name = "test-host"
+meta_allow = ["progressToken"]
+[connections.orders]
+transport = "http"
+url = "{url}"
+protocol = "{protocol}"
+request_timeout_secs = 20
+"#
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_host_answers_questions_on_both_revisions() {
+    let (url, _stop) = start_server().await;
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
+        let person = Arc::new(Person::default());
+        let host = Host::open(&config(&url, protocol), person.clone())
+            .await
+            .unwrap();
+        assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+        let orders = host.connection("orders").unwrap();
+        let version = orders.protocol_version().map(|v| v.to_string());
+        let result = orders
+            .call_tool("confirm", None, &CallContext::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            result_text(&result),
+            "accepted Confirmation { confirmed: true, note: None }",
+            "{protocol} (negotiated {version:?})"
+        );
+        assert_eq!(*person.asked.lock().unwrap(), vec!["orders: Go ahead?"]);
+        host.close().await;
+    }
+}
+
+#[tokio::test]
+async fn the_host_follows_a_task_and_answers_its_question() {
+    let (url, _stop) = start_server().await;
+    let person = Arc::new(Person::default());
+    let host = Host::open(&config(&url, "2026-07-28"), person.clone())
+        .await
+        .unwrap();
+    let result = host
+        .connection("orders")
+        .unwrap()
+        .call_tool("task_confirm", None, &CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        result_text(&result),
+        "in task=true: accepted Confirmation { confirmed: true, note: None }"
+    );
+    assert_eq!(person.asked.lock().unwrap().len(), 1);
+    host.close().await;
+}
+
+#[tokio::test]
+async fn progress_reaches_the_handler_in_order() {
+    let (url, _stop) = start_server().await;
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
+        let person = Arc::new(Person::default());
+        let host = Host::open(&config(&url, protocol), person.clone())
+            .await
+            .unwrap();
+        let context = CallContext::new()
+            .with("progressToken", "conversation-1")
+            .with("secret", "x");
+        host.connection("orders")
+            .unwrap()
+            .call_tool("progress", None, &context)
+            .await
+            .unwrap();
+        let seen = person.progress.lock().unwrap().clone();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{protocol}: {seen:?}");
+        assert!(!seen.is_empty(), "{protocol}");
+        host.close().await;
+    }
+}
+
+#[test]
+fn only_allowed_context_values_enter_meta() {
+    let context = CallContext::new()
+        .with("progressToken", "c-1")
+        .with("support_agent_id", "ana")
+        .with("password", "x");
+    let meta = context.meta(&["progressToken".to_owned(), "support_agent_id".to_owned()]);
+    assert_eq!(meta.get("progressToken"), Some(&serde_json::json!("c-1")));
+    assert_eq!(
+        meta.get("support_agent_id"),
+        Some(&serde_json::json!("ana"))
+    );
+    assert!(meta.get("password").is_none());
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_listed_not_fatal() {
+    let person = Arc::new(Person::default());
+    let host = Host::open(&config("http://127.0.0.1:9/mcp", "2025-11-25"), person)
+        .await
+        .unwrap();
+    assert!(host.unavailable.contains_key("orders"));
+    assert!(host.connection("orders").is_err());
+}
+
+/// The official filesystem server (pinned in tools/node), over stdio, gets its directories from
+/// the roots this host declares.
+#[tokio::test]
+async fn the_filesystem_server_uses_the_declared_roots() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
+    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "run scripts/test (it installs tools/node) first: {}",
+        server.display()
+    );
+    let kb = repo.join("support-kb");
+    let config = HostConfig::from_toml(&format!(
+        r#"
+trusted_folders = ["{repo}"]
+[connections.knowledge-base]
+transport = "stdio"
+command = "{server}"
+roots = ["{kb}"]
+tool_prefix = "knowledge_base_"
+tools = ["read_text_file", "list_directory", "list_allowed_directories"]
+capabilities = {{ roots = true, elicitation = false, tasks = false }}
+"#,
+        repo = repo.display(),
+        server = server.display(),
+        kb = kb.display(),
+    ))
+    .unwrap();
+    let host = Host::open(&config, Arc::new(Person::default()))
+        .await
+        .unwrap();
+    assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+    let kb_connection = host.connection("knowledge-base").unwrap();
+    let tools: Vec<String> = kb_connection
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(tools.len(), 3, "{tools:?}");
+    assert!(
+        tools.iter().all(|t| t.starts_with("knowledge_base_")),
+        "{tools:?}"
+    );
+    // The server asks for the roots after the handshake, on its own time: wait for it to say so.
+    let roots_taken = |line: &str| {
+        line.contains("Updated allowed directories from MCP roots: 1 valid directories")
+    };
+    assert!(
+        kb_connection
+            .wait_for_stderr(roots_taken, std::time::Duration::from_secs(10))
+            .await,
+        "the server's stderr reports the roots: {:?}",
+        kb_connection.stderr_tail()
+    );
+    let allowed = kb_connection
+        .call_tool("list_allowed_directories", None, &CallContext::new())
+        .await
+        .unwrap();
+    assert!(
+        result_text(&allowed).contains(&kb.display().to_string()),
+        "{}",
+        result_text(&allowed)
+    );
+    let mut args = serde_json::Map::new();
+    args.insert("path".into(), serde_json::json!(kb.join("carriers.md")));
+    let note = kb_connection
+        .call_tool("read_text_file", Some(args), &CallContext::new())
+        .await
+        .unwrap();
+    assert!(result_text(&note).contains("DHL"), "{}", result_text(&note));
+    host.close().await;
+}

@@ -1,0 +1,218 @@
+//! A movie database per test (in-memory SQLite) and a scripted MCP client that speaks either
+//! revision over an in-process pipe, answers sampling and elicitation as told, and records
+//! what it was asked.
+#![allow(
+    dead_code,
+    deprecated,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::type_complexity
+)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use moviedb::auth::TokenKeys;
+use moviedb::domain::Role;
+use moviedb::graphql;
+use moviedb::mcp::{McpConfig, MovieServer};
+use moviedb::service::{Catalog, Viewer};
+use moviedb::store::Store;
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::Value;
+
+pub use backchannel::testing::{Revision, call, structured, text_of};
+
+/// How the client's model answers a sampling request.
+#[derive(Debug, Clone)]
+pub enum Model {
+    /// The client did not declare sampling.
+    Absent,
+    /// Answers with this text.
+    Answers(String),
+    /// Refuses with an error.
+    Refuses,
+    /// Answers only after two minutes (past the 20 s sampling timeout, within the state's life).
+    Stalls,
+}
+
+/// How the person answers a form.
+#[derive(Debug, Clone)]
+pub enum Person {
+    /// The client did not declare elicitation.
+    Absent,
+    Accepts(Value),
+    Declines,
+    Cancels,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    pub model: Model,
+    pub person: Person,
+    pub samplings: Arc<Mutex<Vec<CreateMessageRequestParams>>>,
+    pub questions: Arc<Mutex<Vec<(String, Value)>>>,
+    pub progress: Arc<Mutex<Vec<(f64, Option<String>)>>>,
+}
+
+impl Client {
+    pub fn new(model: Model, person: Person) -> Self {
+        Self {
+            model,
+            person,
+            samplings: Arc::default(),
+            questions: Arc::default(),
+            progress: Arc::default(),
+        }
+    }
+
+    pub fn sampling_count(&self) -> usize {
+        self.samplings.lock().unwrap().len()
+    }
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientInfo {
+        let mut caps = ClientCapabilities::default();
+        if !matches!(self.model, Model::Absent) {
+            caps.sampling = Some(Default::default());
+        }
+        if !matches!(self.person, Person::Absent) {
+            caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
+        }
+        ClientInfo::new(caps, Implementation::new("moviedb-test-client", "1.0.0"))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.samplings.lock().unwrap().push(params);
+        let text = match &self.model {
+            Model::Answers(text) => text.clone(),
+            Model::Refuses | Model::Absent => {
+                return Err(ErrorData::invalid_request(
+                    "the person declined the request",
+                    None,
+                ));
+            }
+            Model::Stalls => {
+                tokio::time::sleep(Duration::from_secs(120)).await;
+                "SUMMARY: too late\nTHEMES: late".to_owned()
+            }
+        };
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text(text),
+            "scripted-model".into(),
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = &request
+        {
+            self.questions.lock().unwrap().push((
+                message.clone(),
+                serde_json::to_value(requested_schema).unwrap(),
+            ));
+        }
+        Ok(match &self.person {
+            Person::Accepts(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(content.clone())
+            }
+            Person::Declines | Person::Absent => ElicitResult::new(ElicitationAction::Decline),
+            Person::Cancels => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push((params.progress, params.message.clone()));
+    }
+}
+
+/// A fresh seeded database and the catalogue over it.
+pub struct Db {
+    pub catalog: Catalog,
+}
+
+impl Db {
+    pub async fn new() -> Self {
+        let store = Store::open("sqlite::memory:").await.unwrap();
+        Self {
+            catalog: Catalog::new(store, TokenKeys::random()),
+        }
+    }
+
+    pub fn viewer(username: &str) -> Viewer {
+        Viewer {
+            username: username.into(),
+            role: if username == "admin" {
+                Role::Admin
+            } else {
+                Role::User
+            },
+        }
+    }
+
+    /// An MCP server acting as `user` (as `moviedb stdio --user` does), or anonymous.
+    pub fn server(&self, user: Option<&str>) -> MovieServer {
+        let config = McpConfig {
+            fixed_user: user.map(Self::viewer),
+            ..McpConfig::default()
+        };
+        MovieServer::new(
+            graphql::schema(self.catalog.clone()),
+            MovieServer::layer_builder(&config).build().unwrap(),
+            config,
+        )
+    }
+
+    /// Connect `client` to `server` over a pipe, speaking `wire`.
+    pub async fn connect(
+        server: MovieServer,
+        client: Client,
+        wire: Revision,
+    ) -> RunningService<RoleClient, Client> {
+        backchannel::testing::connect(server, client, wire).await
+    }
+}
+
+/// Pause the test clock and move it forward in small steps from a task that never idles.
+///
+/// Plain auto-advance jumps straight to the next timer whenever the runtime is idle, and the
+/// runtime is idle whenever it waits for sqlx's SQLite worker thread, so the pool's acquire
+/// timeout would fire in the middle of a query. A ticking clock keeps the runtime busy: time
+/// still passes only on the test clock (an hour in well under a second), and a query finishes
+/// long before thirty simulated seconds go by.
+pub fn tick_clock(step: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::time::pause();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::advance(step).await;
+            tokio::task::yield_now().await;
+        }
+    })
+}
+
+/// Compare `actual` with `tests/snapshots/<name>`; `UPDATE_SNAPSHOTS=1` rewrites it.
+pub fn snapshot(name: &str, actual: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    backchannel::testing::snapshot(&dir, name, actual);
+}

@@ -1,0 +1,530 @@
+//! The order service against hostile pages and clients, through real HTTP on port 0: DNS
+//! rebinding on every route, answers that were never asked for, replayed rounds, malformed
+//! JSON-RPC, sign-in, tasks of other callers, 2025 session rules, idle sockets, and a cancelled
+//! order that must stay cancelled.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use backchannel::serve::HttpOptions;
+use orders::auth::Tokens;
+use orders::service::{OrderService, ServiceConfig};
+use orders::store::Store;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Running {
+    addr: SocketAddr,
+    service: OrderService,
+    _served: backchannel::testing::Served,
+}
+
+async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
+    let store = Store::open("sqlite::memory:").await.unwrap();
+    let service = OrderService::new(
+        store,
+        ServiceConfig {
+            carrier_latency: Duration::ZERO,
+            ..ServiceConfig::default()
+        },
+    );
+    let app_service = service.clone();
+    let served = backchannel::testing::serve_with(
+        |stop| orders::app::router(app_service, &options, tokens, stop).unwrap(),
+        &options,
+    )
+    .await;
+    Running {
+        addr: served.addr,
+        service,
+        _served: served,
+    }
+}
+
+async fn start() -> Running {
+    start_with(HttpOptions::default(), None).await
+}
+
+fn modern_call(id: u64, tool: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": tool,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
+        }
+    });
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// POST one 2026 message; returns the status and the JSON-RPC message in the answer (JSON, or
+/// the last `data:` of an SSE stream).
+async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28");
+    if let Some(method) = body["method"].as_str() {
+        request = request.header("Mcp-Method", method);
+    }
+    if let Some(name) = body["params"]["name"]
+        .as_str()
+        .or_else(|| body["params"]["taskId"].as_str())
+    {
+        request = request.header("Mcp-Name", name);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.body(body.to_string()).send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, last_message(&text))
+}
+
+fn last_message(text: &str) -> Value {
+    if let Ok(value) = serde_json::from_str(text) {
+        return value;
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .rfind(|message| message.get("id").is_some())
+        .unwrap_or(Value::Null)
+}
+
+async fn status_of(running: &Running, id: &str) -> String {
+    running
+        .service
+        .order(id)
+        .await
+        .unwrap()
+        .status
+        .as_str()
+        .to_owned()
+}
+
+/// The first order in the seed with this status.
+async fn first_with(running: &Running, status: &str) -> String {
+    running.service.orders_by_status(status).await.unwrap()[0]
+        .order_id
+        .clone()
+}
+
+fn yes() -> Value {
+    json!({"confirm": {"action": "accept", "content": {"confirmed": true}}})
+}
+
+#[tokio::test]
+async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
+    let running = start().await;
+    let client = reqwest::Client::new();
+    for path in [
+        "/api/orders?status=PENDING",
+        "/api/orders/ORD-10001",
+        "/mcp",
+    ] {
+        let url = format!("http://{}{path}", running.addr);
+        let rebound = client
+            .get(&url)
+            .header("Host", format!("attacker.example:{}", running.addr.port()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(rebound.status().as_u16(), 403, "{path}: rebound Host");
+        let foreign = client
+            .get(&url)
+            .header("Origin", "http://attacker.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(foreign.status().as_u16(), 403, "{path}: foreign Origin");
+    }
+    let ok = client
+        .get(format!("http://{}/api/orders/ORD-10001", running.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let bad_status = client
+        .get(format!("http://{}/api/orders?status=LOST", running.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        bad_status.status().as_u16(),
+        400,
+        "a bad status is bad input"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_nobody_asked_for_is_not_honoured() {
+    let running = start().await;
+    // No requestState: the answer cannot belong to a question this server asked.
+    let body = modern_call(
+        1,
+        "cancel_order",
+        json!({"orderId": "ORD-10002"}),
+        json!({"inputResponses": yes()}),
+    );
+    let (status, answer) = post(running.addr, &body, &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    assert_eq!(status_of(&running, "ORD-10002").await, "PENDING");
+
+    // With a real round's state, an answer under a key that round did not ask is not read.
+    let state = answer["result"]["requestState"].as_str().unwrap();
+    let body = modern_call(
+        2,
+        "cancel_order",
+        json!({"orderId": "ORD-10002"}),
+        json!({"requestState": state, "inputResponses": {"other": yes()["confirm"]}}),
+    );
+    let (_, answer) = post(running.addr, &body, &[]).await;
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    assert_eq!(status_of(&running, "ORD-10002").await, "PENDING");
+}
+
+#[tokio::test]
+async fn a_round_answers_once() {
+    let running = start().await;
+    let order = first_with(&running, "PROCESSING").await;
+    let first = modern_call(1, "cancel_order", json!({"orderId": order}), json!({}));
+    let (_, round) = post(running.addr, &first, &[]).await;
+    let state = round["result"]["requestState"].as_str().unwrap().to_owned();
+    let retry = modern_call(
+        2,
+        "cancel_order",
+        json!({"orderId": order}),
+        json!({"requestState": state, "inputResponses": yes()}),
+    );
+    let (_, done) = post(running.addr, &retry, &[]).await;
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("is cancelled"),
+        "{done}"
+    );
+    // The same state and yes again: refused before the body runs.
+    let (status, replayed) = post(running.addr, &retry, &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    assert!(
+        replayed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already been used"),
+        "{replayed}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_order_stays_cancelled() {
+    let running = start().await;
+    // Cancelled in the seed, with a refund started.
+    let order = first_with(&running, "CANCELLED").await;
+    let body = modern_call(
+        1,
+        "update_order_status",
+        json!({"orderId": order, "newStatus": "SHIPPED"}),
+        json!({}),
+    );
+    let (_, answer) = post(running.addr, &body, &[]).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("CANCELLED and stays so"),
+        "{answer}"
+    );
+    assert_eq!(status_of(&running, &order).await, "CANCELLED");
+}
+
+#[tokio::test]
+async fn malformed_json_rpc_gets_json_errors() {
+    let running = start().await;
+    let client = reqwest::Client::new();
+    let send = |body: Vec<u8>| {
+        client
+            .post(format!("http://{}/mcp", running.addr))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .body(body)
+            .send()
+    };
+    let cases: Vec<(Vec<u8>, i64)> = vec![
+        (b"null".to_vec(), -32600),
+        (b"[]".to_vec(), -32600),
+        (b"{}".to_vec(), -32600),
+        (
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_vec(),
+            -32600,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#.to_vec(),
+            -32600,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}"#.to_vec(),
+            -32600,
+        ),
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\xc3\x28\"}}"
+                .to_vec(),
+            -32700,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\udc00"}}"#.to_vec(),
+            -32700,
+        ),
+        (
+            format!("{}1{}", "[".repeat(5000), "]".repeat(5000)).into_bytes(),
+            -32700,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"get_order","arguments":"ORD-10001"}}"#
+                .to_vec(),
+            -32602,
+        ),
+    ];
+    for (body, code) in cases {
+        let shown = String::from_utf8_lossy(&body)
+            .chars()
+            .take(60)
+            .collect::<String>();
+        let response = send(body).await.unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{shown}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/json",
+            "{shown}"
+        );
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["error"]["code"], code, "{shown}: {answer}");
+    }
+}
+
+#[tokio::test]
+async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal() {
+    let tokens = Tokens::parse(&format!(
+        "desk={}\nother={}\n",
+        "d".repeat(40),
+        "o".repeat(40)
+    ))
+    .unwrap();
+    let running = start_with(HttpOptions::default(), Some(tokens)).await;
+    let desk = format!("Bearer {}", "d".repeat(40));
+    let other = format!("Bearer {}", "o".repeat(40));
+    let client = reqwest::Client::new();
+    for auth in [None, Some("Bearer wrong")] {
+        let mut request = client.get(format!("http://{}/api/orders/ORD-10001", running.addr));
+        if let Some(auth) = auth {
+            request = request.header("Authorization", auth);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 401, "{auth:?}");
+        assert!(response.headers().contains_key("www-authenticate"));
+    }
+    let body = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+    let (status, _) = post(running.addr, &body, &[]).await;
+    assert_eq!(status, 401, "MCP needs the token too");
+    let (status, answer) = post(running.addr, &body, &[("Authorization", &desk)]).await;
+    assert_eq!(status, 200, "{answer}");
+
+    // A task started by `desk` does not exist for `other`.
+    let mut recheck = modern_call(2, "recheck_shipments", json!({}), json!({}));
+    recheck["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (_, created) = post(running.addr, &recheck, &[("Authorization", &desk)]).await;
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
+    });
+    for (i, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
+        .iter()
+        .enumerate()
+    {
+        let request = json!({"jsonrpc": "2.0", "id": 10 + i, "method": method,
+            "params": {"taskId": task_id, "inputResponses": {}, "_meta": meta}});
+        let (_, theirs) = post(running.addr, &request, &[("Authorization", &other)]).await;
+        assert!(
+            theirs["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("unknown task")),
+            "{method} by another: {theirs}"
+        );
+        let unknown = json!({"jsonrpc": "2.0", "id": 20 + i, "method": method,
+            "params": {"taskId": "no-such-task", "inputResponses": {}, "_meta": meta}});
+        let (_, none) = post(running.addr, &unknown, &[("Authorization", &other)]).await;
+        assert_eq!(theirs["error"]["code"], none["error"]["code"], "{method}");
+    }
+    let get = json!({"jsonrpc": "2.0", "id": 30, "method": "tasks/get",
+        "params": {"taskId": task_id, "_meta": meta}});
+    let (_, mine) = post(running.addr, &get, &[("Authorization", &desk)]).await;
+    assert!(mine.get("result").is_some(), "{mine}");
+}
+
+#[tokio::test]
+async fn beyond_loopback_the_service_refuses_to_start_without_tokens() {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    let error = orders::app::serve_http(listener, &config, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("without authentication"),
+        "{error}"
+    );
+}
+
+async fn initialize(addr: SocketAddr) -> (u16, Option<String>) {
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "prober", "version": "0"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (response.status().as_u16(), session)
+}
+
+#[tokio::test]
+async fn sessions_are_capped_and_unknown_ones_are_not_found() {
+    let options = HttpOptions {
+        max_sessions: 5,
+        ..HttpOptions::default()
+    };
+    let running = start_with(options, None).await;
+    let mut opened = Vec::new();
+    for _ in 0..5 {
+        let (status, session) = initialize(running.addr).await;
+        assert_eq!(status, 200);
+        opened.push(session.unwrap());
+    }
+    for _ in 0..20 {
+        let (status, session) = initialize(running.addr).await;
+        assert_eq!(status, 503, "beyond the cap");
+        assert_eq!(session, None);
+    }
+    let client = reqwest::Client::new();
+    let delete = |id: String| {
+        client
+            .delete(format!("http://{}/mcp", running.addr))
+            .header("mcp-session-id", id)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .send()
+    };
+    assert_eq!(
+        delete("no-such-session".into())
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        404
+    );
+    let first = opened.remove(0);
+    assert!(delete(first.clone()).await.unwrap().status().is_success());
+    assert_eq!(
+        delete(first).await.unwrap().status().as_u16(),
+        404,
+        "deleted twice"
+    );
+    let (status, _) = initialize(running.addr).await;
+    assert_eq!(status, 200, "a closed session frees its place");
+}
+
+#[tokio::test]
+async fn a_thousand_idle_sockets_do_not_lock_out_a_client() {
+    // A common default: 1,024 open files. The server raises its soft limit when it starts.
+    let (_, hard) = rlimit::Resource::NOFILE.get().unwrap();
+    rlimit::Resource::NOFILE.set(1024.min(hard), hard).unwrap();
+    let running = start().await;
+    let mut idle = Vec::new();
+    for _ in 0..1_100 {
+        idle.push(tokio::net::TcpStream::connect(running.addr).await.unwrap());
+    }
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        reqwest::get(format!("http://{}/api/orders/ORD-10001", running.addr)),
+    )
+    .await
+    .expect("a new client is served while 1,100 sockets sit idle")
+    .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    drop(idle);
+}
+
+#[tokio::test]
+async fn a_second_request_with_an_id_still_in_flight_is_refused() {
+    let running = start().await;
+    let client = reqwest::Client::new();
+    let url = format!("http://{}/mcp", running.addr);
+    let opened = client
+        .post(&url)
+        .header("Accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "prober", "version": "0"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let post = |body: Value| {
+        client
+            .post(&url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .json(&body)
+            .send()
+    };
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await
+        .unwrap();
+    let order = first_with(&running, "PENDING").await;
+    let cancel = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "cancel_order", "arguments": {"orderId": order}}});
+    // The first waits for the person's answer, so it stays in flight.
+    let first = post(cancel.clone()).await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    let second = post(cancel).await.unwrap();
+    assert_eq!(second.status().as_u16(), 400);
+    let answer: Value = second.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer["id"], 7);
+    drop(first);
+    assert_eq!(status_of(&running, &order).await, "PENDING");
+}
