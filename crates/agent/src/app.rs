@@ -1,5 +1,11 @@
 //! Entry points of the `support-agent` binary.
+//!
+//! The library does not know the order service: the demo is handed a function that serves it on
+//! a listener (the binary passes `orders::app::serve_http`), so `agent` builds without `orders`
+//! (`cargo tree -p agent --no-default-features -e normal` shows none; the `demo` feature adds it
+//! for the binary alone).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -14,9 +20,9 @@ pub enum AppError {
     /// The desk could not start.
     #[error(transparent)]
     Desk(#[from] DeskError),
-    /// The order service could not start.
-    #[error(transparent)]
-    Orders(#[from] orders::app::AppError),
+    /// The order service (the demo's companion server) failed.
+    #[error("the order service failed: {0}")]
+    Orders(Box<dyn std::error::Error + Send + Sync>),
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
@@ -51,21 +57,26 @@ pub struct DemoConfig {
     pub orders_listen: SocketAddr,
     /// Where the web UI listens.
     pub web_listen: SocketAddr,
-    /// The order service's settings (database, carrier latency).
-    pub orders: orders::app::Config,
     /// The desk's settings (the order service URL is filled in).
     pub desk: DeskConfig,
     /// Who may call the web UI (Host/Origin); loopback by default.
     pub web: serve::HttpOptions,
 }
 
-/// Start the order service and the web UI, talking over loopback HTTP; returns the UI's URL
-/// once both listen, and runs until `shutdown`.
-pub async fn demo(
+/// Start the order service (`orders`, given its listener and the shutdown token) and the web UI,
+/// talking over loopback HTTP; calls `ready` with the UI's URL once both listen, and runs until
+/// `shutdown`.
+pub async fn demo<Orders, Running, E>(
     config: DemoConfig,
+    orders: Orders,
     shutdown: CancellationToken,
     ready: impl FnOnce(String) + Send,
-) -> Result<(), AppError> {
+) -> Result<(), AppError>
+where
+    Orders: FnOnce(tokio::net::TcpListener, CancellationToken) -> Running,
+    Running: Future<Output = Result<(), E>> + Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let orders_listener = tokio::net::TcpListener::bind(config.orders_listen)
         .await
         .map_err(|e| AppError::Bind(config.orders_listen, e))?;
@@ -78,11 +89,7 @@ pub async fn demo(
     let web_addr = web_listener
         .local_addr()
         .map_err(|e| AppError::Bind(config.web_listen, e))?;
-    let orders_config = config.orders.clone();
-    let orders_stop = shutdown.clone();
-    let orders_task = tokio::spawn(async move {
-        orders::app::serve_http(orders_listener, &orders_config, orders_stop).await
-    });
+    let orders_task = tokio::spawn(orders(orders_listener, shutdown.clone()));
     let mut desk = config.desk;
     desk.orders_url = format!("http://{orders_addr}/mcp");
     let desk = Arc::new(Desk::start(desk).await?);
@@ -93,7 +100,7 @@ pub async fn demo(
     })
     .await?;
     match orders_task.await {
-        Ok(result) => result?,
+        Ok(result) => result.map_err(|e| AppError::Orders(Box::new(e)))?,
         Err(error) => tracing::error!(%error, "the order service task failed"),
     }
     Ok(())

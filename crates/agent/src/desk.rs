@@ -84,7 +84,7 @@ impl Default for DeskConfig {
             person_deadline: Duration::from_secs(60),
             server_ask_timeout: Duration::from_secs(90),
             connection_timeout: Duration::from_secs(120),
-            agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
+            agent_id: "support-agent".into(),
             model: None,
             token_budget: 20_000,
             knowledge: None,

@@ -1,3 +1,7 @@
+//! [`Ctx`], what a tool body holds: progress, logging and the questions it can ask its client
+//! (forms, URLs, sampling, roots), the same on every revision. An ask either returns its answer
+//! or suspends the body with [`Suspend`] until the layer has one.
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

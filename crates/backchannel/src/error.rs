@@ -63,6 +63,45 @@ impl IntoCallToolResult for ToolError {
     }
 }
 
+/// A server failure whose inside the client must not see (database text, paths, internals).
+///
+/// [`Incident::record`] logs the error at ERROR with a fresh reference, and the client is told
+/// only that reference: as a tool's `isError` text (`ToolError::from`), or in whatever envelope
+/// the surface has (GraphQL's `extensions.reference`) through [`Incident::message`] and
+/// [`Incident::reference`]. Both servers report internal errors this way and no other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incident {
+    reference: String,
+}
+
+impl Incident {
+    /// Log `error` (what failed: `context`) under a new reference.
+    pub fn record(context: &str, error: &dyn std::fmt::Display) -> Self {
+        let reference = crate::util::hex(&crate::util::random_bytes::<16>());
+        tracing::error!(%reference, %error, "{context}");
+        Incident { reference }
+    }
+
+    /// The reference the log line carries: 32 hexadecimal digits.
+    pub fn reference(&self) -> &str {
+        &self.reference
+    }
+
+    /// What the client reads.
+    pub fn message(&self) -> String {
+        format!(
+            "An unexpected error occurred. Reference: {}",
+            self.reference
+        )
+    }
+}
+
+impl From<Incident> for ToolError {
+    fn from(incident: Incident) -> Self {
+        ToolError::Failed(incident.message())
+    }
+}
+
 /// What a tool body returns.
 pub type ToolResult<T = CallToolResult> = Result<T, ToolError>;
 

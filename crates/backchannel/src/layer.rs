@@ -1,3 +1,8 @@
+//! The layer: [`Backchannel`] drives a tool or prompt body, on the revision the client speaks or
+//! inside a task, and turns each ask that has no answer yet into the right wire move (a real
+//! server-to-client request on 2025-11-25, `input_required` on 2026-07-28, a task status inside
+//! a task). Its builder checks the configuration once.
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -58,7 +58,7 @@ pub use deprecated::{
     SetLevelParams,
 };
 pub use deprecated::{user_prompt, with_logging};
-pub use error::{ToolError, ToolResult};
+pub use error::{Incident, ToolError, ToolResult};
 pub use layer::{Backchannel, BackchannelBuilder, BuildError, TaskSupport, error_text};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use revision::{Revision, UnknownRevision};

@@ -1,3 +1,7 @@
+//! The typed outcomes of every ask ([`Elicited`], [`UrlElicited`], [`Sampled`], [`RootsListed`]):
+//! each fallback a tool can meet (declined, cancelled, unsupported, timed out) is a variant it
+//! must handle, not an error it may forget.
+
 use rmcp::model::{CreateMessageResult, Root};
 
 /// The outcome of a form question (`ctx.elicit::<T>`).

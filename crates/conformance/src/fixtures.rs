@@ -1,3 +1,6 @@
+//! The conformance suite's tools, prompts and resources, one function each, with the names and
+//! answers the suite's scenarios expect.
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -6,7 +6,10 @@
 //! a wire detail the write-once API hides on purpose (hand-written enum schemas, SEP-1034
 //! defaults) use rmcp directly.
 // Sampling, roots and logging are deprecated in rmcp (SEP-2577) but remain the protocol.
-#![allow(deprecated)]
+#![expect(
+    deprecated,
+    reason = "the suite tests sampling, roots and logging, which rmcp marks deprecated (SEP-2577)"
+)]
 
 mod fixtures;
 

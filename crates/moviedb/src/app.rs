@@ -50,6 +50,8 @@ pub enum AppError {
 pub struct Config {
     /// `sqlite::memory:` or a SQLite URL; `None` for the default file.
     pub database: Option<String>,
+    /// Where the default database lives (created if missing); `data` when empty.
+    pub data_dir: PathBuf,
     /// The JWT secret (64 hex characters); `None` for a random key per process.
     pub jwt_secret: Option<String>,
     /// MCP tool settings.
@@ -66,6 +68,7 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("database", &self.database)
+            .field("data_dir", &self.data_dir)
             .field(
                 "jwt_secret",
                 &self.jwt_secret.as_ref().map(|_| "<redacted>"),
@@ -82,6 +85,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             database: None,
+            data_dir: PathBuf::new(),
             jwt_secret: None,
             mcp: McpConfig::default(),
             http: HttpOptions::default(),
@@ -91,9 +95,13 @@ impl Default for Config {
     }
 }
 
-/// The default database: `moviedb.sqlite` in `$MOVIEDB_DATA` or `./data`.
-pub fn default_database() -> Result<String, AppError> {
-    let dir = std::env::var_os("MOVIEDB_DATA").map_or_else(|| PathBuf::from("data"), PathBuf::from);
+/// The default database: `moviedb.sqlite` in `dir` (`data` when empty), created if missing.
+pub fn default_database(dir: &std::path::Path) -> Result<String, AppError> {
+    let dir = if dir.as_os_str().is_empty() {
+        PathBuf::from("data")
+    } else {
+        dir.to_path_buf()
+    };
     std::fs::create_dir_all(&dir).map_err(|e| AppError::DataDir(dir.clone(), e))?;
     Ok(format!("sqlite://{}", dir.join("moviedb.sqlite").display()))
 }
@@ -103,7 +111,7 @@ pub fn default_database() -> Result<String, AppError> {
 pub async fn open_catalog(config: &Config) -> Result<Catalog, AppError> {
     let url = match &config.database {
         Some(url) => url.clone(),
-        None => default_database()?,
+        None => default_database(&config.data_dir)?,
     };
     let store = Store::open(&url).await?;
     let keys = match &config.jwt_secret {

@@ -144,14 +144,10 @@ fn classify(error: ServiceError) -> async_graphql::Error {
     match error {
         ServiceError::Domain(domain) => domain_error(domain),
         ServiceError::Internal(internal) => {
-            let reference = uuid::Uuid::new_v4();
-            tracing::error!(%reference, error = %internal, "GraphQL request failed");
-            async_graphql::Error::new(format!(
-                "An unexpected error occurred. Reference: {reference}"
-            ))
-            .extend_with(|_, e| {
+            let incident = backchannel::Incident::record("GraphQL request failed", &internal);
+            async_graphql::Error::new(incident.message()).extend_with(|_, e| {
                 e.set("classification", "INTERNAL_ERROR");
-                e.set("reference", reference.to_string());
+                e.set("reference", incident.reference());
             })
         }
     }

@@ -41,8 +41,10 @@ pub enum AppError {
 /// Settings of a running order service.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
-    /// `sqlite::memory:` or a SQLite URL; `None` for the default file.
+    /// `sqlite::memory:` or a SQLite URL; `None` for `orders.sqlite` in `data_dir`.
     pub database: Option<String>,
+    /// Where the default database lives (created if missing); `data` when empty.
+    pub data_dir: PathBuf,
     /// Service settings (carrier latency, concurrency).
     pub service: ServiceConfig,
     /// HTTP endpoint settings.
@@ -51,10 +53,13 @@ pub struct Config {
     pub tokens: Option<crate::auth::Tokens>,
 }
 
-/// The default database: `orders.sqlite` in `$ORDER_SERVICE_DATA` or `./data`.
-pub fn default_database() -> Result<String, AppError> {
-    let dir =
-        std::env::var_os("ORDER_SERVICE_DATA").map_or_else(|| PathBuf::from("data"), PathBuf::from);
+/// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
+pub fn default_database(dir: &std::path::Path) -> Result<String, AppError> {
+    let dir = if dir.as_os_str().is_empty() {
+        PathBuf::from("data")
+    } else {
+        dir.to_path_buf()
+    };
     std::fs::create_dir_all(&dir).map_err(|e| AppError::DataDir(dir.clone(), e))?;
     Ok(format!("sqlite://{}", dir.join("orders.sqlite").display()))
 }
@@ -63,7 +68,7 @@ pub fn default_database() -> Result<String, AppError> {
 pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
     let url = match &config.database {
         Some(url) => url.clone(),
-        None => default_database()?,
+        None => default_database(&config.data_dir)?,
     };
     let store = Store::open(&url).await?;
     Ok(OrderService::new(store, config.service.clone()))

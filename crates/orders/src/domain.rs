@@ -6,19 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// An order's status.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
     /// Placed, not yet being prepared.
@@ -170,25 +158,8 @@ impl<'de> Deserialize<'de> for Money {
     }
 }
 
-impl schemars::JsonSchema for Money {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Money".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "number",
-            "description": "An amount in euros with two decimals"
-        })
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-}
-
 /// A customer's loyalty tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Tier {
     /// Longer returns window, immediate replacements.
@@ -218,7 +189,7 @@ impl Tier {
 }
 
 /// A customer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Customer {
     /// `CUST-NN`
@@ -232,7 +203,7 @@ pub struct Customer {
 }
 
 /// One line of an order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderItem {
     /// `PROD-NNN`
@@ -240,7 +211,6 @@ pub struct OrderItem {
     /// Product name.
     pub product_name: String,
     /// How many.
-    #[schemars(schema_with = "positive_integer")]
     pub quantity: u32,
     /// Price of one, in euros.
     pub unit_price: Money,
@@ -253,17 +223,13 @@ impl OrderItem {
     }
 }
 
-fn positive_integer(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({ "type": "integer", "minimum": 1 })
-}
-
 /// A calendar date, `YYYY-MM-DD`.
 pub type Date = chrono::NaiveDate;
 /// An instant, serialised as ISO 8601 UTC.
 pub type Instant = chrono::DateTime<chrono::Utc>;
 
 /// Carrier details of a shipped or delivered order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Shipment {
     /// Carrier name.
@@ -277,7 +243,7 @@ pub struct Shipment {
 }
 
 /// An order, as the API and the tools show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
     /// `ORD-NNNNN`

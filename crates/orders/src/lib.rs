@@ -10,3 +10,4 @@ pub mod rest;
 pub mod seed;
 pub mod service;
 pub mod store;
+pub mod wire;

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::Order;
 use crate::messages;
 use crate::service::{OrderError, OrderService};
+use crate::wire::OrderView;
 
 /// The logger name on log notifications.
 const LOGGER: &str = "order-service";
@@ -116,15 +117,20 @@ fn text(s: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(s)])
 }
 
+/// The person-facing message of a refusal; a database failure reaches the model only as a
+/// reference (the text stays in the log).
 fn failed(error: OrderError) -> ToolError {
-    if let OrderError::Store(store) = &error {
-        tracing::error!(%store, "order database failure");
+    match &error {
+        OrderError::Store(store) => {
+            backchannel::Incident::record("order database failure", store).into()
+        }
+        _ => ToolError::failed(error),
     }
-    ToolError::failed(error)
 }
 
-fn orders_json(orders: &[Order]) -> ToolResult {
-    let json = serde_json::to_string(orders).map_err(ToolError::failed)?;
+fn orders_json(orders: Vec<Order>) -> ToolResult {
+    let views: Vec<OrderView> = orders.into_iter().map(OrderView::from).collect();
+    let json = serde_json::to_string(&views).map_err(ToolError::failed)?;
     Ok(text(json))
 }
 
@@ -158,7 +164,7 @@ impl OrderServer {
         &self,
         meta: RequestMetaObject,
         Parameters(args): Parameters<OrderRef>,
-    ) -> Result<Json<Order>, ToolError> {
+    ) -> Result<Json<OrderView>, ToolError> {
         // A read that never asks: it takes the request's `_meta` rather than a `Ctx`.
         let agent = meta
             .get("support_agent_id")
@@ -167,7 +173,7 @@ impl OrderServer {
             .to_owned();
         tracing::info!("get_order {} requested by {agent}", args.order_id.trim());
         let order = self.service.order(&args.order_id).await.map_err(failed)?;
-        Ok(Json(order))
+        Ok(Json(order.into()))
     }
 
     /// Every order of one customer (IDs like CUST-42), newest first. An empty list means the
@@ -181,8 +187,7 @@ impl OrderServer {
     ))]
     async fn get_customer_orders(&self, Parameters(args): Parameters<CustomerRef>) -> ToolResult {
         orders_json(
-            &self
-                .service
+            self.service
                 .customer_orders(&args.customer_id)
                 .await
                 .map_err(failed)?,
@@ -200,8 +205,7 @@ impl OrderServer {
     ))]
     async fn get_orders_by_status(&self, Parameters(args): Parameters<StatusArg>) -> ToolResult {
         orders_json(
-            &self
-                .service
+            self.service
                 .orders_by_status(&args.status)
                 .await
                 .map_err(failed)?,
@@ -524,5 +528,33 @@ impl ServerHandler for OrderServer {
             _ => CompletionInfo::new(Vec::new()).map_err(|e| ErrorData::internal_error(e, None))?,
         };
         Ok(CompleteResult::new(info))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreError;
+
+    fn text_of(error: ToolError) -> String {
+        match error {
+            ToolError::Failed(text) => text,
+            other => panic!("expected a failure the model reads, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_database_failure_reaches_the_model_as_a_reference_only() {
+        let text = text_of(failed(OrderError::Store(StoreError::Corrupt(
+            "orders.total_amount is 'abc' at /var/lib/orders.sqlite".into(),
+        ))));
+        assert!(text.starts_with("An unexpected error occurred. Reference: "), "{text}");
+        assert!(!text.contains("sqlite") && !text.contains("abc"), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_reaches_the_model_in_full() {
+        let text = text_of(failed(OrderError::NotFound("ORD-99999".into())));
+        assert!(text.contains("ORD-99999"), "{text}");
     }
 }

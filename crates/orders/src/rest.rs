@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use crate::domain::OrderStatus;
 use crate::service::{OrderError, OrderService};
+use crate::wire::OrderView;
 
 /// `GET /api/orders/{orderId}` and `GET /api/orders?status=|customerId=`.
 pub fn routes(service: OrderService) -> Router {
@@ -38,11 +39,8 @@ impl IntoResponse for OrderError {
             | OrderError::UseCancelOrder
             | OrderError::StaysCancelled(_) => error(StatusCode::CONFLICT, self.to_string()),
             OrderError::Store(store) => {
-                tracing::error!(%store, "order database failure");
-                error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "The order database failed.".into(),
-                )
+                let incident = backchannel::Incident::record("order database failure", &store);
+                error(StatusCode::INTERNAL_SERVER_ERROR, incident.message())
             }
         }
     }
@@ -50,7 +48,7 @@ impl IntoResponse for OrderError {
 
 async fn order(State(service): State<OrderService>, Path(order_id): Path<String>) -> Response {
     match service.order(&order_id).await {
-        Ok(order) => Json(order).into_response(),
+        Ok(order) => Json(OrderView::from(order)).into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -66,7 +64,9 @@ async fn orders(State(service): State<OrderService>, Query(query): Query<ListQue
         }
     };
     match result {
-        Ok(orders) => Json(orders).into_response(),
+        Ok(orders) => {
+            Json(orders.into_iter().map(OrderView::from).collect::<Vec<_>>()).into_response()
+        }
         Err(e) => e.into_response(),
     }
 }

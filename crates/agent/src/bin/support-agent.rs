@@ -137,6 +137,7 @@ fn http_options(allow_hosts: &[String]) -> backchannel::serve::HttpOptions {
 fn desk_config(args: &DeskArgs) -> DeskConfig {
     DeskConfig {
         protocol: args.protocol.0,
+        agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
         person_deadline: Duration::from_secs(args.answer_seconds),
         model: args.model_url.as_ref().map(|url| {
             let key = std::env::var("SUPPORT_AGENT_API_KEY").ok();
@@ -203,22 +204,28 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             desk,
         } => {
+            let orders = orders::app::Config {
+                database,
+                http: http_options(&allow_hosts),
+                service: orders::service::ServiceConfig {
+                    carrier_latency: Duration::from_millis(carrier_latency_ms),
+                    ..Default::default()
+                },
+                data_dir: std::env::var_os("ORDER_SERVICE_DATA")
+                    .map(std::path::PathBuf::from)
+                    .unwrap_or_default(),
+                ..Default::default()
+            };
             let config = DemoConfig {
                 orders_listen,
                 web_listen: listen,
-                orders: orders::app::Config {
-                    database,
-                    http: http_options(&allow_hosts),
-                    service: orders::service::ServiceConfig {
-                        carrier_latency: Duration::from_millis(carrier_latency_ms),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                },
                 desk: desk_config(&desk),
                 web: http_options(&allow_hosts),
             };
-            app::demo(config, shutdown, |url| {
+            let serve_orders = move |listener, stop| async move {
+                orders::app::serve_http(listener, &orders, stop).await
+            };
+            app::demo(config, serve_orders, shutdown, |url| {
                 eprintln!("Support Desk demo: open {url}  (Ctrl-C stops it)");
             })
             .await?;

@@ -40,13 +40,14 @@ pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
     let config = DemoConfig {
         orders_listen: "127.0.0.1:0".parse().unwrap(),
         web_listen: "127.0.0.1:0".parse().unwrap(),
-        orders,
         desk,
         web: Default::default(),
     };
     let shutdown = stop.clone();
+    let serve_orders =
+        move |listener, stop| async move { orders::app::serve_http(listener, &orders, stop).await };
     tokio::spawn(async move {
-        app::demo(config, shutdown, move |url| {
+        app::demo(config, serve_orders, shutdown, move |url| {
             let _ = tx.send(url);
         })
         .await

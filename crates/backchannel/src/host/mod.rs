@@ -1,3 +1,7 @@
+//! The client half (feature `host`): a [`Host`] keeps many named MCP connections (stdio or
+//! HTTP, either revision) and answers their elicitation, sampling and roots requests through one
+//! [`HostHandler`], with each question routed to the call that caused it.
+
 mod config;
 mod routes;
 

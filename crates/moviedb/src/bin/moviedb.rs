@@ -2,6 +2,7 @@
 //! stdio for desktop clients. Builds the configuration, then calls `moviedb::app`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -56,6 +57,9 @@ struct Common {
 fn config(common: &Common) -> Config {
     let mut config = Config {
         database: common.database.clone(),
+        data_dir: std::env::var_os("MOVIEDB_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
         // The secret comes from the environment and is never printed.
         jwt_secret: std::env::var("MOVIEDB_JWT_SECRET")
             .ok()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use orders::domain::Order;
+use orders::wire::OrderView;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{ServerCapabilities, ServerConfig};
@@ -24,7 +24,7 @@ struct Args {
 
 #[derive(Clone)]
 struct Bare {
-    orders: Arc<HashMap<String, Order>>,
+    orders: Arc<HashMap<String, OrderView>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -35,7 +35,7 @@ impl Bare {
     async fn get_order(
         &self,
         Parameters(args): Parameters<orders::mcp::OrderRef>,
-    ) -> Result<Json<Order>, String> {
+    ) -> Result<Json<OrderView>, String> {
         self.orders
             .get(args.order_id.trim())
             .cloned()
@@ -55,9 +55,9 @@ impl ServerHandler for Bare {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let customers = orders::seed::customers();
-    let map: HashMap<String, Order> = orders::seed::orders(&customers)
+    let map: HashMap<String, OrderView> = orders::seed::orders(&customers)
         .into_iter()
-        .map(|o| (o.order_id.clone(), o))
+        .map(|o| (o.order_id.clone(), OrderView::from(o)))
         .collect();
     let server = Bare {
         orders: Arc::new(map),

@@ -6,6 +6,7 @@
 //! - `order-service reset [--database URL]`: write the seed again.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -69,6 +70,9 @@ enum Command {
 fn config(common: Common) -> Config {
     let mut config = Config {
         database: common.database,
+        data_dir: std::env::var_os("ORDER_SERVICE_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
         ..Config::default()
     };
     config.service.carrier_latency = Duration::from_millis(common.carrier_latency_ms);
