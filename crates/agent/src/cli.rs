@@ -94,7 +94,6 @@ pub async fn run_with(
                         writeln!(out, "\rThe question closed without an answer; nothing was changed.")?;
                     }
                 }
-                Event::Log { level, message } => writeln!(out, "\r  {level} {message}")?,
                 Event::Hello { .. } => {}
             },
             Some(reply) = replies.recv() => {

@@ -29,7 +29,8 @@ pub struct DeskConfig {
     pub protocol: Option<Revision>,
     /// How long the person has to answer a question (default 60 s).
     pub person_deadline: Duration,
-    /// How long the order service waits for an answer (its ask timeout, 90 s).
+    /// How long the order service waits for an answer (its ask timeout; by default
+    /// [`backchannel::DEFAULT_ASK_TIMEOUT`]).
     pub server_ask_timeout: Duration,
     /// How long one request to the order service may take (default 120 s).
     pub connection_timeout: Duration,
@@ -82,7 +83,7 @@ impl Default for DeskConfig {
             orders_url: "http://127.0.0.1:8080/mcp".into(),
             protocol: None,
             person_deadline: Duration::from_secs(60),
-            server_ask_timeout: Duration::from_secs(90),
+            server_ask_timeout: backchannel::DEFAULT_ASK_TIMEOUT,
             connection_timeout: Duration::from_secs(120),
             agent_id: "support-agent".into(),
             model: None,

@@ -47,13 +47,6 @@ pub enum Event {
         /// The question's id.
         id: String,
     },
-    /// A log line from a server.
-    Log {
-        /// Level.
-        level: String,
-        /// Text.
-        message: String,
-    },
 }
 
 /// The person's answer.

@@ -111,6 +111,9 @@ pub enum LlmError {
     /// The HTTP request failed or timed out.
     #[error("the model could not be reached: {0}")]
     Http(#[from] reqwest::Error),
+    /// The HTTP client could not be built (TLS set-up).
+    #[error("cannot build the HTTP client for the model: {0}")]
+    Client(reqwest::Error),
     /// The server answered with an error status.
     #[error("the model answered {status}: {body}")]
     Status {
@@ -124,11 +127,33 @@ pub enum LlmError {
     Empty,
 }
 
+/// An API key: sent in a header, never printed (`{:?}` shows `Secret(<redacted>)`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Secret(key.into())
+    }
+
+    /// The key itself, for the one header that carries it.
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
 /// Where a model lives and how to reach it; shared by the providers.
 #[derive(Debug, Clone)]
 struct Endpoint {
     base_url: String,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     model: String,
     http: reqwest::Client,
 }
@@ -136,20 +161,21 @@ struct Endpoint {
 impl Endpoint {
     fn new(
         base_url: String,
-        api_key: Option<String>,
+        api_key: Option<Secret>,
         model: String,
         timeout: std::time::Duration,
-    ) -> Self {
+    ) -> Result<Self, LlmError> {
+        // No fallback to a default client: that one would wait for a model forever.
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .build()
-            .unwrap_or_default();
-        Self {
+            .map_err(LlmError::Client)?;
+        Ok(Self {
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key,
             model,
             http,
-        }
+        })
     }
 
     /// Send a request; a non-success status becomes [`LlmError::Status`] with the body's start.
@@ -183,13 +209,13 @@ impl OpenAiCompatible {
     /// `base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).
     pub fn new(
         base_url: impl Into<String>,
-        api_key: Option<String>,
+        api_key: Option<Secret>,
         model: impl Into<String>,
         timeout: std::time::Duration,
-    ) -> Self {
-        Self {
-            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout),
-        }
+    ) -> Result<Self, LlmError> {
+        Ok(Self {
+            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout)?,
+        })
     }
 
     /// One completion.
@@ -208,7 +234,7 @@ impl OpenAiCompatible {
             .post(format!("{}/chat/completions", endpoint.base_url))
             .json(&body);
         if let Some(key) = &endpoint.api_key {
-            request = request.bearer_auth(key);
+            request = request.bearer_auth(key.expose());
         }
         let response = Endpoint::send(request).await?;
         #[derive(Deserialize)]
@@ -251,14 +277,14 @@ impl AnthropicMessages {
     /// `base_url` without `/v1` (e.g. `https://api.anthropic.com`).
     pub fn new(
         base_url: impl Into<String>,
-        api_key: Option<String>,
+        api_key: Option<Secret>,
         model: impl Into<String>,
         timeout: std::time::Duration,
-    ) -> Self {
-        Self {
-            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout),
+    ) -> Result<Self, LlmError> {
+        Ok(Self {
+            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout)?,
             max_tokens: 4096,
-        }
+        })
     }
 
     /// One completion. The conversation is given in the chat-completions shape and converted:
@@ -345,7 +371,7 @@ impl AnthropicMessages {
             .header("anthropic-version", "2023-06-01")
             .json(&body);
         if let Some(key) = &endpoint.api_key {
-            request = request.header("x-api-key", key);
+            request = request.header("x-api-key", key.expose());
         }
         let response = Endpoint::send(request).await?;
         let answer: Value = response.json().await?;
@@ -402,5 +428,49 @@ impl Provider {
             Provider::OpenAi(model) => model.complete(messages, tools).await,
             Provider::Anthropic(model) => model.complete(messages, tools).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "sk-test-5f1c0ffee";
+
+    #[test]
+    fn an_api_key_is_never_printed() {
+        let timeout = std::time::Duration::from_secs(1);
+        let openai = OpenAiCompatible::new(
+            "http://127.0.0.1:1/v1",
+            Some(Secret::new(KEY)),
+            "m",
+            timeout,
+        )
+        .unwrap();
+        let anthropic =
+            AnthropicMessages::new("http://127.0.0.1:1", Some(Secret::new(KEY)), "m", timeout)
+                .unwrap();
+        let printed = [
+            format!("{:?}", Secret::new(KEY)),
+            format!("{openai:?}"),
+            format!("{:#?}", Provider::OpenAi(openai.clone())),
+            format!("{:?}", Provider::Anthropic(anthropic)),
+            format!(
+                "{:?}",
+                crate::desk::DeskConfig {
+                    model: Some(Provider::OpenAi(openai)),
+                    ..Default::default()
+                }
+            ),
+        ];
+        for text in printed {
+            assert!(!text.contains(KEY), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_key_is_still_what_is_sent() {
+        assert_eq!(Secret::new(KEY).expose(), KEY);
     }
 }

@@ -182,7 +182,6 @@ async fn events(
                 crate::events::Event::Confirmation { .. } => "confirmation",
                 crate::events::Event::Sampling { .. } => "sampling",
                 crate::events::Event::Closed { .. } => "closed",
-                crate::events::Event::Log { .. } => "log",
             };
             let data = serde_json::to_string(&event).unwrap_or_default();
             if yielder

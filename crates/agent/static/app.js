@@ -161,7 +161,6 @@ function connectEvents() {
   const source = new EventSource("/api/events?conversationId=" + conversationId);
   source.addEventListener("hello", (e) => { secret = JSON.parse(e.data).secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; });
   source.addEventListener("progress", (e) => setProgress(JSON.parse(e.data).percent));
-  source.addEventListener("log", (e) => say("log", JSON.parse(e.data).message));
   source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data), "Confirm"));
   source.addEventListener("sampling", (e) => ask(JSON.parse(e.data), "Let the model answer this?"));
   source.addEventListener("closed", (e) => closed(JSON.parse(e.data).id));

@@ -127,7 +127,7 @@ impl BackchannelBuilder {
         self
     }
 
-    /// How long a question may wait for the person (default 90 s).
+    /// How long a question may wait for the person (default [`crate::DEFAULT_ASK_TIMEOUT`]).
     pub fn ask_timeout(mut self, timeout: Duration) -> Self {
         self.ask_timeout = timeout;
         self
@@ -249,7 +249,7 @@ impl Backchannel {
     pub fn builder() -> BackchannelBuilder {
         BackchannelBuilder {
             key: None,
-            ask_timeout: Duration::from_secs(90),
+            ask_timeout: crate::DEFAULT_ASK_TIMEOUT,
             state_ttl: Duration::from_secs(600),
             max_rounds: 10,
             default_log_level: LogLevel::Info,

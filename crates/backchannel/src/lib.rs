@@ -69,6 +69,15 @@ pub use state::StateError;
 #[doc(hidden)]
 pub use rmcp as __rmcp;
 
+// The README's example is compiled with the doc tests, so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExample;
+
+/// How long a server waits for a person's answer unless told otherwise
+/// ([`BackchannelBuilder::ask_timeout`]); a host that knows the server's setting waits as long.
+pub const DEFAULT_ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// Inside an `impl rmcp::ServerHandler` block, writes the methods that hand requests to the
 /// layer in the field `$layer`:
 ///

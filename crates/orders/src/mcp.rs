@@ -548,7 +548,10 @@ mod tests {
         let text = text_of(failed(OrderError::Store(StoreError::Corrupt(
             "orders.total_amount is 'abc' at /var/lib/orders.sqlite".into(),
         ))));
-        assert!(text.starts_with("An unexpected error occurred. Reference: "), "{text}");
+        assert!(
+            text.starts_with("An unexpected error occurred. Reference: "),
+            "{text}"
+        );
         assert!(!text.contains("sqlite") && !text.contains("abc"), "{text}");
     }
 

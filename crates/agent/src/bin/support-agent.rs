@@ -134,44 +134,44 @@ fn http_options(allow_hosts: &[String]) -> backchannel::serve::HttpOptions {
     )
 }
 
-fn desk_config(args: &DeskArgs) -> DeskConfig {
-    DeskConfig {
+fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
+    let model = match &args.model_url {
+        None => None,
+        Some(url) => {
+            let key = std::env::var("SUPPORT_AGENT_API_KEY")
+                .ok()
+                .filter(|key| !key.is_empty())
+                .map(agent::llm::Secret::new);
+            let timeout = Duration::from_secs(60);
+            Some(match args.provider {
+                ProviderArg::Openai => agent::llm::Provider::OpenAi(
+                    agent::llm::OpenAiCompatible::new(url.as_str(), key, &args.model, timeout)?,
+                ),
+                ProviderArg::Anthropic => agent::llm::Provider::Anthropic(
+                    agent::llm::AnthropicMessages::new(url.as_str(), key, &args.model, timeout)?,
+                ),
+            })
+        }
+    };
+    let knowledge = if args.no_knowledge_base {
+        None
+    } else {
+        let base = std::env::current_dir().context("cannot read the current folder")?;
+        let mut knowledge = agent::desk::Knowledge::npx(&base);
+        if let Some(server) = &args.kb_server {
+            knowledge.server = vec![server.clone()];
+        }
+        Some(knowledge)
+    };
+    Ok(DeskConfig {
         protocol: args.protocol.0,
         agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
         person_deadline: Duration::from_secs(args.answer_seconds),
-        model: args.model_url.as_ref().map(|url| {
-            let key = std::env::var("SUPPORT_AGENT_API_KEY").ok();
-            let timeout = Duration::from_secs(60);
-            match args.provider {
-                ProviderArg::Openai => {
-                    agent::llm::Provider::OpenAi(agent::llm::OpenAiCompatible::new(
-                        url.as_str(),
-                        key,
-                        args.model.as_str(),
-                        timeout,
-                    ))
-                }
-                ProviderArg::Anthropic => {
-                    agent::llm::Provider::Anthropic(agent::llm::AnthropicMessages::new(
-                        url.as_str(),
-                        key,
-                        args.model.as_str(),
-                        timeout,
-                    ))
-                }
-            }
-        }),
+        model,
         token_budget: args.token_budget,
-        knowledge: (!args.no_knowledge_base).then(|| {
-            let base = std::env::current_dir().unwrap_or_default();
-            let mut knowledge = agent::desk::Knowledge::npx(&base);
-            if let Some(server) = &args.kb_server {
-                knowledge.server = vec![server.clone()];
-            }
-            knowledge
-        }),
+        knowledge,
         ..DeskConfig::default()
-    }
+    })
 }
 
 #[tokio::main]
@@ -219,7 +219,7 @@ async fn main() -> anyhow::Result<()> {
             let config = DemoConfig {
                 orders_listen,
                 web_listen: listen,
-                desk: desk_config(&desk),
+                desk: desk_config(&desk)?,
                 web: http_options(&allow_hosts),
             };
             let serve_orders = move |listener, stop| async move {
@@ -238,7 +238,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let config = DeskConfig {
                 orders_url: orders,
-                ..desk_config(&desk)
+                ..desk_config(&desk)?
             };
             let desk = std::sync::Arc::new(agent::desk::Desk::start(config).await?);
             {
@@ -268,7 +268,7 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("cannot listen on {listen}"))?;
             let config = DeskConfig {
                 orders_url: orders,
-                ..desk_config(&desk)
+                ..desk_config(&desk)?
             };
             eprintln!("Support Desk web UI: open http://{listen}/");
             app::serve_web(listener, config, http_options(&allow_hosts), shutdown).await?;

@@ -97,7 +97,7 @@ async fn fake_model(seen: Seen) -> String {
 }
 
 async fn demo(model_url: &str, budget: u64) -> crate::common::Demo {
-    let model = OpenAiCompatible::new(model_url, None, "fake", Duration::from_secs(10));
+    let model = OpenAiCompatible::new(model_url, None, "fake", Duration::from_secs(10)).unwrap();
     let desk = DeskConfig {
         protocol: Some(Revision::V2026_07_28),
         model: Some(Provider::OpenAi(model)),
@@ -209,12 +209,9 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     let config = DeskConfig {
         orders_url: fixtures_url,
         protocol: Some(Revision::V2025_11_25),
-        model: Some(Provider::OpenAi(OpenAiCompatible::new(
-            &model_url,
-            None,
-            "fake",
-            Duration::from_secs(10),
-        ))),
+        model: Some(Provider::OpenAi(
+            OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10)).unwrap(),
+        )),
         ..DeskConfig::default()
     };
     tokio::spawn(app::serve_web(
@@ -323,10 +320,11 @@ async fn the_anthropic_provider_drives_the_same_loop() {
     tokio::spawn(async move { axum::serve(listener, app).await });
     let model = AnthropicMessages::new(
         &model_url,
-        Some("key".into()),
+        Some(agent::llm::Secret::new("key")),
         "fake",
         Duration::from_secs(10),
-    );
+    )
+    .unwrap();
     let desk = DeskConfig {
         protocol: Some(Revision::V2025_11_25),
         model: Some(Provider::Anthropic(model)),
@@ -364,7 +362,7 @@ async fn the_anthropic_provider_drives_the_same_loop() {
 async fn the_model_gets_passages_of_the_notes_not_whole_files() {
     let seen = Seen::default();
     let model_url = fake_model(seen.clone()).await;
-    let model = OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10));
+    let model = OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10)).unwrap();
     let desk = DeskConfig {
         protocol: Some(Revision::V2026_07_28),
         model: Some(Provider::OpenAi(model)),

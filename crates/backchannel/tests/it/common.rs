@@ -1,5 +1,5 @@
 //! A small server written once with `Ctx`, and a scripted client, for the integration tests.
-#![allow(deprecated, dead_code, unreachable_pub, clippy::unwrap_used)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! The host (client side) against a real server over HTTP on port 0, on both revisions:
 //! questions answered through one handler, `input_required` rounds and tasks driven to one
 //! final result, progress delivered in order, and only allowed `_meta` sent.
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
 

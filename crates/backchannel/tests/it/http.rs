@@ -1,6 +1,6 @@
 //! The Streamable HTTP endpoint on a real socket (port 0): both revisions through a real rmcp
 //! client, and the endpoint's guards (Host, Origin, body size, malformed JSON).
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
 

@@ -1,6 +1,6 @@
 //! The same ask inside a task (tasks extension): the task parks in `input_required` and
 //! resumes on `tasks/update`; without the extension the tool runs synchronously.
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::Ordering;
 

@@ -1,6 +1,6 @@
 //! The same tool code on 2025-11-25 and 2026-07-28, through a real rmcp client over an
 //! in-process duplex pipe: every outcome of every ask, with the same number of body runs.
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

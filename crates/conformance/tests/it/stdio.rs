@@ -1,6 +1,6 @@
 //! The fixture server over stdio, on both revisions, through a real rmcp client driving the
 //! child process.
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use rmcp::model::*;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext};

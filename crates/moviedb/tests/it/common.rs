@@ -3,7 +3,6 @@
 //! what it was asked.
 #![allow(
     dead_code,
-    deprecated,
     unreachable_pub,
     clippy::unwrap_used,
     clippy::type_complexity

@@ -1,7 +1,7 @@
 //! The HTTP server on a real socket (port 0): GraphQL and MCP on one port, sign-in by bearer
 //! token on both (bad tokens refused with 401, nothing changed), the Host check, the rate
 //! limit on /mcp, and stage-and-confirm bound to the user who staged.
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
 

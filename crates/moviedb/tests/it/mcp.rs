@@ -2,7 +2,7 @@
 //! code: the three summary states, a model that answers, refuses or stalls, the summary cache,
 //! the watch-status question and its fallbacks, duplicates, sign-in, and the tool-list
 //! snapshot.
-#![allow(deprecated, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use crate::common::{Client, Db, Model, Person, Revision, call, structured, text_of};
 use moviedb::domain::{Subject, WatchStatus};

@@ -1,7 +1,7 @@
 //! The order tools through a real rmcp client, on 2025-11-25 and 2026-07-28, over an
 //! in-process pipe: every cancel_order branch, races against the question, the recheck's
 //! progress, bad input, the prompt and completion, and a snapshot of the tool list.
-#![allow(deprecated, clippy::unwrap_used, clippy::type_complexity)]
+#![allow(clippy::unwrap_used, clippy::type_complexity)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
