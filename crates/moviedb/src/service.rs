@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use crate::auth::{self, TokenKeys};
 use crate::domain::*;
-use crate::store::{PersonDeletion, Store, StoreError};
+use crate::store::{PersonDeletion, Store, StoreError, Writes};
 use crate::summary::{self, ReviewSummary, ReviewText};
 
 /// A failure of a service call: one the caller caused, or one inside the server.
@@ -75,7 +75,8 @@ fn throttled(what: &str, wait: std::time::Duration) -> ServiceError {
 /// The movie database's operations. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    store: Store,
+    // The only holder of the store's writes: see `Writes`.
+    store: Writes,
     keys: TokenKeys,
     sign_in: Arc<crate::limits::SignInLimits>,
     reviews: tokio::sync::broadcast::Sender<Review>,
@@ -129,7 +130,7 @@ impl Catalog {
     /// The operations over `store`, signing tokens with `keys`.
     pub fn new(store: Store, keys: TokenKeys) -> Self {
         Self {
-            store,
+            store: Writes::new(store),
             keys,
             sign_in: Arc::default(),
             reviews: tokio::sync::broadcast::channel(256).0,
@@ -148,7 +149,7 @@ impl Catalog {
         self.reviews.receiver_count()
     }
 
-    /// The store.
+    /// The store, read-only: writes go through the catalogue's own methods.
     pub fn store(&self) -> &Store {
         &self.store
     }

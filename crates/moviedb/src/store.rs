@@ -524,66 +524,6 @@ impl Store {
             .0)
     }
 
-    /// Store a new movie (already validated).
-    pub async fn create_movie(&self, input: &MovieInput) -> Result<Movie, StoreError> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO movies (title, release_year, genre, rating, runtime, plot, poster_url, \
-             tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(input.title.as_deref().map(str::trim))
-        .bind(input.release_year)
-        .bind(input.genre.map(Genre::as_str))
-        .bind(input.rating)
-        .bind(input.runtime)
-        .bind(&input.plot)
-        .bind(&input.poster_url)
-        .bind(input.tmdb_id)
-        .fetch_one(&self.pool)
-        .await?;
-        self.movie(id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("a created movie vanished".into()))
-    }
-
-    /// Change the given fields of a movie; `None` when there is no such movie.
-    pub async fn update_movie(
-        &self,
-        id: i64,
-        input: &MovieInput,
-    ) -> Result<Option<Movie>, StoreError> {
-        let done = sqlx::query(
-            "UPDATE movies SET title = COALESCE(?, title), \
-             release_year = COALESCE(?, release_year), genre = COALESCE(?, genre), \
-             rating = COALESCE(?, rating), runtime = COALESCE(?, runtime), \
-             plot = COALESCE(?, plot), poster_url = COALESCE(?, poster_url), \
-             tmdb_id = COALESCE(?, tmdb_id) WHERE id = ?",
-        )
-        .bind(input.title.as_deref().map(str::trim))
-        .bind(input.release_year)
-        .bind(input.genre.map(Genre::as_str))
-        .bind(input.rating)
-        .bind(input.runtime)
-        .bind(&input.plot)
-        .bind(&input.poster_url)
-        .bind(input.tmdb_id)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        self.movie(id).await
-    }
-
-    /// Delete a movie with its credits, reviews and watch-list entries; whether it existed.
-    pub async fn delete_movie(&self, id: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM movies WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() > 0)
-    }
-
     /// A movie's directors.
     pub async fn directors(&self, movie_id: i64) -> Result<Vec<Person>, StoreError> {
         sqlx::query(
@@ -695,95 +635,6 @@ impl Store {
     pub async fn search_people(&self, text: &str, limit: i64) -> Result<Vec<Person>, StoreError> {
         self.containing("people", "name", text, limit, person_row)
             .await
-    }
-
-    /// Store a new person (already validated).
-    pub async fn create_person(&self, input: &PersonInput) -> Result<Person, StoreError> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO people (name, birth_year, biography, photo_url, country_code) \
-             VALUES (?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(input.name.as_deref().map(str::trim))
-        .bind(input.birth_year)
-        .bind(&input.biography)
-        .bind(&input.photo_url)
-        .bind(&input.country_code)
-        .fetch_one(&self.pool)
-        .await?;
-        self.person(id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("a created person vanished".into()))
-    }
-
-    /// Change the given fields of a person; `None` when there is no such person.
-    pub async fn update_person(
-        &self,
-        id: i64,
-        input: &PersonInput,
-    ) -> Result<Option<Person>, StoreError> {
-        let done = sqlx::query(
-            "UPDATE people SET name = COALESCE(?, name), birth_year = COALESCE(?, birth_year), \
-             biography = COALESCE(?, biography), photo_url = COALESCE(?, photo_url), \
-             country_code = COALESCE(?, country_code) WHERE id = ?",
-        )
-        .bind(input.name.as_deref().map(str::trim))
-        .bind(input.birth_year)
-        .bind(&input.biography)
-        .bind(&input.photo_url)
-        .bind(&input.country_code)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        self.person(id).await
-    }
-
-    /// Delete a person; with `force`, their credits go first.
-    pub async fn delete_person(&self, id: i64, force: bool) -> Result<PersonDeletion, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let movie_links: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM movie_directors WHERE person_id = ?1) + \
-             (SELECT COUNT(*) FROM movie_cast WHERE person_id = ?1)",
-        )
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let show_links: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM tv_show_creators WHERE person_id = ?1) + \
-             (SELECT COUNT(*) FROM tv_show_cast WHERE person_id = ?1)",
-        )
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
-        if !force && movie_links > 0 {
-            return Ok(PersonDeletion::LinkedToMovie);
-        }
-        if !force && show_links > 0 {
-            return Ok(PersonDeletion::LinkedToTvShow);
-        }
-        for table in [
-            "movie_directors",
-            "movie_cast",
-            "tv_show_creators",
-            "tv_show_cast",
-        ] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE person_id = ?"))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let done = sqlx::query("DELETE FROM people WHERE id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(if done.rows_affected() > 0 {
-            PersonDeletion::Deleted
-        } else {
-            PersonDeletion::NotFound
-        })
     }
 
     /// Movies a person directed.
@@ -921,41 +772,6 @@ impl Store {
         self.by_id("reviews", id, review_row).await
     }
 
-    /// Store a review; [`StoreError::Duplicate`] when the user already reviewed the title.
-    pub async fn create_review(
-        &self,
-        user_id: i64,
-        subject: Subject,
-        score: i32,
-        comment: Option<&str>,
-    ) -> Result<Review, StoreError> {
-        let (movie, show) = subject_columns(subject);
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
-             VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(score)
-        .bind(comment)
-        .bind(Utc::now().to_rfc3339())
-        .bind(user_id)
-        .bind(movie)
-        .bind(show)
-        .fetch_one(&self.pool)
-        .await?;
-        self.review(id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("a created review vanished".into()))
-    }
-
-    /// Delete a review; whether it existed.
-    pub async fn delete_review(&self, id: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM reviews WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() > 0)
-    }
-
     // ---- users ----
 
     /// An account by username.
@@ -972,29 +788,6 @@ impl Store {
     /// An account by id.
     pub async fn user(&self, id: i64) -> Result<Option<User>, StoreError> {
         self.by_id("users", id, user_row).await
-    }
-
-    /// Store an account; [`StoreError::Duplicate`] when the username is taken.
-    pub async fn create_user(
-        &self,
-        username: &str,
-        email: &str,
-        password_hash: &str,
-        role: Role,
-    ) -> Result<User, StoreError> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
-             RETURNING id",
-        )
-        .bind(username)
-        .bind(email)
-        .bind(password_hash)
-        .bind(role.as_str())
-        .fetch_one(&self.pool)
-        .await?;
-        self.user(id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("a created user vanished".into()))
     }
 
     // ---- watch lists ----
@@ -1044,6 +837,247 @@ impl Store {
         .as_ref()
         .map(item_row)
         .transpose()
+    }
+
+    /// Ids of the movies `user_id` marked WATCHED.
+    pub async fn watched_movie_ids(&self, user_id: i64) -> Result<Vec<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT movie_id FROM watchlist_items WHERE user_id = ? AND status = 'WATCHED' \
+             AND movie_id IS NOT NULL",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+/// The store's writes. Only [`crate::service::Catalog`] holds one (it builds it from the
+/// [`Store`] it is given), so every write passes the code that forgets cached movie lists;
+/// everything else gets the read-only [`Store`] (`Catalog::store`), which has no write methods.
+#[derive(Debug, Clone)]
+pub struct Writes {
+    store: Store,
+}
+
+impl std::ops::Deref for Writes {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl Writes {
+    /// Writes to `store`: for the catalogue alone.
+    pub(crate) fn new(store: Store) -> Self {
+        Writes { store }
+    }
+
+    /// Store a new movie (already validated).
+    pub async fn create_movie(&self, input: &MovieInput) -> Result<Movie, StoreError> {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO movies (title, release_year, genre, rating, runtime, plot, poster_url, \
+             tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(input.title.as_deref().map(str::trim))
+        .bind(input.release_year)
+        .bind(input.genre.map(Genre::as_str))
+        .bind(input.rating)
+        .bind(input.runtime)
+        .bind(&input.plot)
+        .bind(&input.poster_url)
+        .bind(input.tmdb_id)
+        .fetch_one(&self.pool)
+        .await?;
+        self.movie(id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a created movie vanished".into()))
+    }
+
+    /// Change the given fields of a movie; `None` when there is no such movie.
+    pub async fn update_movie(
+        &self,
+        id: i64,
+        input: &MovieInput,
+    ) -> Result<Option<Movie>, StoreError> {
+        let done = sqlx::query(
+            "UPDATE movies SET title = COALESCE(?, title), \
+             release_year = COALESCE(?, release_year), genre = COALESCE(?, genre), \
+             rating = COALESCE(?, rating), runtime = COALESCE(?, runtime), \
+             plot = COALESCE(?, plot), poster_url = COALESCE(?, poster_url), \
+             tmdb_id = COALESCE(?, tmdb_id) WHERE id = ?",
+        )
+        .bind(input.title.as_deref().map(str::trim))
+        .bind(input.release_year)
+        .bind(input.genre.map(Genre::as_str))
+        .bind(input.rating)
+        .bind(input.runtime)
+        .bind(&input.plot)
+        .bind(&input.poster_url)
+        .bind(input.tmdb_id)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.movie(id).await
+    }
+
+    /// Delete a movie with its credits, reviews and watch-list entries; whether it existed.
+    pub async fn delete_movie(&self, id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM movies WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Store a new person (already validated).
+    pub async fn create_person(&self, input: &PersonInput) -> Result<Person, StoreError> {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO people (name, birth_year, biography, photo_url, country_code) \
+             VALUES (?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(input.name.as_deref().map(str::trim))
+        .bind(input.birth_year)
+        .bind(&input.biography)
+        .bind(&input.photo_url)
+        .bind(&input.country_code)
+        .fetch_one(&self.pool)
+        .await?;
+        self.person(id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a created person vanished".into()))
+    }
+
+    /// Change the given fields of a person; `None` when there is no such person.
+    pub async fn update_person(
+        &self,
+        id: i64,
+        input: &PersonInput,
+    ) -> Result<Option<Person>, StoreError> {
+        let done = sqlx::query(
+            "UPDATE people SET name = COALESCE(?, name), birth_year = COALESCE(?, birth_year), \
+             biography = COALESCE(?, biography), photo_url = COALESCE(?, photo_url), \
+             country_code = COALESCE(?, country_code) WHERE id = ?",
+        )
+        .bind(input.name.as_deref().map(str::trim))
+        .bind(input.birth_year)
+        .bind(&input.biography)
+        .bind(&input.photo_url)
+        .bind(&input.country_code)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.person(id).await
+    }
+
+    /// Delete a person; with `force`, their credits go first.
+    pub async fn delete_person(&self, id: i64, force: bool) -> Result<PersonDeletion, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let movie_links: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM movie_directors WHERE person_id = ?1) + \
+             (SELECT COUNT(*) FROM movie_cast WHERE person_id = ?1)",
+        )
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let show_links: i64 = sqlx::query_scalar(
+            "SELECT (SELECT COUNT(*) FROM tv_show_creators WHERE person_id = ?1) + \
+             (SELECT COUNT(*) FROM tv_show_cast WHERE person_id = ?1)",
+        )
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+        if !force && movie_links > 0 {
+            return Ok(PersonDeletion::LinkedToMovie);
+        }
+        if !force && show_links > 0 {
+            return Ok(PersonDeletion::LinkedToTvShow);
+        }
+        for table in [
+            "movie_directors",
+            "movie_cast",
+            "tv_show_creators",
+            "tv_show_cast",
+        ] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE person_id = ?"))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let done = sqlx::query("DELETE FROM people WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(if done.rows_affected() > 0 {
+            PersonDeletion::Deleted
+        } else {
+            PersonDeletion::NotFound
+        })
+    }
+
+    /// Store a review; [`StoreError::Duplicate`] when the user already reviewed the title.
+    pub async fn create_review(
+        &self,
+        user_id: i64,
+        subject: Subject,
+        score: i32,
+        comment: Option<&str>,
+    ) -> Result<Review, StoreError> {
+        let (movie, show) = subject_columns(subject);
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
+             VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(score)
+        .bind(comment)
+        .bind(Utc::now().to_rfc3339())
+        .bind(user_id)
+        .bind(movie)
+        .bind(show)
+        .fetch_one(&self.pool)
+        .await?;
+        self.review(id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a created review vanished".into()))
+    }
+
+    /// Delete a review; whether it existed.
+    pub async fn delete_review(&self, id: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM reviews WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Store an account; [`StoreError::Duplicate`] when the username is taken.
+    pub async fn create_user(
+        &self,
+        username: &str,
+        email: &str,
+        password_hash: &str,
+        role: Role,
+    ) -> Result<User, StoreError> {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
+             RETURNING id",
+        )
+        .bind(username)
+        .bind(email)
+        .bind(password_hash)
+        .bind(role.as_str())
+        .fetch_one(&self.pool)
+        .await?;
+        self.user(id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("a created user vanished".into()))
     }
 
     /// Add a title; [`StoreError::Duplicate`] when it is already on the list.
@@ -1098,16 +1132,5 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)
-    }
-
-    /// Ids of the movies `user_id` marked WATCHED.
-    pub async fn watched_movie_ids(&self, user_id: i64) -> Result<Vec<i64>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT movie_id FROM watchlist_items WHERE user_id = ? AND status = 'WATCHED' \
-             AND movie_id IS NOT NULL",
-        )
-        .bind(user_id)
-        .fetch_all(&self.pool)
-        .await?)
     }
 }

@@ -339,3 +339,19 @@ fn backchannel_modules_import_each_other_without_a_cycle() {
         );
     }
 }
+
+#[test]
+fn moviedb_writes_only_through_the_catalogue() {
+    // `Store` has no write methods; `Writes` is built in one place, the catalogue, which
+    // forgets cached movie lists on every movie write.
+    let offenders = rust_files(&workspace().join("crates/moviedb"))
+        .into_iter()
+        .filter(|path| !path.ends_with("src/service.rs") && !path.ends_with("src/store.rs"))
+        .filter(|path| code_lines(&source(path)).any(|line| line.contains("Writes::new")))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none(
+        "moviedb store writes built outside the catalogue",
+        offenders,
+    );
+}
