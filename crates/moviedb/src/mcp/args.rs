@@ -1,0 +1,205 @@
+//! The tools' arguments and results, with the schemas clients see.
+
+use super::*;
+
+/// Arguments of `ping`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PingArgs {
+    /// Who is pinging.
+    pub name: String,
+}
+
+/// A mood, as the tools accept it.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MoodArg {
+    Comfort,
+    Adventure,
+    Romance,
+    Horror,
+    Thoughtful,
+    Comedy,
+}
+
+/// The mood request.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MoodInput {
+    /// The closest mood to what the person asked for.
+    pub mood: MoodArg,
+    /// Leave out movies the signed-in person has marked WATCHED.
+    pub exclude_watched: bool,
+}
+
+/// Arguments of `recommendMoviesForMood`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RecommendArgs {
+    /// The mood and whether to skip watched movies.
+    pub input: MoodInput,
+}
+
+/// One recommended movie.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RecommendedMovie {
+    /// Movie id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Year of release.
+    pub release_year: i32,
+    /// Genre.
+    pub genre: String,
+    /// Average rating, 0–10.
+    pub rating: Option<f64>,
+}
+
+/// The result of `recommendMoviesForMood`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Recommendations {
+    /// Best rated first, at most ten.
+    pub movies: Vec<RecommendedMovie>,
+}
+
+/// Arguments of `summarizeMovieReviews`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarizeArgs {
+    /// The movie's id.
+    pub movie_id: String,
+}
+
+/// The summary as the tool returns it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryOutput {
+    /// The movie, as asked.
+    pub movie_id: String,
+    /// How many reviews it has.
+    pub review_count: usize,
+    /// A few sentences; null below three reviews ("not enough reviews yet").
+    pub summary: Option<String>,
+    /// Recurring themes.
+    pub themes: Vec<String>,
+    /// Mean score; null without reviews.
+    pub average_score: Option<f64>,
+    /// Who wrote the summary: CLIENT_MODEL or SERVER; null without one.
+    pub source: Option<String>,
+}
+
+impl From<ReviewSummary> for SummaryOutput {
+    fn from(s: ReviewSummary) -> Self {
+        Self {
+            movie_id: s.movie_id,
+            review_count: s.review_count,
+            summary: s.summary,
+            themes: s.themes,
+            average_score: s.average_score,
+            source: s.source.map(|source| {
+                match source {
+                    summary::SummarySource::ClientModel => "CLIENT_MODEL",
+                    summary::SummarySource::Server => "SERVER",
+                }
+                .to_owned()
+            }),
+        }
+    }
+}
+
+/// Exactly one of a movie or a show.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubjectArg {
+    /// A movie's id.
+    #[serde(default)]
+    pub movie_id: Option<String>,
+    /// A TV show's id.
+    #[serde(default)]
+    pub tv_show_id: Option<String>,
+}
+
+/// A watch status, as the tools accept it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StatusArg {
+    WantToWatch,
+    Watched,
+}
+
+impl StatusArg {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            StatusArg::WantToWatch => "WANT_TO_WATCH",
+            StatusArg::Watched => "WATCHED",
+        }
+    }
+}
+
+/// Arguments of `addToWatchlist`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// Exactly one of movieId and tvShowId.
+    pub subject: SubjectArg,
+    /// WATCHED or WANT_TO_WATCH, when the person already said; leave it out to let the server
+    /// ask them.
+    #[serde(default)]
+    pub status: Option<StatusArg>,
+}
+
+/// The form `addToWatchlist` shows the person. An empty submission reads as "no answer".
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WatchStatusAnswer {
+    /// WATCHED if already seen, WANT_TO_WATCH to watch later.
+    #[serde(default)]
+    pub status: Option<StatusArg>,
+}
+
+impl JsonSchema for WatchStatusAnswer {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "WatchStatusAnswer".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "status": {
+                    "type": "string",
+                    "title": "Watch status",
+                    "description": "WATCHED if you have seen it, WANT_TO_WATCH to watch it later",
+                    "enum": ["WANT_TO_WATCH", "WATCHED"]
+                }
+            },
+            "required": ["status"]
+        })
+    }
+}
+backchannel::elicit_safe!(WatchStatusAnswer);
+
+/// Arguments of `stageRemoveFromWatchlist`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StageArgs {
+    /// The watch-list entry's id (from the watchlist query or addToWatchlist).
+    pub item_id: String,
+}
+
+/// A staged removal.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Staged {
+    /// Pass it to confirmAction once the person agrees. Single use.
+    pub confirmation_token: String,
+    /// What will happen; show it to the person.
+    pub preview_message: String,
+    /// Seconds until the token expires.
+    pub expires_in_seconds: u64,
+}
+
+/// Arguments of `confirmAction`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmArgs {
+    /// The token from a stage tool.
+    pub confirmation_token: String,
+}

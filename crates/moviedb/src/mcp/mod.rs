@@ -1,0 +1,327 @@
+//! The MCP server `moviedb-mcp`: six tools that run pinned GraphQL documents through the
+//! in-process schema as the caller. `summarizeMovieReviews` borrows the client's model
+//! (sampling) with a server-side fallback and a cache; `addToWatchlist` asks the person whether
+//! they have already watched the title; removal is staged and then confirmed with a
+//! single-use token. Every two-way call goes through `backchannel`, so the same tool code
+//! serves 2025-11-25 and 2026-07-28 clients.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_graphql::{Request, Variables};
+use backchannel::{Backchannel, Ctx, Elicited, Sampled, ToolError, ToolResult};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::*;
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::graphql::{self, MovieSchema};
+use crate::service::Viewer;
+use crate::summary::{self, Prose, ReviewSummary, ReviewText};
+
+/// The question `addToWatchlist` asks when the agent gave no status.
+pub const WATCH_STATUS_QUESTION: &str =
+    "Have you already watched this title, or is it one to watch later?";
+
+/// What a watch-list tool answers a caller who is not signed in.
+pub const SIGN_IN_NEEDED: &str = "Sign-in is needed for the watch list: call this server with \
+     'Authorization: Bearer <token>' (get a token from the GraphQL login mutation), or run it \
+     over stdio with --user.";
+
+/// Settings of the MCP tools.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// How long a model-written review summary is reused (default 60 s).
+    pub summary_cache_ttl: Duration,
+    /// How long to wait for the client's model (default 20 s).
+    pub sampling_timeout: Duration,
+    /// How long a staged action waits for its confirmation (default 60 s).
+    pub confirmation_ttl: Duration,
+    /// The user every call acts as when no request carries one (stdio).
+    pub fixed_user: Option<Viewer>,
+    /// Where the one audit record per tool call goes.
+    pub audit: AuditSink,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            summary_cache_ttl: Duration::from_secs(60),
+            sampling_timeout: Duration::from_secs(20),
+            confirmation_ttl: Duration::from_secs(60),
+            fixed_user: None,
+            audit: AuditSink::default(),
+        }
+    }
+}
+
+mod args;
+mod audit;
+mod confirmations;
+mod documents;
+mod tools;
+
+pub use args::*;
+pub use audit::{AuditRecord, AuditSink};
+use confirmations::*;
+use documents::*;
+
+/// The movie database's MCP server. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct MovieServer {
+    schema: MovieSchema,
+    layer: Backchannel,
+    tools: Arc<ToolRouter<Self>>,
+    /// Model-written summaries, per signed-in user, movie and exact reviews: one caller's
+    /// model output is never served to another.
+    summaries: moka::future::Cache<(String, i64, u64), Prose>,
+    confirmations: Arc<Confirmations>,
+    config: Arc<McpConfig>,
+}
+
+impl std::fmt::Debug for MovieServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MovieServer").finish_non_exhaustive()
+    }
+}
+
+impl MovieServer {
+    /// The server over `schema`, with its own layer.
+    pub fn new(schema: MovieSchema, layer: Backchannel, config: McpConfig) -> Self {
+        let mut tools = Self::tool_router();
+        describe_from_schema(&mut tools, &schema);
+        Self {
+            schema,
+            layer,
+            tools: Arc::new(backchannel::schema::portable_formats(tools)),
+            summaries: moka::future::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(config.summary_cache_ttl.max(Duration::from_millis(1)))
+                .build(),
+            confirmations: Arc::default(),
+            config: Arc::new(config),
+        }
+    }
+
+    /// The layer configuration this server expects: sealed state bound to the signed-in user.
+    pub fn layer_builder(config: &McpConfig) -> backchannel::BackchannelBuilder {
+        let fixed = config.fixed_user.clone();
+        Backchannel::builder().principal(move |rc| {
+            viewer_of(&rc.extensions, fixed.as_ref()).map(|viewer| viewer.username)
+        })
+    }
+
+    /// The tools as `tools/list` shows them.
+    pub fn tool_list(&self) -> Vec<Tool> {
+        let mut tools = self.tools.list_all();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+
+    fn viewer(&self, ctx: &Ctx) -> Option<Viewer> {
+        viewer_of(ctx.extensions(), self.config.fixed_user.as_ref())
+    }
+
+    async fn run(&self, ctx: &Ctx, document: &str, variables: Value) -> Outcome {
+        let request = Request::new(document).variables(Variables::from_json(variables));
+        let response = graphql::execute(&self.schema, request, self.viewer(ctx)).await;
+        let value = serde_json::to_value(&response).unwrap_or(Value::Null);
+        Outcome {
+            data: value.get("data").cloned().unwrap_or(Value::Null),
+            errors: value
+                .get("errors")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether the title in `subject` (`{"movieId": …}` or `{"tvShowId": …}`) exists and is
+    /// not on the caller's list yet.
+    async fn worth_asking(&self, ctx: &Ctx, subject: &Value) -> bool {
+        let (is_movie, id) = match (subject.get("movieId"), subject.get("tvShowId")) {
+            (Some(id), _) => (true, id.clone()),
+            (None, Some(id)) => (false, id.clone()),
+            (None, None) => return false,
+        };
+        let variables = json!({ "movieId": id, "showId": id, "isMovie": is_movie });
+        let Ok(data) = self.run(ctx, PRECHECK, variables).await.data_or_fail() else {
+            return false;
+        };
+        let (field, typename) = if is_movie {
+            ("movie", "Movie")
+        } else {
+            ("tvShow", "TvShow")
+        };
+        let exists = data[field].is_object();
+        let listed = data["watchlist"].as_array().is_some_and(|items| {
+            items.iter().any(|item| {
+                item["content"]["__typename"] == typename
+                    && item["content"]["id"] == data[field]["id"]
+            })
+        });
+        exists && !listed
+    }
+
+    /// Ask the person whether they watched the title. Every answer but a chosen status falls
+    /// back to the server's default, and the add goes ahead.
+    async fn ask_status(&self, ctx: &Ctx) -> Result<Option<StatusArg>, ToolError> {
+        let answer = ctx
+            .elicit::<WatchStatusAnswer>("watch-status", WATCH_STATUS_QUESTION)
+            .await?;
+        Ok(match answer {
+            Elicited::Accepted(WatchStatusAnswer { status }) => status,
+            Elicited::Declined
+            | Elicited::Cancelled
+            | Elicited::Unsupported
+            | Elicited::TimedOut => None,
+        })
+    }
+
+    /// The client's model writes the prose when it can; a refusal, a timeout, an unreadable
+    /// answer or a client without sampling gets the server's own summary. A signed-in caller's
+    /// model summaries are reused for that caller for the cache window, keyed by the reviews,
+    /// so a new review starts afresh; an anonymous caller's are not kept (anonymous callers
+    /// cannot be told apart).
+    async fn summarize_with_model(
+        &self,
+        ctx: &Ctx,
+        movie_id: &str,
+        title: Option<&str>,
+        reviews: &[ReviewText],
+    ) -> Result<Prose, ToolError> {
+        let id = movie_id.parse::<i64>().unwrap_or_default();
+        let key = self
+            .viewer(ctx)
+            .map(|viewer| (viewer.username, id, reviews_digest(reviews)));
+        if let Some(key) = &key
+            && let Some(prose) = self.summaries.get(key).await
+        {
+            return Ok(prose);
+        }
+        let request = backchannel::user_prompt(
+            summary::sampling_prompt(title, reviews),
+            summary::MAX_TOKENS,
+        )
+        .with_system_prompt(summary::SYSTEM_PROMPT);
+        let answer = ctx
+            .with_timeout(self.config.sampling_timeout)
+            .sample("summary", request)
+            .await?;
+        let from_model = match &answer {
+            Sampled::Message(_) => answer.text().and_then(summary::parse_model_reply),
+            Sampled::Refused { code, message } => {
+                tracing::info!(
+                    code,
+                    message,
+                    "the client refused to summarise; using the server summary"
+                );
+                None
+            }
+            Sampled::TimedOut => {
+                tracing::info!(
+                    "the client's model did not answer in time; using the server summary"
+                );
+                None
+            }
+            Sampled::Unsupported => None,
+        };
+        Ok(match from_model {
+            Some(prose) => {
+                if let Some(key) = key {
+                    self.summaries.insert(key, prose.clone()).await;
+                }
+                prose
+            }
+            None => summary::server_prose(reviews),
+        })
+    }
+
+    async fn audited_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = tokio::time::Instant::now();
+        let tool = request.name.to_string();
+        let user = viewer_of(&context.extensions, self.config.fixed_user.as_ref())
+            .map_or_else(|| "anonymous".to_owned(), |v| v.username);
+        let response = self
+            .layer
+            .call_tool(&self.tools, self, request, context)
+            .await;
+        let outcome = match &response {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "error",
+            Ok(CallToolResponse::Complete(_)) => "ok",
+            Ok(CallToolResponse::InputRequired(_)) => "input_required",
+            Ok(CallToolResponse::Task(_)) => "task",
+            Ok(_) => "other",
+            Err(_) => "protocol_error",
+        };
+        (self.config.audit.0)(&AuditRecord {
+            user,
+            tool,
+            outcome,
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        });
+        response
+    }
+}
+
+/// Replace each tool's description with the description of the GraphQL query or mutation
+/// field of the same name, so the schema is the one source of both.
+///
+/// Doc comments wrap at 100 columns; the wraps are joined, so a description reads as one
+/// paragraph.
+fn describe_from_schema(tools: &mut ToolRouter<MovieServer>, schema: &MovieSchema) {
+    let descriptions = graphql::root_field_descriptions(schema);
+    for route in tools.map.values_mut() {
+        let description = descriptions
+            .get(route.attr.name.as_ref())
+            .map(String::as_str)
+            .or(route.attr.description.as_deref())
+            .map(|text| text.split_whitespace().collect::<Vec<_>>().join(" "));
+        route.attr.description = description.map(Into::into);
+    }
+}
+
+impl ServerHandler for MovieServer {
+    backchannel::layer_hooks!(layer);
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.audited_call(request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.list_all()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.get(name).cloned()
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("moviedb-mcp", "1.0.0"))
+            .with_instructions(
+                "A movie database: recommend movies by mood, summarise a movie's reviews, and \
+                 manage the signed-in person's watch list (removals are staged, then confirmed \
+                 with the person's agreement).",
+            )
+    }
+}
