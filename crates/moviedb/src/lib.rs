@@ -11,6 +11,7 @@ pub mod auth;
 pub mod domain;
 mod front;
 pub mod graphql;
+mod http;
 pub mod limits;
 pub mod mcp;
 pub mod seed;

@@ -1,0 +1,340 @@
+//! The HTTP surface: one router with GraphQL at `/graphql` (GraphiQL on GET, CORS for the
+//! allowed origins), the front page, and MCP at `/mcp` behind sign-in and a per-user rate limit.
+//! Host/Origin checks are backchannel's (`serve::http` puts them on every route).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use backchannel::serve::{self, HttpOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{AppError, Config, mcp_server};
+use crate::graphql::{self, MovieSchema};
+use crate::limits::RateLimiter;
+use crate::service::{Catalog, Viewer};
+
+#[derive(Clone)]
+struct HttpState {
+    schema: MovieSchema,
+    catalog: Catalog,
+    limiter: Arc<RateLimiter>,
+    graphql_limiter: Arc<RateLimiter>,
+    options: Arc<HttpOptions>,
+}
+
+/// Read the bearer token, if any: `Ok(None)` without one, `Err` for a bad one.
+fn bearer_viewer(catalog: &Catalog, request: &Request) -> Result<Option<Viewer>, String> {
+    let Some(header) = request.headers().get(http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = header
+        .to_str()
+        .map_err(|_| "the Authorization header is not readable text".to_owned())?;
+    let Some(token) = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+    else {
+        return Err("the Authorization header must be 'Bearer <token>'".into());
+    };
+    catalog
+        .keys()
+        .verify(token, chrono::Utc::now())
+        .map(|claims| {
+            Some(Viewer {
+                username: claims.sub,
+                role: claims.role,
+            })
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// CORS for `/graphql`: pages from the allowed origins (loopback by default, e.g. a front end
+/// on `http://localhost:5173`) may send credentials and the bearer token; preflights from any
+/// other origin get 403.
+async fn graphql_cors(State(state): State<HttpState>, request: Request, next: Next) -> Response {
+    let origin = request
+        .headers()
+        .get(http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .filter(|o| state.options.origin_allowed(o))
+        .and_then(|o| http::HeaderValue::from_str(o).ok());
+    if request.method() == http::Method::OPTIONS {
+        let Some(origin) = origin else {
+            return (
+                http::StatusCode::FORBIDDEN,
+                "This Origin may not call the API.",
+            )
+                .into_response();
+        };
+        let mut response = http::StatusCode::NO_CONTENT.into_response();
+        let headers = response.headers_mut();
+        headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_METHODS,
+            http::HeaderValue::from_static("GET, POST, OPTIONS"),
+        );
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_HEADERS,
+            http::HeaderValue::from_static("content-type, authorization"),
+        );
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            http::HeaderValue::from_static("true"),
+        );
+        headers.insert(
+            http::header::ACCESS_CONTROL_MAX_AGE,
+            http::HeaderValue::from_static("600"),
+        );
+        headers.insert(http::header::VARY, http::HeaderValue::from_static("Origin"));
+        return response;
+    }
+    let mut response = next.run(request).await;
+    if let Some(origin) = origin {
+        let headers = response.headers_mut();
+        headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.insert(
+            http::header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            http::HeaderValue::from_static("true"),
+        );
+        headers.insert(http::header::VARY, http::HeaderValue::from_static("Origin"));
+    }
+    response
+}
+
+fn json_response(status: http::StatusCode, body: serde_json::Value) -> Response {
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// On `/mcp`: check the bearer token (a bad one gets 401 and changes nothing), hand the user
+/// to the tools through the request's extensions, and limit calls per user or address.
+async fn mcp_gate(
+    State(state): State<HttpState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let viewer = match bearer_viewer(&state.catalog, &request) {
+        Ok(viewer) => viewer,
+        Err(message) => {
+            let mut response = json_response(
+                http::StatusCode::UNAUTHORIZED,
+                serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": { "code": -32001, "message": message },
+                }),
+            );
+            response.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
+            );
+            return response;
+        }
+    };
+    if request.method() == http::Method::POST {
+        let key = viewer.as_ref().map_or_else(
+            || format!("addr:{}", peer.ip()),
+            |v| format!("user:{}", v.username),
+        );
+        if let Err(wait) = state.limiter.take(&key) {
+            let mut response = json_response(
+                http::StatusCode::TOO_MANY_REQUESTS,
+                serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": {
+                        "code": -32000,
+                        "message": format!(
+                            "Too many MCP calls: the limit is {} a minute. Try again in {} s.",
+                            state.limiter.capacity(),
+                            wait.as_secs().max(1)
+                        ),
+                    },
+                }),
+            );
+            response.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from(wait.as_secs().max(1)),
+            );
+            return response;
+        }
+    }
+    if let Some(viewer) = viewer {
+        // Sessions, sealed state and tasks are bound to the signed-in user.
+        request
+            .extensions_mut()
+            .insert(serve::Principal(viewer.username.clone()));
+        request.extensions_mut().insert(viewer);
+    }
+    next.run(request).await
+}
+
+fn graphql_error(status: http::StatusCode, classification: &str, message: &str) -> Response {
+    json_response(
+        status,
+        serde_json::json!({
+            "data": null,
+            "errors": [{ "message": message, "extensions": { "classification": classification } }],
+        }),
+    )
+}
+
+async fn graphql_post(
+    State(state): State<HttpState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    let viewer = match bearer_viewer(&state.catalog, &request) {
+        Ok(viewer) => viewer,
+        Err(message) => {
+            return graphql_error(http::StatusCode::UNAUTHORIZED, "UNAUTHORIZED", &message);
+        }
+    };
+    let key = viewer.as_ref().map_or_else(
+        || format!("addr:{}", peer.ip()),
+        |v| format!("user:{}", v.username),
+    );
+    if let Err(wait) = state.graphql_limiter.take(&key) {
+        let mut response = graphql_error(
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "TOO_MANY_REQUESTS",
+            &format!(
+                "Too many GraphQL requests: the limit is {} a minute. Try again in {} s.",
+                state.graphql_limiter.capacity(),
+                wait.as_secs().max(1)
+            ),
+        );
+        response.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from(wait.as_secs().max(1)),
+        );
+        return response;
+    }
+    // The query, its variables and a little JSON around them.
+    let limit = graphql::MAX_QUERY_BYTES * 4;
+    let body = match axum::body::to_bytes(request.into_body(), limit).await {
+        Ok(body) => body,
+        Err(_) => {
+            return graphql_error(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                "BAD_REQUEST",
+                &format!("The request body is larger than {limit} bytes."),
+            );
+        }
+    };
+    let gql_request: async_graphql::Request = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => {
+            return graphql_error(
+                http::StatusCode::BAD_REQUEST,
+                "BAD_REQUEST",
+                &format!(
+                    "The body must be JSON with a \"query\" string (and optional \"variables\" \
+                     and \"operationName\"): {error}"
+                ),
+            );
+        }
+    };
+    if let Err(message) = graphql::check_query_size(&gql_request.query) {
+        return graphql_error(http::StatusCode::BAD_REQUEST, "BAD_REQUEST", &message);
+    }
+    let gql_request = gql_request.data(crate::service::ClientAddress(peer.ip()));
+    let response = graphql::execute(&state.schema, gql_request, viewer).await;
+    match serde_json::to_vec(&response) {
+        Ok(body) if body.len() > graphql::MAX_RESPONSE_BYTES => graphql_error(
+            http::StatusCode::OK,
+            "BAD_REQUEST",
+            &format!(
+                "The response would be {} bytes, over the limit of {}; ask for fewer fields or \
+                 a smaller page.",
+                body.len(),
+                graphql::MAX_RESPONSE_BYTES
+            ),
+        ),
+        Ok(body) => (
+            http::StatusCode::OK,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(_) => graphql_error(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL_ERROR",
+            "The response could not be encoded.",
+        ),
+    }
+}
+
+/// GET `/graphql`: a WebSocket upgrade for subscriptions, otherwise GraphiQL.
+async fn graphql_get(State(state): State<HttpState>, request: Request) -> Response {
+    use axum::extract::FromRequestParts;
+    use axum::extract::ws::WebSocketUpgrade;
+    let upgrade = request
+        .headers()
+        .get(http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return crate::front::graphiql();
+    }
+    let (mut parts, _body) = request.into_parts();
+    let protocol =
+        match async_graphql_axum::GraphQLProtocol::from_request_parts(&mut parts, &state).await {
+            Ok(protocol) => protocol,
+            Err(rejection) => return rejection.into_response(),
+        };
+    let socket = match WebSocketUpgrade::from_request_parts(&mut parts, &state).await {
+        Ok(socket) => socket,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let schema = state.schema.clone();
+    socket
+        .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |stream| {
+            async_graphql_axum::GraphQLWebSocket::new(stream, schema, protocol).serve()
+        })
+}
+
+/// GraphQL at `/graphql` (GraphiQL on GET) and MCP at `/mcp`, on one router.
+pub fn router(
+    catalog: Catalog,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<axum::Router, AppError> {
+    let server = mcp_server(&catalog, &config.mcp)?;
+    let state = HttpState {
+        schema: graphql::schema(catalog.clone()),
+        catalog,
+        limiter: Arc::new(RateLimiter::new(config.mcp_calls_per_minute)),
+        graphql_limiter: Arc::new(RateLimiter::new(config.graphql_calls_per_minute)),
+        options: Arc::new(config.http.clone()),
+    };
+    let mcp = serve::router(move || server.clone(), &config.http, shutdown).layer(
+        axum::middleware::from_fn_with_state(state.clone(), mcp_gate),
+    );
+    let graphql = axum::Router::new()
+        .route("/", axum::routing::get(crate::front::index))
+        .route("/favicon.ico", axum::routing::get(crate::front::favicon))
+        .route(
+            "/graphiql/{name}",
+            axum::routing::get(crate::front::graphiql_asset),
+        )
+        .route(
+            "/graphql",
+            axum::routing::get(graphql_get).post(graphql_post),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            graphql_cors,
+        ))
+        .with_state(state);
+    Ok(mcp.merge(graphql))
+}
