@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use chrono::Utc;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 use crate::domain::*;
@@ -200,33 +200,7 @@ impl Store {
     /// Open (creating if missing) the database at `url`, migrate it, and seed it if it holds
     /// no movies. `sqlite::memory:` gives a private in-memory database.
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let memory = url.contains(":memory:") || url.contains("mode=memory");
-        let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .foreign_keys(true)
-            .busy_timeout(std::time::Duration::from_secs(5));
-        let options = if memory {
-            options
-        } else {
-            options.journal_mode(SqliteJournalMode::Wal)
-        };
-        // Each connection to `:memory:` is its own database, so keep exactly one, forever. It
-        // is never health-checked: there is nothing to reconnect to.
-        let pool = if memory {
-            SqlitePoolOptions::new()
-                .test_before_acquire(false)
-                .max_connections(1)
-                .min_connections(1)
-                .idle_timeout(None)
-                .max_lifetime(None)
-                .connect_with(options)
-                .await?
-        } else {
-            SqlitePoolOptions::new()
-                .max_connections(4)
-                .connect_with(options)
-                .await?
-        };
+        let pool = sqlite_pool::connect(url).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let store = Store { pool };
         let movies: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM movies")

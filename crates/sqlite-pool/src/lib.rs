@@ -1,0 +1,96 @@
+//! The one way the workspace's stores open SQLite, so the two stores cannot drift apart.
+//!
+//! - A file (`sqlite://path`): created if missing, write-ahead log, foreign keys on, a 5-second
+//!   busy timeout, four connections.
+//! - `sqlite::memory:` (or `mode=memory`): each connection to an in-memory database is a
+//!   database of its own, so the pool keeps exactly one connection, forever, and never
+//!   health-checks it (there is nothing to reconnect to).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+/// How long a write waits for another writer before it fails with "database is locked".
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections to a database file (SQLite serialises writers; readers run side by side).
+pub const FILE_CONNECTIONS: u32 = 4;
+
+/// Whether `url` names an in-memory database.
+pub fn is_memory(url: &str) -> bool {
+    url.contains(":memory:") || url.contains("mode=memory")
+}
+
+/// Open the pool for `url` (see the crate documentation for the settings).
+pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
+    let options = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .foreign_keys(true)
+        .busy_timeout(BUSY_TIMEOUT);
+    if is_memory(url) {
+        SqlitePoolOptions::new()
+            .test_before_acquire(false)
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+    } else {
+        SqlitePoolOptions::new()
+            .max_connections(FILE_CONNECTIONS)
+            .connect_with(options.journal_mode(SqliteJournalMode::Wal))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_in_memory_database_is_one_database_for_the_whole_pool() {
+        let pool = connect("sqlite::memory:").await.expect("pool");
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&pool)
+            .await
+            .expect("create");
+        // Many acquisitions later, the table is still there: the same connection every time.
+        for _ in 0..5 {
+            let mut connection = pool.acquire().await.expect("acquire");
+            sqlx::query("INSERT INTO t VALUES (1)")
+                .execute(&mut *connection)
+                .await
+                .expect("insert");
+        }
+        let (rows,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM t")
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+        assert_eq!(rows, 5);
+    }
+
+    #[tokio::test]
+    async fn a_file_database_is_created_in_wal_mode_with_foreign_keys() {
+        let dir = std::env::temp_dir().join(format!("sqlite-pool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("test.sqlite");
+        let _ = std::fs::remove_file(&file);
+        let pool = connect(&format!("sqlite://{}", file.display()))
+            .await
+            .expect("pool");
+        let (mode,): (String,) = sqlx::query_as("PRAGMA journal_mode")
+            .fetch_one(&pool)
+            .await
+            .expect("journal mode");
+        let (keys,): (i64,) = sqlx::query_as("PRAGMA foreign_keys")
+            .fetch_one(&pool)
+            .await
+            .expect("foreign keys");
+        assert_eq!((mode.as_str(), keys), ("wal", 1));
+        assert!(file.exists());
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
