@@ -256,20 +256,9 @@ pub fn check_message(data: &[u8]) {
 mod tests {
     #[test]
     fn the_fuzz_corpus_replays() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-        let mut seen = 0;
-        for sub in ["corpus/rules_message", "regressions/rules_message"] {
-            for entry in std::fs::read_dir(dir.join(sub))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                let bytes = std::fs::read(entry.path()).unwrap();
-                super::check_message(&bytes);
-                seen += 1;
-            }
-        }
-        assert!(seen > 0, "fuzz/corpus/rules_message holds the seeds");
+        backchannel::testing::replay_fuzz_corpus("rules_message", |bytes| {
+            super::check_message(bytes)
+        });
     }
 
     use super::*;

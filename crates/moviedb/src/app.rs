@@ -92,13 +92,7 @@ impl Default for Config {
 
 /// The default database: `moviedb.sqlite` in `dir` (`data` when empty), created if missing.
 pub fn default_database(dir: &std::path::Path) -> Result<String, AppError> {
-    let dir = if dir.as_os_str().is_empty() {
-        PathBuf::from("data")
-    } else {
-        dir.to_path_buf()
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| AppError::DataDir(dir.clone(), e))?;
-    Ok(format!("sqlite://{}", dir.join("moviedb.sqlite").display()))
+    sqlite_pool::file_url(dir, "moviedb.sqlite").map_err(|(dir, e)| AppError::DataDir(dir, e))
 }
 
 /// Open the database (creating, migrating and seeding it on first use) and build the

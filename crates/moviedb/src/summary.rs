@@ -465,19 +465,9 @@ pub fn check_model_reply(data: &[u8]) {
 mod tests {
     #[test]
     fn the_fuzz_corpus_replays() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-        let mut seen = 0;
-        for sub in ["corpus/model_reply", "regressions/model_reply"] {
-            for entry in std::fs::read_dir(dir.join(sub))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                super::check_model_reply(&std::fs::read(entry.path()).unwrap());
-                seen += 1;
-            }
-        }
-        assert!(seen > 0, "fuzz/corpus/model_reply holds the seeds");
+        backchannel::testing::replay_fuzz_corpus("model_reply", |bytes| {
+            super::check_model_reply(bytes)
+        });
     }
 
     use super::*;

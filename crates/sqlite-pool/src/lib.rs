@@ -22,6 +22,21 @@ pub fn is_memory(url: &str) -> bool {
     url.contains(":memory:") || url.contains("mode=memory")
 }
 
+/// The URL of the database file `name` in `dir` (`data` when `dir` is empty), creating `dir`
+/// if it is missing.
+pub fn file_url(
+    dir: &std::path::Path,
+    name: &str,
+) -> Result<String, (std::path::PathBuf, std::io::Error)> {
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::Path::new("data")
+    } else {
+        dir
+    };
+    std::fs::create_dir_all(dir).map_err(|e| (dir.to_path_buf(), e))?;
+    Ok(format!("sqlite://{}", dir.join(name).display()))
+}
+
 /// Open the pool for `url` (see the crate documentation for the settings).
 pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
     let options = SqliteConnectOptions::from_str(url)?

@@ -12,7 +12,6 @@ use agent::app::{self, DemoConfig};
 use agent::desk::DeskConfig;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(name = "support-agent", about = "The Support Desk agent")]
@@ -189,12 +188,7 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("cannot write the log file {}", log_file.display()))?,
         _ => backchannel::logging::init(&OURS),
     };
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        backchannel::serve::shutdown_signal().await;
-        stop.cancel();
-    });
+    let shutdown = backchannel::serve::shutdown_on_signal();
     match cli.command {
         Command::Demo {
             listen,

@@ -176,6 +176,18 @@ fn raise_open_file_limit() {
     }
 }
 
+/// A token cancelled on Ctrl-C or SIGTERM (a task waits for the signal); for binaries that hand
+/// one shutdown token to everything they start. Call inside a Tokio runtime.
+pub fn shutdown_on_signal() -> CancellationToken {
+    let token = CancellationToken::new();
+    let stop = token.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        stop.cancel();
+    });
+    token
+}
+
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use moviedb::app::{self, Config};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(name = "moviedb", about = "The Movie Database: GraphQL and MCP")]
@@ -88,12 +87,7 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
-            let shutdown = CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                backchannel::serve::shutdown_signal().await;
-                stop.cancel();
-            });
+            let shutdown = backchannel::serve::shutdown_on_signal();
             app::serve_http(listener, &config, shutdown).await?;
         }
         Command::Stdio { common, user } => {
