@@ -5,10 +5,10 @@
 use rmcp::model::JsonObject;
 
 use crate::clock::Clock;
-use crate::state::{AskKind, CallBinding, Sealed, StateCodec, StateError};
+use crate::state::{AskKind, CallBinding, KeyChoice, Sealed, StateCodec, StateError};
 
 fn codec() -> StateCodec {
-    StateCodec::new(vec![0x5a; 32])
+    StateCodec::new(KeyChoice::Single(vec![0x5a; 32])).expect("a 32-byte key is long enough")
 }
 
 /// Open bytes as a sealed `requestState` (they never verify unless they came from the codec),

@@ -83,7 +83,7 @@ impl std::fmt::Debug for Backchannel {
 
 /// Configures a [`Backchannel`].
 pub struct BackchannelBuilder {
-    key: Option<Vec<u8>>,
+    key: Option<crate::state::KeyChoice>,
     ask_timeout: Duration,
     state_ttl: Duration,
     max_rounds: u32,
@@ -107,6 +107,9 @@ pub enum BuildError {
     /// The sealing key is shorter than 32 bytes.
     #[error("the request-state key must be at least 32 bytes, got {0}")]
     KeyTooShort(usize),
+    /// rmcp refused the key ring.
+    #[error("the request-state key ring is not valid: {0}")]
+    Keys(String),
     /// The state must outlive the person's answer time.
     #[error(
         "the request-state lifetime ({state_ttl:?}) must be longer than the ask timeout ({ask_timeout:?})"
@@ -120,10 +123,17 @@ pub enum BuildError {
 }
 
 impl BackchannelBuilder {
-    /// The HMAC key sealing `requestState` (at least 32 bytes). Servers behind a load balancer
-    /// share one key. Default: a random key per process.
+    /// The HMAC key sealing `requestState` (at least 32 bytes). Default: a random key per
+    /// process, so a round survives neither a restart nor a move to another instance.
     pub fn state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
-        self.key = Some(key.into());
+        self.key = Some(crate::state::KeyChoice::Single(key.into()));
+        self
+    }
+
+    /// The key ring sealing `requestState`: instances behind a load balancer share one, and
+    /// rotate by adding a new current key while the old one stays as previous.
+    pub fn state_keys(mut self, keys: crate::StateKeys) -> Self {
+        self.key = Some(crate::state::KeyChoice::Ring(keys));
         self
     }
 
@@ -169,10 +179,13 @@ impl BackchannelBuilder {
     /// Build the layer.
     pub fn build(self) -> Result<Backchannel, BuildError> {
         let key = match self.key {
-            Some(key) if key.len() < 32 => return Err(BuildError::KeyTooShort(key.len())),
+            Some(crate::state::KeyChoice::Single(key)) if key.len() < 32 => {
+                return Err(BuildError::KeyTooShort(key.len()));
+            }
             Some(key) => key,
-            None => random_bytes::<32>().to_vec(),
+            None => crate::state::KeyChoice::Single(random_bytes::<32>().to_vec()),
         };
+        let codec = StateCodec::new(key).map_err(|e| BuildError::Keys(e.to_string()))?;
         if self.state_ttl <= self.ask_timeout {
             return Err(BuildError::StateShorterThanAsk {
                 state_ttl: self.state_ttl,
@@ -181,7 +194,7 @@ impl BackchannelBuilder {
         }
         Ok(Backchannel {
             inner: Arc::new(Inner {
-                codec: StateCodec::new(key),
+                codec,
                 shared: Arc::new(Shared {
                     clock: Clock::new(),
                     ask_timeout: self.ask_timeout,

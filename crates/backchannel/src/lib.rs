@@ -39,6 +39,7 @@ mod error;
 pub mod fuzzing;
 #[cfg(feature = "host")]
 pub mod host;
+mod keys;
 mod layer;
 #[cfg(feature = "logging")]
 pub mod logging;
@@ -59,6 +60,7 @@ pub use deprecated::{
 };
 pub use deprecated::{user_prompt, with_logging};
 pub use error::{Incident, ToolError, ToolResult};
+pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{Backchannel, BackchannelBuilder, BuildError, TaskSupport, error_text};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use revision::{Revision, UnknownRevision};

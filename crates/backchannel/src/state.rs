@@ -190,11 +190,23 @@ impl std::fmt::Debug for StateCodec {
     }
 }
 
+/// The key material a layer seals with: one key, or a ring (see [`crate::StateKeys`]).
+#[derive(Debug, Clone)]
+pub(crate) enum KeyChoice {
+    Single(Vec<u8>),
+    Ring(crate::StateKeys),
+}
+
 impl StateCodec {
-    pub(crate) fn new(key: Vec<u8>) -> Self {
-        Self {
-            codec: RequestStateCodec::try_new(key).expect("the builder checks the key length"),
-        }
+    /// The codec for `keys`; the builder has checked their lengths and ids.
+    pub(crate) fn new(keys: KeyChoice) -> Result<Self, rmcp::model::RequestStateError> {
+        let codec = match keys {
+            KeyChoice::Single(key) => RequestStateCodec::try_new(key)?,
+            KeyChoice::Ring(ring) => {
+                RequestStateCodec::new_with_keyring(ring.current().to_owned(), ring.entries())?
+            }
+        };
+        Ok(Self { codec })
     }
 
     pub(crate) fn seal(&self, binding: &CallBinding<'_>, payload: &Sealed) -> String {
@@ -226,7 +238,50 @@ mod tests {
     use super::*;
 
     fn codec() -> StateCodec {
-        StateCodec::new(vec![7u8; 32])
+        StateCodec::new(KeyChoice::Single(vec![7u8; 32])).unwrap()
+    }
+
+    fn ring(keys: crate::StateKeys) -> StateCodec {
+        StateCodec::new(KeyChoice::Ring(keys)).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn state_sealed_with_a_previous_key_opens_until_the_key_leaves_the_ring() {
+        let clock = Clock::new();
+        let binding = CallBinding::new("tool", "cancel", None, None);
+        let payload = Sealed {
+            exp: clock.now_ms() + 1_000,
+            round: 1,
+            ..Sealed::default()
+        };
+        let old = crate::StateKeys::new("old", vec![1u8; 32]).unwrap();
+        let rotated = crate::StateKeys::new("new", vec![2u8; 32])
+            .unwrap()
+            .with_previous("old", vec![1u8; 32])
+            .unwrap();
+        let retired = crate::StateKeys::new("new", vec![2u8; 32]).unwrap();
+
+        let sealed_before = ring(old.clone()).seal(&binding, &payload);
+        // Another instance, already rotated, opens it; and what it seals, an instance not yet
+        // rotated cannot (it does not know the new key), which is why rotation adds first.
+        assert_eq!(
+            ring(rotated.clone()).open(&binding, &sealed_before, &clock),
+            Ok(payload.clone())
+        );
+        let sealed_after = ring(rotated).seal(&binding, &payload);
+        assert_eq!(
+            ring(retired.clone()).open(&binding, &sealed_after, &clock),
+            Ok(payload)
+        );
+        assert_eq!(
+            ring(old).open(&binding, &sealed_after, &clock),
+            Err(StateError::Invalid)
+        );
+        // Once the old key is dropped, what it sealed is refused.
+        assert_eq!(
+            ring(retired).open(&binding, &sealed_before, &clock),
+            Err(StateError::Invalid)
+        );
     }
 
     #[tokio::test(start_paused = true)]

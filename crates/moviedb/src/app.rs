@@ -134,6 +134,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
 ) -> Result<(), AppError> {
     let catalog = open_catalog(config).await?;
+    backchannel::StateKeys::announce(config.mcp.state_keys.as_ref());
     let app = router(catalog, config, shutdown.clone())?;
     if let Ok(addr) = listener.local_addr() {
         tracing::info!("moviedb listening on http://{addr} (GraphQL at /graphql, MCP at /mcp)");

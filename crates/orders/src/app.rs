@@ -51,6 +51,9 @@ pub struct Config {
     pub http: HttpOptions,
     /// Bearer tokens every HTTP route requires; `None` serves without sign-in (loopback only).
     pub tokens: Option<crate::auth::Tokens>,
+    /// The key ring sealing `requestState`, shared by every instance; `None` for a random key
+    /// per process (rounds then survive neither a restart nor a move to another instance).
+    pub state_keys: Option<backchannel::StateKeys>,
 }
 
 /// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
@@ -68,27 +71,31 @@ pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
     Ok(OrderService::new(store, config.service.clone()))
 }
 
-/// The MCP server over `service`.
-pub fn mcp_server(service: OrderService) -> Result<OrderServer, AppError> {
-    Ok(OrderServer::new(
-        service,
-        OrderServer::layer_builder().build()?,
-    ))
+/// The MCP server over `service`, sealing with `keys` (a random key per process without).
+pub fn mcp_server(
+    service: OrderService,
+    keys: Option<&backchannel::StateKeys>,
+) -> Result<OrderServer, AppError> {
+    let builder = OrderServer::layer_builder();
+    let builder = match keys {
+        Some(keys) => builder.state_keys(keys.clone()),
+        None => builder,
+    };
+    Ok(OrderServer::new(service, builder.build()?))
 }
 
-/// REST and MCP on one router: `/api/orders…` and `/mcp`; with `tokens`, every route needs
+/// REST and MCP on one router: `/api/orders…` and `/mcp`; with `config.tokens`, every route needs
 /// one of them as a bearer token (401 otherwise), and the token's name is the caller's
 /// principal (sealed state and tasks are bound to it).
 pub fn router(
     service: OrderService,
-    options: &HttpOptions,
-    tokens: Option<crate::auth::Tokens>,
+    config: &Config,
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
-    let server = mcp_server(service.clone())?;
-    let app = serve::router(move || server.clone(), options, shutdown)
+    let server = mcp_server(service.clone(), config.state_keys.as_ref())?;
+    let app = serve::router(move || server.clone(), &config.http, shutdown)
         .merge(crate::rest::routes(service));
-    Ok(match tokens {
+    Ok(match config.tokens.clone() {
         None => app,
         Some(tokens) => {
             let tokens = std::sync::Arc::new(tokens);
@@ -158,12 +165,8 @@ pub async fn serve_http(
         return Err(AppError::Unauthenticated(addr));
     }
     let service = open_service(config).await?;
-    let app = router(
-        service,
-        &config.http,
-        config.tokens.clone(),
-        shutdown.clone(),
-    )?;
+    backchannel::StateKeys::announce(config.state_keys.as_ref());
+    let app = router(service, config, shutdown.clone())?;
     if let Some(addr) = addr {
         tracing::info!(
             "order-service listening on http://{addr} (MCP at /mcp, REST at /api/orders)"
@@ -179,7 +182,7 @@ pub async fn serve_http(
 /// Serve one MCP session over stdin/stdout.
 pub async fn serve_stdio(config: &Config) -> Result<(), AppError> {
     let service = open_service(config).await?;
-    serve::stdio(mcp_server(service)?).await?;
+    serve::stdio(mcp_server(service, config.state_keys.as_ref())?).await?;
     Ok(())
 }
 

@@ -51,9 +51,22 @@ struct Common {
     /// Seconds to wait for the client's model before the server summarises itself.
     #[arg(long, default_value_t = 20)]
     sampling_timeout_seconds: u64,
+    /// The key ring sealing `requestState` (lines `current ID HEX`, `previous ID HEX`), the
+    /// same file for every instance; or the file named by $MOVIEDB_STATE_KEYS. Without one, a
+    /// key made at start.
+    #[arg(long, value_name = "FILE")]
+    state_keys: Option<PathBuf>,
 }
 
-fn config(common: &Common) -> Config {
+fn config(common: &Common) -> anyhow::Result<Config> {
+    let keys_file = common
+        .state_keys
+        .clone()
+        .or_else(|| std::env::var_os("MOVIEDB_STATE_KEYS").map(PathBuf::from));
+    let state_keys = match keys_file {
+        Some(path) => Some(backchannel::StateKeys::from_file(&path)?),
+        None => None,
+    };
     let mut config = Config {
         database: common.database.clone(),
         data_dir: std::env::var_os("MOVIEDB_DATA")
@@ -67,7 +80,8 @@ fn config(common: &Common) -> Config {
     };
     config.mcp.summary_cache_ttl = Duration::from_secs(common.summary_cache_seconds);
     config.mcp.sampling_timeout = Duration::from_secs(common.sampling_timeout_seconds);
-    config
+    config.mcp.state_keys = state_keys;
+    Ok(config)
 }
 
 #[tokio::main]
@@ -82,7 +96,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let config = Config {
                 mcp_calls_per_minute,
-                ..config(&common)
+                ..config(&common)?
             };
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
@@ -91,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
             app::serve_http(listener, &config, shutdown).await?;
         }
         Command::Stdio { common, user } => {
-            app::serve_stdio(&config(&common), &user).await?;
+            app::serve_stdio(&config(&common)?, &user).await?;
         }
     }
     Ok(())

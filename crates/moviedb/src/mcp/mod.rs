@@ -47,6 +47,9 @@ pub struct McpConfig {
     pub fixed_user: Option<Viewer>,
     /// Where the one audit record per tool call goes.
     pub audit: AuditSink,
+    /// The key ring sealing `requestState`, shared by every instance; `None` for a random key
+    /// per process.
+    pub state_keys: Option<backchannel::StateKeys>,
 }
 
 impl Default for McpConfig {
@@ -57,6 +60,7 @@ impl Default for McpConfig {
             confirmation_ttl: Duration::from_secs(60),
             fixed_user: None,
             audit: AuditSink::default(),
+            state_keys: None,
         }
     }
 }
@@ -112,9 +116,13 @@ impl MovieServer {
     /// The layer configuration this server expects: sealed state bound to the signed-in user.
     pub fn layer_builder(config: &McpConfig) -> backchannel::BackchannelBuilder {
         let fixed = config.fixed_user.clone();
-        Backchannel::builder().principal(move |rc| {
+        let builder = Backchannel::builder().principal(move |rc| {
             viewer_of(&rc.extensions, fixed.as_ref()).map(|viewer| viewer.username)
-        })
+        });
+        match &config.state_keys {
+            Some(keys) => builder.state_keys(keys.clone()),
+            None => builder,
+        }
     }
 
     /// The tools as `tools/list` shows them.

@@ -35,6 +35,11 @@ struct Common {
     /// Read every order from the database, never from memory (for measuring SQLite alone).
     #[arg(long)]
     no_order_cache: bool,
+    /// The key ring sealing `requestState` (lines `current ID HEX`, `previous ID HEX`), the
+    /// same file for every instance; or the file named by $ORDER_SERVICE_STATE_KEYS. Without
+    /// one, a key made at start.
+    #[arg(long, value_name = "FILE")]
+    state_keys: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,8 +71,16 @@ enum Command {
     },
 }
 
-fn config(common: Common) -> Config {
+fn config(common: Common) -> anyhow::Result<Config> {
+    let keys_file = common
+        .state_keys
+        .or_else(|| std::env::var_os("ORDER_SERVICE_STATE_KEYS").map(PathBuf::from));
+    let state_keys = match keys_file {
+        Some(path) => Some(backchannel::StateKeys::from_file(&path)?),
+        None => None,
+    };
     let mut config = Config {
+        state_keys,
         database: common.database,
         data_dir: std::env::var_os("ORDER_SERVICE_DATA")
             .map(PathBuf::from)
@@ -76,7 +89,7 @@ fn config(common: Common) -> Config {
     };
     config.service.carrier_latency = Duration::from_millis(common.carrier_latency_ms);
     config.service.order_cache = !common.no_order_cache;
-    config
+    Ok(config)
 }
 
 #[tokio::main]
@@ -89,7 +102,7 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             common,
         } => {
-            let mut config = config(common);
+            let mut config = config(common)?;
             if let Some(path) = &token_file {
                 config.tokens = Some(orders::auth::Tokens::from_file(path)?);
             }
@@ -102,9 +115,9 @@ async fn main() -> anyhow::Result<()> {
             let shutdown = backchannel::serve::shutdown_on_signal();
             app::serve_http(listener, &config, shutdown).await?;
         }
-        Command::Stdio { common } => app::serve_stdio(&config(common)).await?,
+        Command::Stdio { common } => app::serve_stdio(&config(common)?).await?,
         Command::Reset { common } => {
-            app::reset(&config(common)).await?;
+            app::reset(&config(common)?).await?;
             eprintln!("order-service: the database holds the seed again");
         }
     }

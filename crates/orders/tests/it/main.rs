@@ -3,6 +3,8 @@
 // (SEP-2577), though they are the protocol.
 #![expect(deprecated, reason = "the client side of sampling, roots and logging")]
 
+mod common;
+mod instances;
 mod mcp;
 mod security;
 mod service;

@@ -14,6 +14,8 @@ use orders::store::Store;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::common::{modern_call, post, yes};
+
 struct Running {
     addr: SocketAddr,
     service: OrderService,
@@ -31,7 +33,14 @@ async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
     );
     let app_service = service.clone();
     let served = backchannel::testing::serve_with(
-        |stop| orders::app::router(app_service, &options, tokens, stop).unwrap(),
+        |stop| {
+            let config = orders::app::Config {
+                http: options.clone(),
+                tokens,
+                ..Default::default()
+            };
+            orders::app::router(app_service, &config, stop).unwrap()
+        },
         &options,
     )
     .await;
@@ -44,59 +53,6 @@ async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
 
 async fn start() -> Running {
     start_with(HttpOptions::default(), None).await
-}
-
-fn modern_call(id: u64, tool: &str, arguments: Value, extra: Value) -> Value {
-    let mut params = json!({
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
-        }
-    });
-    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
-        params.extend(extra.clone());
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-}
-
-/// POST one 2026 message; returns the status and the JSON-RPC message in the answer (JSON, or
-/// the last `data:` of an SSE stream).
-async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
-    let mut request = reqwest::Client::new()
-        .post(format!("http://{addr}/mcp"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28");
-    if let Some(method) = body["method"].as_str() {
-        request = request.header("Mcp-Method", method);
-    }
-    if let Some(name) = body["params"]["name"]
-        .as_str()
-        .or_else(|| body["params"]["taskId"].as_str())
-    {
-        request = request.header("Mcp-Name", name);
-    }
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = request.body(body.to_string()).send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (status, last_message(&text))
-}
-
-fn last_message(text: &str) -> Value {
-    if let Ok(value) = serde_json::from_str(text) {
-        return value;
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-        .rfind(|message| message.get("id").is_some())
-        .unwrap_or(Value::Null)
 }
 
 async fn status_of(running: &Running, id: &str) -> String {
@@ -115,10 +71,6 @@ async fn first_with(running: &Running, status: &str) -> String {
     running.service.orders_by_status(status).await.unwrap()[0]
         .order_id
         .clone()
-}
-
-fn yes() -> Value {
-    json!({"confirm": {"action": "accept", "content": {"confirmed": true}}})
 }
 
 #[tokio::test]

@@ -1,0 +1,67 @@
+//! What the order service's tests share: raw 2026-07-28 calls over HTTP (the wire as a client
+//! sends it, so a test can route a round and its retry to different instances).
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+
+use serde_json::{Value, json};
+
+/// The answer `yes` to the `confirm` question of `cancel_order`.
+pub fn yes() -> Value {
+    json!({"confirm": {"action": "accept", "content": {"confirmed": true}}})
+}
+
+/// A 2026-07-28 `tools/call` of `tool` declaring form elicitation, with `extra` params merged in
+/// (`requestState`, `inputResponses`).
+pub fn modern_call(id: u64, tool: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": tool,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
+        }
+    });
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// POST one 2026 message; returns the status and the JSON-RPC message in the answer (JSON, or
+/// the last `data:` of an SSE stream).
+pub async fn post(addr: SocketAddr, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28");
+    if let Some(method) = body["method"].as_str() {
+        request = request.header("Mcp-Method", method);
+    }
+    if let Some(name) = body["params"]["name"]
+        .as_str()
+        .or_else(|| body["params"]["taskId"].as_str())
+    {
+        request = request.header("Mcp-Name", name);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.body(body.to_string()).send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, last_message(&text))
+}
+
+fn last_message(text: &str) -> Value {
+    if let Ok(value) = serde_json::from_str(text) {
+        return value;
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .rfind(|message| message.get("id").is_some())
+        .unwrap_or(Value::Null)
+}

@@ -1,0 +1,224 @@
+//! Several `order-service` processes over one database file, as behind a load balancer: a
+//! 2026-07-28 round sealed by one instance is answered on another when they share a key ring,
+//! a rotated ring still opens what the previous key sealed, and a key that left the ring opens
+//! nothing (and changes nothing).
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{modern_call, post, yes};
+
+const OLD: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+const NEW: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
+
+/// A folder of its own for one test: the database file and the key files.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "orders-instances-{name}-{}-{}",
+            std::process::id(),
+            nonce()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn database(&self) -> String {
+        format!("sqlite://{}", self.0.join("orders.sqlite").display())
+    }
+
+    fn keys(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u8(0);
+    hasher.finish()
+}
+
+/// One running `order-service serve`, killed when dropped.
+struct Instance {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start an instance on a free port over `database`, sealing with `keys` (or a key of its own),
+/// reading orders from the database every time (no per-instance cache: another instance
+/// writes too); returns once it listens.
+fn start(database: &str, keys: Option<&Path>) -> Instance {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_order-service"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
+        .args(["--carrier-latency-ms", "0", "--no-order-cache"])
+        .env_remove("ORDER_SERVICE_STATE_KEYS")
+        .env("RUST_LOG", "orders=info,backchannel=info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(keys) = keys {
+        command.arg("--state-keys").arg(keys);
+    }
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                let addr = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                let _ = tx.send(Ok(addr));
+            } else if line.contains("ERROR") || line.starts_with("Error") {
+                let _ = tx.send(Err(line));
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the instance did not start within a minute")
+        .unwrap_or_else(|line| panic!("the instance failed: {line}"));
+    Instance {
+        child,
+        addr: addr.parse().unwrap(),
+    }
+}
+
+async fn status_via(instance: &Instance, order: &str) -> String {
+    let order: Value = reqwest::get(format!("http://{}/api/orders/{order}", instance.addr))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    order["status"].as_str().unwrap().to_owned()
+}
+
+/// `n` orders that can still be cancelled, as `instance` lists them.
+async fn cancellable(instance: &Instance, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for status in ["PENDING", "PROCESSING"] {
+        let orders: Vec<Value> = reqwest::get(format!(
+            "http://{}/api/orders?status={status}",
+            instance.addr
+        ))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+        ids.extend(
+            orders
+                .iter()
+                .map(|o| o["orderId"].as_str().unwrap().to_owned()),
+        );
+    }
+    assert!(ids.len() >= n, "{ids:?}");
+    ids.truncate(n);
+    ids
+}
+
+/// The `input_required` round of cancelling `order`, asked on `instance`: its requestState.
+async fn round_on(instance: &Instance, order: &str) -> String {
+    let call = modern_call(1, "cancel_order", json!({"orderId": order}), json!({}));
+    let (_, round) = post(instance.addr, &call, &[]).await;
+    assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    round["result"]["requestState"].as_str().unwrap().to_owned()
+}
+
+/// The retry with `yes`, sent to `instance`: the JSON-RPC answer.
+async fn yes_on(instance: &Instance, order: &str, state: &str) -> Value {
+    let retry = modern_call(
+        2,
+        "cancel_order",
+        json!({"orderId": order}),
+        json!({"requestState": state, "inputResponses": yes()}),
+    );
+    post(instance.addr, &retry, &[]).await.1
+}
+
+fn says_cancelled(answer: &Value) -> bool {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|text| text.contains("is cancelled"))
+}
+
+#[tokio::test]
+async fn a_round_sealed_by_one_instance_is_answered_on_another_sharing_the_key_ring() {
+    let scratch = Scratch::new("shared");
+    let keys = scratch.keys("keys", &format!("current k1 {OLD}\n"));
+    let a = start(&scratch.database(), Some(&keys));
+    let b = start(&scratch.database(), Some(&keys));
+
+    let orders = cancellable(&a, 2).await;
+    let state = round_on(&a, &orders[0]).await;
+    let answer = yes_on(&b, &orders[0], &state).await;
+    assert!(says_cancelled(&answer), "{answer}");
+    assert_eq!(status_via(&a, &orders[0]).await, "CANCELLED");
+
+    // Each with a key of its own (the default), the same move is refused, and nothing changes.
+    let c = start(&scratch.database(), None);
+    let d = start(&scratch.database(), None);
+    let before = status_via(&c, &orders[1]).await;
+    let state = round_on(&c, &orders[1]).await;
+    let answer = yes_on(&d, &orders[1], &state).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(status_via(&c, &orders[1]).await, before);
+}
+
+#[tokio::test]
+async fn a_rotated_ring_opens_what_the_previous_key_sealed_and_a_retired_key_opens_nothing() {
+    let scratch = Scratch::new("rotation");
+    let before = scratch.keys("before", &format!("current k1 {OLD}\n"));
+    let rotated = scratch.keys("rotated", &format!("current k2 {NEW}\nprevious k1 {OLD}\n"));
+    let retired = scratch.keys("retired", &format!("current k2 {NEW}\n"));
+    let old = start(&scratch.database(), Some(&before));
+    let new = start(&scratch.database(), Some(&rotated));
+    let newest = start(&scratch.database(), Some(&retired));
+
+    let orders = cancellable(&old, 3).await;
+    // In flight across the rotation: asked before, answered after.
+    let state = round_on(&old, &orders[0]).await;
+    let answer = yes_on(&new, &orders[0], &state).await;
+    assert!(says_cancelled(&answer), "{answer}");
+
+    // The rotated instance seals with the new key, which the retired ring still holds.
+    let state = round_on(&new, &orders[1]).await;
+    let answer = yes_on(&newest, &orders[1], &state).await;
+    assert!(says_cancelled(&answer), "{answer}");
+
+    // A round sealed with a key no longer in the ring: refused, the order untouched.
+    let state = round_on(&old, &orders[2]).await;
+    let before = status_via(&newest, &orders[2]).await;
+    let answer = yes_on(&newest, &orders[2], &state).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(status_via(&newest, &orders[2]).await, before);
+    assert_ne!(before, "CANCELLED");
+}
