@@ -327,6 +327,7 @@ pub fn router(
             "/graphiql/{name}",
             axum::routing::get(crate::front::graphiql_asset),
         )
+        .route("/healthz", axum::routing::get(healthz))
         .route(
             "/graphql",
             axum::routing::get(graphql_get).post(graphql_post),
@@ -337,4 +338,19 @@ pub fn router(
         ))
         .with_state(state);
     Ok(mcp.merge(graphql))
+}
+
+/// `GET /healthz`: 200 when the database answers, 503 otherwise (for a load balancer's checks;
+/// needs no sign-in and tells nothing else).
+async fn healthz(State(state): State<HttpState>) -> Response {
+    match state.catalog.store().ping().await {
+        Ok(()) => json_response(http::StatusCode::OK, serde_json::json!({ "status": "ok" })),
+        Err(store) => {
+            tracing::warn!(%store, "health check: the database does not answer");
+            json_response(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "message": "The movie database does not answer." }),
+            )
+        }
+    }
 }

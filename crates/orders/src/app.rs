@@ -93,9 +93,10 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
     let server = mcp_server(service.clone(), config.state_keys.as_ref())?;
+    let health = crate::rest::health(service.clone());
     let app = serve::router(move || server.clone(), &config.http, shutdown)
         .merge(crate::rest::routes(service));
-    Ok(match config.tokens.clone() {
+    let app = match config.tokens.clone() {
         None => app,
         Some(tokens) => {
             let tokens = std::sync::Arc::new(tokens);
@@ -106,7 +107,9 @@ pub fn router(
                 },
             ))
         }
-    })
+    };
+    // The health check needs no token (a load balancer has none) and tells nothing else.
+    Ok(app.merge(health))
 }
 
 /// Let the request through with its principal, or answer 401.

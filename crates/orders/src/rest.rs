@@ -1,4 +1,5 @@
-//! The REST API the browser UI reads: one order, and lists by status or customer.
+//! The REST API, for scripts and operators (the desk itself speaks MCP): one order, lists by
+//! status or customer, and the health check a load balancer polls.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -10,6 +11,27 @@ use serde::Deserialize;
 use crate::domain::OrderStatus;
 use crate::service::{OrderError, OrderService};
 use crate::wire::OrderView;
+
+/// `GET /healthz`: 200 when the database answers, 503 otherwise; needs no token, says nothing
+/// else (for a load balancer's checks).
+pub fn health(service: OrderService) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .with_state(service)
+}
+
+async fn healthz(State(service): State<OrderService>) -> Response {
+    match service.store().ping().await {
+        Ok(()) => Json(serde_json::json!({ "status": "ok" })).into_response(),
+        Err(store) => {
+            tracing::warn!(%store, "health check: the database does not answer");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The order database does not answer.".into(),
+            )
+        }
+    }
+}
 
 /// `GET /api/orders/{orderId}` and `GET /api/orders?status=|customerId=`.
 pub fn routes(service: OrderService) -> Router {

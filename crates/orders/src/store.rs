@@ -85,6 +85,12 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether the database answers (for health checks).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// How many orders are stored.
     pub async fn order_count(&self) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM orders")

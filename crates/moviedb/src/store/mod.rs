@@ -212,6 +212,12 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether the database answers (for health checks).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
     async fn seed(&self) -> Result<(), StoreError> {
         let hashes = seed_hashes().await?;
         let mut tx = self.pool.begin().await?;

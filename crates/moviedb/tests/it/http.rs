@@ -129,6 +129,26 @@ async fn graphql_signs_in_and_serves_graphiql_on_the_same_port() {
 }
 
 #[tokio::test]
+async fn the_health_check_answers_without_sign_in_behind_the_host_check() {
+    let running = start().await;
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("http://{}/healthz", running.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(health.text().await.unwrap(), r#"{"status":"ok"}"#);
+    let rebound = client
+        .get(format!("http://{}/healthz", running.addr))
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status().as_u16(), 403);
+}
+
+#[tokio::test]
 async fn malformed_forged_and_expired_tokens_get_401_and_change_nothing() {
     let running = start().await;
     let expired = running.db.catalog.keys().issue(

@@ -1,6 +1,6 @@
 //! What the order service's tests share: raw 2026-07-28 calls over HTTP (the wire as a client
 //! sends it, so a test can route a round and its retry to different instances).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, unreachable_pub)]
 
 use std::net::SocketAddr;
 

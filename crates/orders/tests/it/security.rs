@@ -81,6 +81,7 @@ async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
         "/api/orders?status=PENDING",
         "/api/orders/ORD-10001",
         "/mcp",
+        "/healthz",
     ] {
         let url = format!("http://{}{path}", running.addr);
         let rebound = client
@@ -290,6 +291,14 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
     let body = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
     let (status, _) = post(running.addr, &body, &[]).await;
     assert_eq!(status, 401, "MCP needs the token too");
+    // The load balancer's health check has no token, and needs none: it learns nothing else.
+    let health = client
+        .get(format!("http://{}/healthz", running.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(health.text().await.unwrap(), r#"{"status":"ok"}"#);
     let (status, answer) = post(running.addr, &body, &[("Authorization", &desk)]).await;
     assert_eq!(status, 200, "{answer}");
 
