@@ -68,7 +68,14 @@ pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
         None => default_database(&config.data_dir)?,
     };
     let store = Store::open(&url).await?;
-    Ok(OrderService::new(store, config.service.clone()))
+    let mut service = config.service.clone();
+    if store.is_shared() && service.order_cache {
+        // Other instances write to this database: an order kept in this process's memory
+        // could be served after another instance changed it.
+        tracing::info!("the order cache is off: the database is shared with other instances");
+        service.order_cache = false;
+    }
+    Ok(OrderService::new(store, service))
 }
 
 /// The MCP server over `service`, sealing with `keys` (a random key per process without).

@@ -1,8 +1,13 @@
-//! Orders in SQLite through sqlx: migrations, the seed, queries, and the conditional writes
-//! that decide a cancellation atomically.
+//! Orders in SQLite or PostgreSQL through sqlx: migrations (one set per backend), the seed,
+//! queries, and the conditional writes that decide a cancellation atomically.
+//!
+//! The queries are written once, with `?` placeholders; [`Store::sql`] numbers them for
+//! PostgreSQL, and `on_pool!` runs the same code on whichever pool the store holds. The two
+//! places the dialects differ (aggregating an order's lines as JSON, finding a prefix) say so.
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqlitePool};
+use std::borrow::Cow;
+
+use sqlx::{PgPool, SqlitePool};
 
 use crate::domain::{
     Customer, Date, Instant, Money, Order, OrderItem, OrderStatus, Shipment, Tier,
@@ -48,7 +53,42 @@ pub enum CancelOutcome {
 /// The order database.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
+}
+
+#[derive(Debug, Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Run `$body` with `$pool` bound to the store's pool, whichever backend it is.
+macro_rules! on_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// An order row as `load` selects it, the same on both backends.
+#[derive(sqlx::FromRow)]
+struct OrderRow {
+    order_id: String,
+    status: String,
+    total_cents: i64,
+    created_at: String,
+    last_updated: String,
+    carrier: Option<String>,
+    tracking_number: Option<String>,
+    shipped_on: Option<String>,
+    estimated_delivery: Option<String>,
+    customer_id: String,
+    name: String,
+    email: String,
+    tier: String,
+    items: String,
 }
 
 const TIMESTAMP: &str = "%Y-%m-%dT%H:%M:%SZ";
@@ -73,94 +113,157 @@ const ORDER_COLUMNS: &str = "o.order_id, o.status, o.total_cents, o.created_at, 
      c.customer_id, c.name, c.email, c.tier";
 
 impl Store {
-    /// Open (creating if missing) the database at `url`, migrate it, and seed it if it holds
-    /// no orders. `sqlite::memory:` gives a private in-memory database.
+    /// Open the database at `url`, migrate it, and seed it if it holds no orders:
+    /// `sqlite://PATH` (created if missing), `sqlite::memory:` (private, in memory), or
+    /// `postgres://…` (the database must exist; instances may share it).
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let pool = sqlite_pool::connect(url).await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        let store = Store { pool };
+        let store = if is_postgres(url) {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(8)
+                .connect(url)
+                .await?;
+            // Takes an advisory lock: instances starting together migrate once.
+            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+            Store {
+                pool: Pool::Postgres(pool),
+            }
+        } else {
+            let pool = sqlite_pool::connect(url).await?;
+            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+            Store {
+                pool: Pool::Sqlite(pool),
+            }
+        };
         if store.order_count().await? == 0 {
             store.seed().await?;
         }
         Ok(store)
     }
 
+    /// Whether the database is shared with other processes by design (PostgreSQL), so that
+    /// nothing read from it may be kept in one process's memory.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.pool, Pool::Postgres(_))
+    }
+
+    /// `text` with its `?` placeholders as the backend writes them (`$1, $2, …` on PostgreSQL).
+    fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.pool {
+            Pool::Sqlite(_) => Cow::Borrowed(text),
+            Pool::Postgres(_) => {
+                let mut numbered = String::with_capacity(text.len() + 16);
+                let mut n = 0;
+                for c in text.chars() {
+                    if c == '?' {
+                        n += 1;
+                        numbered.push('$');
+                        numbered.push_str(&n.to_string());
+                    } else {
+                        numbered.push(c);
+                    }
+                }
+                Cow::Owned(numbered)
+            }
+        }
+    }
+
     /// Whether the database answers (for health checks).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        on_pool!(self, pool => {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
         Ok(())
     }
 
     /// How many orders are stored.
     pub async fn order_count(&self) -> Result<i64, StoreError> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM orders")
-            .fetch_one(&self.pool)
-            .await?)
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM orders")
+            .fetch_one(pool)
+            .await?),
+        )
     }
 
     /// Delete everything and write the seed again.
     pub async fn reset(&self) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM order_items")
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("DELETE FROM orders").execute(&mut *tx).await?;
-        sqlx::query("DELETE FROM customers")
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            for table in ["order_items", "orders", "customers"] {
+                sqlx::query(&format!("DELETE FROM {table}"))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+        });
         self.seed().await
     }
 
     async fn seed(&self) -> Result<(), StoreError> {
         let customers = seed::customers();
         let orders = seed::orders(&customers);
-        let mut tx = self.pool.begin().await?;
-        for c in &customers {
-            sqlx::query(
-                "INSERT INTO customers (customer_id, name, email, tier) VALUES (?, ?, ?, ?)",
-            )
-            .bind(&c.customer_id)
-            .bind(&c.name)
-            .bind(&c.email)
-            .bind(c.tier.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
-        for o in &orders {
-            let shipment = o.shipment.as_ref();
-            sqlx::query(
-                "INSERT INTO orders (order_id, status, customer_id, total_cents, created_at, last_updated, \
-                 carrier, tracking_number, shipped_on, estimated_delivery) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&o.order_id)
-            .bind(o.status.as_str())
-            .bind(&o.customer.customer_id)
-            .bind(o.total_amount.cents())
-            .bind(ts(&o.created_at))
-            .bind(ts(&o.last_updated))
-            .bind(shipment.map(|s| s.carrier.clone()))
-            .bind(shipment.map(|s| s.tracking_number.clone()))
-            .bind(shipment.map(|s| s.shipped_on.to_string()))
-            .bind(shipment.map(|s| s.estimated_delivery.to_string()))
-            .execute(&mut *tx)
-            .await?;
-            for (line, item) in o.items.iter().enumerate() {
-                sqlx::query(
-                    "INSERT INTO order_items (order_id, line, product_id, product_name, quantity, unit_price_cents) \
-                     VALUES (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&o.order_id)
-                .bind(line as i64)
-                .bind(&item.product_id)
-                .bind(&item.product_name)
-                .bind(i64::from(item.quantity))
-                .bind(item.unit_price.cents())
-                .execute(&mut *tx)
-                .await?;
+        let insert_customer =
+            self.sql("INSERT INTO customers (customer_id, name, email, tier) VALUES (?, ?, ?, ?)");
+        let insert_order = self.sql(
+            "INSERT INTO orders (order_id, status, customer_id, total_cents, created_at, last_updated, \
+             carrier, tracking_number, shipped_on, estimated_delivery) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        );
+        let insert_item = self.sql(
+            "INSERT INTO order_items (order_id, line, product_id, product_name, quantity, unit_price_cents) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        );
+        on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            if matches!(self.pool, Pool::Postgres(_)) {
+                // Instances starting together on an empty database: one seeds, the others wait
+                // for it here and then find the orders there.
+                sqlx::query("SELECT pg_advisory_xact_lock(7340001)")
+                    .execute(&mut *tx)
+                    .await?;
+                let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders")
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if existing > 0 {
+                    return Ok(());
+                }
             }
-        }
-        tx.commit().await?;
+            for c in &customers {
+                sqlx::query(&insert_customer)
+                    .bind(&c.customer_id)
+                    .bind(&c.name)
+                    .bind(&c.email)
+                    .bind(c.tier.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for o in &orders {
+                let shipment = o.shipment.as_ref();
+                sqlx::query(&insert_order)
+                    .bind(&o.order_id)
+                    .bind(o.status.as_str())
+                    .bind(&o.customer.customer_id)
+                    .bind(o.total_amount.cents())
+                    .bind(ts(&o.created_at))
+                    .bind(ts(&o.last_updated))
+                    .bind(shipment.map(|s| s.carrier.clone()))
+                    .bind(shipment.map(|s| s.tracking_number.clone()))
+                    .bind(shipment.map(|s| s.shipped_on.to_string()))
+                    .bind(shipment.map(|s| s.estimated_delivery.to_string()))
+                    .execute(&mut *tx)
+                    .await?;
+                for (line, item) in o.items.iter().enumerate() {
+                    sqlx::query(&insert_item)
+                        .bind(&o.order_id)
+                        .bind(line as i64)
+                        .bind(&item.product_id)
+                        .bind(&item.product_name)
+                        .bind(i64::from(item.quantity))
+                        .bind(item.unit_price.cents())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            tx.commit().await?;
+        });
         tracing::info!(
             "Seeded {} customers and {} orders",
             customers.len(),
@@ -177,24 +280,33 @@ impl Store {
         order_by: &str,
         binds: &[&str],
     ) -> Result<Vec<Order>, StoreError> {
+        // An order's lines as one JSON array of `[productId, name, quantity, unitPriceCents]`.
+        let items = match self.pool {
+            Pool::Sqlite(_) => {
+                "(SELECT json_group_array(json_array(i.product_id, i.product_name, i.quantity, \
+                 i.unit_price_cents)) FROM (SELECT * FROM order_items WHERE order_id = o.order_id \
+                 ORDER BY line) i)"
+            }
+            Pool::Postgres(_) => {
+                "(SELECT COALESCE(json_agg(json_build_array(i.product_id, i.product_name, \
+                 i.quantity, i.unit_price_cents) ORDER BY i.line), '[]')::text \
+                 FROM order_items i WHERE i.order_id = o.order_id)"
+            }
+        };
         let sql = format!(
-            "SELECT {ORDER_COLUMNS}, \
-             (SELECT json_group_array(json_array(i.product_id, i.product_name, i.quantity, i.unit_price_cents)) \
-              FROM (SELECT * FROM order_items WHERE order_id = o.order_id ORDER BY line) i) AS items \
+            "SELECT {ORDER_COLUMNS}, {items} AS items \
              FROM orders o JOIN customers c ON c.customer_id = o.customer_id \
              WHERE {filter} ORDER BY {order_by}"
         );
-        let mut query = sqlx::query(&sql);
-        for bind in binds {
-            query = query.bind(*bind);
-        }
-        let rows = query.fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| {
-                let items: String = row.try_get("items")?;
-                order_from_row(row, parse_items(&items)?)
-            })
-            .collect()
+        let sql = self.sql(&sql);
+        let rows: Vec<OrderRow> = on_pool!(self, pool => {
+            let mut query = sqlx::query_as(&sql);
+            for bind in binds {
+                query = query.bind(*bind);
+            }
+            query.fetch_all(pool).await?
+        });
+        rows.into_iter().map(order_from_row).collect()
     }
 
     /// One order.
@@ -231,25 +343,32 @@ impl Store {
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<String>, StoreError> {
-        // `instr(..) = 1` instead of LIKE: the prefix may contain `%` or `_`.
-        Ok(sqlx::query_scalar(
-            "SELECT order_id FROM orders WHERE instr(order_id, ?) = 1 ORDER BY order_id LIMIT ?",
-        )
-        .bind(prefix)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?)
+        // A position test instead of LIKE: the prefix may contain `%` or `_`.
+        let sql = self.sql(match self.pool {
+            Pool::Sqlite(_) => {
+                "SELECT order_id FROM orders WHERE instr(order_id, ?) = 1 ORDER BY order_id LIMIT ?"
+            }
+            Pool::Postgres(_) => {
+                "SELECT order_id FROM orders WHERE strpos(order_id, ?) = 1 ORDER BY order_id LIMIT ?"
+            }
+        });
+        Ok(on_pool!(self, pool => sqlx::query_scalar(&sql)
+            .bind(prefix)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?))
     }
 
     /// How many orders are in each status.
     pub async fn status_counts(&self) -> Result<Vec<(OrderStatus, i64)>, StoreError> {
-        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM orders GROUP BY status")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows: Vec<(String, i64)> = on_pool!(self, pool => {
+            sqlx::query_as("SELECT status, COUNT(*) AS n FROM orders GROUP BY status")
+                .fetch_all(pool)
+                .await?
+        });
         let mut counts = Vec::new();
-        for row in rows {
-            let status: String = row.try_get("status")?;
-            counts.push((parse_status(&status)?, row.try_get("n")?));
+        for (status, n) in rows {
+            counts.push((parse_status(&status)?, n));
         }
         counts.sort();
         Ok(counts)
@@ -264,30 +383,38 @@ impl Store {
         note: Option<&str>,
         now: Instant,
     ) -> Result<CancelOutcome, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let updated = sqlx::query(
+        let update = self.sql(
             "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, last_updated = ? \
              WHERE order_id = ? AND status IN ('PENDING', 'PROCESSING')",
-        )
-        .bind(note)
-        .bind(ts(&now))
-        .bind(order_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if updated == 0 {
-            let status: Option<String> =
-                sqlx::query_scalar("SELECT status FROM orders WHERE order_id = ?")
+        );
+        let read = self.sql("SELECT status FROM orders WHERE order_id = ?");
+        let refused: Option<Option<String>> = on_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let updated = sqlx::query(&update)
+                .bind(note)
+                .bind(ts(&now))
+                .bind(order_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if updated == 0 {
+                let status: Option<String> = sqlx::query_scalar(&read)
                     .bind(order_id)
                     .fetch_optional(&mut *tx)
                     .await?;
-            tx.rollback().await?;
+                tx.rollback().await?;
+                Some(status)
+            } else {
+                tx.commit().await?;
+                None
+            }
+        });
+        if let Some(status) = refused {
             return Ok(match status {
                 None => CancelOutcome::NotFound,
                 Some(status) => CancelOutcome::NotCancellable(parse_status(&status)?),
             });
         }
-        tx.commit().await?;
         match self.get(order_id).await? {
             Some(order) => Ok(CancelOutcome::Cancelled(Box::new(order))),
             None => Ok(CancelOutcome::NotFound),
@@ -296,13 +423,12 @@ impl Store {
 
     /// The note recorded with a cancellation (internal; not part of the order's JSON).
     pub async fn cancellation_note(&self, order_id: &str) -> Result<Option<String>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT cancellation_note FROM orders WHERE order_id = ?")
-                .bind(order_id)
-                .fetch_optional(&self.pool)
-                .await?
-                .flatten(),
-        )
+        let sql = self.sql("SELECT cancellation_note FROM orders WHERE order_id = ?");
+        let note: Option<Option<String>> = on_pool!(self, pool => sqlx::query_scalar(&sql)
+            .bind(order_id)
+            .fetch_optional(pool)
+            .await?);
+        Ok(note.flatten())
     }
 
     /// Set an order's status. Returns the updated order, or `None` if there is no such order.
@@ -313,15 +439,16 @@ impl Store {
         now: Instant,
     ) -> Result<SetStatus, StoreError> {
         // A cancelled order stays cancelled (its refund has started): decided in the write.
-        let updated = sqlx::query(
+        let sql = self.sql(
             "UPDATE orders SET status = ?, last_updated = ? WHERE order_id = ? AND status <> 'CANCELLED'",
-        )
-        .bind(status.as_str())
-        .bind(ts(&now))
-        .bind(order_id)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
+        );
+        let updated = on_pool!(self, pool => sqlx::query(&sql)
+            .bind(status.as_str())
+            .bind(ts(&now))
+            .bind(order_id)
+            .execute(pool)
+            .await?
+            .rows_affected());
         Ok(match (updated, self.get(order_id).await?) {
             (_, None) => SetStatus::NotFound,
             (0, Some(_)) => SetStatus::Cancelled,
@@ -331,15 +458,17 @@ impl Store {
 
     /// Set a shipment's estimated delivery; returns whether it changed.
     pub async fn set_estimate(&self, order_id: &str, estimate: Date) -> Result<bool, StoreError> {
-        let updated = sqlx::query(
-            "UPDATE orders SET estimated_delivery = ? WHERE order_id = ? AND estimated_delivery IS NOT ?",
-        )
-        .bind(estimate.to_string())
-        .bind(order_id)
-        .bind(estimate.to_string())
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
+        let sql = self.sql(
+            "UPDATE orders SET estimated_delivery = ? \
+             WHERE order_id = ? AND estimated_delivery IS DISTINCT FROM ?",
+        );
+        let updated = on_pool!(self, pool => sqlx::query(&sql)
+            .bind(estimate.to_string())
+            .bind(order_id)
+            .bind(estimate.to_string())
+            .execute(pool)
+            .await?
+            .rows_affected());
         Ok(updated > 0)
     }
 }
@@ -366,39 +495,37 @@ fn parse_status(text: &str) -> Result<OrderStatus, StoreError> {
     OrderStatus::parse(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn order_from_row(row: &SqliteRow, items: Vec<OrderItem>) -> Result<Order, StoreError> {
-    let status: String = row.try_get("status")?;
-    let tier: String = row.try_get("tier")?;
-    let carrier: Option<String> = row.try_get("carrier")?;
-    let shipment = match carrier {
-        Some(carrier) => {
-            let shipped_on: String = row.try_get("shipped_on")?;
-            let estimate: String = row.try_get("estimated_delivery")?;
-            Some(Shipment {
-                carrier,
-                tracking_number: row.try_get("tracking_number")?,
-                shipped_on: parse_date(&shipped_on)?,
-                estimated_delivery: parse_date(&estimate)?,
-            })
-        }
+fn order_from_row(row: OrderRow) -> Result<Order, StoreError> {
+    let shipment = match row.carrier {
+        Some(carrier) => Some(Shipment {
+            carrier,
+            tracking_number: row.tracking_number.ok_or_else(|| {
+                StoreError::Corrupt("a shipment without a tracking number".into())
+            })?,
+            shipped_on: parse_date(row.shipped_on.as_deref().unwrap_or_default())?,
+            estimated_delivery: parse_date(row.estimated_delivery.as_deref().unwrap_or_default())?,
+        }),
         None => None,
     };
-    let created: String = row.try_get("created_at")?;
-    let updated: String = row.try_get("last_updated")?;
     Ok(Order {
-        order_id: row.try_get("order_id")?,
-        status: parse_status(&status)?,
+        items: parse_items(&row.items)?,
+        order_id: row.order_id,
+        status: parse_status(&row.status)?,
         customer: Customer {
-            customer_id: row.try_get("customer_id")?,
-            name: row.try_get("name")?,
-            email: row.try_get("email")?,
-            tier: Tier::parse(&tier)
-                .ok_or_else(|| StoreError::Corrupt(format!("tier {tier:?}")))?,
+            customer_id: row.customer_id,
+            name: row.name,
+            email: row.email,
+            tier: Tier::parse(&row.tier)
+                .ok_or_else(|| StoreError::Corrupt(format!("tier {:?}", row.tier)))?,
         },
-        items,
-        total_amount: Money::from_cents(row.try_get("total_cents")?),
-        created_at: parse_ts(&created)?,
-        last_updated: parse_ts(&updated)?,
+        total_amount: Money::from_cents(row.total_cents),
+        created_at: parse_ts(&row.created_at)?,
+        last_updated: parse_ts(&row.last_updated)?,
         shipment,
     })
+}
+
+/// Whether `url` names a PostgreSQL database.
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }

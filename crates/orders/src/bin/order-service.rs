@@ -25,8 +25,9 @@ struct Cli {
 
 #[derive(Debug, clap::Args)]
 struct Common {
-    /// SQLite database URL, or `sqlite::memory:`. Default: data/orders.sqlite (or
-    /// $ORDER_SERVICE_DATA/orders.sqlite), created and seeded on first start.
+    /// `sqlite://PATH`, `sqlite::memory:`, or `postgres://USER@HOST:PORT/DB` (an existing
+    /// database, which instances may share). Default: data/orders.sqlite (or
+    /// $ORDER_SERVICE_DATA/orders.sqlite). Created and seeded on first start.
     #[arg(long)]
     database: Option<String>,
     /// Simulated carrier latency per order, in milliseconds.

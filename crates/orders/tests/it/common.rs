@@ -65,3 +65,41 @@ fn last_message(text: &str) -> Value {
         .rfind(|message| message.get("id").is_some())
         .unwrap_or(Value::Null)
 }
+
+/// A database of its own for one test: in-memory SQLite, or, when `$ORDERS_TEST_POSTGRES` names
+/// a PostgreSQL server (`scripts/test` runs the suite a second time that way), a new database
+/// created on it for this test alone.
+pub async fn fresh_database() -> String {
+    match std::env::var("ORDERS_TEST_POSTGRES") {
+        Ok(server) if !server.is_empty() => new_postgres_database(&server).await,
+        _ => "sqlite::memory:".to_owned(),
+    }
+}
+
+/// Whether this run of the suite is the PostgreSQL one.
+pub fn on_postgres() -> bool {
+    std::env::var("ORDERS_TEST_POSTGRES").is_ok_and(|server| !server.is_empty())
+}
+
+async fn new_postgres_database(server: &str) -> String {
+    use sqlx::Connection;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let server = server.trim_end_matches('/');
+    let name = format!(
+        "orders_{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
+        .await
+        .unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    format!("{server}/{name}")
+}

@@ -31,8 +31,14 @@ impl Scratch {
         Scratch(dir)
     }
 
-    fn database(&self) -> String {
-        format!("sqlite://{}", self.0.join("orders.sqlite").display())
+    /// The database the instances share: a file here, or a new PostgreSQL database on the
+    /// PostgreSQL run.
+    async fn database(&self) -> String {
+        if crate::common::on_postgres() {
+            crate::common::fresh_database().await
+        } else {
+            format!("sqlite://{}", self.0.join("orders.sqlite").display())
+        }
     }
 
     fn keys(&self, name: &str, text: &str) -> PathBuf {
@@ -59,6 +65,27 @@ fn nonce() -> u64 {
 struct Instance {
     child: Child,
     addr: SocketAddr,
+    /// Every line it has written to stderr (its log) so far.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Instance {
+    /// Wait (up to ten seconds) for a log line containing `text`.
+    async fn logged(&self, text: &str) -> bool {
+        for _ in 0..200 {
+            if self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|line| line.contains(text))
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
 }
 
 impl Drop for Instance {
@@ -87,8 +114,11 @@ fn start(database: &str, keys: Option<&Path>) -> Instance {
     let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let lines = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            lines.lock().unwrap().push(line.clone());
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 let addr = rest
                     .split_whitespace()
@@ -108,6 +138,7 @@ fn start(database: &str, keys: Option<&Path>) -> Instance {
     Instance {
         child,
         addr: addr.parse().unwrap(),
+        log,
     }
 }
 
@@ -174,8 +205,9 @@ fn says_cancelled(answer: &Value) -> bool {
 async fn a_round_sealed_by_one_instance_is_answered_on_another_sharing_the_key_ring() {
     let scratch = Scratch::new("shared");
     let keys = scratch.keys("keys", &format!("current k1 {OLD}\n"));
-    let a = start(&scratch.database(), Some(&keys));
-    let b = start(&scratch.database(), Some(&keys));
+    let database = scratch.database().await;
+    let a = start(&database, Some(&keys));
+    let b = start(&database, Some(&keys));
 
     let orders = cancellable(&a, 2).await;
     let state = round_on(&a, &orders[0]).await;
@@ -184,8 +216,8 @@ async fn a_round_sealed_by_one_instance_is_answered_on_another_sharing_the_key_r
     assert_eq!(status_via(&a, &orders[0]).await, "CANCELLED");
 
     // Each with a key of its own (the default), the same move is refused, and nothing changes.
-    let c = start(&scratch.database(), None);
-    let d = start(&scratch.database(), None);
+    let c = start(&database, None);
+    let d = start(&database, None);
     let before = status_via(&c, &orders[1]).await;
     let state = round_on(&c, &orders[1]).await;
     let answer = yes_on(&d, &orders[1], &state).await;
@@ -199,9 +231,10 @@ async fn a_rotated_ring_opens_what_the_previous_key_sealed_and_a_retired_key_ope
     let before = scratch.keys("before", &format!("current k1 {OLD}\n"));
     let rotated = scratch.keys("rotated", &format!("current k2 {NEW}\nprevious k1 {OLD}\n"));
     let retired = scratch.keys("retired", &format!("current k2 {NEW}\n"));
-    let old = start(&scratch.database(), Some(&before));
-    let new = start(&scratch.database(), Some(&rotated));
-    let newest = start(&scratch.database(), Some(&retired));
+    let database = scratch.database().await;
+    let old = start(&database, Some(&before));
+    let new = start(&database, Some(&rotated));
+    let newest = start(&database, Some(&retired));
 
     let orders = cancellable(&old, 3).await;
     // In flight across the rotation: asked before, answered after.
@@ -221,4 +254,22 @@ async fn a_rotated_ring_opens_what_the_previous_key_sealed_and_a_retired_key_ope
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(status_via(&newest, &orders[2]).await, before);
     assert_ne!(before, "CANCELLED");
+}
+
+#[tokio::test]
+async fn get_order_logs_who_asked_from_the_request_meta() {
+    let scratch = Scratch::new("audit");
+    let instance = start(&scratch.database().await, None);
+    let orders = cancellable(&instance, 1).await;
+    let mut call = modern_call(1, "get_order", json!({"orderId": orders[0]}), json!({}));
+    call["params"]["_meta"]["support_agent_id"] = json!("agent-7");
+    let (status, answer) = post(instance.addr, &call, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let line = format!("get_order {} requested by agent-7", orders[0]);
+    assert!(
+        instance.logged(&line).await,
+        "{:#?}",
+        instance.log.lock().unwrap()
+    );
 }

@@ -23,7 +23,9 @@ struct Running {
 }
 
 async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
-    let store = Store::open("sqlite::memory:").await.unwrap();
+    let store = Store::open(&crate::common::fresh_database().await)
+        .await
+        .unwrap();
     let service = OrderService::new(
         store,
         ServiceConfig {

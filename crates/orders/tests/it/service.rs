@@ -9,7 +9,9 @@ use orders::service::{OrderError, OrderService, ServiceConfig};
 use orders::store::Store;
 
 async fn service() -> OrderService {
-    let store = Store::open("sqlite::memory:").await.unwrap();
+    let store = Store::open(&crate::common::fresh_database().await)
+        .await
+        .unwrap();
     let config = ServiceConfig {
         carrier_latency: Duration::ZERO,
         carrier_concurrency: 8,
@@ -186,6 +188,9 @@ async fn the_carrier_refresh_changes_13_then_nothing() {
 
 #[tokio::test]
 async fn a_database_file_keeps_changes_across_restarts_and_reset_reseeds() {
+    if crate::common::on_postgres() {
+        return; // About SQLite files; the PostgreSQL run reopens databases elsewhere.
+    }
     let dir = std::env::temp_dir().join(format!("orders-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!("sqlite://{}", dir.join("orders.sqlite").display());
@@ -211,7 +216,9 @@ async fn a_database_file_keeps_changes_across_restarts_and_reset_reseeds() {
 
 #[tokio::test]
 async fn dropping_a_recheck_stops_it_and_a_later_pass_finishes_the_work() {
-    let store = Store::open("sqlite::memory:").await.unwrap();
+    let store = Store::open(&crate::common::fresh_database().await)
+        .await
+        .unwrap();
     let config = ServiceConfig {
         carrier_latency: Duration::ZERO,
         carrier_concurrency: 2,
