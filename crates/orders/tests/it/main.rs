@@ -3,6 +3,7 @@
 // (SEP-2577), though they are the protocol.
 #![expect(deprecated, reason = "the client side of sampling, roots and logging")]
 
+mod cluster;
 mod common;
 mod instances;
 mod mcp;

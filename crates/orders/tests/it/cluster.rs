@@ -1,0 +1,253 @@
+//! The order service as a cluster: instances on one PostgreSQL database, one key ring, HAProxy in
+//! front (`scripts/cluster up 3`). Ignored in the ordinary run; `scripts/test-cluster` starts the
+//! cluster, runs these with `--ignored --test-threads=1` (in this order: the last one kills an
+//! instance) and stops it. `$CLUSTER_DIR` names the cluster's folder.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{modern_call, post, yes};
+
+struct Cluster {
+    dir: std::path::PathBuf,
+    endpoints: HashMap<String, String>,
+}
+
+impl Cluster {
+    fn open() -> Self {
+        let dir = std::path::PathBuf::from(
+            std::env::var("CLUSTER_DIR").expect("run through scripts/test-cluster"),
+        );
+        let text = std::fs::read_to_string(dir.join("endpoints")).unwrap();
+        let endpoints = text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .map(|(name, url)| (name.to_owned(), url.to_owned()))
+            .collect();
+        Cluster { dir, endpoints }
+    }
+
+    /// The address of an endpoint (`balancer`, `order-1`, …).
+    fn addr(&self, name: &str) -> SocketAddr {
+        let url = &self.endpoints[name];
+        url.trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .parse()
+            .unwrap()
+    }
+
+    fn instances(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .endpoints
+            .keys()
+            .filter(|name| name.starts_with("order-"))
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    async fn database(&self) -> sqlx::PgConnection {
+        use sqlx::Connection;
+        sqlx::PgConnection::connect(&self.endpoints["postgres"])
+            .await
+            .unwrap()
+    }
+}
+
+async fn status_at(addr: SocketAddr, order: &str) -> String {
+    let order: Value = reqwest::get(format!("http://{addr}/api/orders/{order}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    order["status"].as_str().unwrap().to_owned()
+}
+
+async fn cancellable(addr: SocketAddr) -> Vec<String> {
+    let mut ids = Vec::new();
+    for status in ["PENDING", "PROCESSING"] {
+        let orders: Vec<Value> = reqwest::get(format!("http://{addr}/api/orders?status={status}"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.extend(
+            orders
+                .iter()
+                .map(|o| o["orderId"].as_str().unwrap().to_owned()),
+        );
+    }
+    ids
+}
+
+/// One confirmed cancel through the balancer (round, then retry with yes), each POST sent to
+/// `route` if given: the text of the final answer.
+async fn confirmed_cancel(balancer: SocketAddr, order: &str, route: [Option<&str>; 2]) -> String {
+    fn header(name: Option<&str>) -> Vec<(&'static str, &str)> {
+        name.map(|n| vec![("X-Backend", n)]).unwrap_or_default()
+    }
+    let call = modern_call(1, "cancel_order", json!({"orderId": order}), json!({}));
+    let (_, round) = post(balancer, &call, &header(route[0])).await;
+    if round["result"]["resultType"] != "input_required" {
+        return round["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+    }
+    let state = round["result"]["requestState"].as_str().unwrap();
+    let retry = modern_call(
+        2,
+        "cancel_order",
+        json!({"orderId": order}),
+        json!({"requestState": state, "inputResponses": yes()}),
+    );
+    let (_, done) = post(balancer, &retry, &header(route[1])).await;
+    done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{done}"))
+        .to_owned()
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_round_asked_on_one_instance_is_answered_through_the_balancer_on_another() {
+    let cluster = Cluster::open();
+    let instances = cluster.instances();
+    assert!(instances.len() >= 3, "{instances:?}");
+    let balancer = cluster.addr("balancer");
+    let order = cancellable(cluster.addr(&instances[0])).await.remove(0);
+    let text = confirmed_cancel(
+        balancer,
+        &order,
+        [Some(instances[0].as_str()), Some(instances[1].as_str())],
+    )
+    .await;
+    assert!(text.contains("is cancelled"), "{text}");
+    // Never served in its old state by any instance afterwards.
+    for name in &instances {
+        assert_eq!(
+            status_at(cluster.addr(name), &order).await,
+            "CANCELLED",
+            "{name}"
+        );
+    }
+    let mut db = cluster.database().await;
+    let (status,): (String,) = sqlx::query_as("SELECT status FROM orders WHERE order_id = $1")
+        .bind(&order)
+        .fetch_one(&mut db)
+        .await
+        .unwrap();
+    assert_eq!(status, "CANCELLED");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn forty_confirmed_cancels_over_the_instances_cancel_each_order_exactly_once() {
+    let cluster = Cluster::open();
+    let balancer = cluster.addr("balancer");
+    let orders = cancellable(cluster.addr("order-1")).await;
+    assert!(orders.len() >= 33, "{} cancellable", orders.len());
+    // 32 orders once each, and one order eight times at once.
+    let mut flows: Vec<String> = orders[..32].to_vec();
+    flows.extend(std::iter::repeat_n(orders[32].clone(), 8));
+    let answers = futures::future::join_all(flows.iter().map(|order| {
+        let order = order.clone();
+        async move {
+            let text = confirmed_cancel(balancer, &order, [None, None]).await;
+            (order, text)
+        }
+    }))
+    .await;
+    let mut cancelled: HashMap<&str, usize> = HashMap::new();
+    for (order, text) in &answers {
+        if text.contains("is cancelled") {
+            *cancelled.entry(order.as_str()).or_default() += 1;
+        } else {
+            assert_eq!(order, &orders[32], "{order}: {text}");
+            assert!(
+                text.contains("can no longer be cancelled") || text.contains("was not cancelled"),
+                "{order}: {text}"
+            );
+        }
+    }
+    for order in &orders[..33] {
+        assert_eq!(cancelled.get(order.as_str()), Some(&1), "{order}");
+    }
+    let mut db = cluster.database().await;
+    let ids: Vec<String> = orders[..33].to_vec();
+    let (done,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM orders WHERE order_id = ANY($1) AND status = 'CANCELLED'",
+    )
+    .bind(&ids)
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(done, 33);
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn killing_an_instance_under_load_loses_no_call_once_the_balancer_has_noticed() {
+    let cluster = Cluster::open();
+    let balancer = cluster.addr("balancer");
+    let victim = cluster.instances().last().unwrap().clone();
+    let pid = std::fs::read_to_string(cluster.dir.join(format!("{victim}.pid"))).unwrap();
+    let call = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+    let ok = |answer: &(u16, Value)| answer.0 == 200 && answer.1["result"]["isError"] == false;
+
+    // Load from four callers; the victim dies a quarter of the way in.
+    let killed_at = Instant::now() + Duration::from_millis(500);
+    let load = futures::future::join_all((0..4).map(|_| {
+        let call = call.clone();
+        async move {
+            let mut outcomes = Vec::new();
+            let end = Instant::now() + Duration::from_secs(4);
+            while Instant::now() < end {
+                let answer = post(balancer, &call, &[]).await;
+                outcomes.push((Instant::now(), ok(&answer)));
+            }
+            outcomes
+        }
+    }));
+    let kill = async {
+        tokio::time::sleep_until(killed_at.into()).await;
+        let status = std::process::Command::new("kill")
+            .args(["-9", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let (outcomes, ()) = tokio::join!(load, kill);
+    let outcomes: Vec<(Instant, bool)> = outcomes.into_iter().flatten().collect();
+    let failed = outcomes.iter().filter(|(_, ok)| !ok).count();
+    // Two missed checks a second apart take it out; from then on nothing may fail.
+    let noticed = killed_at + Duration::from_millis(2_500);
+    let late_failures = outcomes
+        .iter()
+        .filter(|(at, ok)| *at > noticed && !ok)
+        .count();
+    let late_calls = outcomes.iter().filter(|(at, _)| *at > noticed).count();
+    eprintln!(
+        "cluster: {} calls, {failed} failed, none of {late_calls} after the balancer noticed",
+        outcomes.len()
+    );
+    assert!(late_calls > 0);
+    assert_eq!(late_failures, 0);
+    // Nothing half-written: every order still has its lines.
+    let mut db = cluster.database().await;
+    let (orders, without_lines): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE NOT EXISTS \
+         (SELECT 1 FROM order_items i WHERE i.order_id = o.order_id)) FROM orders o",
+    )
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert_eq!((orders, without_lines), (200, 0));
+}
