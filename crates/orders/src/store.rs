@@ -1,7 +1,7 @@
 //! Orders in SQLite or PostgreSQL through sqlx: migrations (one set per backend), the seed,
 //! queries, and the conditional writes that decide a cancellation atomically.
 //!
-//! The queries are written once, with `?` placeholders; [`Store::sql`] numbers them for
+//! The queries are written once, with `?` placeholders; `Store::sql` numbers them for
 //! PostgreSQL, and `on_pool!` runs the same code on whichever pool the store holds. The two
 //! places the dialects differ (aggregating an order's lines as JSON, finding a prefix) say so.
 
