@@ -36,10 +36,28 @@ function renderTabs() {
   }));
 }
 
+// Each list request is numbered: an answer that arrives after a newer request was made (a slow
+// list of the previous tab) is dropped, so the table always shows the tab that is selected.
+let ordersRequest = 0;
+let ordersSettled = 0;
+
 async function loadOrders() {
+  const mine = ++ordersRequest;
+  document.body.dataset.ordersAsked = String(mine);
+  try {
+    await showOrders(mine);
+  } finally {
+    // How many list requests have been answered (shown or dropped), next to how many were
+    // made (ordersAsked): tests wait for the two to meet.
+    document.body.dataset.ordersSettled = String(++ordersSettled);
+  }
+}
+
+async function showOrders(mine) {
   try {
     const res = await fetch("/api/orders?status=" + status);
     const orders = await res.json();
+    if (mine !== ordersRequest) return;
     if (!res.ok) throw new Error(orders.message || res.statusText);
     $("banner").hidden = true;
     $("orders-heading").textContent = `Orders (${orders.length})`;
@@ -57,6 +75,7 @@ async function loadOrders() {
     }));
     if (selected) select(orders.find((o) => o.orderId === selected.orderId) || null);
   } catch (e) {
+    if (mine !== ordersRequest) return;
     $("banner").textContent = "Could not reach order-service: " + e.message +
       ". Start it with `cargo run -p orders --bin order-service -- serve`.";
     $("banner").hidden = false;

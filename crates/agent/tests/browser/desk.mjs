@@ -1,6 +1,7 @@
 // Browser test of the Support Desk demo in headless Chromium (Debian's), driven by
 // playwright-core, as a person uses it: the greeting, the confirmation dialog (Yes, No, expiry,
-// Escape and reopen), the status tabs, the progress bar of two refreshes in one page, policy
+// Escape and reopen), the status tabs (a late answer for a previous tab never replaces the
+// chosen one), the progress bar of two refreshes in one page, policy
 // answers rendered from Markdown, one money format, and the layout on a 375 px phone.
 // Usage: node desk.mjs URL
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
@@ -138,6 +139,24 @@ await scenario("a policy answer is one passage, rendered from Markdown", async (
   if (text.includes("**")) throw new Error(`literal Markdown: ${text}`);
   if (text.includes("Postage")) throw new Error(`more than the passage: ${text}`);
   if ((await last.locator("strong").count()) < 1) throw new Error("nothing was rendered bold");
+});
+
+await scenario("a slow list of the previous tab does not replace the tab chosen after it", async (page) => {
+  // The SHIPPED list answers late; PENDING, chosen meanwhile, must stay on screen.
+  let delayed = 0;
+  await page.route("**/api/orders?status=SHIPPED", async (route) => {
+    delayed += 1;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await route.continue();
+  });
+  await tab(page, "PROCESSING");
+  await page.click('#tabs button[data-status="SHIPPED"]');
+  await page.click('#tabs button[data-status="PENDING"]');
+  // Every list asked for is answered (the late SHIPPED one last), whatever the page did with it.
+  await page.waitForFunction(() => document.body.dataset.ordersSettled === document.body.dataset.ordersAsked);
+  if (delayed < 1) throw new Error("the SHIPPED list was never asked for");
+  const badges = await page.$$eval("#order-list li .badge", (bs) => [...new Set(bs.map((b) => b.textContent))]);
+  if (badges.length !== 1 || badges[0] !== "PENDING") throw new Error(`the PENDING tab shows ${badges}`);
 });
 
 await scenario("on a 375 px phone the page fits and the chat sits under the orders", async (page) => {

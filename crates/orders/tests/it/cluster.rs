@@ -192,6 +192,115 @@ async fn forty_confirmed_cancels_over_the_instances_cancel_each_order_exactly_on
     assert_eq!(done, 33);
 }
 
+/// The key of id `id` in a key file's text.
+fn key_in(text: &str, id: &str) -> String {
+    text.lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|fields| fields.len() == 3 && fields[1] == id)
+        .map(|fields| fields[2].to_owned())
+        .unwrap_or_else(|| panic!("no key {id} in {text}"))
+}
+
+impl Cluster {
+    /// Write the ring every instance reads at start, then restart them one by one.
+    async fn roll(&self, ring: &str) {
+        std::fs::write(self.dir.join("state-keys"), ring).unwrap();
+        for name in self.instances() {
+            let script = std::env::var("CLUSTER_SCRIPT").unwrap();
+            let dir = self.dir.clone();
+            let instance = name.clone();
+            let status = tokio::task::spawn_blocking(move || {
+                std::process::Command::new(script)
+                    .args(["restart", &instance])
+                    .env("CLUSTER_DIR", dir)
+                    .stdout(std::process::Stdio::null())
+                    .status()
+            })
+            .await
+            .unwrap()
+            .unwrap();
+            assert!(status.success(), "restarting {name}");
+        }
+    }
+}
+
+/// Asks the question for `order` through the balancer: the round's requestState.
+async fn round_through(balancer: SocketAddr, order: &str, route: &str) -> String {
+    let call = modern_call(1, "cancel_order", json!({"orderId": order}), json!({}));
+    let (_, round) = post(balancer, &call, &[("X-Backend", route)]).await;
+    assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    round["result"]["requestState"].as_str().unwrap().to_owned()
+}
+
+/// Answers yes to a round through the balancer (any instance): the final text, or the error.
+async fn answer_through(balancer: SocketAddr, order: &str, state: &str) -> Value {
+    let retry = modern_call(
+        2,
+        "cancel_order",
+        json!({"orderId": order}),
+        json!({"requestState": state, "inputResponses": yes()}),
+    );
+    post(balancer, &retry, &[]).await.1
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn keys_rotated_instance_by_instance_keep_every_round_in_flight_answerable() {
+    let cluster = Cluster::open();
+    let balancer = cluster.addr("balancer");
+    let instances = cluster.instances();
+    let ring = std::fs::read_to_string(cluster.dir.join("state-keys")).unwrap();
+    let old = key_in(&ring, "k1");
+    let new = "5e".repeat(32);
+    let mut orders = cancellable(cluster.addr("order-1")).await.into_iter();
+    let mut in_flight = Vec::new();
+    let mut ask = |route: &str| {
+        let order = orders.next().unwrap();
+        let route = route.to_owned();
+        async move {
+            let state = round_through(balancer, &order, &route).await;
+            (order, state)
+        }
+    };
+    // Sealed with the old key, before anything changes; kept to be refused at the end.
+    let retired = ask(&instances[0]).await;
+    for name in &instances {
+        in_flight.push(ask(name).await);
+    }
+    // Stage 1: every instance learns the new key, still sealing with the old one.
+    cluster
+        .roll(&format!("current k1 {old}\nprevious k2 {new}\n"))
+        .await;
+    for name in &instances {
+        in_flight.push(ask(name).await);
+    }
+    // Stage 2: the new key seals; the old one still opens.
+    cluster
+        .roll(&format!("current k2 {new}\nprevious k1 {old}\n"))
+        .await;
+    for name in &instances {
+        in_flight.push(ask(name).await);
+    }
+    // Every round asked under any stage completes on whichever instance the balancer picks.
+    for (order, state) in &in_flight {
+        let answer = answer_through(balancer, order, state).await;
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("is cancelled"), "{order}: {answer}");
+    }
+    // Stage 3: the old key retired. What it sealed is refused, and changes nothing.
+    cluster.roll(&format!("current k2 {new}\n")).await;
+    let (order, state) = retired;
+    let before = status_at(cluster.addr("order-1"), &order).await;
+    for _ in &instances {
+        let answer = answer_through(balancer, &order, &state).await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    assert_eq!(status_at(cluster.addr("order-1"), &order).await, before);
+    assert_ne!(before, "CANCELLED");
+}
+
 #[tokio::test]
 #[ignore = "needs a cluster: scripts/test-cluster"]
 async fn killing_an_instance_under_load_loses_no_call_once_the_balancer_has_noticed() {
