@@ -1,0 +1,250 @@
+"""Driver of scripts/bench-cluster: order services behind HAProxy, measured from one asyncio
+client with keep-alive connections.
+
+For each set-up (1, 2 and 3 instances on one PostgreSQL database, then 1 instance on a SQLite
+file), all behind HAProxy: `get_order` at concurrency 16 (throughput, p50, p99), then the
+2026-07-28 confirmed cancel (a round and its retry with the answer, each POST to whichever
+instance the balancer picks) as completed flows per second at concurrency 16, each flow on an
+order of its own (the benchmark adds cancellable orders to the database first).
+"""
+
+import argparse
+import asyncio
+import resource
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+}
+EXTRA_ORDERS = 20000
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(name, arguments, extra=None):
+    params = {"name": name, "arguments": arguments, "_meta": META}
+    params.update(extra or {})
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection to the balancer."""
+
+    def __init__(self, port):
+        self.port = port
+        self.reader = self.writer = None
+
+    async def post(self, message):
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        body = json.dumps(message).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+            f"Mcp-Name: {message['params']['name']}\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        await self.writer.drain()
+        status_line = await self.reader.readuntil(b"\r\n")
+        headers = {}
+        while True:
+            line = await self.reader.readuntil(b"\r\n")
+            if line == b"\r\n":
+                break
+            key, _, value = line.decode().partition(":")
+            headers[key.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            data = await self.reader.readexactly(int(headers["content-length"]))
+        else:  # chunked (an SSE stream)
+            data = b""
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
+                chunk = await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                data += chunk[:-2]
+        if headers.get("connection", "").lower() == "close":
+            self.writer.close()
+            self.writer = None
+        status = int(status_line.split()[1])
+        text = data.decode()
+        if text.lstrip().startswith("{"):
+            return status, json.loads(text)
+        messages = [json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
+        return status, next((m for m in reversed(messages) if "id" in m), {})
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))] if values else float("nan")
+
+
+async def get_order_load(port, seconds, concurrency):
+    latencies, errors = [], 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker():
+        nonlocal errors
+        connection = Connection(port)
+        message = call("get_order", {"orderId": "ORD-10001"})
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            try:
+                status, answer = await connection.post(message)
+                ok = status == 200 and answer.get("result", {}).get("isError") is False
+            except (OSError, asyncio.IncompleteReadError, ValueError):
+                ok, connection = False, Connection(port)
+            latencies.append(time.perf_counter() - t0) if ok else None
+            errors += 0 if ok else 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - start
+    return len(latencies) / elapsed, percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000, errors
+
+
+async def cancel_load(port, seconds, concurrency, orders):
+    done, failed = 0, 0
+    deadline = time.perf_counter() + seconds
+    pool = iter(orders)
+
+    async def worker():
+        nonlocal done, failed
+        connection = Connection(port)
+        while time.perf_counter() < deadline:
+            order = next(pool, None)
+            if order is None:
+                return
+            try:
+                _, round_ = await connection.post(call("cancel_order", {"orderId": order}))
+                state = round_["result"]["requestState"]
+                yes = {"confirm": {"action": "accept", "content": {"confirmed": True}}}
+                _, final = await connection.post(
+                    call("cancel_order", {"orderId": order}, {"requestState": state, "inputResponses": yes}))
+                ok = "is cancelled" in final["result"]["content"][0]["text"]
+            except (OSError, KeyError, IndexError, asyncio.IncompleteReadError, ValueError):
+                ok, connection = False, Connection(port)
+            done += 1 if ok else 0
+            failed += 0 if ok else 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done / (time.perf_counter() - start), failed
+
+
+def client_cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wait_healthy(port, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+                if b"200" in s.recv(100).split(b"\r\n")[0]:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"port {port} did not become healthy")
+
+
+def add_orders(database, work):
+    """EXTRA_ORDERS cancellable copies of ORD-10002 (with its lines), ids ORD-9000001 on."""
+    numbers = (f"WITH RECURSIVE numbers(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM numbers "
+               f"WHERE n < {EXTRA_ORDERS}) ")
+    statements = (
+        numbers + "INSERT INTO orders (order_id, status, customer_id, total_cents, created_at, last_updated) "
+        "SELECT 'ORD-' || (9000000 + n), 'PENDING', customer_id, total_cents, created_at, last_updated "
+        "FROM orders, numbers WHERE order_id = 'ORD-10002';\n"
+        + numbers + "INSERT INTO order_items (order_id, line, product_id, product_name, quantity, unit_price_cents) "
+        "SELECT 'ORD-' || (9000000 + n), line, product_id, product_name, quantity, unit_price_cents "
+        "FROM order_items, numbers WHERE order_id = 'ORD-10002';\n")
+    if database.startswith("postgres"):
+        subprocess.run(["psql", "-q", database], input=statements, text=True, check=True)
+    else:
+        import sqlite3
+        connection = sqlite3.connect(database.removeprefix("sqlite://"))
+        connection.executescript(statements)
+        connection.commit()
+        connection.close()
+    return [f"ORD-{9000000 + n}" for n in range(1, EXTRA_ORDERS + 1)]
+
+
+def run_setup(label, binary, database, instances, keys, work, seconds):
+    procs = []
+    servers = ""
+    try:
+        for i in range(instances):
+            port = free_port()
+            log = open(os.path.join(work, f"{label}-{i}.log"), "w")
+            procs.append(subprocess.Popen(
+                [binary, "serve", "--listen", f"127.0.0.1:{port}", "--database", database,
+                 "--state-keys", keys, "--carrier-latency-ms", "0"],
+                stdout=subprocess.DEVNULL, stderr=log, env=dict(os.environ, RUST_LOG="warn")))
+            wait_healthy(port)
+            servers += f"    server order-{i + 1} 127.0.0.1:{port} check\n"
+        balancer = free_port()
+        config = open("deploy/haproxy.cfg").read()
+        config = config.replace("@PORT@", str(balancer)).replace("@STATS@", str(free_port()))
+        config = config.replace("@SERVERS@\n", servers).replace("@ROUTES@\n", "")
+        cfg = os.path.join(work, f"{label}.cfg")
+        open(cfg, "w").write(config)
+        procs.append(subprocess.Popen(["haproxy", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_healthy(balancer)
+        orders = add_orders(database, work)
+        asyncio.run(get_order_load(balancer, 1, 16))  # warm up
+        cpu0 = client_cpu()
+        rps, p50, p99, errors = asyncio.run(get_order_load(balancer, seconds, 16))
+        # The share of one core the client itself used: near 1.0, the client is the limit.
+        client = (client_cpu() - cpu0) / seconds
+        flows, failed = asyncio.run(cancel_load(balancer, seconds, 16, orders))
+        return rps, p50, p99, errors, client, flows, failed
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--postgres", required=True, help="server URL, postgres://user@host:port")
+    parser.add_argument("--seconds", type=float, default=5)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-cluster.")
+    keys = os.path.join(work, "state-keys")
+    open(keys, "w").write("current k1 " + os.urandom(32).hex() + "\n")
+    rows = []
+    for n in (1, 2, 3):
+        name = f"bench_{n}_{os.getpid()}"
+        subprocess.run(["psql", "-q", f"{args.postgres}/postgres", "-c", f"CREATE DATABASE {name}"], check=True)
+        rows.append((f"PostgreSQL, {n} instance{'s' if n > 1 else ''}",
+                     run_setup(f"pg{n}", args.binary, f"{args.postgres}/{name}", n, keys, work, args.seconds)))
+    sqlite = f"sqlite://{os.path.join(work, 'orders.sqlite')}"
+    rows.append(("SQLite, 1 instance", run_setup("sqlite", args.binary, sqlite, 1, keys, work, args.seconds)))
+    print(f"order-service behind HAProxy, {os.cpu_count()} cores, one asyncio client process, "
+          f"concurrency 16, {args.seconds:g} s per load, release build, no pinning")
+    print(f"{'set-up':<26} {'get_order req/s':>15} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} "
+          f"{'client CPU':>10} {'2026 cancels/s':>15} {'failed':>6}")
+    for label, (rps, p50, p99, errors, client, flows, failed) in rows:
+        print(f"{label:<26} {rps:>15.0f} {p50:>7.2f} {p99:>7.2f} {errors:>6} {client:>10.2f} "
+              f"{flows:>15.0f} {failed:>6}")
+
+
+if __name__ == "__main__":
+    main()
