@@ -8,6 +8,13 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use backchannel::testing::{Revision, call, text_of};
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, Implementation,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
 use crate::common::{modern_call, post, yes};
@@ -190,6 +197,62 @@ async fn forty_confirmed_cancels_over_the_instances_cancel_each_order_exactly_on
     .await
     .unwrap();
     assert_eq!(done, 33);
+}
+
+/// A 2025-11-25 client whose person says yes to every confirmation.
+#[derive(Clone)]
+struct SaysYes;
+
+impl ClientHandler for SaysYes {
+    fn get_info(&self) -> ClientInfo {
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
+        ClientInfo::new(caps, Implementation::new("cluster-test", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirmed": true})))
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_2025_session_stays_on_its_instance_through_the_balancer() {
+    let cluster = Cluster::open();
+    let balancer = &cluster.endpoints["balancer"];
+    let orders = cancellable(cluster.addr("order-1")).await;
+    // Several sessions at once, so round robin would scatter their requests: each session's
+    // initialize, the tool call, and the answer to the server's question reach one instance.
+    let sessions = futures::future::join_all(orders[..6].iter().map(|order| async move {
+        let client =
+            backchannel::testing::connect_http(SaysYes, balancer, Revision::V2025_11_25, None)
+                .await;
+        let result = client
+            .call_tool(call("cancel_order", json!({"orderId": order})))
+            .await
+            .unwrap();
+        client.cancel().await.unwrap();
+        text_of(&result)
+    }))
+    .await;
+    for (order, text) in orders[..6].iter().zip(&sessions) {
+        assert!(text.contains("is cancelled"), "{order}: {text}");
+    }
+    // A session id the instances never issued (or one whose instance is gone) is not found.
+    let response = reqwest::Client::new()
+        .post(balancer)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", "no-such-session")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
 }
 
 /// The key of id `id` in a key file's text.
