@@ -78,35 +78,12 @@ pub fn host_config(data: &[u8]) {
     }
 }
 
-/// Every file in `fuzz/corpus/<target>` and `fuzz/regressions/<target>` of this repository.
-#[cfg(test)]
-pub(crate) fn corpus(target: &str) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    let mut files = Vec::new();
-    for dir in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            if let Ok(bytes) = std::fs::read(entry.path()) {
-                files.push((entry.path(), bytes));
-            }
-        }
-    }
-    files
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn replay(target: &str, check: fn(&[u8])) {
-        let files = corpus(target);
-        assert!(!files.is_empty(), "fuzz/corpus/{target} holds the seeds");
-        for (path, bytes) in files {
-            let outcome = std::panic::catch_unwind(|| check(&bytes));
-            assert!(outcome.is_ok(), "{} fails", path.display());
-        }
+        crate::util::replay_fuzz_corpus(target, check);
     }
 
     #[test]

@@ -187,21 +187,5 @@ pub fn snapshot(dir: &Path, name: &str, actual: &str) {
 /// fuzzer's findings, replayed by the crates' own tests); panics naming the first input that
 /// makes `check` panic, or when there are no inputs at all.
 pub fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    let mut seen = 0;
-    for dir in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            let outcome = std::panic::catch_unwind(|| check(&bytes));
-            assert!(outcome.is_ok(), "{} fails", path.display());
-            seen += 1;
-        }
-    }
-    assert!(seen > 0, "fuzz/corpus/{target} holds the seeds");
+    crate::util::replay_fuzz_corpus(target, check);
 }

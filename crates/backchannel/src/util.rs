@@ -29,3 +29,27 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 pub(crate) fn fresh_nonce() -> String {
     hex(&random_bytes::<16>())
 }
+
+/// Run `check` on every input in `fuzz/corpus/<target>` and `fuzz/regressions/<target>`;
+/// panics naming the first input that makes `check` panic, or when there are none. Shared by
+/// the library's own corpus tests and `testing::replay_fuzz_corpus`.
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut seen = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let outcome = std::panic::catch_unwind(|| check(&bytes));
+            assert!(outcome.is_ok(), "{} fails", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "fuzz/corpus/{target} holds the seeds");
+}

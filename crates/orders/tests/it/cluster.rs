@@ -17,7 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
-use crate::common::{modern_call, post, yes};
+use crate::common::{cancellable, modern_call, post, status_at, yes};
 
 struct Cluster {
     dir: std::path::PathBuf,
@@ -64,34 +64,6 @@ impl Cluster {
             .await
             .unwrap()
     }
-}
-
-async fn status_at(addr: SocketAddr, order: &str) -> String {
-    let order: Value = reqwest::get(format!("http://{addr}/api/orders/{order}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    order["status"].as_str().unwrap().to_owned()
-}
-
-async fn cancellable(addr: SocketAddr) -> Vec<String> {
-    let mut ids = Vec::new();
-    for status in ["PENDING", "PROCESSING"] {
-        let orders: Vec<Value> = reqwest::get(format!("http://{addr}/api/orders?status={status}"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        ids.extend(
-            orders
-                .iter()
-                .map(|o| o["orderId"].as_str().unwrap().to_owned()),
-        );
-    }
-    ids
 }
 
 /// One confirmed cancel through the balancer (round, then retry with yes), each POST sent to

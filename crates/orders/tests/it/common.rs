@@ -103,3 +103,34 @@ async fn new_postgres_database(server: &str) -> String {
         .unwrap();
     format!("{server}/{name}")
 }
+
+/// An order's status as the REST API at `addr` shows it.
+pub async fn status_at(addr: SocketAddr, order: &str) -> String {
+    let order: Value = reqwest::get(format!("http://{addr}/api/orders/{order}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    order["status"].as_str().unwrap().to_owned()
+}
+
+/// The orders that can still be cancelled (PENDING, then PROCESSING), as the REST API at `addr`
+/// lists them.
+pub async fn cancellable(addr: SocketAddr) -> Vec<String> {
+    let mut ids = Vec::new();
+    for status in ["PENDING", "PROCESSING"] {
+        let orders: Vec<Value> = reqwest::get(format!("http://{addr}/api/orders?status={status}"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.extend(
+            orders
+                .iter()
+                .map(|o| o["orderId"].as_str().unwrap().to_owned()),
+        );
+    }
+    ids
+}

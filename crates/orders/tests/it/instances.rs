@@ -65,26 +65,19 @@ fn nonce() -> u64 {
 struct Instance {
     child: Child,
     addr: SocketAddr,
-    /// Every line it has written to stderr (its log) so far.
-    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every line it has written to stderr (its log) so far, updated as lines arrive.
+    log: tokio::sync::watch::Receiver<Vec<String>>,
 }
 
 impl Instance {
     /// Wait (up to ten seconds) for a log line containing `text`.
     async fn logged(&self, text: &str) -> bool {
-        for _ in 0..200 {
-            if self
-                .log
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|line| line.contains(text))
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
+        let mut log = self.log.clone();
+        let found = log.wait_for(|lines| lines.iter().any(|line| line.contains(text)));
+        matches!(
+            tokio::time::timeout(Duration::from_secs(10), found).await,
+            Ok(Ok(_))
+        )
     }
 }
 
@@ -114,11 +107,10 @@ fn start(database: &str, keys: Option<&Path>) -> Instance {
     let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let lines = log.clone();
+    let (lines, log) = tokio::sync::watch::channel(Vec::new());
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            lines.lock().unwrap().push(line.clone());
+            lines.send_modify(|lines| lines.push(line.clone()));
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 let addr = rest
                     .split_whitespace()
@@ -142,38 +134,16 @@ fn start(database: &str, keys: Option<&Path>) -> Instance {
     }
 }
 
-async fn status_via(instance: &Instance, order: &str) -> String {
-    let order: Value = reqwest::get(format!("http://{}/api/orders/{order}", instance.addr))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    order["status"].as_str().unwrap().to_owned()
-}
-
 /// `n` orders that can still be cancelled, as `instance` lists them.
 async fn cancellable(instance: &Instance, n: usize) -> Vec<String> {
-    let mut ids = Vec::new();
-    for status in ["PENDING", "PROCESSING"] {
-        let orders: Vec<Value> = reqwest::get(format!(
-            "http://{}/api/orders?status={status}",
-            instance.addr
-        ))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-        ids.extend(
-            orders
-                .iter()
-                .map(|o| o["orderId"].as_str().unwrap().to_owned()),
-        );
-    }
+    let mut ids = crate::common::cancellable(instance.addr).await;
     assert!(ids.len() >= n, "{ids:?}");
     ids.truncate(n);
     ids
+}
+
+async fn status_via(instance: &Instance, order: &str) -> String {
+    crate::common::status_at(instance.addr, order).await
 }
 
 /// The `input_required` round of cancelling `order`, asked on `instance`: its requestState.
@@ -270,6 +240,6 @@ async fn get_order_logs_who_asked_from_the_request_meta() {
     assert!(
         instance.logged(&line).await,
         "{:#?}",
-        instance.log.lock().unwrap()
+        *instance.log.borrow()
     );
 }
