@@ -92,7 +92,7 @@ impl Default for Config {
 
 /// The default database: `moviedb.sqlite` in `dir` (`data` when empty), created if missing.
 pub fn default_database(dir: &std::path::Path) -> Result<String, AppError> {
-    sqlite_pool::file_url(dir, "moviedb.sqlite").map_err(|(dir, e)| AppError::DataDir(dir, e))
+    sql_pool::file_url(dir, "moviedb.sqlite").map_err(|(dir, e)| AppError::DataDir(dir, e))
 }
 
 /// Open the database (creating, migrating and seeding it on first use) and build the
@@ -120,11 +120,10 @@ pub async fn open_catalog(config: &Config) -> Result<Catalog, AppError> {
 /// The MCP server over `catalog`.
 pub fn mcp_server(catalog: &Catalog, config: &McpConfig) -> Result<MovieServer, AppError> {
     let layer = MovieServer::layer_builder(config).build()?;
-    Ok(MovieServer::new(
-        graphql::schema(catalog.clone()),
-        layer,
-        config.clone(),
-    ))
+    Ok(
+        MovieServer::new(graphql::schema(catalog.clone()), layer, config.clone())
+            .sharing(catalog.store().shared_state()),
+    )
 }
 
 /// Serve GraphQL and MCP on `listener` until `shutdown` is cancelled.

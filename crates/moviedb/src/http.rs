@@ -144,7 +144,7 @@ async fn mcp_gate(
             || format!("addr:{}", peer.ip()),
             |v| format!("user:{}", v.username),
         );
-        if let Err(wait) = state.limiter.take(&key) {
+        if let Err(wait) = state.limiter.take(&key).await {
             let mut response = json_response(
                 http::StatusCode::TOO_MANY_REQUESTS,
                 serde_json::json!({
@@ -202,7 +202,7 @@ async fn graphql_post(
         || format!("addr:{}", peer.ip()),
         |v| format!("user:{}", v.username),
     );
-    if let Err(wait) = state.graphql_limiter.take(&key) {
+    if let Err(wait) = state.graphql_limiter.take(&key).await {
         let mut response = graphql_error(
             http::StatusCode::TOO_MANY_REQUESTS,
             "TOO_MANY_REQUESTS",
@@ -310,11 +310,16 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
     let server = mcp_server(&catalog, &config.mcp)?;
+    let shared = catalog.store().shared_state();
     let state = HttpState {
         schema: graphql::schema(catalog.clone()),
         catalog,
-        limiter: Arc::new(RateLimiter::new(config.mcp_calls_per_minute)),
-        graphql_limiter: Arc::new(RateLimiter::new(config.graphql_calls_per_minute)),
+        limiter: Arc::new(
+            RateLimiter::new(config.mcp_calls_per_minute).shared_by(shared.clone(), "mcp"),
+        ),
+        graphql_limiter: Arc::new(
+            RateLimiter::new(config.graphql_calls_per_minute).shared_by(shared, "graphql"),
+        ),
         options: Arc::new(config.http.clone()),
     };
     let mcp = serve::router(move || server.clone(), &config.http, shutdown).layer(

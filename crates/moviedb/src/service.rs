@@ -86,9 +86,11 @@ pub struct Catalog {
 /// Every movie, kept in memory for recommendations and forgotten on every movie write made
 /// through the catalogue. A read that raced a write does not put the old list back: it is
 /// stored only if no write happened since it started (generation check). The catalogue must
-/// be its database's only writer of movies.
+/// be its database's only writer of movies, so on a shared database (PostgreSQL, where other
+/// instances write) the cache is off and every read goes to the database.
 #[derive(Debug, Default)]
 struct MovieCache {
+    enabled: bool,
     state: Mutex<(u64, Option<Arc<Vec<Movie>>>)>,
 }
 
@@ -100,6 +102,9 @@ impl MovieCache {
     }
 
     async fn get(&self, store: &Store) -> Result<Arc<Vec<Movie>>, StoreError> {
+        if !self.enabled {
+            return Ok(Arc::new(store.all_movies().await?));
+        }
         let generation = {
             let state = self.lock();
             if let Some(movies) = &state.1 {
@@ -130,11 +135,14 @@ impl Catalog {
     /// The operations over `store`, signing tokens with `keys`.
     pub fn new(store: Store, keys: TokenKeys) -> Self {
         Self {
+            sign_in: Arc::new(crate::limits::SignInLimits::new(store.shared_state())),
+            movies: Arc::new(MovieCache {
+                enabled: !store.is_shared(),
+                ..MovieCache::default()
+            }),
             store: Writes::new(store),
             keys,
-            sign_in: Arc::default(),
             reviews: tokio::sync::broadcast::channel(256).0,
-            movies: Arc::default(),
         }
     }
 
@@ -185,9 +193,9 @@ impl Catalog {
         password: &str,
         address: Option<IpAddr>,
     ) -> ServiceResult<SignedIn> {
-        self.attempt_from(address)?;
+        self.attempt_from(address).await?;
         let account = format!("account:{}", username.trim().to_lowercase());
-        let wait = self.sign_in.failures_per_account.wait(&account);
+        let wait = self.sign_in.failures_per_account.wait(&account).await;
         if !wait.is_zero() {
             return Err(throttled("Too many failed sign-ins for this account", wait));
         }
@@ -205,16 +213,20 @@ impl Catalog {
                 user,
             }),
             _ => {
-                let _ = self.sign_in.failures_per_account.take(&account);
+                let _ = self.sign_in.failures_per_account.take(&account).await;
                 Err(DomainError::invalid("credentials", "Invalid credentials").into())
             }
         }
     }
 
     /// Count a sign-in or registration attempt from `address`.
-    fn attempt_from(&self, address: Option<IpAddr>) -> ServiceResult<()> {
+    async fn attempt_from(&self, address: Option<IpAddr>) -> ServiceResult<()> {
         if let Some(address) = address
-            && let Err(wait) = self.sign_in.per_address.take(&format!("addr:{address}"))
+            && let Err(wait) = self
+                .sign_in
+                .per_address
+                .take(&format!("addr:{address}"))
+                .await
         {
             return Err(throttled(
                 "Too many sign-in attempts from this address",
@@ -232,7 +244,7 @@ impl Catalog {
         password: &str,
         address: Option<IpAddr>,
     ) -> ServiceResult<SignedIn> {
-        self.attempt_from(address)?;
+        self.attempt_from(address).await?;
         let username = username.trim();
         let email = email.trim();
         validate_registration(username, email, password)?;

@@ -58,7 +58,7 @@ pub struct Config {
 
 /// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
 pub fn default_database(dir: &std::path::Path) -> Result<String, AppError> {
-    sqlite_pool::file_url(dir, "orders.sqlite").map_err(|(dir, e)| AppError::DataDir(dir, e))
+    sql_pool::file_url(dir, "orders.sqlite").map_err(|(dir, e)| AppError::DataDir(dir, e))
 }
 
 /// Open the database (creating, migrating and seeding it on first use) and build the service.

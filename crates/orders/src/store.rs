@@ -117,18 +117,15 @@ impl Store {
     /// `sqlite://PATH` (created if missing), `sqlite::memory:` (private, in memory), or
     /// `postgres://…` (the database must exist; instances may share it).
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let store = if is_postgres(url) {
-            let pool = sqlx::postgres::PgPoolOptions::new()
-                .max_connections(8)
-                .connect(url)
-                .await?;
+        let store = if sql_pool::is_postgres(url) {
+            let pool = sql_pool::connect_postgres(url).await?;
             // Takes an advisory lock: instances starting together migrate once.
             sqlx::migrate!("./migrations/postgres").run(&pool).await?;
             Store {
                 pool: Pool::Postgres(pool),
             }
         } else {
-            let pool = sqlite_pool::connect(url).await?;
+            let pool = sql_pool::connect(url).await?;
             sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
             Store {
                 pool: Pool::Sqlite(pool),
@@ -150,20 +147,7 @@ impl Store {
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.pool {
             Pool::Sqlite(_) => Cow::Borrowed(text),
-            Pool::Postgres(_) => {
-                let mut numbered = String::with_capacity(text.len() + 16);
-                let mut n = 0;
-                for c in text.chars() {
-                    if c == '?' {
-                        n += 1;
-                        numbered.push('$');
-                        numbered.push_str(&n.to_string());
-                    } else {
-                        numbered.push(c);
-                    }
-                }
-                Cow::Owned(numbered)
-            }
+            Pool::Postgres(_) => Cow::Owned(sql_pool::numbered(text)),
         }
     }
 
@@ -523,9 +507,4 @@ fn order_from_row(row: OrderRow) -> Result<Order, StoreError> {
         last_updated: parse_ts(&row.last_updated)?,
         shipment,
     })
-}
-
-/// Whether `url` names a PostgreSQL database.
-pub fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
 }

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::graphql::{self, MovieSchema};
 use crate::service::Viewer;
+use crate::store::SharedState;
 use crate::summary::{self, Prose, ReviewSummary, ReviewText};
 
 /// The question `addToWatchlist` asks when the agent gave no status.
@@ -84,7 +85,7 @@ pub struct MovieServer {
     tools: Arc<ToolRouter<Self>>,
     /// Model-written summaries, per signed-in user, movie and exact reviews: one caller's
     /// model output is never served to another.
-    summaries: moka::future::Cache<(String, i64, u64), Prose>,
+    summaries: SummaryCache,
     confirmations: Arc<Confirmations>,
     config: Arc<McpConfig>,
 }
@@ -104,13 +105,27 @@ impl MovieServer {
             schema,
             layer,
             tools: Arc::new(backchannel::schema::portable_formats(tools)),
-            summaries: moka::future::Cache::builder()
-                .max_capacity(1_000)
-                .time_to_live(config.summary_cache_ttl.max(Duration::from_millis(1)))
-                .build(),
+            summaries: SummaryCache::Here(
+                moka::future::Cache::builder()
+                    .max_capacity(1_000)
+                    .time_to_live(config.summary_cache_ttl.max(Duration::from_millis(1)))
+                    .build(),
+            ),
             confirmations: Arc::default(),
             config: Arc::new(config),
         }
+    }
+
+    /// Keep model-written summaries in `shared` (the database every instance uses) when there
+    /// is one, so a repeat within the window on another instance asks no model either.
+    pub fn sharing(mut self, shared: Option<SharedState>) -> Self {
+        if let Some(state) = shared {
+            self.summaries = SummaryCache::Shared {
+                state,
+                ttl: self.config.summary_cache_ttl,
+            };
+        }
+        self
     }
 
     /// The layer configuration this server expects: sealed state bound to the signed-in user.
@@ -279,6 +294,66 @@ impl MovieServer {
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         });
         response
+    }
+}
+
+/// Where model-written summaries are kept: in this process (one instance on SQLite) or in the
+/// database every instance shares (PostgreSQL).
+#[derive(Clone)]
+enum SummaryCache {
+    Here(moka::future::Cache<(String, i64, u64), Prose>),
+    Shared { state: SharedState, ttl: Duration },
+}
+
+/// A model summary as the shared cache keeps it (only the model's are cached).
+#[derive(Serialize, Deserialize)]
+struct CachedProse {
+    summary: String,
+    themes: Vec<String>,
+}
+
+impl SummaryCache {
+    fn shared_key((user, movie, digest): &(String, i64, u64)) -> String {
+        format!("{movie}:{digest:016x}:{user}")
+    }
+
+    async fn get(&self, key: &(String, i64, u64)) -> Option<Prose> {
+        match self {
+            SummaryCache::Here(cache) => cache.get(key).await,
+            SummaryCache::Shared { state, .. } => {
+                let text = match state.cached(&Self::shared_key(key)).await {
+                    Ok(text) => text?,
+                    Err(error) => {
+                        tracing::warn!(%error, "the shared summary cache could not be read");
+                        return None;
+                    }
+                };
+                let cached: CachedProse = serde_json::from_str(&text).ok()?;
+                Some(Prose {
+                    summary: cached.summary,
+                    themes: cached.themes,
+                    source: summary::SummarySource::ClientModel,
+                })
+            }
+        }
+    }
+
+    async fn insert(&self, key: (String, i64, u64), prose: Prose) {
+        match self {
+            SummaryCache::Here(cache) => cache.insert(key, prose).await,
+            SummaryCache::Shared { state, ttl } => {
+                let cached = CachedProse {
+                    summary: prose.summary,
+                    themes: prose.themes,
+                };
+                let Ok(text) = serde_json::to_string(&cached) else {
+                    return;
+                };
+                if let Err(error) = state.cache(&Self::shared_key(&key), &text, *ttl).await {
+                    tracing::warn!(%error, "the shared summary cache could not be written");
+                }
+            }
+        }
     }
 }
 

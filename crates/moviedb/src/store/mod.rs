@@ -1,19 +1,31 @@
-//! The catalogue, accounts, reviews and watch lists in SQLite through sqlx: migrations, the
-//! seed, and every query the API needs.
+//! The catalogue, accounts, reviews and watch lists in SQLite or PostgreSQL through sqlx:
+//! migrations (one set per backend), the seed, and every query the API needs.
+//!
+//! Queries are written once, with `?` placeholders, in SQL both backends read the same way
+//! (`IS NOT DISTINCT FROM`, `LOWER(…) LIKE LOWER(?)`); `Store::sql` numbers the placeholders
+//! for PostgreSQL and `on_pool!` runs the same code on whichever pool the store holds. Rows
+//! are read through [`Columns`], which both backends' rows implement.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::str::FromStr;
 
 use chrono::Utc;
+use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+use sqlx::{
+    Database, Decode, Encode, PgPool, Postgres, QueryBuilder, Row, Sqlite, SqlitePool, Type,
+};
 
 use crate::domain::*;
 use crate::seed::{self, SeedTitle};
 
+pub use shared::SharedState;
+
 mod movies;
 mod people;
 mod reviews;
+mod shared;
 mod shows;
 mod users;
 mod watchlist;
@@ -64,56 +76,127 @@ pub enum PersonDeletion {
 /// The database.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
 }
 
-fn parse<T: FromStr<Err = String>>(text: &str) -> Result<T, StoreError> {
+#[derive(Debug, Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Run `$body` with `$pool` bound to the store's pool, whichever backend it is.
+macro_rules! on_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+use on_pool;
+
+/// A column value both backends can decode.
+pub(crate) trait Value:
+    for<'r> Decode<'r, Sqlite> + Type<Sqlite> + for<'r> Decode<'r, Postgres> + Type<Postgres>
+{
+}
+
+impl<T> Value for T where
+    T: for<'r> Decode<'r, Sqlite> + Type<Sqlite> + for<'r> Decode<'r, Postgres> + Type<Postgres>
+{
+}
+
+/// A row of either backend, read by column name.
+pub(crate) trait Columns {
+    /// The value of `column`.
+    fn col<T: Value>(&self, column: &str) -> Result<T, sqlx::Error>;
+}
+
+impl Columns for SqliteRow {
+    fn col<T: Value>(&self, column: &str) -> Result<T, sqlx::Error> {
+        self.try_get(column)
+    }
+}
+
+impl Columns for PgRow {
+    fn col<T: Value>(&self, column: &str) -> Result<T, sqlx::Error> {
+        self.try_get(column)
+    }
+}
+
+/// A value one row makes.
+trait FromColumns: Sized {
+    fn from_columns(row: &impl Columns) -> Result<Self, StoreError>;
+}
+
+macro_rules! from_columns {
+    ($($type:ty => $read:ident),* $(,)?) => {
+        $(impl FromColumns for $type {
+            fn from_columns(row: &impl Columns) -> Result<Self, StoreError> {
+                $read(row)
+            }
+        })*
+    };
+}
+
+from_columns!(Movie => movie_row, TvShow => show_row, Person => person_row, Review => review_row,
+    User => user_row, WatchlistItem => item_row);
+
+/// A value both backends can bind.
+pub(crate) trait Bind<'q, DB: Database>: Encode<'q, DB> + Type<DB> + Send + 'q {}
+
+impl<'q, DB: Database, T: Encode<'q, DB> + Type<DB> + Send + 'q> Bind<'q, DB> for T {}
+
+/// A text column parsed into one of the domain's enums.
+fn parse<T: FromStr<Err = String>>(row: &impl Columns, column: &str) -> Result<T, StoreError> {
+    let text: String = row.col(column)?;
     text.parse().map_err(StoreError::Corrupt)
 }
 
-fn movie_row(row: &SqliteRow) -> Result<Movie, StoreError> {
+fn movie_row(row: &impl Columns) -> Result<Movie, StoreError> {
     Ok(Movie {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        release_year: row.try_get("release_year")?,
-        genre: parse(row.try_get("genre")?)?,
-        rating: row.try_get("rating")?,
-        runtime: row.try_get("runtime")?,
-        plot: row.try_get("plot")?,
-        poster_url: row.try_get("poster_url")?,
-        tmdb_id: row.try_get("tmdb_id")?,
+        id: row.col("id")?,
+        title: row.col("title")?,
+        release_year: row.col("release_year")?,
+        genre: parse(row, "genre")?,
+        rating: row.col("rating")?,
+        runtime: row.col("runtime")?,
+        plot: row.col("plot")?,
+        poster_url: row.col("poster_url")?,
+        tmdb_id: row.col("tmdb_id")?,
     })
 }
 
-fn show_row(row: &SqliteRow) -> Result<TvShow, StoreError> {
+fn show_row(row: &impl Columns) -> Result<TvShow, StoreError> {
     Ok(TvShow {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        genre: parse(row.try_get("genre")?)?,
-        rating: row.try_get("rating")?,
-        poster_url: row.try_get("poster_url")?,
-        tmdb_id: row.try_get("tmdb_id")?,
-        start_year: row.try_get("start_year")?,
-        end_year: row.try_get("end_year")?,
-        seasons: row.try_get("seasons")?,
-        plot: row.try_get("plot")?,
+        id: row.col("id")?,
+        title: row.col("title")?,
+        genre: parse(row, "genre")?,
+        rating: row.col("rating")?,
+        poster_url: row.col("poster_url")?,
+        tmdb_id: row.col("tmdb_id")?,
+        start_year: row.col("start_year")?,
+        end_year: row.col("end_year")?,
+        seasons: row.col("seasons")?,
+        plot: row.col("plot")?,
     })
 }
 
-fn person_row(row: &SqliteRow) -> Result<Person, StoreError> {
+fn person_row(row: &impl Columns) -> Result<Person, StoreError> {
     Ok(Person {
-        id: row.try_get("id")?,
-        name: row.try_get("name")?,
-        birth_year: row.try_get("birth_year")?,
-        biography: row.try_get("biography")?,
-        photo_url: row.try_get("photo_url")?,
-        country_code: row.try_get("country_code")?,
+        id: row.col("id")?,
+        name: row.col("name")?,
+        birth_year: row.col("birth_year")?,
+        biography: row.col("biography")?,
+        photo_url: row.col("photo_url")?,
+        country_code: row.col("country_code")?,
     })
 }
 
-fn subject_of(row: &SqliteRow) -> Result<Subject, StoreError> {
-    let movie: Option<i64> = row.try_get("movie_id")?;
-    let show: Option<i64> = row.try_get("tv_show_id")?;
+fn subject_of(row: &impl Columns) -> Result<Subject, StoreError> {
+    let movie: Option<i64> = row.col("movie_id")?;
+    let show: Option<i64> = row.col("tv_show_id")?;
     match (movie, show) {
         (Some(id), None) => Ok(Subject::Movie(id)),
         (None, Some(id)) => Ok(Subject::TvShow(id)),
@@ -123,36 +206,36 @@ fn subject_of(row: &SqliteRow) -> Result<Subject, StoreError> {
     }
 }
 
-fn review_row(row: &SqliteRow) -> Result<Review, StoreError> {
-    let created: String = row.try_get("created_at")?;
+fn review_row(row: &impl Columns) -> Result<Review, StoreError> {
+    let created: String = row.col("created_at")?;
     Ok(Review {
-        id: row.try_get("id")?,
-        score: row.try_get("score")?,
-        comment: row.try_get("comment")?,
+        id: row.col("id")?,
+        score: row.col("score")?,
+        comment: row.col("comment")?,
         created_at: chrono::DateTime::parse_from_rfc3339(&created)
             .map_err(|e| StoreError::Corrupt(format!("timestamp {created:?}: {e}")))?
             .with_timezone(&Utc),
-        user_id: row.try_get("user_id")?,
+        user_id: row.col("user_id")?,
         subject: subject_of(row)?,
     })
 }
 
-fn user_row(row: &SqliteRow) -> Result<User, StoreError> {
+fn user_row(row: &impl Columns) -> Result<User, StoreError> {
     Ok(User {
-        id: row.try_get("id")?,
-        username: row.try_get("username")?,
-        email: row.try_get("email")?,
-        role: parse(row.try_get("role")?)?,
-        password_hash: row.try_get("password_hash")?,
+        id: row.col("id")?,
+        username: row.col("username")?,
+        email: row.col("email")?,
+        role: parse(row, "role")?,
+        password_hash: row.col("password_hash")?,
     })
 }
 
-fn item_row(row: &SqliteRow) -> Result<WatchlistItem, StoreError> {
+fn item_row(row: &impl Columns) -> Result<WatchlistItem, StoreError> {
     Ok(WatchlistItem {
-        id: row.try_get("id")?,
-        user_id: row.try_get("user_id")?,
+        id: row.col("id")?,
+        user_id: row.col("user_id")?,
         subject: subject_of(row)?,
-        status: parse(row.try_get("status")?)?,
+        status: parse(row, "status")?,
     })
 }
 
@@ -182,8 +265,6 @@ async fn seed_hashes() -> Result<&'static HashMap<&'static str, String>, StoreEr
         .await
 }
 
-type RowFn<T> = fn(&SqliteRow) -> Result<T, StoreError>;
-
 /// `%text%` for `LIKE … ESCAPE '\'`, with the wildcards in `text` taken literally.
 fn like_pattern(text: &str) -> String {
     let escaped = text
@@ -200,33 +281,85 @@ impl Store {
     /// Open (creating if missing) the database at `url`, migrate it, and seed it if it holds
     /// no movies. `sqlite::memory:` gives a private in-memory database.
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let pool = sqlite_pool::connect(url).await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        let store = Store { pool };
-        let movies: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM movies")
-            .fetch_one(&store.pool)
-            .await?;
-        if movies == 0 {
+        let store = if sql_pool::is_postgres(url) {
+            let pool = sql_pool::connect_postgres(url).await?;
+            // Takes an advisory lock: instances starting together migrate once.
+            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+            Store {
+                pool: Pool::Postgres(pool),
+            }
+        } else {
+            let pool = sql_pool::connect(url).await?;
+            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+            Store {
+                pool: Pool::Sqlite(pool),
+            }
+        };
+        if store.movie_count().await? == 0 {
             store.seed().await?;
         }
         Ok(store)
     }
 
+    /// Whether the database is shared with other processes by design (PostgreSQL): then
+    /// nothing read from it may be trusted from one process's memory.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.pool, Pool::Postgres(_))
+    }
+
+    /// The PostgreSQL pool, when the store is on PostgreSQL (for state other instances share).
+    pub fn postgres(&self) -> Option<&PgPool> {
+        match &self.pool {
+            Pool::Postgres(pool) => Some(pool),
+            Pool::Sqlite(_) => None,
+        }
+    }
+
+    /// `text` with its `?` placeholders as the backend writes them (`$1, $2, …` on PostgreSQL).
+    fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.pool {
+            Pool::Sqlite(_) => Cow::Borrowed(text),
+            Pool::Postgres(_) => Cow::Owned(sql_pool::numbered(text)),
+        }
+    }
+
+    async fn movie_count(&self) -> Result<i64, StoreError> {
+        Ok(
+            on_pool!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM movies")
+            .fetch_one(pool)
+            .await?),
+        )
+    }
+
     /// Whether the database answers (for health checks).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        on_pool!(self, pool => {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
         Ok(())
     }
 
     async fn seed(&self) -> Result<(), StoreError> {
         let hashes = seed_hashes().await?;
-        let mut tx = self.pool.begin().await?;
+        on_pool!(self, pool => {
+        let mut tx = pool.begin().await?;
+        if self.is_shared() {
+            // Instances starting together on an empty database: one seeds, the others wait
+            // for it here and then find the movies there.
+            sqlx::query("SELECT pg_advisory_xact_lock(7340002)")
+                .execute(&mut *tx)
+                .await?;
+            let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM movies")
+                .fetch_one(&mut *tx)
+                .await?;
+            if existing > 0 {
+                return Ok(());
+            }
+        }
         let mut users = HashMap::new();
         for u in seed::users() {
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
-                 RETURNING id",
-            )
+            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
+                 RETURNING id"))
             .bind(u.username)
             .bind(u.email)
             .bind(hashes.get(u.username).map(String::as_str).unwrap_or(""))
@@ -237,10 +370,8 @@ impl Store {
         }
         let mut people = HashMap::new();
         for p in seed::PEOPLE {
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO people (name, birth_year, biography, country_code) \
-                 VALUES (?, ?, ?, ?) RETURNING id",
-            )
+            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO people (name, birth_year, biography, country_code) \
+                 VALUES (?, ?, ?, ?) RETURNING id"))
             .bind(p.name)
             .bind(p.birth_year)
             .bind(p.bio)
@@ -257,10 +388,8 @@ impl Store {
         };
         let mut movies = HashMap::new();
         for m in seed::MOVIES {
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO movies (title, release_year, genre, rating, runtime, plot, tmdb_id) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            )
+            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO movies (title, release_year, genre, rating, runtime, plot, tmdb_id) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"))
             .bind(m.title)
             .bind(m.year)
             .bind(m.genre.as_str())
@@ -272,16 +401,14 @@ impl Store {
             .await?;
             movies.insert(m.title, id);
             for d in m.directors {
-                sqlx::query("INSERT INTO movie_directors (movie_id, person_id) VALUES (?, ?)")
+                sqlx::query(&self.sql("INSERT INTO movie_directors (movie_id, person_id) VALUES (?, ?)"))
                     .bind(id)
                     .bind(person(d)?)
                     .execute(&mut *tx)
                     .await?;
             }
             for (actor, character) in m.cast {
-                sqlx::query(
-                    "INSERT INTO movie_cast (movie_id, person_id, character_name) VALUES (?, ?, ?)",
-                )
+                sqlx::query(&self.sql("INSERT INTO movie_cast (movie_id, person_id, character_name) VALUES (?, ?, ?)"))
                 .bind(id)
                 .bind(person(actor)?)
                 .bind(character)
@@ -291,10 +418,8 @@ impl Store {
         }
         let mut shows = HashMap::new();
         for s in seed::SHOWS {
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO tv_shows (title, genre, rating, tmdb_id, start_year, end_year, \
-                 seasons, plot) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            )
+            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO tv_shows (title, genre, rating, tmdb_id, start_year, end_year, \
+                 seasons, plot) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"))
             .bind(s.title)
             .bind(s.genre.as_str())
             .bind(s.rating)
@@ -307,17 +432,15 @@ impl Store {
             .await?;
             shows.insert(s.title, id);
             for c in s.creators {
-                sqlx::query("INSERT INTO tv_show_creators (tv_show_id, person_id) VALUES (?, ?)")
+                sqlx::query(&self.sql("INSERT INTO tv_show_creators (tv_show_id, person_id) VALUES (?, ?)"))
                     .bind(id)
                     .bind(person(c)?)
                     .execute(&mut *tx)
                     .await?;
             }
             for (actor, character) in s.cast {
-                sqlx::query(
-                    "INSERT INTO tv_show_cast (tv_show_id, person_id, character_name) \
-                     VALUES (?, ?, ?)",
-                )
+                sqlx::query(&self.sql("INSERT INTO tv_show_cast (tv_show_id, person_id, character_name) \
+                     VALUES (?, ?, ?)"))
                 .bind(id)
                 .bind(person(actor)?)
                 .bind(character)
@@ -325,10 +448,8 @@ impl Store {
                 .await?;
             }
             for (season, number, title, year) in s.episodes {
-                sqlx::query(
-                    "INSERT INTO episodes (tv_show_id, season_number, episode_number, title, \
-                     runtime, air_year) VALUES (?, ?, ?, ?, ?, ?)",
-                )
+                sqlx::query(&self.sql("INSERT INTO episodes (tv_show_id, season_number, episode_number, title, \
+                     runtime, air_year) VALUES (?, ?, ?, ?, ?, ?)"))
                 .bind(id)
                 .bind(season)
                 .bind(number)
@@ -359,10 +480,8 @@ impl Store {
         let start = Utc::now() - chrono::Duration::days(seed::REVIEWS.len() as i64 + 1);
         for (i, r) in seed::REVIEWS.iter().enumerate() {
             let (movie, show) = subject_columns(subject(r.title)?);
-            sqlx::query(
-                "INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
-                 VALUES (?, ?, ?, ?, ?, ?)",
-            )
+            sqlx::query(&self.sql("INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
+                 VALUES (?, ?, ?, ?, ?, ?)"))
             .bind(r.score)
             .bind(r.comment)
             .bind((start + chrono::Duration::days(i as i64)).to_rfc3339())
@@ -374,10 +493,8 @@ impl Store {
         }
         for (name, title, status) in seed::WATCHLIST {
             let (movie, show) = subject_columns(subject(*title)?);
-            sqlx::query(
-                "INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
-                 VALUES (?, ?, ?, ?)",
-            )
+            sqlx::query(&self.sql("INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
+                 VALUES (?, ?, ?, ?)"))
             .bind(user(name)?)
             .bind(movie)
             .bind(show)
@@ -386,80 +503,88 @@ impl Store {
             .await?;
         }
         tx.commit().await?;
+        });
         Ok(())
     }
 
     async fn credits(&self, sql: &str, id: i64) -> Result<Vec<Credit>, StoreError> {
-        sqlx::query(sql)
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql(sql))
             .bind(id)
-            .fetch_all(&self.pool)
+            .fetch_all(pool)
             .await?
             .iter()
             .map(|row| {
                 Ok(Credit {
                     person: person_row(row)?,
-                    character_name: row.try_get("character_name")?,
+                    character_name: row.col("character_name")?,
                 })
             })
             .collect()
+        })
     }
 
     // ---- people ----
 
     /// One row of `table` by id. `table` is one of this module's constants, never input.
-    async fn by_id<T>(&self, table: &str, id: i64, row: RowFn<T>) -> Result<Option<T>, StoreError> {
-        sqlx::query(&format!("SELECT * FROM {table} WHERE id = ?"))
+    async fn by_id<T: FromColumns>(&self, table: &str, id: i64) -> Result<Option<T>, StoreError> {
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql(&format!("SELECT * FROM {table} WHERE id = ?")))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(pool)
             .await?
             .as_ref()
-            .map(row)
+            .map(T::from_columns)
             .transpose()
+        })
     }
 
     /// One page of `table` by id, and how many rows there are.
-    async fn page_of<T>(
+    async fn page_of<T: FromColumns>(
         &self,
         table: &str,
         page: PageRequest,
-        row: RowFn<T>,
     ) -> Result<(Vec<T>, i64), StoreError> {
+        on_pool!(self, pool => {
         let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-            .fetch_one(&self.pool)
+            .fetch_one(pool)
             .await?;
-        let items = sqlx::query(&format!(
+        let items = sqlx::query(&self.sql(&format!(
             "SELECT * FROM {table} ORDER BY id LIMIT ? OFFSET ?"
-        ))
+        )))
         .bind(page.size)
         .bind(page.offset())
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
-        .map(row)
+        .map(T::from_columns)
         .collect::<Result<_, _>>()?;
         Ok((items, total))
+        })
     }
 
     /// Rows of `table` whose `column` contains `text` (case-insensitive, `%` and `_` taken
     /// literally), ordered by that column.
-    async fn containing<T>(
+    async fn containing<T: FromColumns>(
         &self,
         table: &str,
         column: &str,
         text: &str,
         limit: i64,
-        row: RowFn<T>,
     ) -> Result<Vec<T>, StoreError> {
-        sqlx::query(&format!(
-            "SELECT * FROM {table} WHERE {column} LIKE ? ESCAPE '\\' ORDER BY {column} LIMIT ?"
-        ))
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql(&format!(
+            "SELECT * FROM {table} WHERE LOWER({column}) LIKE LOWER(?) ESCAPE '\\' \
+             ORDER BY LOWER({column}), id LIMIT ?"
+        )))
         .bind(like_pattern(text))
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
-        .map(row)
+        .map(T::from_columns)
         .collect()
+        })
     }
 }
 

@@ -7,23 +7,27 @@ impl Store {
 
     /// One movie.
     pub async fn movie(&self, id: i64) -> Result<Option<Movie>, StoreError> {
-        sqlx::query(&format!("SELECT {MOVIE_COLUMNS} FROM movies WHERE id = ?"))
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql(&format!("SELECT {MOVIE_COLUMNS} FROM movies WHERE id = ?")))
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(pool)
             .await?
             .as_ref()
             .map(movie_row)
             .transpose()
+        })
     }
 
     /// Every movie, by id.
     pub async fn all_movies(&self) -> Result<Vec<Movie>, StoreError> {
+        on_pool!(self, pool => {
         sqlx::query(&format!("SELECT {MOVIE_COLUMNS} FROM movies ORDER BY id"))
-            .fetch_all(&self.pool)
+            .fetch_all(pool)
             .await?
             .iter()
             .map(movie_row)
             .collect()
+        })
     }
 
     /// The movies of `ids` that exist, in the order asked.
@@ -37,10 +41,19 @@ impl Store {
         Ok(found)
     }
 
-    pub(crate) fn push_filter(query: &mut QueryBuilder<'_, Sqlite>, filter: &MovieFilter) {
+    pub(crate) fn push_filter<'q, DB: Database>(
+        query: &mut QueryBuilder<'q, DB>,
+        filter: &MovieFilter,
+    ) where
+        f64: Bind<'q, DB>,
+        i32: Bind<'q, DB>,
+        String: Bind<'q, DB>,
+    {
         query.push(" WHERE 1 = 1");
         if let Some(genre) = filter.genre {
-            query.push(" AND genre = ").push_bind(genre.as_str());
+            query
+                .push(" AND genre = ")
+                .push_bind(genre.as_str().to_owned());
         }
         if let Some(v) = filter.min_rating {
             query.push(" AND rating >= ").push_bind(v);
@@ -62,9 +75,9 @@ impl Store {
         }
         if let Some(text) = &filter.title_contains {
             query
-                .push(" AND title LIKE ")
+                .push(" AND LOWER(title) LIKE LOWER(")
                 .push_bind(like_pattern(text))
-                .push(" ESCAPE '\\'");
+                .push(") ESCAPE '\\'");
         }
     }
 
@@ -75,21 +88,23 @@ impl Store {
         page: PageRequest,
         sort: Option<(MovieSortField, SortOrder)>,
     ) -> Result<(Vec<Movie>, i64), StoreError> {
-        let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM movies");
+        on_pool!(self, pool => {
+        let mut count = QueryBuilder::new("SELECT COUNT(*) FROM movies");
         Self::push_filter(&mut count, filter);
-        let total: i64 = count.build_query_scalar().fetch_one(&self.pool).await?;
-        let mut query = QueryBuilder::<Sqlite>::new(format!("SELECT {MOVIE_COLUMNS} FROM movies"));
+        let total: i64 = count.build_query_scalar().fetch_one(pool).await?;
+        let mut query = QueryBuilder::new(format!("SELECT {MOVIE_COLUMNS} FROM movies"));
         Self::push_filter(&mut query, filter);
         let (field, order) = sort.unwrap_or((MovieSortField::Title, SortOrder::Asc));
         let column = match field {
-            MovieSortField::Title => "title COLLATE NOCASE",
+            MovieSortField::Title => "LOWER(title)",
             MovieSortField::ReleaseYear => "release_year",
             MovieSortField::Rating => "rating",
             MovieSortField::Runtime => "runtime",
         };
+        // A missing rating or runtime sorts as the smallest value, on both backends.
         let direction = match order {
-            SortOrder::Asc => "ASC",
-            SortOrder::Desc => "DESC",
+            SortOrder::Asc => "ASC NULLS FIRST",
+            SortOrder::Desc => "DESC NULLS LAST",
         };
         query.push(format!(" ORDER BY {column} {direction}, id ASC LIMIT "));
         query
@@ -98,12 +113,13 @@ impl Store {
             .push_bind(page.offset());
         let movies = query
             .build()
-            .fetch_all(&self.pool)
+            .fetch_all(pool)
             .await?
             .iter()
             .map(movie_row)
             .collect::<Result<_, _>>()?;
         Ok((movies, total))
+        })
     }
 
     /// Movies whose title contains `text`, case-insensitive, at most `limit`.
@@ -127,16 +143,16 @@ impl Store {
 
     /// A movie's directors.
     pub async fn directors(&self, movie_id: i64) -> Result<Vec<Person>, StoreError> {
-        sqlx::query(
-            "SELECT p.* FROM people p JOIN movie_directors d ON d.person_id = p.id \
-             WHERE d.movie_id = ? ORDER BY p.id",
-        )
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT p.* FROM people p JOIN movie_directors d ON d.person_id = p.id \
+             WHERE d.movie_id = ? ORDER BY p.id"))
         .bind(movie_id)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
         .map(person_row)
         .collect()
+        })
     }
 
     /// A movie's cast, in billing order.
@@ -153,10 +169,9 @@ impl Store {
 impl Writes {
     /// Store a new movie (already validated).
     pub async fn create_movie(&self, input: &MovieInput) -> Result<Movie, StoreError> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO movies (title, release_year, genre, rating, runtime, plot, poster_url, \
-             tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        )
+        on_pool!(self, pool => {
+        let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO movies (title, release_year, genre, rating, runtime, plot, poster_url, \
+             tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"))
         .bind(input.title.as_deref().map(str::trim))
         .bind(input.release_year)
         .bind(input.genre.map(Genre::as_str))
@@ -165,11 +180,12 @@ impl Writes {
         .bind(&input.plot)
         .bind(&input.poster_url)
         .bind(input.tmdb_id)
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await?;
         self.movie(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a created movie vanished".into()))
+        })
     }
 
     /// Change the given fields of a movie; `None` when there is no such movie.
@@ -178,13 +194,12 @@ impl Writes {
         id: i64,
         input: &MovieInput,
     ) -> Result<Option<Movie>, StoreError> {
-        let done = sqlx::query(
-            "UPDATE movies SET title = COALESCE(?, title), \
+        on_pool!(self, pool => {
+        let done = sqlx::query(&self.sql("UPDATE movies SET title = COALESCE(?, title), \
              release_year = COALESCE(?, release_year), genre = COALESCE(?, genre), \
              rating = COALESCE(?, rating), runtime = COALESCE(?, runtime), \
              plot = COALESCE(?, plot), poster_url = COALESCE(?, poster_url), \
-             tmdb_id = COALESCE(?, tmdb_id) WHERE id = ?",
-        )
+             tmdb_id = COALESCE(?, tmdb_id) WHERE id = ?"))
         .bind(input.title.as_deref().map(str::trim))
         .bind(input.release_year)
         .bind(input.genre.map(Genre::as_str))
@@ -194,20 +209,23 @@ impl Writes {
         .bind(&input.poster_url)
         .bind(input.tmdb_id)
         .bind(id)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
         self.movie(id).await
+        })
     }
 
     /// Delete a movie with its credits, reviews and watch-list entries; whether it existed.
     pub async fn delete_movie(&self, id: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM movies WHERE id = ?")
+        on_pool!(self, pool => {
+        let done = sqlx::query(&self.sql("DELETE FROM movies WHERE id = ?"))
             .bind(id)
-            .execute(&self.pool)
+            .execute(pool)
             .await?;
         Ok(done.rows_affected() > 0)
+        })
     }
 }

@@ -5,32 +5,31 @@ use super::*;
 impl Store {
     /// One person.
     pub async fn person(&self, id: i64) -> Result<Option<Person>, StoreError> {
-        self.by_id("people", id, person_row).await
+        self.by_id("people", id).await
     }
 
     /// One page of people by id, and how many there are.
     pub async fn people_page(&self, page: PageRequest) -> Result<(Vec<Person>, i64), StoreError> {
-        self.page_of("people", page, person_row).await
+        self.page_of("people", page).await
     }
 
     /// People whose name contains `text`, case-insensitive.
     pub async fn search_people(&self, text: &str, limit: i64) -> Result<Vec<Person>, StoreError> {
-        self.containing("people", "name", text, limit, person_row)
-            .await
+        self.containing("people", "name", text, limit).await
     }
 
     /// Movies a person directed.
     pub async fn directed_movies(&self, person_id: i64) -> Result<Vec<Movie>, StoreError> {
-        sqlx::query(
-            "SELECT m.* FROM movies m JOIN movie_directors d ON d.movie_id = m.id \
-             WHERE d.person_id = ? ORDER BY m.release_year, m.id",
-        )
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT m.* FROM movies m JOIN movie_directors d ON d.movie_id = m.id \
+             WHERE d.person_id = ? ORDER BY m.release_year, m.id"))
         .bind(person_id)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
         .map(movie_row)
         .collect()
+        })
     }
 
     /// Movies a person acted in, with the character.
@@ -38,36 +37,36 @@ impl Store {
         &self,
         person_id: i64,
     ) -> Result<Vec<(Movie, Option<String>)>, StoreError> {
-        sqlx::query(
-            "SELECT m.*, c.character_name FROM movies m JOIN movie_cast c ON c.movie_id = m.id \
-             WHERE c.person_id = ? ORDER BY m.release_year, m.id",
-        )
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT m.*, c.character_name FROM movies m JOIN movie_cast c ON c.movie_id = m.id \
+             WHERE c.person_id = ? ORDER BY m.release_year, m.id"))
         .bind(person_id)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
         .map(|row| Ok((movie_row(row)?, row.try_get("character_name")?)))
         .collect()
+        })
     }
 }
 
 impl Writes {
     /// Store a new person (already validated).
     pub async fn create_person(&self, input: &PersonInput) -> Result<Person, StoreError> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO people (name, birth_year, biography, photo_url, country_code) \
-             VALUES (?, ?, ?, ?, ?) RETURNING id",
-        )
+        on_pool!(self, pool => {
+        let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO people (name, birth_year, biography, photo_url, country_code) \
+             VALUES (?, ?, ?, ?, ?) RETURNING id"))
         .bind(input.name.as_deref().map(str::trim))
         .bind(input.birth_year)
         .bind(&input.biography)
         .bind(&input.photo_url)
         .bind(&input.country_code)
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await?;
         self.person(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a created person vanished".into()))
+        })
     }
 
     /// Change the given fields of a person; `None` when there is no such person.
@@ -76,39 +75,38 @@ impl Writes {
         id: i64,
         input: &PersonInput,
     ) -> Result<Option<Person>, StoreError> {
-        let done = sqlx::query(
-            "UPDATE people SET name = COALESCE(?, name), birth_year = COALESCE(?, birth_year), \
+        on_pool!(self, pool => {
+        let done = sqlx::query(&self.sql("UPDATE people SET name = COALESCE(?, name), birth_year = COALESCE(?, birth_year), \
              biography = COALESCE(?, biography), photo_url = COALESCE(?, photo_url), \
-             country_code = COALESCE(?, country_code) WHERE id = ?",
-        )
+             country_code = COALESCE(?, country_code) WHERE id = ?"))
         .bind(input.name.as_deref().map(str::trim))
         .bind(input.birth_year)
         .bind(&input.biography)
         .bind(&input.photo_url)
         .bind(&input.country_code)
         .bind(id)
-        .execute(&self.pool)
+        .execute(pool)
         .await?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
         self.person(id).await
+        })
     }
 
     /// Delete a person; with `force`, their credits go first.
     pub async fn delete_person(&self, id: i64, force: bool) -> Result<PersonDeletion, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let movie_links: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM movie_directors WHERE person_id = ?1) + \
-             (SELECT COUNT(*) FROM movie_cast WHERE person_id = ?1)",
-        )
+        on_pool!(self, pool => {
+        let mut tx = pool.begin().await?;
+        let movie_links: i64 = sqlx::query_scalar(&self.sql("SELECT (SELECT COUNT(*) FROM movie_directors WHERE person_id = ?) + \
+             (SELECT COUNT(*) FROM movie_cast WHERE person_id = ?)"))
+        .bind(id)
         .bind(id)
         .fetch_one(&mut *tx)
         .await?;
-        let show_links: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COUNT(*) FROM tv_show_creators WHERE person_id = ?1) + \
-             (SELECT COUNT(*) FROM tv_show_cast WHERE person_id = ?1)",
-        )
+        let show_links: i64 = sqlx::query_scalar(&self.sql("SELECT (SELECT COUNT(*) FROM tv_show_creators WHERE person_id = ?) + \
+             (SELECT COUNT(*) FROM tv_show_cast WHERE person_id = ?)"))
+        .bind(id)
         .bind(id)
         .fetch_one(&mut *tx)
         .await?;
@@ -124,12 +122,12 @@ impl Writes {
             "tv_show_creators",
             "tv_show_cast",
         ] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE person_id = ?"))
+            sqlx::query(&self.sql(&format!("DELETE FROM {table} WHERE person_id = ?")))
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
         }
-        let done = sqlx::query("DELETE FROM people WHERE id = ?")
+        let done = sqlx::query(&self.sql("DELETE FROM people WHERE id = ?"))
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -138,6 +136,7 @@ impl Writes {
             PersonDeletion::Deleted
         } else {
             PersonDeletion::NotFound
+        })
         })
     }
 }

@@ -7,32 +7,31 @@ impl Store {
 
     /// One show.
     pub async fn tv_show(&self, id: i64) -> Result<Option<TvShow>, StoreError> {
-        self.by_id("tv_shows", id, show_row).await
+        self.by_id("tv_shows", id).await
     }
 
     /// One page of shows by id, and how many there are.
     pub async fn tv_shows_page(&self, page: PageRequest) -> Result<(Vec<TvShow>, i64), StoreError> {
-        self.page_of("tv_shows", page, show_row).await
+        self.page_of("tv_shows", page).await
     }
 
     /// Shows whose title contains `text`.
     pub async fn search_shows(&self, text: &str, limit: i64) -> Result<Vec<TvShow>, StoreError> {
-        self.containing("tv_shows", "title", text, limit, show_row)
-            .await
+        self.containing("tv_shows", "title", text, limit).await
     }
 
     /// A show's creators.
     pub async fn creators(&self, show_id: i64) -> Result<Vec<Person>, StoreError> {
-        sqlx::query(
-            "SELECT p.* FROM people p JOIN tv_show_creators c ON c.person_id = p.id \
-             WHERE c.tv_show_id = ? ORDER BY p.id",
-        )
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT p.* FROM people p JOIN tv_show_creators c ON c.person_id = p.id \
+             WHERE c.tv_show_id = ? ORDER BY p.id"))
         .bind(show_id)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
         .map(person_row)
         .collect()
+        })
     }
 
     /// A show's cast.
@@ -47,11 +46,10 @@ impl Store {
 
     /// A show's episodes by season and number.
     pub async fn episodes(&self, show_id: i64) -> Result<Vec<Episode>, StoreError> {
-        sqlx::query(
-            "SELECT * FROM episodes WHERE tv_show_id = ? ORDER BY season_number, episode_number",
-        )
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT * FROM episodes WHERE tv_show_id = ? ORDER BY season_number, episode_number"))
         .bind(show_id)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?
         .iter()
         .map(|row| {
@@ -67,5 +65,6 @@ impl Store {
             })
         })
         .collect()
+        })
     }
 }

@@ -7,18 +7,20 @@ impl Store {
 
     /// An account by username.
     pub async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
-        sqlx::query("SELECT * FROM users WHERE username = ?")
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT * FROM users WHERE username = ?"))
             .bind(username)
-            .fetch_optional(&self.pool)
+            .fetch_optional(pool)
             .await?
             .as_ref()
             .map(user_row)
             .transpose()
+        })
     }
 
     /// An account by id.
     pub async fn user(&self, id: i64) -> Result<Option<User>, StoreError> {
-        self.by_id("users", id, user_row).await
+        self.by_id("users", id).await
     }
 }
 
@@ -31,18 +33,18 @@ impl Writes {
         password_hash: &str,
         role: Role,
     ) -> Result<User, StoreError> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
-             RETURNING id",
-        )
+        on_pool!(self, pool => {
+        let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
+             RETURNING id"))
         .bind(username)
         .bind(email)
         .bind(password_hash)
         .bind(role.as_str())
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await?;
         self.user(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a created user vanished".into()))
+        })
     }
 }

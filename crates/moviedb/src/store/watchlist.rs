@@ -7,13 +7,15 @@ impl Store {
 
     /// A user's watch list, oldest entry first.
     pub async fn watchlist(&self, user_id: i64) -> Result<Vec<WatchlistItem>, StoreError> {
-        sqlx::query("SELECT * FROM watchlist_items WHERE user_id = ? ORDER BY id")
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE user_id = ? ORDER BY id"))
             .bind(user_id)
-            .fetch_all(&self.pool)
+            .fetch_all(pool)
             .await?
             .iter()
             .map(item_row)
             .collect()
+        })
     }
 
     /// One entry of `user_id`'s list (another user's entry reads as missing).
@@ -22,14 +24,16 @@ impl Store {
         user_id: i64,
         item_id: i64,
     ) -> Result<Option<WatchlistItem>, StoreError> {
-        sqlx::query("SELECT * FROM watchlist_items WHERE id = ? AND user_id = ?")
+        on_pool!(self, pool => {
+        sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE id = ? AND user_id = ?"))
             .bind(item_id)
             .bind(user_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(pool)
             .await?
             .as_ref()
             .map(item_row)
             .transpose()
+        })
     }
 
     /// The entry for `subject` on `user_id`'s list, if there is one.
@@ -38,29 +42,30 @@ impl Store {
         user_id: i64,
         subject: Subject,
     ) -> Result<Option<WatchlistItem>, StoreError> {
+        on_pool!(self, pool => {
         let (movie, show) = subject_columns(subject);
-        sqlx::query(
-            "SELECT * FROM watchlist_items WHERE user_id = ? AND movie_id IS ? AND tv_show_id IS ?",
-        )
+        sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE user_id = ? AND movie_id IS NOT DISTINCT FROM ? \
+             AND tv_show_id IS NOT DISTINCT FROM ?"))
         .bind(user_id)
         .bind(movie)
         .bind(show)
-        .fetch_optional(&self.pool)
+        .fetch_optional(pool)
         .await?
         .as_ref()
         .map(item_row)
         .transpose()
+        })
     }
 
     /// Ids of the movies `user_id` marked WATCHED.
     pub async fn watched_movie_ids(&self, user_id: i64) -> Result<Vec<i64>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT movie_id FROM watchlist_items WHERE user_id = ? AND status = 'WATCHED' \
-             AND movie_id IS NOT NULL",
-        )
+        on_pool!(self, pool => {
+        Ok(sqlx::query_scalar(&self.sql("SELECT movie_id FROM watchlist_items WHERE user_id = ? AND status = 'WATCHED' \
+             AND movie_id IS NOT NULL"))
         .bind(user_id)
-        .fetch_all(&self.pool)
+        .fetch_all(pool)
         .await?)
+        })
     }
 }
 
@@ -72,20 +77,20 @@ impl Writes {
         subject: Subject,
         status: WatchStatus,
     ) -> Result<WatchlistItem, StoreError> {
+        on_pool!(self, pool => {
         let (movie, show) = subject_columns(subject);
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
-             VALUES (?, ?, ?, ?) RETURNING id",
-        )
+        let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
+             VALUES (?, ?, ?, ?) RETURNING id"))
         .bind(user_id)
         .bind(movie)
         .bind(show)
         .bind(status.as_str())
-        .fetch_one(&self.pool)
+        .fetch_one(pool)
         .await?;
         self.watchlist_item(user_id, id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a created entry vanished".into()))
+        })
     }
 
     /// Set an entry's status; whether the user has that entry.
@@ -95,14 +100,16 @@ impl Writes {
         item_id: i64,
         status: WatchStatus,
     ) -> Result<bool, StoreError> {
+        on_pool!(self, pool => {
         let done =
-            sqlx::query("UPDATE watchlist_items SET status = ? WHERE id = ? AND user_id = ?")
+            sqlx::query(&self.sql("UPDATE watchlist_items SET status = ? WHERE id = ? AND user_id = ?"))
                 .bind(status.as_str())
                 .bind(item_id)
                 .bind(user_id)
-                .execute(&self.pool)
+                .execute(pool)
                 .await?;
         Ok(done.rows_affected() > 0)
+        })
     }
 
     /// Remove an entry; whether the user had it.
@@ -111,11 +118,13 @@ impl Writes {
         user_id: i64,
         item_id: i64,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM watchlist_items WHERE id = ? AND user_id = ?")
+        on_pool!(self, pool => {
+        let done = sqlx::query(&self.sql("DELETE FROM watchlist_items WHERE id = ? AND user_id = ?"))
             .bind(item_id)
             .bind(user_id)
-            .execute(&self.pool)
+            .execute(pool)
             .await?;
         Ok(done.rows_affected() > 0)
+        })
     }
 }

@@ -146,6 +146,18 @@ impl ClientHandler for Client {
     }
 }
 
+/// A database of its own for one test: in-memory SQLite, or, when `$MOVIEDB_TEST_POSTGRES`
+/// names a PostgreSQL server (`scripts/test-postgres` runs the suite a second time that way),
+/// a new database created on it for this test alone.
+pub async fn fresh_database() -> String {
+    match std::env::var("MOVIEDB_TEST_POSTGRES") {
+        Ok(server) if !server.is_empty() => {
+            sql_pool::create_database(&server, "moviedb").await.unwrap()
+        }
+        _ => "sqlite::memory:".to_owned(),
+    }
+}
+
 /// A fresh seeded database and the catalogue over it.
 pub struct Db {
     pub catalog: Catalog,
@@ -153,7 +165,7 @@ pub struct Db {
 
 impl Db {
     pub async fn new() -> Self {
-        let store = Store::open("sqlite::memory:").await.unwrap();
+        let store = Store::open(&fresh_database().await).await.unwrap();
         Self {
             catalog: Catalog::new(store, TokenKeys::random()),
         }
@@ -181,6 +193,7 @@ impl Db {
             MovieServer::layer_builder(&config).build().unwrap(),
             config,
         )
+        .sharing(self.catalog.store().shared_state())
     }
 
     /// Connect `client` to `server` over a pipe, speaking `wire`.

@@ -82,26 +82,7 @@ pub fn on_postgres() -> bool {
 }
 
 async fn new_postgres_database(server: &str) -> String {
-    use sqlx::Connection;
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let server = server.trim_end_matches('/');
-    let name = format!(
-        "orders_{}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos()
-    );
-    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres"))
-        .await
-        .unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    format!("{server}/{name}")
+    sql_pool::create_database(server, "orders").await.unwrap()
 }
 
 /// An order's status as the REST API at `addr` shows it.

@@ -1,14 +1,20 @@
-//! The one way the workspace's stores open SQLite, so the two stores cannot drift apart.
+//! The one way the workspace's stores open their database, so the two stores cannot drift
+//! apart: SQLite (the embedded default) or PostgreSQL (shared by many instances).
 //!
 //! - A file (`sqlite://path`): created if missing, write-ahead log, foreign keys on, a 5-second
 //!   busy timeout, four connections.
 //! - `sqlite::memory:` (or `mode=memory`): each connection to an in-memory database is a
 //!   database of its own, so the pool keeps exactly one connection, forever, and never
 //!   health-checks it (there is nothing to reconnect to).
+//! - `postgres://…`: eight connections ([`connect_postgres`]); the database must exist.
+//!
+//! Queries are written once with `?` placeholders; [`numbered`] rewrites them as PostgreSQL
+//! wants them (`$1`, `$2`, …).
 
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 /// How long a write waits for another writer before it fails with "database is locked".
@@ -16,6 +22,62 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connections to a database file (SQLite serialises writers; readers run side by side).
 pub const FILE_CONNECTIONS: u32 = 4;
+
+/// Connections each instance keeps to a PostgreSQL server.
+pub const POSTGRES_CONNECTIONS: u32 = 8;
+
+/// Whether `url` names a PostgreSQL database.
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// Open a pool on the PostgreSQL database at `url`.
+pub async fn connect_postgres(url: &str) -> Result<PgPool, sqlx::Error> {
+    PgPoolOptions::new()
+        .max_connections(POSTGRES_CONNECTIONS)
+        .connect(url)
+        .await
+}
+
+/// `text` with its `?` placeholders numbered the PostgreSQL way (`$1, $2, …`). Write queries
+/// with plain `?` only (no `?NNN`), and no `?` inside string literals.
+pub fn numbered(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut n = 0;
+    for c in text.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Create a new, empty database named `PREFIX_PID_N_NANOS` on the PostgreSQL server at
+/// `server` (a URL without a database name) and return its URL: a database of its own for
+/// one test, or for one scratch run.
+pub async fn create_database(server: &str, prefix: &str) -> Result<String, sqlx::Error> {
+    use sqlx::Connection;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let server = server.trim_end_matches('/');
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    let name = format!(
+        "{prefix}_{}_{}_{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    );
+    let mut admin = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await?;
+    admin.close().await?;
+    Ok(format!("{server}/{name}"))
+}
 
 /// Whether `url` names an in-memory database.
 pub fn is_memory(url: &str) -> bool {
@@ -64,6 +126,16 @@ pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn placeholders_are_numbered_in_order() {
+        assert_eq!(
+            numbered("UPDATE t SET a = ? WHERE b = ? AND c IS NOT DISTINCT FROM ?"),
+            "UPDATE t SET a = $1 WHERE b = $2 AND c IS NOT DISTINCT FROM $3"
+        );
+        assert_eq!(numbered("SELECT 1"), "SELECT 1");
+        assert!(is_postgres("postgresql://h/db") && !is_postgres("sqlite://x"));
+    }
+
     #[tokio::test]
     async fn an_in_memory_database_is_one_database_for_the_whole_pool() {
         let pool = connect("sqlite::memory:").await.expect("pool");
@@ -88,7 +160,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_file_database_is_created_in_wal_mode_with_foreign_keys() {
-        let dir = std::env::temp_dir().join(format!("sqlite-pool-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("sql-pool-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("test.sqlite");
         let _ = std::fs::remove_file(&file);
