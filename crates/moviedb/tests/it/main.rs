@@ -4,6 +4,7 @@
 #![expect(deprecated, reason = "the client side of sampling, roots and logging")]
 
 mod app;
+mod cluster;
 mod common;
 mod graphql;
 mod http;
