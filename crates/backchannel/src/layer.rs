@@ -27,7 +27,7 @@ use crate::clock::Clock;
 use crate::ctx::{Ctx, insert_ctx};
 use crate::deprecated::{self, LogLevel, SetLevelParams};
 use crate::revision::Revision;
-use crate::sessions::{ListKind, Sessions};
+use crate::sessions::{Change, ListKind, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
 use crate::util::{lock, random_bytes};
 
@@ -44,6 +44,15 @@ struct Inner {
     tasks: TaskManager,
     task_owners: Mutex<std::collections::HashMap<String, Owner>>,
     task_tools: std::collections::HashMap<String, TaskSupport>,
+    relay: std::sync::OnceLock<Arc<dyn Relay>>,
+}
+
+/// Carries [`Change`]s to the other instances of this server (for example
+/// `backchannel::relay::PgRelay`, over PostgreSQL `NOTIFY`). The relay delivers what other
+/// instances publish through [`Backchannel::deliver`].
+pub trait Relay: Send + Sync + 'static {
+    /// Tell the other instances about `change`.
+    fn publish(&self, change: &Change) -> futures::future::BoxFuture<'static, ()>;
 }
 
 /// Who a task belongs to: the principal that started it, else the 2025-11-25 session it was
@@ -208,6 +217,7 @@ impl BackchannelBuilder {
                 tasks: TaskManager::new(),
                 task_owners: Mutex::default(),
                 task_tools: self.task_tools,
+                relay: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -744,15 +754,87 @@ impl Backchannel {
         Ok(())
     }
 
-    /// Tell every 2025-11-25 session and every 2026-07-28 listen stream that a list changed.
-    /// Returns how many peers were notified.
+    /// Tell every 2025-11-25 session and every 2026-07-28 listen stream that a list changed,
+    /// here and (through the relay, if one is set) on every other instance. Returns how many
+    /// peers of this instance were notified.
     pub async fn notify_list_changed(&self, kind: ListKind) -> usize {
-        self.inner.shared.sessions.broadcast(kind).await
+        self.notify(Change::ListChanged(kind)).await
+    }
+
+    /// Tell the sessions and listen streams subscribed to `uri` that it changed, here and
+    /// (through the relay, if one is set) on every other instance. Returns how many peers of
+    /// this instance were notified.
+    pub async fn notify_resource_updated(&self, uri: &str) -> usize {
+        self.notify(Change::ResourceUpdated(uri.to_owned())).await
+    }
+
+    async fn notify(&self, change: Change) -> usize {
+        if let Some(relay) = self.inner.relay.get() {
+            relay.publish(&change).await;
+        }
+        self.deliver(&change).await
+    }
+
+    /// Deliver a change to this instance's listeners only: for relays, with what another
+    /// instance published.
+    pub async fn deliver(&self, change: &Change) -> usize {
+        self.inner.shared.sessions.deliver(change).await
+    }
+
+    /// Publish every change through `relay` from now on. The first relay set stays; `false`
+    /// when one was set already.
+    pub fn relay_to(&self, relay: Arc<dyn Relay>) -> bool {
+        self.inner.relay.set(relay).is_ok()
+    }
+
+    /// A weak handle, for a relay's listener task (it must not keep the layer alive).
+    pub fn downgrade(&self) -> WeakBackchannel {
+        WeakBackchannel(Arc::downgrade(&self.inner))
+    }
+
+    /// Subscribe the 2025-11-25 session of `context` to `uri` (`resources/subscribe`): it
+    /// hears `notifications/resources/updated` for it until it unsubscribes or goes away.
+    /// (2026-07-28 clients name their URIs in `subscriptions/listen` instead.)
+    pub fn subscribe_resource(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.inner.shared.sessions.subscribe(&context.peer, uri) {
+            Ok(())
+        } else {
+            Err(ErrorData::invalid_params(
+                "this session holds as many resource subscriptions as it may",
+                None,
+            ))
+        }
+    }
+
+    /// Undo [`Self::subscribe_resource`] (`resources/unsubscribe`).
+    pub fn unsubscribe_resource(&self, uri: &str, context: &RequestContext<RoleServer>) {
+        self.inner.shared.sessions.unsubscribe(&context.peer, uri);
     }
 
     /// How many (2025-11-25 sessions, 2026-07-28 listen streams) are registered.
     pub fn listener_counts(&self) -> (usize, usize) {
         self.inner.shared.sessions.counts()
+    }
+}
+
+/// A [`Backchannel`] that does not keep it alive.
+#[derive(Clone)]
+pub struct WeakBackchannel(std::sync::Weak<Inner>);
+
+impl WeakBackchannel {
+    /// The layer, while anything else still holds it.
+    pub fn upgrade(&self) -> Option<Backchannel> {
+        self.0.upgrade().map(|inner| Backchannel { inner })
+    }
+}
+
+impl std::fmt::Debug for WeakBackchannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakBackchannel")
     }
 }
 

@@ -44,6 +44,8 @@ mod layer;
 #[cfg(feature = "logging")]
 pub mod logging;
 mod outcome;
+#[cfg(feature = "postgres")]
+pub mod relay;
 mod revision;
 pub mod schema;
 pub mod serve;
@@ -61,11 +63,13 @@ pub use deprecated::{
 pub use deprecated::{user_prompt, with_logging};
 pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
-pub use layer::{Backchannel, BackchannelBuilder, BuildError, TaskSupport, error_text};
+pub use layer::{
+    Backchannel, BackchannelBuilder, BuildError, Relay, TaskSupport, WeakBackchannel, error_text,
+};
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
-pub use sessions::ListKind;
+pub use sessions::{Change, ListKind};
 pub use state::StateError;
 
 #[doc(hidden)]

@@ -1,10 +1,11 @@
-//! Who is listening: 2025-11-25 sessions (with their log level) and 2026-07-28
-//! `subscriptions/listen` streams. The list-changed broadcaster fans out over both.
+//! Who is listening: 2025-11-25 sessions (with their log level and resource subscriptions) and
+//! 2026-07-28 `subscriptions/listen` streams. A [`Change`] (a list changed, a resource was
+//! updated) fans out over both, to those that asked for it.
 
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::RoleServer;
-use rmcp::model::InitializeRequestParams;
+use rmcp::model::{InitializeRequestParams, ResourceUpdatedNotificationParam};
 use rmcp::service::{Peer, SubscriptionSink};
 
 use crate::deprecated::LogLevel;
@@ -29,7 +30,12 @@ struct LegacySession {
     key: SessionKey,
     peer: Peer<RoleServer>,
     level: Option<LogLevel>,
+    /// URIs this session subscribed to (`resources/subscribe`).
+    resources: Vec<String>,
 }
+
+/// Most resource subscriptions one 2025-11-25 session may hold.
+const MAX_SUBSCRIPTIONS: usize = 256;
 
 #[derive(Debug)]
 struct Listener {
@@ -61,6 +67,15 @@ pub enum ListKind {
     Resources,
 }
 
+/// Something listeners may want to hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A list changed: every session, and every listen stream that accepted that kind.
+    ListChanged(ListKind),
+    /// The resource at this URI changed: the sessions and listen streams subscribed to it.
+    ResourceUpdated(String),
+}
+
 impl Sessions {
     fn prune(inner: &mut Inner) {
         inner
@@ -80,6 +95,7 @@ impl Sessions {
                 key,
                 peer: peer.clone(),
                 level: None,
+                resources: Vec::new(),
             });
         }
     }
@@ -105,6 +121,37 @@ impl Sessions {
             .and_then(|s| s.level)
     }
 
+    /// Subscribe a 2025-11-25 session to `uri`. `false` when it already holds the most
+    /// subscriptions a session may.
+    pub(crate) fn subscribe(&self, peer: &Peer<RoleServer>, uri: &str) -> bool {
+        self.register(peer);
+        let Some(key) = SessionKey::of(peer) else {
+            return false;
+        };
+        let mut inner = lock(&self.inner);
+        let Some(session) = inner.legacy.iter_mut().find(|s| s.key.same(&key)) else {
+            return false;
+        };
+        if session.resources.iter().any(|r| r == uri) {
+            return true;
+        }
+        if session.resources.len() >= MAX_SUBSCRIPTIONS {
+            return false;
+        }
+        session.resources.push(uri.to_owned());
+        true
+    }
+
+    pub(crate) fn unsubscribe(&self, peer: &Peer<RoleServer>, uri: &str) {
+        let Some(key) = SessionKey::of(peer) else {
+            return;
+        };
+        let mut inner = lock(&self.inner);
+        if let Some(session) = inner.legacy.iter_mut().find(|s| s.key.same(&key)) {
+            session.resources.retain(|r| r != uri);
+        }
+    }
+
     pub(crate) fn add_listener(&self, sink: SubscriptionSink) -> u64 {
         let mut inner = lock(&self.inner);
         inner.next_listener += 1;
@@ -124,9 +171,53 @@ impl Sessions {
         (inner.legacy.len(), inner.listeners.len())
     }
 
+    /// Tell this process's sessions and listen streams about `change`, each only if it asked.
+    /// Returns how many were notified.
+    pub(crate) async fn deliver(&self, change: &Change) -> usize {
+        match change {
+            Change::ListChanged(kind) => self.broadcast(*kind).await,
+            Change::ResourceUpdated(uri) => self.resource_updated(uri).await,
+        }
+    }
+
+    async fn resource_updated(&self, uri: &str) -> usize {
+        let (peers, sinks) = {
+            let mut inner = lock(&self.inner);
+            Self::prune(&mut inner);
+            let peers: Vec<_> = inner
+                .legacy
+                .iter()
+                .filter(|s| s.resources.iter().any(|r| r == uri))
+                .map(|s| s.peer.clone())
+                .collect();
+            let sinks: Vec<_> = inner
+                .listeners
+                .iter()
+                .filter(|l| {
+                    l.sink
+                        .accepted()
+                        .resource_subscriptions
+                        .as_ref()
+                        .is_some_and(|uris| uris.iter().any(|r| r == uri))
+                })
+                .map(|l| l.sink.clone())
+                .collect();
+            (peers, sinks)
+        };
+        let mut sent = 0;
+        for peer in peers {
+            let params = ResourceUpdatedNotificationParam::new(uri);
+            sent += usize::from(peer.notify_resource_updated(params).await.is_ok());
+        }
+        for sink in sinks {
+            sent += usize::from(sink.notify_resource_updated(uri).await.is_ok());
+        }
+        sent
+    }
+
     /// Notify every session and every listen stream that accepted this kind of change.
     /// Returns how many peers were notified.
-    pub(crate) async fn broadcast(&self, kind: ListKind) -> usize {
+    async fn broadcast(&self, kind: ListKind) -> usize {
         let (peers, sinks) = {
             let mut inner = lock(&self.inner);
             Self::prune(&mut inner);

@@ -29,6 +29,9 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
+    /// The relay between instances could not start.
+    #[error(transparent)]
+    Relay(#[from] backchannel::relay::RelayError),
     /// Listening beyond loopback needs sign-in.
     #[error(
         "refusing to listen on {0} without authentication: anything that reaches that address \
@@ -100,6 +103,16 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
     let server = mcp_server(service.clone(), config.state_keys.as_ref())?;
+    Ok(router_with(server, service, config, shutdown))
+}
+
+/// [`router`] around a server built already.
+fn router_with(
+    server: OrderServer,
+    service: OrderService,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> axum::Router {
     let health = crate::rest::health(service.clone());
     let app = serve::router(move || server.clone(), &config.http, shutdown)
         .merge(crate::rest::routes(service));
@@ -116,7 +129,7 @@ pub fn router(
         }
     };
     // The health check needs no token (a load balancer has none) and tells nothing else.
-    Ok(app.merge(health))
+    app.merge(health)
 }
 
 /// Let the request through with its principal, or answer 401.
@@ -176,7 +189,17 @@ pub async fn serve_http(
     }
     let service = open_service(config).await?;
     backchannel::StateKeys::announce(config.state_keys.as_ref());
-    let app = router(service, config, shutdown.clone())?;
+    let server = mcp_server(service.clone(), config.state_keys.as_ref())?;
+    if let Some(url) = config
+        .database
+        .as_deref()
+        .filter(|url| sql_pool::is_postgres(url))
+    {
+        // Order updates raised here reach subscribers held by every other instance.
+        backchannel::relay::PgRelay::start(url, server.layer()).await?;
+        tracing::info!("resource updates are relayed to the other instances through PostgreSQL");
+    }
+    let app = router_with(server, service, config, shutdown.clone());
     if let Some(addr) = addr {
         tracing::info!(
             "order-service listening on http://{addr} (MCP at /mcp, REST at /api/orders)"

@@ -227,6 +227,7 @@ impl OrderServer {
             .update_status(&args.order_id, &args.new_status)
             .await
             .map_err(failed)?;
+        self.changed(&order.order_id).await;
         Ok(text(
             serde_json::to_string(&order).map_err(ToolError::failed)?,
         ))
@@ -327,6 +328,7 @@ impl OrderServer {
                 // The status is decided again, atomically, at write time.
                 match self.service.cancel(id, note.as_deref()).await {
                     Ok(cancelled) => {
+                        self.changed(id).await;
                         ctx.log(LogLevel::Info, LOGGER, messages::cancelled_log(id))
                             .await;
                         messages::cancelled(id, cancelled.total_amount)
@@ -373,6 +375,19 @@ impl OrderServer {
             tools: std::sync::Arc::new(backchannel::schema::portable_formats(Self::tool_router())),
             prompts: std::sync::Arc::new(Self::prompt_router()),
         }
+    }
+
+    /// This server's backchannel layer (for a relay between instances).
+    pub fn layer(&self) -> &Backchannel {
+        &self.layer
+    }
+
+    /// Tell whoever subscribed to `order://{id}` (here, and on every instance through the
+    /// relay) that the order changed.
+    async fn changed(&self, id: &str) {
+        self.layer
+            .notify_resource_updated(&format!("order://{id}"))
+            .await;
     }
 
     /// The layer configuration this server expects: `recheck_shipments` may run as a task.
@@ -428,6 +443,7 @@ impl ServerHandler for OrderServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
                 .enable_completions()
                 .enable_tasks()
@@ -439,6 +455,23 @@ impl ServerHandler for OrderServer {
                 "Orders of an online shop: look them up, list them by customer or status, update \
                  their status, recheck shipments, and cancel with the customer's confirmation.",
             )
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.subscribe_resource(&request.uri, &context)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.unsubscribe_resource(&request.uri, &context);
+        Ok(())
     }
 
     async fn list_resources(

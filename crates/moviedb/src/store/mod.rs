@@ -4,7 +4,7 @@
 //! Queries are written once, with `?` placeholders, in SQL both backends read the same way
 //! (`IS NOT DISTINCT FROM`, `LOWER(…) LIKE LOWER(?)`); `Store::sql` numbers the placeholders
 //! for PostgreSQL and `on_pool!` runs the same code on whichever pool the store holds. Rows
-//! are read through [`Columns`], which both backends' rows implement.
+//! are read through `Columns`, which both backends' rows implement.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

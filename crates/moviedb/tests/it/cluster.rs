@@ -1,6 +1,7 @@
 //! moviedb as two instances on one PostgreSQL database (`scripts/cluster up`): what one
 //! instance learns, the other honours. Ignored in the ordinary run; `scripts/test-cluster`
 //! starts the cluster and runs these with `--ignored`. `$CLUSTER_DIR` names its folder.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -102,6 +102,10 @@ async fn a_round_asked_on_one_instance_is_answered_through_the_balancer_on_anoth
     assert!(instances.len() >= 3, "{instances:?}");
     let balancer = cluster.addr("balancer");
     let order = cancellable(cluster.addr(&instances[0])).await.remove(0);
+    // Every instance reads it first, so one that kept it in memory would have it to serve.
+    for name in &instances {
+        assert_ne!(status_at(cluster.addr(name), &order).await, "CANCELLED");
+    }
     let text = confirmed_cancel(
         balancer,
         &order,
@@ -124,6 +128,88 @@ async fn a_round_asked_on_one_instance_is_answered_through_the_balancer_on_anoth
         .await
         .unwrap();
     assert_eq!(status, "CANCELLED");
+}
+
+/// A 2025-11-25 client that records every `notifications/resources/updated` it hears.
+#[derive(Clone, Default)]
+struct Watcher {
+    updated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn an_order_cancelled_on_one_instance_is_announced_to_subscribers_held_by_the_others() {
+    let cluster = Cluster::open();
+    let instances = cluster.instances();
+    let order = cancellable(cluster.addr(&instances[0])).await.remove(0);
+    let uri = format!("order://{order}");
+    // A 2026-07-28 listen stream held by the third instance, a 2025-11-25 session subscribed
+    // on the second.
+    let url = |name: &str| format!("http://{}/mcp", cluster.addr(name));
+    let modern =
+        backchannel::testing::connect_http((), &url(&instances[2]), Revision::V2026_07_28, None)
+            .await;
+    let mut stream = modern
+        .listen(
+            rmcp::model::SubscriptionFilter::builder()
+                .resource_subscription(uri.clone())
+                .build(),
+        )
+        .await
+        .unwrap();
+    let watcher = Watcher::default();
+    let legacy = backchannel::testing::connect_http(
+        watcher.clone(),
+        &url(&instances[1]),
+        Revision::V2025_11_25,
+        None,
+    )
+    .await;
+    legacy
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri.clone()))
+        .await
+        .unwrap();
+    // Cancelled on the first instance alone (round and retry both there).
+    let started = Instant::now();
+    let text = confirmed_cancel(
+        cluster.addr("balancer"),
+        &order,
+        [Some(instances[0].as_str()), Some(instances[0].as_str())],
+    )
+    .await;
+    assert!(text.contains("is cancelled"), "{text}");
+    let notification = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the listen stream on another instance heard nothing")
+        .unwrap()
+        .unwrap();
+    match notification {
+        rmcp::model::ServerNotification::ResourceUpdatedNotification(n) => {
+            assert_eq!(n.params.uri, uri);
+        }
+        other => panic!("{other:?}"),
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while watcher.updated.lock().unwrap().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(*watcher.updated.lock().unwrap(), vec![uri]);
+    eprintln!(
+        "cluster: the update reached both other instances' subscribers {} ms after the cancel began",
+        started.elapsed().as_millis()
+    );
+    modern.cancel().await.unwrap();
+    legacy.cancel().await.unwrap();
 }
 
 #[tokio::test]

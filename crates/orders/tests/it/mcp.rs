@@ -605,3 +605,91 @@ async fn the_tool_list_matches_its_snapshot() {
         ]
     );
 }
+
+/// A client that records every `notifications/resources/updated` it hears.
+#[derive(Clone, Default)]
+struct Watcher {
+    updated: Arc<Mutex<Vec<String>>>,
+    heard: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
+        self.heard.notify_one();
+    }
+}
+
+#[tokio::test]
+async fn a_status_change_is_announced_to_the_subscribers_of_that_order_only() {
+    let desk = Desk::new().await;
+    let server = desk.server();
+    let connect = |client, wire| backchannel::testing::connect(server.clone(), client, wire);
+    let watching = |uri: &str| {
+        SubscriptionFilter::builder()
+            .resource_subscription(uri.to_owned())
+            .build()
+    };
+    let modern = connect(Watcher::default(), Revision::V2026_07_28).await;
+    let mut on_first = modern.listen(watching("order://ORD-10002")).await.unwrap();
+    let mut on_second = modern.listen(watching("order://ORD-10003")).await.unwrap();
+    let watcher = Watcher::default();
+    let legacy = connect(watcher.clone(), Revision::V2025_11_25).await;
+    legacy
+        .subscribe(SubscribeRequestParams::new("order://ORD-10002"))
+        .await
+        .unwrap();
+    let actor = connect(Watcher::default(), Revision::V2026_07_28).await;
+    for order in ["ORD-10002", "ORD-10003"] {
+        let result = actor
+            .call_tool(call(
+                "update_order_status",
+                json!({"orderId": order, "newStatus": "PROCESSING"}),
+            ))
+            .await
+            .unwrap();
+        assert_ne!(result.is_error, Some(true), "{}", text_of(&result));
+    }
+    // Each listen stream's first notification is its own order's: the other's passed it by.
+    for (stream, uri) in [
+        (&mut on_first, "order://ORD-10002"),
+        (&mut on_second, "order://ORD-10003"),
+    ] {
+        let heard = tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match heard {
+            ServerNotification::ResourceUpdatedNotification(n) => assert_eq!(n.params.uri, uri),
+            other => panic!("{other:?}"),
+        }
+    }
+    tokio::time::timeout(Duration::from_secs(5), watcher.heard.notified())
+        .await
+        .expect("the subscribed session heard nothing");
+    legacy.list_tools(None).await.unwrap();
+    assert_eq!(
+        *watcher.updated.lock().unwrap(),
+        vec!["order://ORD-10002".to_owned()]
+    );
+    // After unsubscribing, the session hears no more of it.
+    legacy
+        .unsubscribe(UnsubscribeRequestParams::new("order://ORD-10002"))
+        .await
+        .unwrap();
+    let result = actor
+        .call_tool(call(
+            "update_order_status",
+            json!({"orderId": "ORD-10002", "newStatus": "PENDING"}),
+        ))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    legacy.list_tools(None).await.unwrap();
+    assert_eq!(watcher.updated.lock().unwrap().len(), 1);
+}

@@ -1,0 +1,202 @@
+//! Changes between instances over PostgreSQL: every instance `LISTEN`s on one channel and
+//! publishes its changes (a list changed, a resource was updated) with `pg_notify`, so a
+//! change raised on one instance reaches the 2025-11-25 sessions and 2026-07-28 listen streams
+//! held by every other. Each instance also delivers its own changes at once, and skips them
+//! when they come back from the database.
+//!
+//! What does not survive: a notification published while an instance's listening connection
+//! is down (it reconnects, and says so in its log) is not replayed to it. Changes are hints
+//! to fetch again, so a client that reconnects fetches anyway.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use sqlx::postgres::{PgListener, PgPoolOptions};
+
+use crate::layer::{Backchannel, Relay};
+use crate::sessions::{Change, ListKind};
+
+/// The channel every instance of one database listens on.
+pub const CHANNEL: &str = "backchannel_changes";
+
+/// Longest URI a change may carry (PostgreSQL caps a notification at 8000 bytes).
+pub const MAX_URI_BYTES: usize = 2048;
+
+/// A change as it travels: who sent it, and what changed.
+#[derive(Debug, Serialize, Deserialize)]
+struct Wire {
+    from: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    list: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource: Option<String>,
+}
+
+fn list_name(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Tools => "tools",
+        ListKind::Prompts => "prompts",
+        ListKind::Resources => "resources",
+    }
+}
+
+impl Wire {
+    fn of(from: &str, change: &Change) -> Self {
+        let (list, resource) = match change {
+            Change::ListChanged(kind) => (Some(list_name(*kind).to_owned()), None),
+            Change::ResourceUpdated(uri) => (None, Some(uri.clone())),
+        };
+        Wire {
+            from: from.to_owned(),
+            list,
+            resource,
+        }
+    }
+
+    fn change(self) -> Option<Change> {
+        match (self.list.as_deref(), self.resource) {
+            (Some("tools"), None) => Some(Change::ListChanged(ListKind::Tools)),
+            (Some("prompts"), None) => Some(Change::ListChanged(ListKind::Prompts)),
+            (Some("resources"), None) => Some(Change::ListChanged(ListKind::Resources)),
+            (None, Some(uri)) if uri.len() <= MAX_URI_BYTES => Some(Change::ResourceUpdated(uri)),
+            _ => None,
+        }
+    }
+}
+
+/// Errors starting the relay.
+#[derive(Debug, thiserror::Error)]
+#[error("the change relay could not reach PostgreSQL: {0}")]
+pub struct RelayError(#[from] sqlx::Error);
+
+/// The PostgreSQL relay of one instance.
+#[derive(Debug)]
+pub struct PgRelay {
+    id: String,
+    pool: PgPool,
+}
+
+impl PgRelay {
+    /// Listen on the database at `url` and relay `layer`'s changes through it from now on.
+    /// Returns once listening, so a change published by another instance after this returns
+    /// reaches `layer`'s listeners. The listening task ends when the layer is dropped.
+    pub async fn start(url: &str, layer: &Backchannel) -> Result<Arc<PgRelay>, RelayError> {
+        let pool = PgPoolOptions::new().max_connections(2).connect(url).await?;
+        let mut listener = PgListener::connect_with(&pool).await?;
+        listener.listen(CHANNEL).await?;
+        let relay = Arc::new(PgRelay { id: hex_id(), pool });
+        let me = relay.id.clone();
+        let weak = layer.downgrade();
+        tokio::spawn(async move {
+            loop {
+                if weak.upgrade().is_none() {
+                    break;
+                }
+                let notification = match listener.try_recv().await {
+                    Ok(Some(notification)) => notification,
+                    Ok(None) => {
+                        tracing::warn!("the change relay lost its connection; listening again");
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the change relay cannot listen; retrying in 1 s");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                let Some(layer) = weak.upgrade() else { break };
+                let payload = notification.payload();
+                if payload.len() > 8_000 {
+                    continue;
+                }
+                let Ok(wire) = serde_json::from_str::<Wire>(payload) else {
+                    continue;
+                };
+                if wire.from == me {
+                    continue;
+                }
+                if let Some(change) = wire.change() {
+                    layer.deliver(&change).await;
+                }
+            }
+        });
+        layer.relay_to(relay.clone());
+        Ok(relay)
+    }
+}
+
+impl Relay for PgRelay {
+    fn publish(&self, change: &Change) -> BoxFuture<'static, ()> {
+        let pool = self.pool.clone();
+        let wire = Wire::of(&self.id, change);
+        Box::pin(async move {
+            if wire
+                .resource
+                .as_ref()
+                .is_some_and(|uri| uri.len() > MAX_URI_BYTES)
+            {
+                tracing::warn!("a resource URI too long to relay was not sent to other instances");
+                return;
+            }
+            let Ok(payload) = serde_json::to_string(&wire) else {
+                return;
+            };
+            if let Err(error) = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANNEL)
+                .bind(payload)
+                .execute(&pool)
+                .await
+            {
+                tracing::warn!(%error, "a change could not be relayed to other instances");
+            }
+        })
+    }
+}
+
+fn hex_id() -> String {
+    crate::util::random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_travel_and_come_back_the_same() {
+        for change in [
+            Change::ListChanged(ListKind::Tools),
+            Change::ListChanged(ListKind::Prompts),
+            Change::ListChanged(ListKind::Resources),
+            Change::ResourceUpdated("order://ORD-10001".into()),
+        ] {
+            let text = serde_json::to_string(&Wire::of("a", &change)).unwrap();
+            let back: Wire = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.from, "a");
+            assert_eq!(back.change(), Some(change));
+        }
+    }
+
+    #[test]
+    fn a_malformed_or_oversized_change_is_dropped() {
+        for text in [
+            r#"{"from":"a"}"#,
+            r#"{"from":"a","list":"tools","resource":"x://y"}"#,
+            r#"{"from":"a","list":"widgets"}"#,
+        ] {
+            let wire: Wire = serde_json::from_str(text).unwrap();
+            assert_eq!(wire.change(), None, "{text}");
+        }
+        let long = Wire {
+            from: "a".into(),
+            list: None,
+            resource: Some("x".repeat(MAX_URI_BYTES + 1)),
+        };
+        assert_eq!(long.change(), None);
+    }
+}
