@@ -45,6 +45,7 @@ struct Inner {
     task_owners: Mutex<std::collections::HashMap<String, Owner>>,
     task_tools: std::collections::HashMap<String, TaskSupport>,
     relay: std::sync::OnceLock<Arc<dyn Relay>>,
+    spent_ledger: std::sync::OnceLock<Arc<dyn SpentLedger>>,
 }
 
 /// Carries [`Change`]s to the other instances of this server (for example
@@ -53,6 +54,21 @@ struct Inner {
 pub trait Relay: Send + Sync + 'static {
     /// Tell the other instances about `change`.
     fn publish(&self, change: &Change) -> futures::future::BoxFuture<'static, ()>;
+}
+
+/// Remembers spent rounds for every instance of this server (for example
+/// `backchannel::postgres::PgSpentRounds`), so a sealed `requestState` answers once in all.
+pub trait SpentLedger: Send + Sync + 'static {
+    /// Mark round `round` of the call `nonce` as used until `expires_ms` (unix milliseconds):
+    /// `Ok(true)` if it was not used before, `Ok(false)` if it was, `Err` if the ledger could
+    /// not be asked (the retry is then refused).
+    fn spend(
+        &self,
+        nonce: &str,
+        round: u32,
+        expires_ms: u64,
+        now_ms: u64,
+    ) -> futures::future::BoxFuture<'static, Result<bool, String>>;
 }
 
 /// Who a task belongs to: the principal that started it, else the 2025-11-25 session it was
@@ -218,6 +234,7 @@ impl BackchannelBuilder {
                 task_owners: Mutex::default(),
                 task_tools: self.task_tools,
                 relay: std::sync::OnceLock::new(),
+                spent_ledger: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -541,7 +558,7 @@ impl Backchannel {
             Mode::Direct(revision) => *revision,
             Mode::Task(_) => revision_of(&rc),
         };
-        let sealed = self.open_state(&start)?;
+        let sealed = self.open_state(&start).await?;
         let mut round = sealed.round;
         let call = self.new_call(revision, &start, sealed);
         let mut first = Some(rc);
@@ -590,7 +607,7 @@ impl Backchannel {
 
     /// The answers so far: from the request's sealed state (2026-07-28, verified and spent),
     /// from the call that became a task, or none.
-    fn open_state(&self, start: &Start<'_>) -> Result<Sealed, ErrorData> {
+    async fn open_state(&self, start: &Start<'_>) -> Result<Sealed, ErrorData> {
         let stateless = matches!(start.mode, Mode::Direct(r) if !r.has_sessions());
         match (&start.resumed, &start.request_state) {
             (Some(resumed), _) => Ok(resumed.clone()),
@@ -601,15 +618,33 @@ impl Backchannel {
                     .codec
                     .open(start.binding, state, clock)
                     .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+                let now = clock.now_ms();
+                let spent =
+                    || ErrorData::invalid_params(crate::state::StateError::Spent.to_string(), None);
                 if !self
                     .inner
                     .spent
-                    .spend(&opened.nonce, opened.round, opened.exp, clock.now_ms())
+                    .spend(&opened.nonce, opened.round, opened.exp, now)
                 {
-                    return Err(ErrorData::invalid_params(
-                        crate::state::StateError::Spent.to_string(),
-                        None,
-                    ));
+                    return Err(spent());
+                }
+                // Then across instances: another may have been answered this round already.
+                if let Some(ledger) = self.inner.spent_ledger.get() {
+                    match ledger
+                        .spend(&opened.nonce, opened.round, opened.exp, now)
+                        .await
+                    {
+                        Ok(true) => {}
+                        Ok(false) => return Err(spent()),
+                        Err(error) => {
+                            tracing::warn!(%error, "a spent round could not be recorded; refusing the retry");
+                            return Err(ErrorData::internal_error(
+                                "the answer could not be checked against other instances; \
+                                 start the call again",
+                                None,
+                            ));
+                        }
+                    }
                 }
                 Ok(opened)
             }
@@ -785,6 +820,12 @@ impl Backchannel {
     /// when one was set already.
     pub fn relay_to(&self, relay: Arc<dyn Relay>) -> bool {
         self.inner.relay.set(relay).is_ok()
+    }
+
+    /// Record spent rounds in `ledger` too, from now on. The first ledger set stays; `false`
+    /// when one was set already.
+    pub fn share_spent_rounds(&self, ledger: Arc<dyn SpentLedger>) -> bool {
+        self.inner.spent_ledger.set(ledger).is_ok()
     }
 
     /// A weak handle, for a relay's listener task (it must not keep the layer alive).

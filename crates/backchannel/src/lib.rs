@@ -45,7 +45,7 @@ mod layer;
 pub mod logging;
 mod outcome;
 #[cfg(feature = "postgres")]
-pub mod relay;
+pub mod postgres;
 mod revision;
 pub mod schema;
 pub mod serve;
@@ -64,7 +64,8 @@ pub use deprecated::{user_prompt, with_logging};
 pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{
-    Backchannel, BackchannelBuilder, BuildError, Relay, TaskSupport, WeakBackchannel, error_text,
+    Backchannel, BackchannelBuilder, BuildError, Relay, SpentLedger, TaskSupport, WeakBackchannel,
+    error_text,
 };
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use revision::{Revision, UnknownRevision};

@@ -38,6 +38,9 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
+    /// The link to the other instances could not start.
+    #[error(transparent)]
+    Instances(#[from] backchannel::postgres::PgError),
 }
 
 /// Settings of a running movie database. Its `Debug` output never shows the JWT secret.
@@ -134,7 +137,17 @@ pub async fn serve_http(
 ) -> Result<(), AppError> {
     let catalog = open_catalog(config).await?;
     backchannel::StateKeys::announce(config.mcp.state_keys.as_ref());
-    let app = router(catalog, config, shutdown.clone())?;
+    let server = mcp_server(&catalog, &config.mcp)?;
+    if let Some(url) = config
+        .database
+        .as_deref()
+        .filter(|url| sql_pool::is_postgres(url))
+    {
+        // A round answered here is spent for every instance on this database.
+        backchannel::postgres::share(url, server.layer()).await?;
+        tracing::info!("instances share this database: each round answers once in all");
+    }
+    let app = crate::http::router_with(catalog, server, config, shutdown.clone())?;
     if let Ok(addr) = listener.local_addr() {
         tracing::info!("moviedb listening on http://{addr} (GraphQL at /graphql, MCP at /mcp)");
     }

@@ -310,6 +310,16 @@ pub fn router(
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
     let server = mcp_server(&catalog, &config.mcp)?;
+    router_with(catalog, server, config, shutdown)
+}
+
+/// [`router`] around an MCP server built already.
+pub(crate) fn router_with(
+    catalog: Catalog,
+    server: crate::mcp::MovieServer,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<axum::Router, AppError> {
     let shared = catalog.store().shared_state();
     let state = HttpState {
         schema: graphql::schema(catalog.clone()),

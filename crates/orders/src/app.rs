@@ -29,9 +29,9 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
-    /// The relay between instances could not start.
+    /// The link to the other instances could not start.
     #[error(transparent)]
-    Relay(#[from] backchannel::relay::RelayError),
+    Instances(#[from] backchannel::postgres::PgError),
     /// Listening beyond loopback needs sign-in.
     #[error(
         "refusing to listen on {0} without authentication: anything that reaches that address \
@@ -195,9 +195,13 @@ pub async fn serve_http(
         .as_deref()
         .filter(|url| sql_pool::is_postgres(url))
     {
-        // Order updates raised here reach subscribers held by every other instance.
-        backchannel::relay::PgRelay::start(url, server.layer()).await?;
-        tracing::info!("resource updates are relayed to the other instances through PostgreSQL");
+        // Order updates raised here reach subscribers held by every other instance, and a
+        // round answered here is spent for all of them.
+        backchannel::postgres::share(url, server.layer()).await?;
+        tracing::info!(
+            "instances share this database: rounds answer once in all, and order updates reach \
+             every instance's subscribers"
+        );
     }
     let app = router_with(server, service, config, shutdown.clone());
     if let Some(addr) = addr {

@@ -116,6 +116,11 @@ impl MovieServer {
         }
     }
 
+    /// This server's backchannel layer (to link it with other instances).
+    pub fn layer(&self) -> &Backchannel {
+        &self.layer
+    }
+
     /// Keep model-written summaries in `shared` (the database every instance uses) when there
     /// is one, so a repeat within the window on another instance asks no model either.
     pub fn sharing(mut self, shared: Option<SharedState>) -> Self {

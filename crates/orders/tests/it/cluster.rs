@@ -130,6 +130,40 @@ async fn a_round_asked_on_one_instance_is_answered_through_the_balancer_on_anoth
     assert_eq!(status, "CANCELLED");
 }
 
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_round_answered_on_one_instance_cannot_be_answered_again_on_another() {
+    let cluster = Cluster::open();
+    let instances = cluster.instances();
+    let balancer = cluster.addr("balancer");
+    let order = cancellable(cluster.addr(&instances[0])).await.remove(1);
+    let to = |name: &str| vec![("X-Backend", name.to_owned())];
+    let call = modern_call(1, "cancel_order", json!({"orderId": order}), json!({}));
+    let headers = to(&instances[0]);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_, round) = post(balancer, &call, &headers).await;
+    let state = round["result"]["requestState"].as_str().unwrap().to_owned();
+    let retry = modern_call(
+        2,
+        "cancel_order",
+        json!({"orderId": order}),
+        json!({"requestState": state, "inputResponses": yes()}),
+    );
+    let (_, done) = post(balancer, &retry, &headers).await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("is cancelled"), "{done}");
+    // The same answer again, on each other instance: refused, whoever receives it.
+    for name in &instances[1..] {
+        let other = to(name);
+        let other: Vec<(&str, &str)> = other.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (_, again) = post(balancer, &retry, &other).await;
+        assert_eq!(
+            again["error"]["message"], "requestState has already been used; start the call again",
+            "{name}: {again}"
+        );
+    }
+}
+
 /// A 2025-11-25 client that records every `notifications/resources/updated` it hears.
 #[derive(Clone, Default)]
 struct Watcher {

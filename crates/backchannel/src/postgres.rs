@@ -1,12 +1,17 @@
-//! Changes between instances over PostgreSQL: every instance `LISTEN`s on one channel and
-//! publishes its changes (a list changed, a resource was updated) with `pg_notify`, so a
-//! change raised on one instance reaches the 2025-11-25 sessions and 2026-07-28 listen streams
-//! held by every other. Each instance also delivers its own changes at once, and skips them
-//! when they come back from the database.
+//! Instances of one server on one PostgreSQL database ([`share`]), so that none keeps its own
+//! truth:
 //!
-//! What does not survive: a notification published while an instance's listening connection
-//! is down (it reconnects, and says so in its log) is not replayed to it. Changes are hints
-//! to fetch again, so a client that reconnects fetches anyway.
+//! - **Changes** ([`PgRelay`]): every instance `LISTEN`s on one channel and publishes its
+//!   changes (a list changed, a resource was updated) with `pg_notify`, so a change raised on
+//!   one instance reaches the 2025-11-25 sessions and 2026-07-28 listen streams held by every
+//!   other. Each instance also delivers its own changes at once, and skips them when they come
+//!   back from the database. A notification published while an instance's listening
+//!   connection is down (it reconnects, and says so in its log) is not replayed to it; changes
+//!   are hints to fetch again, so a client that reconnects fetches anyway.
+//! - **Spent rounds** ([`PgSpentRounds`]): a sealed `requestState` answers once across all
+//!   instances, not once per instance: spending it is one `INSERT … ON CONFLICT DO NOTHING`
+//!   into `backchannel_spent_rounds`. If the database cannot be asked, the retry is refused
+//!   (the client starts the call again) rather than risk a second answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 
-use crate::layer::{Backchannel, Relay};
+use crate::layer::{Backchannel, Relay, SpentLedger};
 use crate::sessions::{Change, ListKind};
 
 /// The channel every instance of one database listens on.
@@ -67,10 +72,19 @@ impl Wire {
     }
 }
 
-/// Errors starting the relay.
+/// Errors connecting instances through PostgreSQL.
 #[derive(Debug, thiserror::Error)]
-#[error("the change relay could not reach PostgreSQL: {0}")]
-pub struct RelayError(#[from] sqlx::Error);
+#[error("instances could not be connected through PostgreSQL: {0}")]
+pub struct PgError(#[from] sqlx::Error);
+
+/// Connect `layer` to the other instances on the database at `url`: relay its changes and
+/// share its spent rounds. Returns once both are in place.
+pub async fn share(url: &str, layer: &Backchannel) -> Result<(), PgError> {
+    let pool = PgPoolOptions::new().max_connections(4).connect(url).await?;
+    PgSpentRounds::start(pool.clone(), layer).await?;
+    PgRelay::start(pool, layer).await?;
+    Ok(())
+}
 
 /// The PostgreSQL relay of one instance.
 #[derive(Debug)]
@@ -80,11 +94,10 @@ pub struct PgRelay {
 }
 
 impl PgRelay {
-    /// Listen on the database at `url` and relay `layer`'s changes through it from now on.
+    /// Listen on `pool`'s database and relay `layer`'s changes through it from now on.
     /// Returns once listening, so a change published by another instance after this returns
     /// reaches `layer`'s listeners. The listening task ends when the layer is dropped.
-    pub async fn start(url: &str, layer: &Backchannel) -> Result<Arc<PgRelay>, RelayError> {
-        let pool = PgPoolOptions::new().max_connections(2).connect(url).await?;
+    pub async fn start(pool: PgPool, layer: &Backchannel) -> Result<Arc<PgRelay>, PgError> {
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;
         let relay = Arc::new(PgRelay { id: hex_id(), pool });
@@ -152,6 +165,79 @@ impl Relay for PgRelay {
             {
                 tracing::warn!(%error, "a change could not be relayed to other instances");
             }
+        })
+    }
+}
+
+/// Rounds spent on any instance of the database, so each answers once in all.
+#[derive(Debug)]
+pub struct PgSpentRounds {
+    pool: PgPool,
+    spends: std::sync::atomic::AtomicU64,
+}
+
+/// Every this many spends, forget the rounds that have expired anyway.
+const SWEEP_EVERY: u64 = 1024;
+
+impl PgSpentRounds {
+    /// Create the table if it is missing (once, under an advisory lock, when instances start
+    /// together) and share `layer`'s spent rounds through it from now on.
+    pub async fn start(pool: PgPool, layer: &Backchannel) -> Result<Arc<PgSpentRounds>, PgError> {
+        let mut tx = pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(7340003)")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS backchannel_spent_rounds (\
+             nonce TEXT NOT NULL, round INTEGER NOT NULL, expires_ms BIGINT NOT NULL, \
+             PRIMARY KEY (nonce, round))",
+        )
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let ledger = Arc::new(PgSpentRounds {
+            pool,
+            spends: std::sync::atomic::AtomicU64::new(0),
+        });
+        layer.share_spent_rounds(ledger.clone());
+        Ok(ledger)
+    }
+}
+
+impl SpentLedger for PgSpentRounds {
+    fn spend(
+        &self,
+        nonce: &str,
+        round: u32,
+        expires_ms: u64,
+        now_ms: u64,
+    ) -> BoxFuture<'static, Result<bool, String>> {
+        let pool = self.pool.clone();
+        let nonce = nonce.to_owned();
+        let sweep = self
+            .spends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % SWEEP_EVERY
+            == SWEEP_EVERY - 1;
+        Box::pin(async move {
+            let clamp = |ms: u64| i64::try_from(ms).unwrap_or(i64::MAX);
+            if sweep {
+                let _ = sqlx::query("DELETE FROM backchannel_spent_rounds WHERE expires_ms < $1")
+                    .bind(clamp(now_ms))
+                    .execute(&pool)
+                    .await;
+            }
+            let done = sqlx::query(
+                "INSERT INTO backchannel_spent_rounds (nonce, round, expires_ms) \
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(nonce)
+            .bind(i32::try_from(round).unwrap_or(i32::MAX))
+            .bind(clamp(expires_ms))
+            .execute(&pool)
+            .await
+            .map_err(|error| error.to_string())?;
+            Ok(done.rows_affected() == 1)
         })
     }
 }
