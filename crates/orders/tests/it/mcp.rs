@@ -693,3 +693,60 @@ async fn a_status_change_is_announced_to_the_subscribers_of_that_order_only() {
     legacy.list_tools(None).await.unwrap();
     assert_eq!(watcher.updated.lock().unwrap().len(), 1);
 }
+
+/// Two instances (two layers) on one PostgreSQL database, linked by `postgres::share`: a list
+/// change and an order update raised on one reach the listen streams held by the other. On
+/// SQLite (one instance per database) there is nothing to link, and the run says so.
+#[tokio::test]
+async fn changes_raised_on_one_instance_reach_the_listeners_of_another() {
+    let database = crate::common::fresh_database().await;
+    if !crate::common::on_postgres() {
+        eprintln!("on SQLite: instances are not linked (scripts/test-postgres runs this)");
+        return;
+    }
+    let desk = Desk::new().await;
+    let (a, b) = (desk.server(), desk.server());
+    backchannel::postgres::share(&database, a.layer())
+        .await
+        .unwrap();
+    backchannel::postgres::share(&database, b.layer())
+        .await
+        .unwrap();
+    let client =
+        backchannel::testing::connect(b.clone(), Watcher::default(), Revision::V2026_07_28).await;
+    let mut stream = client
+        .listen(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .resource_subscription("order://ORD-10002")
+                .build(),
+        )
+        .await
+        .unwrap();
+    // Raised on A, which holds no listener of its own.
+    assert_eq!(
+        a.layer()
+            .notify_list_changed(backchannel::ListKind::Tools)
+            .await,
+        0
+    );
+    assert_eq!(
+        a.layer().notify_resource_updated("order://ORD-10002").await,
+        0
+    );
+    let mut heard = Vec::new();
+    for _ in 0..2 {
+        let notification = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("nothing reached the other instance")
+            .unwrap()
+            .unwrap();
+        heard.push(match notification {
+            ServerNotification::ToolListChangedNotification(_) => "tools".to_owned(),
+            ServerNotification::ResourceUpdatedNotification(n) => n.params.uri,
+            other => panic!("{other:?}"),
+        });
+    }
+    assert_eq!(heard, ["tools", "order://ORD-10002"]);
+    client.cancel().await.unwrap();
+}
