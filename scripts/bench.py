@@ -1,7 +1,16 @@
-"""Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1."""
+"""Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
+
+Servers: ours (order-service, with and without its order cache), a bare rmcp server, and the
+peers in bench/peers/ (the Python MCP SDK, the TypeScript SDK v2 on Node 22), all serving the
+same orders. Loads: `get_order` at concurrency 1 and 16 (oha), and completed 2026-07-28
+confirmed cancellations (the `input_required` round, then the retry with a yes) at 16.
+"""
 
 import argparse
+import asyncio
+import copy
 import json
+import urllib.request
 import os
 import re
 import socket
@@ -50,9 +59,23 @@ def call_once(port):
         return False
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as f:
-        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+        return int(re.search(field + r":\s+(\d+)", f.read()).group(1))
+
+
+def export_orders(port, path, extra_ids):
+    """The orders as our REST API shows them, plus `extra_ids` cancellable copies of ORD-10002,
+    for the peers to serve the same data."""
+    orders = []
+    for status in ("PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/orders?status={status}") as r:
+            orders += json.load(r)
+    template = next(o for o in orders if o["orderId"] == "ORD-10002")
+    for order_id in extra_ids:
+        orders.append(dict(copy.deepcopy(template), orderId=order_id))
+    with open(path, "w") as f:
+        json.dump(orders, f)
 
 
 def start(cmd):
@@ -104,24 +127,47 @@ def main():
     parser.add_argument("--oha", required=True)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--python", help="the peers' Python (a venv with bench/peers/python's requirements)")
+    parser.add_argument("--node", help="Node 22, for the TypeScript peer")
+    parser.add_argument("--typescript", help="the TypeScript peer's folder (server.mjs and node_modules)")
     args = parser.parse_args()
+    # The driver (its cancel client) and oha share core 1; every server gets core 0.
+    os.sched_setaffinity(0, {1})
+    import bench_cluster
     servers = []
     with tempfile.TemporaryDirectory() as tmp:
-        db = f"sqlite://{tmp}/orders.sqlite"
+        path = f"{tmp}/orders.sqlite"
+        db = f"sqlite://{path}"
         subprocess.run([f"{args.target}/order-service", "reset", "--database", db], check=True,
                        stderr=subprocess.DEVNULL)
+        extra = bench_cluster.add_orders(path, tmp)
+        per_server = len(extra) // 2
         commands = [
-            ("order-service (backchannel + SQLite)", [f"{args.target}/order-service", "serve", "--database", db]),
+            ("order-service (backchannel + SQLite)", [f"{args.target}/order-service", "serve", "--database", db],
+             extra[:per_server]),
             ("order-service, no order cache",
-             [f"{args.target}/order-service", "serve", "--database", db, "--no-order-cache"]),
-            ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"]),
+             [f"{args.target}/order-service", "serve", "--database", db, "--no-order-cache"], extra[per_server:]),
+            ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"], None),
         ]
+        orders_json = f"{tmp}/orders.json"
+        if args.python:
+            commands.append(("Python mcp 2.3 (MCPServer)",
+                             [args.python, "bench/peers/python/server.py", "{port}", orders_json], extra))
+        if args.node and args.typescript:
+            commands.append(("TypeScript SDK 2.4 on Node 22",
+                             [args.node, f"{args.typescript}/server.mjs", "{port}", orders_json], extra))
         try:
-            for name, cmd in commands:
+            for name, cmd, ids in commands:
                 port = free_port()
-                proc, t0 = start([*cmd, "--listen", f"127.0.0.1:{port}"])
-                servers.append({"name": name, "proc": proc, "port": port,
+                if "{port}" in cmd:
+                    cmd = [str(port) if part == "{port}" else part for part in cmd]
+                else:
+                    cmd = [*cmd, "--listen", f"127.0.0.1:{port}"]
+                proc, t0 = start(cmd)
+                servers.append({"name": name, "proc": proc, "port": port, "ids": ids,
                                 "first_ms": first_answer(proc, t0, port), "runs": {1: [], 16: []}})
+                if len(servers) == 1:
+                    export_orders(port, orders_json, extra)
             time.sleep(1.0)
             for server in servers:
                 server["idle_mib"] = rss_kib(server["proc"].pid) / 1024
@@ -132,15 +178,20 @@ def main():
                     for c in (1, 16):
                         server["runs"][c].append(load(args.oha, server["port"], c, args.seconds))
             for server in servers:
-                server["peak_mib"] = rss_kib(server["proc"].pid) / 1024
+                if server["ids"] is not None:
+                    server["cancels"] = asyncio.run(
+                        bench_cluster.cancel_load(server["port"], args.seconds, 16, server["ids"]))
+                server["peak_mib"] = rss_kib(server["proc"].pid, "VmHWM") / 1024
         finally:
             for server in servers:
                 server["proc"].terminate()
                 server["proc"].wait()
 
-    print(f"tools/call get_order, 2026-07-28 HTTP; median of {args.rounds} interleaved runs of {args.seconds} s;"
-          " server on core 0 (1 tokio worker), oha on core 1")
-    print(f"{'server':40} {'c':>3} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  all runs' req/s")
+    print(f"{os.cpu_count()} cores. tools/call over 2026-07-28 HTTP; get_order: median of {args.rounds} "
+          f"interleaved runs of {args.seconds} s (oha); confirmed cancels: one run of {args.seconds} s, "
+          "16 asyncio flows, each a fresh cancellable order. Every server pinned to core 0 (tokio: 1 "
+          "worker); oha and the cancel client on core 1. Default settings (logs as shipped).")
+    print(f"{'server':38} {'c':>3} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  all runs' req/s")
     summary = {}
     for server in servers:
         for c, runs in server["runs"].items():
@@ -150,14 +201,22 @@ def main():
             bad = [r["ok"] for r in runs if r["ok"].split("/")[0] != r["ok"].split("/")[1]]
             summary[(server["name"], c)] = (rps, p50)
             runs_text = " ".join(f"{r['rps']:.0f}" for r in runs)
-            print(f"{server['name']:40} {c:>3} {rps:>9.0f} {p50:>8.3f} {p99:>8.3f}  {runs_text}"
+            print(f"{server['name']:38} {c:>3} {rps:>9.0f} {p50:>8.3f} {p99:>8.3f}  {runs_text}"
                   + (f"  NON-200: {bad}" if bad else ""))
+    print(f"{'server':38} {'first call ms':>13} {'idle MiB':>9} {'peak MiB':>9} {'cancels/s':>10} {'failed':>6}")
     for server in servers:
-        print(f"{server['name']:40} first answered call {server['first_ms']:.1f} ms after start, "
-              f"idle RSS {server['idle_mib']:.1f} MiB, after load {server['peak_mib']:.1f} MiB")
+        flows, failed = server.get("cancels", (float("nan"), 0))
+        print(f"{server['name']:38} {server['first_ms']:>13.1f} {server['idle_mib']:>9.1f} "
+              f"{server['peak_mib']:>9.1f} {flows:>10.0f} {failed:>6}")
+    by_name = {server["name"]: server for server in servers}
     ours, bare = servers[0], servers[2]
     ratio = summary[(ours["name"], 16)][0] / summary[(bare["name"], 16)][0]
     print(f"throughput at c=16: ours / bare = {ratio:.2f} (target >= 0.90)")
+    for peer, target in (("TypeScript SDK 2.4 on Node 22", 5), ("Python mcp 2.3 (MCPServer)", 10)):
+        if peer in by_name:
+            print(f"ours / {peer} at c=16: {summary[(ours['name'], 16)][0] / summary[(peer, 16)][0]:.1f}x "
+                  f"(target >= {target}x); peak RSS ratio {by_name[peer]['peak_mib'] / ours['peak_mib']:.1f}x; "
+                  f"cancels/s ratio {ours['cancels'][0] / max(by_name[peer]['cancels'][0], 1e-9):.1f}x (target >= 5x)")
     print(f"targets: p50 at c=1 {summary[(ours['name'], 1)][1]:.3f} ms (<= 0.2), idle RSS {ours['idle_mib']:.1f} MiB"
           f" (<= 15), first call {ours['first_ms']:.1f} ms (<= 50)")
 

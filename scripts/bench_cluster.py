@@ -129,10 +129,13 @@ async def cancel_load(port, seconds, concurrency, orders):
                 return
             try:
                 _, round_ = await connection.post(call("cancel_order", {"orderId": order}))
-                state = round_["result"]["requestState"]
-                yes = {"confirm": {"action": "accept", "content": {"confirmed": True}}}
-                _, final = await connection.post(
-                    call("cancel_order", {"orderId": order}, {"requestState": state, "inputResponses": yes}))
+                # Yes to every question the round asks, under whatever key the server chose.
+                asked = round_["result"]["inputRequests"]
+                yes = {key: {"action": "accept", "content": {"confirmed": True}} for key in asked}
+                retry = {"inputResponses": yes}
+                if "requestState" in round_["result"]:
+                    retry["requestState"] = round_["result"]["requestState"]
+                _, final = await connection.post(call("cancel_order", {"orderId": order}, retry))
                 ok = "is cancelled" in final["result"]["content"][0]["text"]
             except (OSError, KeyError, IndexError, asyncio.IncompleteReadError, ValueError):
                 ok, connection = False, Connection(port)

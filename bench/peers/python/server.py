@@ -1,0 +1,71 @@
+"""The order service's two benchmark tools on the Python MCP SDK (mcp 2.3), for scripts/bench.
+
+python server.py PORT ORDERS_JSON serves `get_order` and a confirmed `cancel_order` over
+Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's own
+seed, exported by the benchmark). The confirmation is the SDK's own idiom: a resolver returns
+`Elicit`, which becomes an `input_required` round on 2026-07-28 and an elicitation request on
+2025-11-25.
+"""
+
+import json
+import sys
+from typing import Annotated
+
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    RequestStateSecurity,
+    Resolve,
+)
+
+ORDERS = {order["orderId"]: order for order in json.load(open(sys.argv[2]))}
+CANCELLABLE = {"PENDING", "PROCESSING"}
+
+server = MCPServer("orders-python", request_state_security=RequestStateSecurity.ephemeral())
+
+
+class Confirmation(BaseModel):
+    confirmed: bool
+
+
+@server.tool()
+def get_order(orderId: str) -> str:
+    """One order by ID, as JSON."""
+    order = ORDERS.get(orderId)
+    if order is None:
+        return f"No order with ID '{orderId}'. Check the ID and try again."
+    return json.dumps(order)
+
+
+def ask(orderId: str) -> Elicit[Confirmation]:
+    return Elicit(f"Cancel order {orderId}?", Confirmation)
+
+
+@server.tool()
+def cancel_order(
+    orderId: str, answer: Annotated[ElicitationResult[Confirmation], Resolve(ask)]
+) -> str:
+    """Cancel an order once the customer confirms."""
+    order = ORDERS.get(orderId)
+    if order is None:
+        return f"No order with ID '{orderId}'. Check the ID and try again."
+    if not (isinstance(answer, AcceptedElicitation) and answer.data.confirmed):
+        return f"Order {orderId} was not cancelled."
+    if order["status"] not in CANCELLABLE:
+        return f"Order {orderId} can no longer be cancelled: it is {order['status']}."
+    order["status"] = "CANCELLED"
+    return f"Order {orderId} is cancelled."
+
+
+if __name__ == "__main__":
+    server.run(
+        transport="streamable-http",
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        stateless_http=True,
+        json_response=True,
+    )

@@ -1,0 +1,58 @@
+// The order service's two benchmark tools on the TypeScript MCP SDK v2, for scripts/bench.
+//
+// node server.mjs PORT ORDERS_JSON serves `get_order` and a confirmed `cancel_order` over
+// Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's own
+// seed, exported by the benchmark). The confirmation is the SDK's own idiom: the tool returns
+// `inputRequired(...)` on 2026-07-28 and reads the answer from `inputResponses` on the retry;
+// 2025-era requests are served by the SDK's stateless legacy fallback.
+import fs from 'node:fs';
+import http from 'node:http';
+
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { McpServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
+import * as z from 'zod';
+
+const [port, file] = process.argv.slice(2);
+const orders = new Map(JSON.parse(fs.readFileSync(file, 'utf8')).map((order) => [order.orderId, order]));
+const cancellable = new Set(['PENDING', 'PROCESSING']);
+const confirmation = z.object({ confirmed: z.boolean() });
+const text = (value) => ({ content: [{ type: 'text', text: value }] });
+const unknown = (id) => text(`No order with ID '${id}'. Check the ID and try again.`);
+
+function factory() {
+    const server = new McpServer({ name: 'orders-typescript', version: '0.0.0' });
+    server.registerTool(
+        'get_order',
+        { description: 'One order by ID, as JSON.', inputSchema: z.object({ orderId: z.string() }) },
+        async ({ orderId }) => {
+            const order = orders.get(orderId);
+            return order ? text(JSON.stringify(order)) : unknown(orderId);
+        }
+    );
+    server.registerTool(
+        'cancel_order',
+        { description: 'Cancel an order once the customer confirms.', inputSchema: z.object({ orderId: z.string() }) },
+        async ({ orderId }, ctx) => {
+            const order = orders.get(orderId);
+            if (!order) return unknown(orderId);
+            const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmation);
+            if (answer === undefined) {
+                return inputRequired({
+                    inputRequests: {
+                        confirm: inputRequired.elicit({ message: `Cancel order ${orderId}?`, requestedSchema: confirmation })
+                    }
+                });
+            }
+            if (answer.confirmed !== true) return text(`Order ${orderId} was not cancelled.`);
+            if (!cancellable.has(order.status)) {
+                return text(`Order ${orderId} can no longer be cancelled: it is ${order.status}.`);
+            }
+            order.status = 'CANCELLED';
+            return text(`Order ${orderId} is cancelled.`);
+        }
+    );
+    return server;
+}
+
+const handler = createMcpHandler(factory);
+http.createServer(toNodeHandler(handler)).listen(Number(port), '127.0.0.1');
