@@ -372,32 +372,33 @@ impl Store {
              WHERE order_id = ? AND status IN ('PENDING', 'PROCESSING')",
         );
         let read = self.sql("SELECT status FROM orders WHERE order_id = ?");
-        let refused: Option<Option<String>> = on_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let updated = sqlx::query(&update)
+        // One statement decides. When it refuses, the status is read to say why; if that read
+        // finds the order cancellable again (it changed in between), the write is tried again,
+        // so the answer is always either "cancelled" or a status that refused it.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let updated = on_pool!(self, pool => sqlx::query(&update)
                 .bind(note)
                 .bind(ts(&now))
                 .bind(order_id)
-                .execute(&mut *tx)
+                .execute(pool)
                 .await?
-                .rows_affected();
-            if updated == 0 {
-                let status: Option<String> = sqlx::query_scalar(&read)
-                    .bind(order_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                tx.rollback().await?;
-                Some(status)
-            } else {
-                tx.commit().await?;
-                None
+                .rows_affected());
+            if updated > 0 {
+                break;
             }
-        });
-        if let Some(status) = refused {
-            return Ok(match status {
-                None => CancelOutcome::NotFound,
-                Some(status) => CancelOutcome::NotCancellable(parse_status(&status)?),
-            });
+            let status: Option<String> = on_pool!(self, pool => sqlx::query_scalar(&read)
+                .bind(order_id)
+                .fetch_optional(pool)
+                .await?);
+            let Some(status) = status else {
+                return Ok(CancelOutcome::NotFound);
+            };
+            let status = parse_status(&status)?;
+            if !status.is_cancellable() || attempts >= 3 {
+                return Ok(CancelOutcome::NotCancellable(status));
+            }
         }
         match self.get(order_id).await? {
             Some(order) => Ok(CancelOutcome::Cancelled(Box::new(order))),
