@@ -166,10 +166,10 @@ def wait_healthy(port, timeout=60):
     raise SystemExit(f"port {port} did not become healthy")
 
 
-def add_orders(database, work):
-    """EXTRA_ORDERS cancellable copies of ORD-10002 (with its lines), ids ORD-9000001 on."""
+def add_orders(database, work, count=EXTRA_ORDERS):
+    """`count` cancellable copies of ORD-10002 (with its lines), ids ORD-9000001 on."""
     numbers = (f"WITH RECURSIVE numbers(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM numbers "
-               f"WHERE n < {EXTRA_ORDERS}) ")
+               f"WHERE n < {count}) ")
     statements = (
         numbers + "INSERT INTO orders (order_id, status, customer_id, total_cents, created_at, last_updated) "
         "SELECT 'ORD-' || (9000000 + n), 'PENDING', customer_id, total_cents, created_at, last_updated "
@@ -185,7 +185,7 @@ def add_orders(database, work):
         connection.executescript(statements)
         connection.commit()
         connection.close()
-    return [f"ORD-{9000000 + n}" for n in range(1, EXTRA_ORDERS + 1)]
+    return [f"ORD-{9000000 + n}" for n in range(1, count + 1)]
 
 
 def run_setup(label, binary, database, instances, keys, work, seconds):

@@ -57,6 +57,12 @@ enum Command {
         /// A host name (besides loopback) clients use to reach the service; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
+        /// 2025-11-25 sessions open at once; `initialize` beyond it gets 503.
+        #[arg(long, default_value_t = 1000)]
+        max_sessions: usize,
+        /// Connections served at once; further ones wait to be accepted.
+        #[arg(long, default_value_t = 4096)]
+        max_connections: usize,
         #[command(flatten)]
         common: Common,
     },
@@ -101,9 +107,13 @@ async fn main() -> anyhow::Result<()> {
             listen,
             token_file,
             allow_hosts,
+            max_sessions,
+            max_connections,
             common,
         } => {
             let mut config = config(common)?;
+            config.http.max_sessions = max_sessions;
+            config.http.max_connections = max_connections;
             if let Some(path) = &token_file {
                 config.tokens = Some(orders::auth::Tokens::from_file(path)?);
             }
