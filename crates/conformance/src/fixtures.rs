@@ -333,6 +333,15 @@ impl ConformanceServer {
     }
 
     #[tool(
+        description = "Echoes its region; clients mirror it into the Mcp-Param-Region header \
+                       (SEP-2243), and a request whose header disagrees with it is refused",
+        input_schema = region_header_input()
+    )]
+    async fn test_custom_header(&self, Parameters(args): Parameters<RegionArgs>) -> CallToolResult {
+        text(format!("region {}", args.region))
+    }
+
+    #[tool(
         description = "A tool whose input schema uses JSON Schema 2020-12 features",
         input_schema = json_schema_2020_12_input()
     )]
@@ -562,12 +571,34 @@ impl ConformanceServer {
     }
 }
 
+/// The argument of `test_custom_header`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct RegionArgs {
+    region: String,
+}
+
+/// A string parameter annotated `x-mcp-header` (rmcp's HTTP server checks the header).
+fn region_header_input() -> Arc<JsonObject> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}
+        },
+        "required": ["region"]
+    });
+    match schema {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
 fn json_schema_2020_12_input() -> Arc<JsonObject> {
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "address",
                 "type": "object",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
             }
@@ -576,6 +607,10 @@ fn json_schema_2020_12_input() -> Arc<JsonObject> {
             "name": {"type": "string"},
             "address": {"$ref": "#/$defs/address"}
         },
+        "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["address"]}]}],
+        "if": {"properties": {"name": {"const": "office"}}, "required": ["name"]},
+        "then": {"required": ["address"]},
+        "else": {},
         "additionalProperties": false
     });
     match schema {
