@@ -54,6 +54,8 @@ pub struct Client {
     pub samplings: Arc<Mutex<Vec<CreateMessageRequestParams>>>,
     pub questions: Arc<Mutex<Vec<(String, Value)>>>,
     pub progress: Arc<Mutex<Vec<(f64, Option<String>)>>>,
+    /// Told each time the model is asked (a stalling model is told before it stalls).
+    pub asked: Arc<tokio::sync::Notify>,
 }
 
 impl Client {
@@ -64,6 +66,7 @@ impl Client {
             samplings: Arc::default(),
             questions: Arc::default(),
             progress: Arc::default(),
+            asked: Arc::default(),
         }
     }
 
@@ -90,6 +93,7 @@ impl ClientHandler for Client {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         self.samplings.lock().unwrap().push(params);
+        self.asked.notify_one();
         let text = match &self.model {
             Model::Answers(text) => text.clone(),
             Model::Refuses | Model::Absent => {
@@ -204,23 +208,6 @@ impl Db {
     ) -> RunningService<RoleClient, Client> {
         backchannel::testing::connect(server, client, wire).await
     }
-}
-
-/// Pause the test clock and move it forward in small steps from a task that never idles.
-///
-/// Plain auto-advance jumps straight to the next timer whenever the runtime is idle, and the
-/// runtime is idle whenever it waits for sqlx's SQLite worker thread, so the pool's acquire
-/// timeout would fire in the middle of a query. A ticking clock keeps the runtime busy: time
-/// still passes only on the test clock (an hour in well under a second), and a query finishes
-/// long before thirty simulated seconds go by.
-pub fn tick_clock(step: Duration) -> tokio::task::JoinHandle<()> {
-    tokio::time::pause();
-    tokio::spawn(async move {
-        loop {
-            tokio::time::advance(step).await;
-            tokio::task::yield_now().await;
-        }
-    })
 }
 
 /// Compare `actual` with `tests/snapshots/<name>`; `UPDATE_SNAPSHOTS=1` rewrites it.
