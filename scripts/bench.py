@@ -10,13 +10,17 @@ import argparse
 import asyncio
 import copy
 import json
-import urllib.request
 import os
 import re
+import resource
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
+
+import bench_cluster
+import bench_sessions
 
 BODY = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -67,9 +71,6 @@ def rss_kib(pid, field="VmRSS"):
 def hold_many(args, db, orders):
     """A fresh order-service (session and connection caps raised) holding one open 2025
     confirmation per order: its RSS before and with them, and get_order (c=16) meanwhile."""
-    import resource
-    import bench_cluster
-    import bench_sessions
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if hard < len(orders) + 1000:
@@ -187,8 +188,6 @@ def main():
     args = parser.parse_args()
     # The driver (its cancel client) and oha share core 1; every server gets core 0.
     os.sched_setaffinity(0, {1})
-    import bench_cluster
-    import bench_sessions
     servers = []
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/orders.sqlite"

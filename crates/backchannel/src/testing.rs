@@ -183,6 +183,24 @@ pub fn snapshot(dir: &Path, name: &str, actual: &str) {
     );
 }
 
+/// The running cluster `scripts/test-cluster` started: its folder (`$CLUSTER_DIR`) and its
+/// endpoints, the `NAME URL` lines `scripts/cluster up` wrote to `endpoints`.
+pub fn cluster() -> (
+    std::path::PathBuf,
+    std::collections::HashMap<String, String>,
+) {
+    let dir = std::path::PathBuf::from(
+        std::env::var("CLUSTER_DIR").expect("run through scripts/test-cluster"),
+    );
+    let text = std::fs::read_to_string(dir.join("endpoints")).expect("the cluster's endpoints");
+    let endpoints = text
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, url)| (name.to_owned(), url.to_owned()))
+        .collect();
+    (dir, endpoints)
+}
+
 /// Run `check` on every input in `fuzz/corpus/<target>` and `fuzz/regressions/<target>` (the
 /// fuzzer's findings, replayed by the crates' own tests); panics naming the first input that
 /// makes `check` panic, or when there are no inputs at all.

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use sqlx::{PgPool, SqlitePool};
+use sql_pool::{Pool, on_pool};
 
 use crate::domain::{
     Customer, Date, Instant, Money, Order, OrderItem, OrderStatus, Shipment, Tier,
@@ -54,22 +54,6 @@ pub enum CancelOutcome {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: Pool,
-}
-
-#[derive(Debug, Clone)]
-enum Pool {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
-
-/// Run `$body` with `$pool` bound to the store's pool, whichever backend it is.
-macro_rules! on_pool {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match &$store.pool {
-            Pool::Sqlite($pool) => $body,
-            Pool::Postgres($pool) => $body,
-        }
-    };
 }
 
 /// An order row as `load` selects it, the same on both backends.
@@ -140,20 +124,16 @@ impl Store {
     /// Whether the database is shared with other processes by design (PostgreSQL), so that
     /// nothing read from it may be kept in one process's memory.
     pub fn is_shared(&self) -> bool {
-        matches!(self.pool, Pool::Postgres(_))
+        self.pool.is_shared()
     }
 
-    /// `text` with its `?` placeholders as the backend writes them (`$1, $2, …` on PostgreSQL).
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match self.pool {
-            Pool::Sqlite(_) => Cow::Borrowed(text),
-            Pool::Postgres(_) => Cow::Owned(sql_pool::numbered(text)),
-        }
+        self.pool.sql(text)
     }
 
     /// Whether the database answers (for health checks).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
             sqlx::query("SELECT 1").execute(pool).await?;
         });
         Ok(())
@@ -162,7 +142,7 @@ impl Store {
     /// How many orders are stored.
     pub async fn order_count(&self) -> Result<i64, StoreError> {
         Ok(
-            on_pool!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM orders")
+            on_pool!(&self.pool, pool => sqlx::query_scalar("SELECT COUNT(*) FROM orders")
             .fetch_one(pool)
             .await?),
         )
@@ -170,7 +150,7 @@ impl Store {
 
     /// Delete everything and write the seed again.
     pub async fn reset(&self) -> Result<(), StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
             let mut tx = pool.begin().await?;
             for table in ["order_items", "orders", "customers"] {
                 sqlx::query(&format!("DELETE FROM {table}"))
@@ -195,9 +175,9 @@ impl Store {
             "INSERT INTO order_items (order_id, line, product_id, product_name, quantity, unit_price_cents) \
              VALUES (?, ?, ?, ?, ?, ?)",
         );
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
             let mut tx = pool.begin().await?;
-            if matches!(self.pool, Pool::Postgres(_)) {
+            if self.is_shared() {
                 // Instances starting together on an empty database: one seeds, the others wait
                 // for it here and then find the orders there.
                 sqlx::query("SELECT pg_advisory_xact_lock(7340001)")
@@ -283,7 +263,7 @@ impl Store {
              WHERE {filter} ORDER BY {order_by}"
         );
         let sql = self.sql(&sql);
-        let rows: Vec<OrderRow> = on_pool!(self, pool => {
+        let rows: Vec<OrderRow> = on_pool!(&self.pool, pool => {
             let mut query = sqlx::query_as(&sql);
             for bind in binds {
                 query = query.bind(*bind);
@@ -336,7 +316,7 @@ impl Store {
                 "SELECT order_id FROM orders WHERE strpos(order_id, ?) = 1 ORDER BY order_id LIMIT ?"
             }
         });
-        Ok(on_pool!(self, pool => sqlx::query_scalar(&sql)
+        Ok(on_pool!(&self.pool, pool => sqlx::query_scalar(&sql)
             .bind(prefix)
             .bind(i64::from(limit))
             .fetch_all(pool)
@@ -345,7 +325,7 @@ impl Store {
 
     /// How many orders are in each status.
     pub async fn status_counts(&self) -> Result<Vec<(OrderStatus, i64)>, StoreError> {
-        let rows: Vec<(String, i64)> = on_pool!(self, pool => {
+        let rows: Vec<(String, i64)> = on_pool!(&self.pool, pool => {
             sqlx::query_as("SELECT status, COUNT(*) AS n FROM orders GROUP BY status")
                 .fetch_all(pool)
                 .await?
@@ -378,7 +358,7 @@ impl Store {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let updated = on_pool!(self, pool => sqlx::query(&update)
+            let updated = on_pool!(&self.pool, pool => sqlx::query(&update)
                 .bind(note)
                 .bind(ts(&now))
                 .bind(order_id)
@@ -388,7 +368,7 @@ impl Store {
             if updated > 0 {
                 break;
             }
-            let status: Option<String> = on_pool!(self, pool => sqlx::query_scalar(&read)
+            let status: Option<String> = on_pool!(&self.pool, pool => sqlx::query_scalar(&read)
                 .bind(order_id)
                 .fetch_optional(pool)
                 .await?);
@@ -409,7 +389,7 @@ impl Store {
     /// The note recorded with a cancellation (internal; not part of the order's JSON).
     pub async fn cancellation_note(&self, order_id: &str) -> Result<Option<String>, StoreError> {
         let sql = self.sql("SELECT cancellation_note FROM orders WHERE order_id = ?");
-        let note: Option<Option<String>> = on_pool!(self, pool => sqlx::query_scalar(&sql)
+        let note: Option<Option<String>> = on_pool!(&self.pool, pool => sqlx::query_scalar(&sql)
             .bind(order_id)
             .fetch_optional(pool)
             .await?);
@@ -427,7 +407,7 @@ impl Store {
         let sql = self.sql(
             "UPDATE orders SET status = ?, last_updated = ? WHERE order_id = ? AND status <> 'CANCELLED'",
         );
-        let updated = on_pool!(self, pool => sqlx::query(&sql)
+        let updated = on_pool!(&self.pool, pool => sqlx::query(&sql)
             .bind(status.as_str())
             .bind(ts(&now))
             .bind(order_id)
@@ -447,7 +427,7 @@ impl Store {
             "UPDATE orders SET estimated_delivery = ? \
              WHERE order_id = ? AND estimated_delivery IS DISTINCT FROM ?",
         );
-        let updated = on_pool!(self, pool => sqlx::query(&sql)
+        let updated = on_pool!(&self.pool, pool => sqlx::query(&sql)
             .bind(estimate.to_string())
             .bind(order_id)
             .bind(estimate.to_string())

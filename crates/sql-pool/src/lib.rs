@@ -10,8 +10,9 @@
 //!   health-checks it (there is nothing to reconnect to).
 //! - `postgres://…`: eight connections ([`connect_postgres`]); the database must exist.
 //!
-//! Queries are written once with `?` placeholders; [`numbered`] rewrites them as PostgreSQL
-//! wants them (`$1`, `$2`, …).
+//! A store holds a [`Pool`] of either backend. Queries are written once with `?` placeholders;
+//! [`Pool::sql`] (through [`numbered`]) rewrites them as PostgreSQL wants them (`$1`, `$2`, …),
+//! and [`on_pool!`] runs the same code on whichever pool it is.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -26,6 +27,50 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connections to a database file (SQLite serialises writers; readers run side by side).
 pub const FILE_CONNECTIONS: u32 = 4;
+
+/// A pool on either backend.
+#[derive(Debug, Clone)]
+pub enum Pool {
+    /// SQLite: one process serves the database.
+    Sqlite(SqlitePool),
+    /// PostgreSQL: instances may share the database.
+    Postgres(PgPool),
+}
+
+/// Run `$body` with `$pool` bound to the pool inside `$on` (a `&Pool`), whichever backend it is.
+#[macro_export]
+macro_rules! on_pool {
+    ($on:expr, $pool:ident => $body:expr) => {
+        match $on {
+            $crate::Pool::Sqlite($pool) => $body,
+            $crate::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+impl Pool {
+    /// Whether the database is shared with other processes by design (PostgreSQL), so that
+    /// nothing read from it may be kept in one process's memory.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Pool::Postgres(_))
+    }
+
+    /// The PostgreSQL pool, when it is one.
+    pub fn postgres(&self) -> Option<&PgPool> {
+        match self {
+            Pool::Postgres(pool) => Some(pool),
+            Pool::Sqlite(_) => None,
+        }
+    }
+
+    /// `text` with its `?` placeholders as the backend writes them (`$1, $2, …` on PostgreSQL).
+    pub fn sql<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        match self {
+            Pool::Sqlite(_) => std::borrow::Cow::Borrowed(text),
+            Pool::Postgres(_) => std::borrow::Cow::Owned(numbered(text)),
+        }
+    }
+}
 
 /// Connections each instance keeps to a PostgreSQL server.
 pub const POSTGRES_CONNECTIONS: u32 = 8;

@@ -13,9 +13,7 @@ use std::str::FromStr;
 use chrono::Utc;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{
-    Database, Decode, Encode, PgPool, Postgres, QueryBuilder, Row, Sqlite, SqlitePool, Type,
-};
+use sqlx::{Database, Decode, Encode, PgPool, Postgres, QueryBuilder, Row, Sqlite, Type};
 
 use crate::domain::*;
 use crate::seed::{self, SeedTitle};
@@ -79,22 +77,7 @@ pub struct Store {
     pool: Pool,
 }
 
-#[derive(Debug, Clone)]
-enum Pool {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
-
-/// Run `$body` with `$pool` bound to the store's pool, whichever backend it is.
-macro_rules! on_pool {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match &$store.pool {
-            Pool::Sqlite($pool) => $body,
-            Pool::Postgres($pool) => $body,
-        }
-    };
-}
-use on_pool;
+use sql_pool::{Pool, on_pool};
 
 /// A column value both backends can decode.
 pub(crate) trait Value:
@@ -304,28 +287,21 @@ impl Store {
     /// Whether the database is shared with other processes by design (PostgreSQL): then
     /// nothing read from it may be trusted from one process's memory.
     pub fn is_shared(&self) -> bool {
-        matches!(self.pool, Pool::Postgres(_))
+        self.pool.is_shared()
     }
 
     /// The PostgreSQL pool, when the store is on PostgreSQL (for state other instances share).
     pub fn postgres(&self) -> Option<&PgPool> {
-        match &self.pool {
-            Pool::Postgres(pool) => Some(pool),
-            Pool::Sqlite(_) => None,
-        }
+        self.pool.postgres()
     }
 
-    /// `text` with its `?` placeholders as the backend writes them (`$1, $2, …` on PostgreSQL).
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match self.pool {
-            Pool::Sqlite(_) => Cow::Borrowed(text),
-            Pool::Postgres(_) => Cow::Owned(sql_pool::numbered(text)),
-        }
+        self.pool.sql(text)
     }
 
     async fn movie_count(&self) -> Result<i64, StoreError> {
         Ok(
-            on_pool!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM movies")
+            on_pool!(&self.pool, pool => sqlx::query_scalar("SELECT COUNT(*) FROM movies")
             .fetch_one(pool)
             .await?),
         )
@@ -333,7 +309,7 @@ impl Store {
 
     /// Whether the database answers (for health checks).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
             sqlx::query("SELECT 1").execute(pool).await?;
         });
         Ok(())
@@ -341,7 +317,7 @@ impl Store {
 
     async fn seed(&self) -> Result<(), StoreError> {
         let hashes = seed_hashes().await?;
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let mut tx = pool.begin().await?;
         if self.is_shared() {
             // Instances starting together on an empty database: one seeds, the others wait
@@ -508,7 +484,7 @@ impl Store {
     }
 
     async fn credits(&self, sql: &str, id: i64) -> Result<Vec<Credit>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql(sql))
             .bind(id)
             .fetch_all(pool)
@@ -528,7 +504,7 @@ impl Store {
 
     /// One row of `table` by id. `table` is one of this module's constants, never input.
     async fn by_id<T: FromColumns>(&self, table: &str, id: i64) -> Result<Option<T>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql(&format!("SELECT * FROM {table} WHERE id = ?")))
             .bind(id)
             .fetch_optional(pool)
@@ -545,7 +521,7 @@ impl Store {
         table: &str,
         page: PageRequest,
     ) -> Result<(Vec<T>, i64), StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(pool)
             .await?;
@@ -572,7 +548,7 @@ impl Store {
         text: &str,
         limit: i64,
     ) -> Result<Vec<T>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql(&format!(
             "SELECT * FROM {table} WHERE LOWER({column}) LIKE LOWER(?) ESCAPE '\\' \
              ORDER BY LOWER({column}), id LIMIT ?"

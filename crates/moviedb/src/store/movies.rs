@@ -7,7 +7,7 @@ impl Store {
 
     /// One movie.
     pub async fn movie(&self, id: i64) -> Result<Option<Movie>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql(&format!("SELECT {MOVIE_COLUMNS} FROM movies WHERE id = ?")))
             .bind(id)
             .fetch_optional(pool)
@@ -20,7 +20,7 @@ impl Store {
 
     /// Every movie, by id.
     pub async fn all_movies(&self) -> Result<Vec<Movie>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&format!("SELECT {MOVIE_COLUMNS} FROM movies ORDER BY id"))
             .fetch_all(pool)
             .await?
@@ -88,7 +88,7 @@ impl Store {
         page: PageRequest,
         sort: Option<(MovieSortField, SortOrder)>,
     ) -> Result<(Vec<Movie>, i64), StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let mut count = QueryBuilder::new("SELECT COUNT(*) FROM movies");
         Self::push_filter(&mut count, filter);
         let total: i64 = count.build_query_scalar().fetch_one(pool).await?;
@@ -143,7 +143,7 @@ impl Store {
 
     /// A movie's directors.
     pub async fn directors(&self, movie_id: i64) -> Result<Vec<Person>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT p.* FROM people p JOIN movie_directors d ON d.person_id = p.id \
              WHERE d.movie_id = ? ORDER BY p.id"))
         .bind(movie_id)
@@ -169,7 +169,7 @@ impl Store {
 impl Writes {
     /// Store a new movie (already validated).
     pub async fn create_movie(&self, input: &MovieInput) -> Result<Movie, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO movies (title, release_year, genre, rating, runtime, plot, poster_url, \
              tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"))
         .bind(input.title.as_deref().map(str::trim))
@@ -194,7 +194,7 @@ impl Writes {
         id: i64,
         input: &MovieInput,
     ) -> Result<Option<Movie>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let done = sqlx::query(&self.sql("UPDATE movies SET title = COALESCE(?, title), \
              release_year = COALESCE(?, release_year), genre = COALESCE(?, genre), \
              rating = COALESCE(?, rating), runtime = COALESCE(?, runtime), \
@@ -220,7 +220,7 @@ impl Writes {
 
     /// Delete a movie with its credits, reviews and watch-list entries; whether it existed.
     pub async fn delete_movie(&self, id: i64) -> Result<bool, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let done = sqlx::query(&self.sql("DELETE FROM movies WHERE id = ?"))
             .bind(id)
             .execute(pool)

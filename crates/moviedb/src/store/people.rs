@@ -20,7 +20,7 @@ impl Store {
 
     /// Movies a person directed.
     pub async fn directed_movies(&self, person_id: i64) -> Result<Vec<Movie>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT m.* FROM movies m JOIN movie_directors d ON d.movie_id = m.id \
              WHERE d.person_id = ? ORDER BY m.release_year, m.id"))
         .bind(person_id)
@@ -37,7 +37,7 @@ impl Store {
         &self,
         person_id: i64,
     ) -> Result<Vec<(Movie, Option<String>)>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT m.*, c.character_name FROM movies m JOIN movie_cast c ON c.movie_id = m.id \
              WHERE c.person_id = ? ORDER BY m.release_year, m.id"))
         .bind(person_id)
@@ -53,7 +53,7 @@ impl Store {
 impl Writes {
     /// Store a new person (already validated).
     pub async fn create_person(&self, input: &PersonInput) -> Result<Person, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO people (name, birth_year, biography, photo_url, country_code) \
              VALUES (?, ?, ?, ?, ?) RETURNING id"))
         .bind(input.name.as_deref().map(str::trim))
@@ -75,7 +75,7 @@ impl Writes {
         id: i64,
         input: &PersonInput,
     ) -> Result<Option<Person>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let done = sqlx::query(&self.sql("UPDATE people SET name = COALESCE(?, name), birth_year = COALESCE(?, birth_year), \
              biography = COALESCE(?, biography), photo_url = COALESCE(?, photo_url), \
              country_code = COALESCE(?, country_code) WHERE id = ?"))
@@ -96,7 +96,7 @@ impl Writes {
 
     /// Delete a person; with `force`, their credits go first.
     pub async fn delete_person(&self, id: i64, force: bool) -> Result<PersonDeletion, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let mut tx = pool.begin().await?;
         let movie_links: i64 = sqlx::query_scalar(&self.sql("SELECT (SELECT COUNT(*) FROM movie_directors WHERE person_id = ?) + \
              (SELECT COUNT(*) FROM movie_cast WHERE person_id = ?)"))

@@ -5,7 +5,7 @@ use super::*;
 impl Store {
     /// Whether the movie or show exists.
     pub async fn subject_exists(&self, subject: Subject) -> Result<bool, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let sql = match subject {
             Subject::Movie(_) => "SELECT COUNT(*) FROM movies WHERE id = ?",
             Subject::TvShow(_) => "SELECT COUNT(*) FROM tv_shows WHERE id = ?",
@@ -25,7 +25,7 @@ impl Store {
 
     /// The reviews of a title, oldest first.
     pub async fn reviews(&self, subject: Subject) -> Result<Vec<Review>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let (sql, id) = match subject {
             Subject::Movie(id) => ("SELECT * FROM reviews WHERE movie_id = ? ORDER BY id", id),
             Subject::TvShow(id) => ("SELECT * FROM reviews WHERE tv_show_id = ? ORDER BY id", id),
@@ -55,7 +55,7 @@ impl Writes {
         score: i32,
         comment: Option<&str>,
     ) -> Result<Review, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let (movie, show) = subject_columns(subject);
         let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
              VALUES (?, ?, ?, ?, ?, ?) RETURNING id"))
@@ -75,7 +75,7 @@ impl Writes {
 
     /// Delete a review; whether it existed.
     pub async fn delete_review(&self, id: i64) -> Result<bool, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let done = sqlx::query(&self.sql("DELETE FROM reviews WHERE id = ?"))
             .bind(id)
             .execute(pool)

@@ -22,7 +22,7 @@ impl Store {
 
     /// A show's creators.
     pub async fn creators(&self, show_id: i64) -> Result<Vec<Person>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT p.* FROM people p JOIN tv_show_creators c ON c.person_id = p.id \
              WHERE c.tv_show_id = ? ORDER BY p.id"))
         .bind(show_id)
@@ -46,7 +46,7 @@ impl Store {
 
     /// A show's episodes by season and number.
     pub async fn episodes(&self, show_id: i64) -> Result<Vec<Episode>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT * FROM episodes WHERE tv_show_id = ? ORDER BY season_number, episode_number"))
         .bind(show_id)
         .fetch_all(pool)

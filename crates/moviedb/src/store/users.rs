@@ -7,7 +7,7 @@ impl Store {
 
     /// An account by username.
     pub async fn user_by_name(&self, username: &str) -> Result<Option<User>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT * FROM users WHERE username = ?"))
             .bind(username)
             .fetch_optional(pool)
@@ -33,7 +33,7 @@ impl Writes {
         password_hash: &str,
         role: Role,
     ) -> Result<User, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
              RETURNING id"))
         .bind(username)

@@ -7,7 +7,7 @@ impl Store {
 
     /// A user's watch list, oldest entry first.
     pub async fn watchlist(&self, user_id: i64) -> Result<Vec<WatchlistItem>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE user_id = ? ORDER BY id"))
             .bind(user_id)
             .fetch_all(pool)
@@ -24,7 +24,7 @@ impl Store {
         user_id: i64,
         item_id: i64,
     ) -> Result<Option<WatchlistItem>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE id = ? AND user_id = ?"))
             .bind(item_id)
             .bind(user_id)
@@ -42,7 +42,7 @@ impl Store {
         user_id: i64,
         subject: Subject,
     ) -> Result<Option<WatchlistItem>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let (movie, show) = subject_columns(subject);
         sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE user_id = ? AND movie_id IS NOT DISTINCT FROM ? \
              AND tv_show_id IS NOT DISTINCT FROM ?"))
@@ -59,7 +59,7 @@ impl Store {
 
     /// Ids of the movies `user_id` marked WATCHED.
     pub async fn watched_movie_ids(&self, user_id: i64) -> Result<Vec<i64>, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         Ok(sqlx::query_scalar(&self.sql("SELECT movie_id FROM watchlist_items WHERE user_id = ? AND status = 'WATCHED' \
              AND movie_id IS NOT NULL"))
         .bind(user_id)
@@ -77,7 +77,7 @@ impl Writes {
         subject: Subject,
         status: WatchStatus,
     ) -> Result<WatchlistItem, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let (movie, show) = subject_columns(subject);
         let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
              VALUES (?, ?, ?, ?) RETURNING id"))
@@ -100,7 +100,7 @@ impl Writes {
         item_id: i64,
         status: WatchStatus,
     ) -> Result<bool, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let done =
             sqlx::query(&self.sql("UPDATE watchlist_items SET status = ? WHERE id = ? AND user_id = ?"))
                 .bind(status.as_str())
@@ -118,7 +118,7 @@ impl Writes {
         user_id: i64,
         item_id: i64,
     ) -> Result<bool, StoreError> {
-        on_pool!(self, pool => {
+        on_pool!(&self.pool, pool => {
         let done = sqlx::query(&self.sql("DELETE FROM watchlist_items WHERE id = ? AND user_id = ?"))
             .bind(item_id)
             .bind(user_id)

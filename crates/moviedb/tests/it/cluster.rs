@@ -19,15 +19,7 @@ struct Cluster {
 
 impl Cluster {
     fn open() -> Self {
-        let dir = std::path::PathBuf::from(
-            std::env::var("CLUSTER_DIR").expect("run through scripts/test-cluster"),
-        );
-        let text = std::fs::read_to_string(dir.join("endpoints")).unwrap();
-        let endpoints = text
-            .lines()
-            .filter_map(|line| line.split_once(' '))
-            .map(|(name, url)| (name.to_owned(), url.to_owned()))
-            .collect();
+        let (dir, endpoints) = backchannel::testing::cluster();
         let secret = std::fs::read_to_string(dir.join("jwt-secret")).unwrap();
         Cluster {
             endpoints,

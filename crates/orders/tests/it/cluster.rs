@@ -17,7 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 
-use crate::common::{cancellable, modern_call, post, status_at, yes};
+use crate::common::{Watcher, cancellable, modern_call, post, status_at, yes};
 
 struct Cluster {
     dir: std::path::PathBuf,
@@ -26,15 +26,7 @@ struct Cluster {
 
 impl Cluster {
     fn open() -> Self {
-        let dir = std::path::PathBuf::from(
-            std::env::var("CLUSTER_DIR").expect("run through scripts/test-cluster"),
-        );
-        let text = std::fs::read_to_string(dir.join("endpoints")).unwrap();
-        let endpoints = text
-            .lines()
-            .filter_map(|line| line.split_once(' '))
-            .map(|(name, url)| (name.to_owned(), url.to_owned()))
-            .collect();
+        let (dir, endpoints) = backchannel::testing::cluster();
         Cluster { dir, endpoints }
     }
 
@@ -137,10 +129,8 @@ async fn a_round_answered_on_one_instance_cannot_be_answered_again_on_another() 
     let instances = cluster.instances();
     let balancer = cluster.addr("balancer");
     let order = cancellable(cluster.addr(&instances[0])).await.remove(1);
-    let to = |name: &str| vec![("X-Backend", name.to_owned())];
     let call = modern_call(1, "cancel_order", json!({"orderId": order}), json!({}));
-    let headers = to(&instances[0]);
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let headers = [("X-Backend", instances[0].as_str())];
     let (_, round) = post(balancer, &call, &headers).await;
     let state = round["result"]["requestState"].as_str().unwrap().to_owned();
     let retry = modern_call(
@@ -154,29 +144,11 @@ async fn a_round_answered_on_one_instance_cannot_be_answered_again_on_another() 
     assert!(text.contains("is cancelled"), "{done}");
     // The same answer again, on each other instance: refused, whoever receives it.
     for name in &instances[1..] {
-        let other = to(name);
-        let other: Vec<(&str, &str)> = other.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let (_, again) = post(balancer, &retry, &other).await;
+        let (_, again) = post(balancer, &retry, &[("X-Backend", name.as_str())]).await;
         assert_eq!(
             again["error"]["message"], "requestState has already been used; start the call again",
             "{name}: {again}"
         );
-    }
-}
-
-/// A 2025-11-25 client that records every `notifications/resources/updated` it hears.
-#[derive(Clone, Default)]
-struct Watcher {
-    updated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl ClientHandler for Watcher {
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.updated.lock().unwrap().push(params.uri);
     }
 }
 
@@ -233,10 +205,9 @@ async fn an_order_cancelled_on_one_instance_is_announced_to_subscribers_held_by_
         }
         other => panic!("{other:?}"),
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while watcher.updated.lock().unwrap().is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(10), watcher.heard.notified())
+        .await
+        .expect("the subscribed session on another instance heard nothing");
     assert_eq!(*watcher.updated.lock().unwrap(), vec![uri]);
     eprintln!(
         "cluster: the update reached both other instances' subscribers {} ms after the cancel began",

@@ -115,3 +115,21 @@ pub async fn cancellable(addr: SocketAddr) -> Vec<String> {
     }
     ids
 }
+
+/// A client that records every `notifications/resources/updated` it hears, and says so.
+#[derive(Clone, Default)]
+pub struct Watcher {
+    pub updated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub heard: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for Watcher {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
+        self.heard.notify_one();
+    }
+}

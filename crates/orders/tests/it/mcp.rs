@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 
 use backchannel::testing::{Revision, call, text_of};
 
+use crate::common::Watcher;
+
 /// What the scripted person does when asked.
 #[derive(Clone)]
 enum Answer {
@@ -604,24 +606,6 @@ async fn the_tool_list_matches_its_snapshot() {
             "update_order_status"
         ]
     );
-}
-
-/// A client that records every `notifications/resources/updated` it hears.
-#[derive(Clone, Default)]
-struct Watcher {
-    updated: Arc<Mutex<Vec<String>>>,
-    heard: Arc<tokio::sync::Notify>,
-}
-
-impl ClientHandler for Watcher {
-    async fn on_resource_updated(
-        &self,
-        params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.updated.lock().unwrap().push(params.uri);
-        self.heard.notify_one();
-    }
 }
 
 #[tokio::test]
