@@ -51,6 +51,7 @@ pub mod schema;
 pub mod serve;
 mod sessions;
 mod state;
+pub mod tasks;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod util;
@@ -188,7 +189,7 @@ macro_rules! layer_hooks {
             context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<$crate::__rmcp::model::GetTaskResult, $crate::__rmcp::ErrorData>
         {
-            self.$layer.get_task(&request, &context)
+            self.$layer.get_task(&request, &context).await
         }
 
         async fn update_task(
@@ -196,7 +197,7 @@ macro_rules! layer_hooks {
             request: $crate::__rmcp::model::UpdateTaskParams,
             context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
-            self.$layer.update_task(request, &context)
+            self.$layer.update_task(request, &context).await
         }
 
         async fn cancel_task(
@@ -204,7 +205,7 @@ macro_rules! layer_hooks {
             request: $crate::__rmcp::model::CancelTaskParams,
             context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
-            self.$layer.cancel_task(&request, &context)
+            self.$layer.cancel_task(&request, &context).await
         }
     };
 }

@@ -19,7 +19,6 @@ use rmcp::model::{
     JsonObject, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer};
 
 use crate::call::{Call, Escalation, Pending, Shared};
@@ -29,7 +28,10 @@ use crate::deprecated::{self, LogLevel, SetLevelParams};
 use crate::revision::Revision;
 use crate::sessions::{Change, ListKind, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
+use crate::tasks::{TaskRuntime, TaskStore};
 use crate::util::{lock, random_bytes};
+
+mod tasks;
 
 /// Reads the caller's identity from a request, to bind sealed state to it.
 type PrincipalFn = dyn Fn(&RequestContext<RoleServer>) -> Option<String> + Send + Sync;
@@ -41,9 +43,9 @@ struct Inner {
     max_rounds: u32,
     principal: Option<Box<PrincipalFn>>,
     spent: crate::state::SpentRounds,
-    tasks: TaskManager,
-    task_owners: Mutex<std::collections::HashMap<String, Owner>>,
+    tasks: Arc<TaskRuntime>,
     task_tools: std::collections::HashMap<String, TaskSupport>,
+    resumable: std::collections::HashSet<String>,
     relay: std::sync::OnceLock<Arc<dyn Relay>>,
     spent_ledger: std::sync::OnceLock<Arc<dyn SpentLedger>>,
 }
@@ -115,6 +117,12 @@ pub struct BackchannelBuilder {
     default_log_level: LogLevel,
     principal: Option<Box<PrincipalFn>>,
     task_tools: std::collections::HashMap<String, TaskSupport>,
+    resumable: std::collections::HashSet<String>,
+    task_store: Option<Arc<dyn TaskStore>>,
+    task_lease: Duration,
+    task_tick: Duration,
+    task_ttl: Option<Duration>,
+    task_poll: Duration,
 }
 
 impl std::fmt::Debug for BackchannelBuilder {
@@ -144,6 +152,14 @@ pub enum BuildError {
         state_ttl: Duration,
         /// Configured ask timeout.
         ask_timeout: Duration,
+    },
+    /// A task lease must outlast two renewals.
+    #[error("the task lease ({lease:?}) must be at least two ticks ({tick:?} each, not zero)")]
+    TaskLease {
+        /// Configured lease.
+        lease: Duration,
+        /// Configured tick.
+        tick: Duration,
     },
 }
 
@@ -201,6 +217,41 @@ impl BackchannelBuilder {
         self
     }
 
+    /// Let the task of tool `name` run again from the start on another instance (or after a
+    /// restart) when the instance running it stopped. Promise this only for a body that is
+    /// idempotent to its end: it runs again with the answers gathered so far. Other tasks of a
+    /// stopped instance end `failed`.
+    pub fn resumable(mut self, name: impl Into<String>) -> Self {
+        self.resumable.insert(name.into());
+        self
+    }
+
+    /// Where tasks live (default: this process's memory, [`crate::tasks::MemoryTaskStore`]).
+    /// With a shared store ([`crate::tasks::SqlTaskStore`] on PostgreSQL) every instance
+    /// answers `tasks/*`, and a task survives the instance that runs it.
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// How long an instance holds a task it runs before another may take it over (default
+    /// 10 s), and how often it renews its leases and looks for news (default 250 ms; the
+    /// lease must be at least two ticks). A cancel or an answer given on another instance
+    /// reaches the body within one tick.
+    pub fn task_lease(mut self, lease: Duration, tick: Duration) -> Self {
+        self.task_lease = lease;
+        self.task_tick = tick;
+        self
+    }
+
+    /// How long a task is kept after it was created (default one hour; `None`: until the store
+    /// is cleared), and the poll interval suggested to clients (default 500 ms).
+    pub fn task_retention(mut self, ttl: Option<Duration>, poll: Duration) -> Self {
+        self.task_ttl = ttl;
+        self.task_poll = poll;
+        self
+    }
+
     /// Build the layer.
     pub fn build(self) -> Result<Backchannel, BuildError> {
         let key = match self.key {
@@ -217,11 +268,21 @@ impl BackchannelBuilder {
                 ask_timeout: self.ask_timeout,
             });
         }
+        if self.task_tick.is_zero() || self.task_lease < self.task_tick * 2 {
+            return Err(BuildError::TaskLease {
+                lease: self.task_lease,
+                tick: self.task_tick,
+            });
+        }
+        let clock = Clock::new();
+        let store = self
+            .task_store
+            .unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));
         Ok(Backchannel {
             inner: Arc::new(Inner {
                 codec,
                 shared: Arc::new(Shared {
-                    clock: Clock::new(),
+                    clock,
                     ask_timeout: self.ask_timeout,
                     default_log_level: self.default_log_level,
                     sessions: Sessions::default(),
@@ -230,9 +291,16 @@ impl BackchannelBuilder {
                 max_rounds: self.max_rounds,
                 principal: self.principal,
                 spent: crate::state::SpentRounds::default(),
-                tasks: TaskManager::new(),
-                task_owners: Mutex::default(),
+                tasks: Arc::new(TaskRuntime::new(
+                    store,
+                    self.task_lease,
+                    self.task_tick,
+                    self.task_ttl,
+                    self.task_poll,
+                    clock,
+                )),
                 task_tools: self.task_tools,
+                resumable: self.resumable,
                 relay: std::sync::OnceLock::new(),
                 spent_ledger: std::sync::OnceLock::new(),
             }),
@@ -255,7 +323,7 @@ enum Mode {
     /// (2025-11-25), or `input_required` results the client retries (2026-07-28).
     Direct(Revision),
     /// Inside a task: questions park the task until `tasks/update`.
-    Task(TaskContext),
+    Task(tasks::TaskHandle),
 }
 
 /// What one drive of a call starts from.
@@ -295,6 +363,12 @@ impl Backchannel {
             default_log_level: LogLevel::Info,
             principal: None,
             task_tools: std::collections::HashMap::new(),
+            resumable: std::collections::HashSet::new(),
+            task_store: None,
+            task_lease: Duration::from_secs(10),
+            task_tick: Duration::from_millis(250),
+            task_ttl: Some(Duration::from_secs(3600)),
+            task_poll: Duration::from_millis(500),
         }
     }
 
@@ -352,118 +426,17 @@ impl Backchannel {
             Driven::InputRequired(result) => Ok(CallToolResponse::InputRequired(result)),
             Driven::Escalate(rc, sealed) => {
                 let binding = binding.into_owned();
-                Ok(self.spawn_task(
+                self.spawn_task(
                     router.clone(),
                     service.clone(),
                     params,
                     *rc,
                     binding,
                     sealed,
-                ))
+                )
+                .await
             }
         }
-    }
-
-    fn spawn_task<S: Clone + Send + Sync + 'static>(
-        &self,
-        router: ToolRouter<S>,
-        service: S,
-        params: CallToolRequestParams,
-        rc: RequestContext<RoleServer>,
-        binding: CallBinding<'static>,
-        sealed: Sealed,
-    ) -> CallToolResponse {
-        let layer = self.clone();
-        let owner = self.owner_of(&rc);
-        let task = self.inner.tasks.spawn(TaskOptions::new(), move |task_ctx| {
-            Box::pin(async move {
-                let cancel = task_ctx.clone();
-                let work = async {
-                    let start = Start {
-                        binding: &binding,
-                        mode: Mode::Task(task_ctx),
-                        escalation: Escalation::InTask,
-                        input_responses: None,
-                        request_state: None,
-                        resumed: Some(sealed),
-                    };
-                    let driven = layer
-                        .drive(rc, start, |rc| tool_run(&router, &service, &params, rc))
-                        .await
-                        .map_err(TaskExit::Error)?;
-                    match driven {
-                        Driven::Complete(CallToolResponse::Complete(result)) => Ok(result),
-                        _ => Err(TaskExit::Error(ErrorData::internal_error(
-                            "a task ended without a tool result",
-                            None,
-                        ))),
-                    }
-                };
-                tokio::select! {
-                    result = work => result,
-                    () = cancel.cancelled() => Err(TaskExit::Cancelled),
-                }
-            })
-        });
-        self.remember_owner(task.task_id.clone(), owner);
-        CallToolResponse::Task(rmcp::model::CreateTaskResult::new(task))
-    }
-
-    fn remember_owner(&self, task_id: String, owner: Owner) {
-        let mut owners = lock(&self.inner.task_owners);
-        if owners.len() >= 1024 && owners.len().is_power_of_two() {
-            // Forget the owners of tasks the manager has dropped (expired).
-            let tasks = &self.inner.tasks;
-            owners.retain(|id, _| tasks.get_task(id).is_ok());
-        }
-        owners.insert(task_id, owner);
-    }
-
-    /// Whether the caller of `rc` may see the task `id`: only its owner may (another caller
-    /// gets the same answer as for an unknown id).
-    fn check_owner(&self, id: &str, rc: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let owner = lock(&self.inner.task_owners).get(id).cloned();
-        match owner {
-            Some(owner) if owner != Owner::Anyone && owner != self.owner_of(rc) => Err(
-                ErrorData::invalid_params(format!("unknown task: {id}"), None),
-            ),
-            _ => Ok(()),
-        }
-    }
-
-    /// `tasks/get`. Call it from `ServerHandler::get_task`.
-    pub fn get_task(
-        &self,
-        params: &rmcp::model::GetTaskParams,
-        rc: &RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.check_owner(&params.task_id, rc)?;
-        self.inner
-            .tasks
-            .get_task(&params.task_id)
-            .map(rmcp::model::GetTaskResult::new)
-    }
-
-    /// `tasks/update`. Call it from `ServerHandler::update_task`.
-    pub fn update_task(
-        &self,
-        params: rmcp::model::UpdateTaskParams,
-        rc: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.check_owner(&params.task_id, rc)?;
-        self.inner
-            .tasks
-            .update_task(&params.task_id, params.input_responses)
-    }
-
-    /// `tasks/cancel`. Call it from `ServerHandler::cancel_task`.
-    pub fn cancel_task(
-        &self,
-        params: &rmcp::model::CancelTaskParams,
-        rc: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.check_owner(&params.task_id, rc)?;
-        self.inner.tasks.cancel_task(&params.task_id)
     }
 
     /// The caller's identity: the builder's `principal`, else the [`crate::serve::Principal`]
@@ -600,7 +573,7 @@ impl Backchannel {
                         start.binding,
                     )));
                 }
-                Mode::Task(task) => ask_in_task(&call, task, pending).await,
+                Mode::Task(task) => tasks::ask_in_task(&call, task, pending).await,
             }
         }
     }
@@ -667,8 +640,8 @@ impl Backchannel {
             // A task outlives the request that started it: its own cancellation is
             // `tasks/cancel`, which drops the task's future; the request's token fires when
             // that request ends.
-            task_ct: match start.mode {
-                Mode::Task(_) => Some(tokio_util::sync::CancellationToken::new()),
+            task_ct: match &start.mode {
+                Mode::Task(task) => Some(task.local.cancel.clone()),
                 Mode::Direct(_) => None,
             },
             shared: self.inner.shared.clone(),
@@ -683,7 +656,10 @@ impl Backchannel {
             pending: Mutex::new(BTreeMap::new()),
             last_progress: Mutex::new(sealed.progress),
             runs: AtomicU32::new(0),
-            task_round: AtomicU32::new(0),
+            task_round: AtomicU32::new(match start.mode {
+                Mode::Task(_) => sealed.round,
+                Mode::Direct(_) => 0,
+            }),
         })
     }
 
@@ -895,30 +871,6 @@ fn escalation<R>(call: &Call) -> Driven<R> {
             ..Sealed::default()
         },
     )
-}
-
-/// Inside a task: park it in `input_required` with the open questions until `tasks/update`
-/// answers them. Keys are single-use within a task, so a question asked again gets a suffix.
-async fn ask_in_task(call: &Call, task: &TaskContext, pending: BTreeMap<String, Pending>) {
-    let task_round = call.task_round.load(Ordering::SeqCst);
-    let asks = pending.into_iter().map(|(key, pending)| async move {
-        let wire_key = if task_round == 0 {
-            key.clone()
-        } else {
-            format!("{key}.{task_round}")
-        };
-        let answer = match task.request_input(wire_key, pending.request).await {
-            Ok(value) => deprecated::read_response(pending.kind, &value),
-            Err(_) => None,
-        };
-        (key, answer)
-    });
-    for (key, answer) in futures::future::join_all(asks).await {
-        if let Some(answer) = answer {
-            lock(&call.answers).insert(key, answer);
-        }
-    }
-    call.task_round.fetch_add(1, Ordering::SeqCst);
 }
 
 async fn tool_run<S: Send + Sync + 'static>(
