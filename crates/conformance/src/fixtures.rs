@@ -738,11 +738,20 @@ impl Default for ConformanceServer {
 }
 
 impl ConformanceServer {
-    /// A fixture server on its own layer, with the task fixtures registered for tasks.
+    /// A fixture server on its own layer, with the task fixtures registered for tasks (kept in
+    /// memory).
     pub fn new() -> Self {
+        Self::with_task_store(None)
+    }
+
+    /// The same, keeping its tasks in `store` (for example SQLite) when given.
+    pub fn with_task_store(store: Option<Arc<dyn backchannel::tasks::TaskStore>>) -> Self {
         let mut layer = Backchannel::builder();
         for (name, support) in TASK_TOOLS {
             layer = layer.task_tool(name, support);
+        }
+        if let Some(store) = store {
+            layer = layer.task_store(store);
         }
         let layer = layer
             .build()

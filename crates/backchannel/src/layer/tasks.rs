@@ -342,6 +342,13 @@ impl Backchannel {
         self.inner.tasks.set_runner(runner, shutdown);
     }
 
+    /// Tests: behave as if this instance's process had been killed (`kill -9`): its task
+    /// bodies stop without recording an end, and it renews no lease and takes over nothing.
+    #[cfg(feature = "test-util")]
+    pub fn halt_tasks(&self) {
+        self.inner.tasks.halt();
+    }
+
     /// How many task bodies run in this instance.
     pub fn running_tasks(&self) -> usize {
         self.inner.tasks.running()

@@ -45,6 +45,8 @@ pub(crate) struct TaskRuntime {
     local: Mutex<HashMap<String, Local>>,
     runner: Mutex<Option<Arc<dyn Resume>>>,
     supervisor: std::sync::OnceLock<()>,
+    /// Set by `halt` (tests): this instance behaves as if its process had been killed.
+    halted: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TaskRuntime {
@@ -83,6 +85,7 @@ impl TaskRuntime {
             local: Mutex::default(),
             runner: Mutex::default(),
             supervisor: std::sync::OnceLock::new(),
+            halted: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -147,8 +150,24 @@ impl TaskRuntime {
         tokio::spawn(supervise(weak, tick));
     }
 
+    /// Behave as if this process had been killed: bodies stop without recording anything,
+    /// leases are no longer renewed, nothing is taken over.
+    pub(crate) fn halt(&self) {
+        self.halted.store(true, std::sync::atomic::Ordering::SeqCst);
+        for local in lock(&self.local).values() {
+            local.cancel.cancel();
+        }
+    }
+
+    pub(crate) fn halted(&self) -> bool {
+        self.halted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// One supervisor step.
     async fn step(&self, round: u64) {
+        if self.halted() {
+            return;
+        }
         // Only bodies registered before the renewal count as lost when it misses them.
         let before: HashMap<String, Local> = lock(&self.local).clone();
         match self.store.renew(&self.instance, self.lease_until()).await {
@@ -213,6 +232,9 @@ impl TaskRuntime {
     }
 
     pub(crate) async fn end(&self, id: &str, state: TaskState, outcome: Option<serde_json::Value>) {
+        if self.halted() {
+            return;
+        }
         if let Err(error) = self
             .store
             .finish(id, &self.instance, state, outcome, self.now_ms())

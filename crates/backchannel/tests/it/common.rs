@@ -214,6 +214,12 @@ impl TestServer {
             tools: Self::tool_router(),
         }
     }
+
+    /// Take over tasks of stopped instances through this server's tools, until `shutdown`.
+    pub fn resume_tasks(&self, shutdown: tokio_util::sync::CancellationToken) {
+        self.layer
+            .resume_tasks(self.tools.clone(), self.clone(), shutdown);
+    }
 }
 
 impl ServerHandler for TestServer {

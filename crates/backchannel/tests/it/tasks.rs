@@ -2,11 +2,16 @@
 //! resumes on `tasks/update`; without the extension the tool runs synchronously.
 #![allow(clippy::unwrap_used)]
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crate::common::*;
+use backchannel::tasks::{MemoryTaskStore, TaskStore};
 use backchannel::{Backchannel, TaskSupport};
-use rmcp::model::{CallToolResponse, GetTaskParams, TaskPayload, UpdateTaskParams};
+use rmcp::model::{
+    CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, UpdateTaskParams,
+};
 use serde_json::json;
 
 fn layer() -> Backchannel {
@@ -102,4 +107,269 @@ async fn without_the_tasks_extension_the_same_tool_runs_synchronously() {
         );
         assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1, "{wire:?}");
     }
+}
+
+/// Instances of one server: layers sharing one task store, with short leases.
+fn instance(store: &Arc<dyn TaskStore>, principal: &'static str, resumable: bool) -> TestServer {
+    let mut builder = Backchannel::builder()
+        .task_tool("task_confirm", TaskSupport::Optional)
+        .task_store(store.clone())
+        .task_lease(Duration::from_secs(2), Duration::from_millis(100))
+        .principal(move |_| Some(principal.to_owned()));
+    if resumable {
+        builder = builder.resumable("task_confirm");
+    }
+    TestServer::new(builder.build().unwrap())
+}
+
+async fn start_task(running: &Client) -> String {
+    let CallToolResponse::Task(created) =
+        running.call_tool_once(call("task_confirm")).await.unwrap()
+    else {
+        panic!("expected a task");
+    };
+    created.task.task_id
+}
+
+/// Poll `tasks/get` through `running` (test time moves on between polls) until `done`.
+async fn poll_until(
+    running: &Client,
+    task_id: &str,
+    done: impl Fn(&TaskPayload) -> bool,
+) -> TaskPayload {
+    for _ in 0..600 {
+        let task = running.get_task(GetTaskParams::new(task_id)).await.unwrap();
+        if done(&task.task.payload) {
+            return task.task.payload;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the task never reached the expected state");
+}
+
+fn accept() -> UpdateTaskParams {
+    let mut update = UpdateTaskParams::new(String::new(), Default::default());
+    update.input_responses = [(
+        "confirm".to_owned(),
+        json!({"action": "accept", "content": {"confirmed": true}}),
+    )]
+    .into();
+    update
+}
+
+fn parked(payload: &TaskPayload) -> bool {
+    matches!(payload, TaskPayload::InputRequired { .. })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_asked_on_one_instance_is_answered_through_another() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let (a, b) = (
+        instance(&store, "ann", false),
+        instance(&store, "ann", false),
+    );
+    let on_a = connect(
+        a.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let on_b = connect(
+        b.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let id = start_task(&on_a).await;
+    poll_until(&on_b, &id, parked).await;
+    let mut update = accept();
+    update.task_id = id.clone();
+    on_b.update_task(update).await.unwrap();
+    let TaskPayload::Completed { result } =
+        poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        result["content"][0]["text"],
+        "in task=true: accepted Confirmation { confirmed: true, note: None }"
+    );
+    assert_eq!(
+        a.observed.writes.load(Ordering::SeqCst),
+        1,
+        "the body ran on A"
+    );
+    assert_eq!(b.observed.writes.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_sent_to_another_instance_stops_the_body_within_a_tick() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let (a, b) = (
+        instance(&store, "ann", false),
+        instance(&store, "ann", false),
+    );
+    let on_a = connect(
+        a.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let on_b = connect(
+        b.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let id = start_task(&on_a).await;
+    poll_until(&on_b, &id, parked).await;
+    assert_eq!(a.layer.running_tasks(), 1);
+    let sent = tokio::time::Instant::now();
+    on_b.cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .unwrap();
+    poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Cancelled)).await;
+    let took = sent.elapsed();
+    assert!(
+        took <= Duration::from_millis(250),
+        "took {took:?} (tick 100 ms, poll 50 ms)"
+    );
+    assert_eq!(a.layer.running_tasks(), 0, "A's body stopped");
+    assert_eq!(a.observed.writes.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let (a, b) = (instance(&store, "ann", true), instance(&store, "ann", true));
+    let stop = tokio_util::sync::CancellationToken::new();
+    b.resume_tasks(stop.clone());
+    let on_a = connect(
+        a.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let on_b = connect(
+        b.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let id = start_task(&on_a).await;
+    poll_until(&on_b, &id, parked).await;
+    a.layer.halt_tasks();
+    // B takes the task over once A's lease (2 s) has run out, and runs the body again.
+    let stopped = tokio::time::Instant::now();
+    while b.observed.runs_before_ask.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            stopped.elapsed() < Duration::from_secs(5),
+            "B never took over"
+        );
+    }
+    assert!(stopped.elapsed() <= Duration::from_millis(2_000 + 100 + 50));
+    poll_until(&on_b, &id, parked).await;
+    let mut update = accept();
+    update.task_id = id.clone();
+    on_b.update_task(update).await.unwrap();
+    poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+    assert_eq!(
+        b.observed.writes.load(Ordering::SeqCst),
+        1,
+        "the body finished on B"
+    );
+    assert_eq!(a.observed.writes.load(Ordering::SeqCst), 0);
+    stop.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_that_is_not_resumable_fails_when_its_instance_stops() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let (a, b) = (
+        instance(&store, "ann", false),
+        instance(&store, "ann", false),
+    );
+    let stop = tokio_util::sync::CancellationToken::new();
+    b.resume_tasks(stop.clone());
+    let on_a = connect(
+        a.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let on_b = connect(
+        b.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let id = start_task(&on_a).await;
+    poll_until(&on_b, &id, parked).await;
+    a.layer.halt_tasks();
+    let TaskPayload::Failed { error } =
+        poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Failed { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        error["message"],
+        "the server running this task stopped before it finished; start the call again"
+    );
+    assert_eq!(
+        b.observed.runs_before_ask.load(Ordering::SeqCst),
+        0,
+        "nothing ran again"
+    );
+    stop.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_principal_cannot_get_update_or_cancel_a_task() {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let (ann, bob) = (
+        instance(&store, "ann", false),
+        instance(&store, "bob", false),
+    );
+    let as_ann = connect(
+        ann.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let as_bob = connect(
+        bob.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let id = start_task(&as_ann).await;
+    poll_until(&as_ann, &id, parked).await;
+    let unknown = format!("unknown task: {id}");
+    let error = as_bob
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains(&unknown), "{error}");
+    let mut update = accept();
+    update.task_id = id.clone();
+    let error = as_bob.update_task(update).await.unwrap_err();
+    assert!(error.to_string().contains(&unknown), "{error}");
+    let error = as_bob
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains(&unknown), "{error}");
+    // Unknown ids answer the same.
+    let error = as_bob
+        .get_task(GetTaskParams::new("0".repeat(32)))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("unknown task"), "{error}");
+    // Nothing changed: still parked for ann, who can answer it.
+    poll_until(&as_ann, &id, parked).await;
+    let mut update = accept();
+    update.task_id = id.clone();
+    as_ann.update_task(update).await.unwrap();
+    poll_until(&as_ann, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
 }

@@ -1,5 +1,6 @@
 //! `conformance-server [--listen ADDR]`: the fixture server on `http://ADDR/mcp`.
 //! `conformance-server --stdio`: the same fixtures over stdin/stdout (logs go to stderr).
+//! `--tasks URL` keeps tasks in that SQLite or PostgreSQL database instead of memory.
 
 use std::net::SocketAddr;
 
@@ -18,13 +19,25 @@ struct Args {
     /// Serve one session over stdin/stdout instead of HTTP.
     #[arg(long)]
     stdio: bool,
+    /// Keep tasks in this database (`sqlite://FILE?mode=rwc` or `postgres://…`) instead of memory.
+    #[arg(long, value_name = "URL")]
+    tasks: Option<String>,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _logs = backchannel::logging::init(&["conformance", "conformance_server"]);
     let args = Args::parse();
-    let server = ConformanceServer::new();
+    let store = match &args.tasks {
+        Some(url) => Some(std::sync::Arc::new(
+            backchannel::tasks::SqlTaskStore::open(url)
+                .await
+                .with_context(|| format!("cannot open the task database {url}"))?,
+        )
+            as std::sync::Arc<dyn backchannel::tasks::TaskStore>),
+        None => None,
+    };
+    let server = ConformanceServer::with_task_store(store);
     if args.stdio {
         serve::stdio(server).await?;
         return Ok(());
