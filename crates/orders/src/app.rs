@@ -32,6 +32,9 @@ pub enum AppError {
     /// The link to the other instances could not start.
     #[error(transparent)]
     Instances(#[from] backchannel::postgres::PgError),
+    /// The task table could not be opened.
+    #[error(transparent)]
+    Tasks(#[from] backchannel::tasks::TaskStoreError),
     /// Listening beyond loopback needs sign-in.
     #[error(
         "refusing to listen on {0} without authentication: anything that reaches that address \
@@ -57,6 +60,9 @@ pub struct Config {
     /// The key ring sealing `requestState`, shared by every instance; `None` for a random key
     /// per process (rounds then survive neither a restart nor a move to another instance).
     pub state_keys: Option<backchannel::StateKeys>,
+    /// How long an instance holds a task it runs before another may take it over; `None` for
+    /// the library's default (10 s).
+    pub task_lease: Option<std::time::Duration>,
 }
 
 /// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
@@ -81,7 +87,8 @@ pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
     Ok(OrderService::new(store, service))
 }
 
-/// The MCP server over `service`, sealing with `keys` (a random key per process without).
+/// The MCP server over `service`, sealing with `keys` (a random key per process without),
+/// keeping its tasks in memory.
 pub fn mcp_server(
     service: OrderService,
     keys: Option<&backchannel::StateKeys>,
@@ -91,6 +98,25 @@ pub fn mcp_server(
         Some(keys) => builder.state_keys(keys.clone()),
         None => builder,
     };
+    Ok(OrderServer::new(service, builder.build()?))
+}
+
+/// The MCP server as `serve` runs it: sealing with the configured keys, and keeping its tasks
+/// in the order database, so they survive a restart and (on PostgreSQL) every instance
+/// answers for them.
+pub async fn durable_mcp_server(
+    service: OrderService,
+    config: &Config,
+) -> Result<OrderServer, AppError> {
+    let tasks = backchannel::tasks::SqlTaskStore::on(service.store().pool().clone()).await?;
+    let mut builder = OrderServer::layer_builder().task_store(std::sync::Arc::new(tasks));
+    if let Some(keys) = &config.state_keys {
+        builder = builder.state_keys(keys.clone());
+    }
+    if let Some(lease) = config.task_lease {
+        // Renew (and look for news) ten times per lease.
+        builder = builder.task_lease(lease, (lease / 10).max(std::time::Duration::from_millis(20)));
+    }
     Ok(OrderServer::new(service, builder.build()?))
 }
 
@@ -189,7 +215,9 @@ pub async fn serve_http(
     }
     let service = open_service(config).await?;
     backchannel::StateKeys::announce(config.state_keys.as_ref());
-    let server = mcp_server(service.clone(), config.state_keys.as_ref())?;
+    let server = durable_mcp_server(service.clone(), config).await?;
+    // Tasks whose instance stopped (this one, before a restart, or another) go on here.
+    server.resume_tasks(shutdown.clone());
     if let Some(url) = config
         .database
         .as_deref()
@@ -219,7 +247,11 @@ pub async fn serve_http(
 /// Serve one MCP session over stdin/stdout.
 pub async fn serve_stdio(config: &Config) -> Result<(), AppError> {
     let service = open_service(config).await?;
-    serve::stdio(mcp_server(service, config.state_keys.as_ref())?).await?;
+    let server = durable_mcp_server(service, config).await?;
+    let shutdown = CancellationToken::new();
+    server.resume_tasks(shutdown.clone());
+    serve::stdio(server).await?;
+    shutdown.cancel();
     Ok(())
 }
 

@@ -305,6 +305,9 @@ impl OrderServer {
                 .to_string(),
             ));
         }
+        // With a client that runs tasks, the confirmation waits in a task (a person may take
+        // a while); without, the call asks directly.
+        ctx.escalate().await?;
         // The progress token names the conversation, so a host can show the question there.
         let ask = match ctx.progress_token() {
             Some(token) => {
@@ -390,9 +393,22 @@ impl OrderServer {
             .await;
     }
 
-    /// The layer configuration this server expects: `recheck_shipments` may run as a task.
+    /// The layer configuration this server expects: `recheck_shipments` and `cancel_order` may
+    /// run as tasks. A recheck is resumed on another instance if its own stops (it only
+    /// refreshes estimates, so running it again from the start is harmless); a cancellation
+    /// is not (its write must not happen twice), and ends `failed` instead.
     pub fn layer_builder() -> backchannel::BackchannelBuilder {
-        Backchannel::builder().task_tool("recheck_shipments", backchannel::TaskSupport::Optional)
+        Backchannel::builder()
+            .task_tool("recheck_shipments", backchannel::TaskSupport::Optional)
+            .task_tool("cancel_order", backchannel::TaskSupport::Optional)
+            .resumable("recheck_shipments")
+    }
+
+    /// Run here the recheck tasks of instances that stopped (and end their other tasks), until
+    /// `shutdown`.
+    pub fn resume_tasks(&self, shutdown: tokio_util::sync::CancellationToken) {
+        self.layer
+            .resume_tasks((*self.tools).clone(), self.clone(), shutdown);
     }
 
     /// The tools as `tools/list` shows them.

@@ -127,6 +127,11 @@ impl Store {
         self.pool.is_shared()
     }
 
+    /// The pool (the MCP layer keeps its tasks in the same database).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     fn sql<'a>(&self, text: &'a str) -> Cow<'a, str> {
         self.pool.sql(text)
     }

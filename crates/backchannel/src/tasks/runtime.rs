@@ -152,6 +152,7 @@ impl TaskRuntime {
 
     /// Behave as if this process had been killed: bodies stop without recording anything,
     /// leases are no longer renewed, nothing is taken over.
+    #[cfg(feature = "test-util")]
     pub(crate) fn halt(&self) {
         self.halted.store(true, std::sync::atomic::Ordering::SeqCst);
         for local in lock(&self.local).values() {

@@ -41,6 +41,10 @@ struct Common {
     /// one, a key made at start.
     #[arg(long, value_name = "FILE")]
     state_keys: Option<PathBuf>,
+    /// How long an instance holds a task it runs before another instance (or this one, after
+    /// a restart) may take it over, in milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    task_lease_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -96,6 +100,7 @@ fn config(common: Common) -> anyhow::Result<Config> {
     };
     config.service.carrier_latency = Duration::from_millis(common.carrier_latency_ms);
     config.service.order_cache = !common.no_order_cache;
+    config.task_lease = Some(Duration::from_millis(common.task_lease_ms));
     Ok(config)
 }
 
