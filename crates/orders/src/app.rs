@@ -115,7 +115,10 @@ pub async fn durable_mcp_server(
     }
     if let Some(lease) = config.task_lease {
         // Renew (and look for news) ten times per lease.
-        builder = builder.task_lease(lease, (lease / 10).max(std::time::Duration::from_millis(20)));
+        builder = builder.task_lease(
+            lease,
+            (lease / 10).max(std::time::Duration::from_millis(20)),
+        );
     }
     Ok(OrderServer::new(service, builder.build()?))
 }

@@ -133,3 +133,68 @@ impl rmcp::ClientHandler for Watcher {
         self.heard.notify_one();
     }
 }
+
+/// A 2026-07-28 `tools/call` of `tool` from a client that runs tasks (and answers forms).
+pub fn task_call(id: u64, tool: &str, arguments: Value) -> Value {
+    let mut call = modern_call(id, tool, arguments, json!({}));
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({"io.modelcontextprotocol/tasks": {}});
+    call
+}
+
+/// A 2026-07-28 `tasks/get`, `tasks/update` or `tasks/cancel` of `task`, with `extra` params.
+pub fn task_request(id: u64, method: &str, task: &str, extra: Value) -> Value {
+    let mut message = modern_call(id, "", json!({}), extra);
+    let params = message["params"].as_object_mut().unwrap();
+    params.remove("name");
+    params.remove("arguments");
+    params.insert("taskId".into(), json!(task));
+    message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({"io.modelcontextprotocol/tasks": {}});
+    message["method"] = json!(method);
+    message
+}
+
+/// Start `tool` as a task at `addr`: its id.
+pub async fn start_task(addr: SocketAddr, tool: &str, arguments: Value) -> String {
+    let (status, created) = post(addr, &task_call(1, tool, arguments), &[]).await;
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+/// `tasks/get` of `task` at `addr`: the result (`status`, and `result`, `error` or
+/// `inputRequests` as it stands), or the JSON-RPC error.
+pub async fn task_at(addr: SocketAddr, task: &str) -> Value {
+    let (_, answer) = post(addr, &task_request(2, "tasks/get", task, json!({})), &[]).await;
+    match answer.get("result") {
+        Some(result) => result.clone(),
+        None => answer,
+    }
+}
+
+/// Poll `tasks/get` at `addr` every 50 ms (for at most `within`) until `done` holds.
+pub async fn poll_task(
+    addr: SocketAddr,
+    task: &str,
+    within: std::time::Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let now = task_at(addr, task).await;
+        if done(&now) {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "task {task} did not get there in {within:?}: {now}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether a `tasks/get` result has `status`.
+pub fn has_status(status: &'static str) -> impl Fn(&Value) -> bool {
+    move |task: &Value| task["status"] == status
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{modern_call, post, yes};
+use crate::common::{has_status, modern_call, poll_task, post, start_task, task_at, yes};
 
 const OLD: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
 const NEW: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
@@ -92,10 +92,15 @@ impl Drop for Instance {
 /// reading orders from the database every time (no per-instance cache: another instance
 /// writes too); returns once it listens.
 fn start(database: &str, keys: Option<&Path>) -> Instance {
+    start_with(database, keys, &[])
+}
+
+/// [`start`], with more arguments (which may override the defaults).
+fn start_with(database: &str, keys: Option<&Path>, extra: &[&str]) -> Instance {
     let mut command = Command::new(env!("CARGO_BIN_EXE_order-service"));
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
-        .args(["--carrier-latency-ms", "0", "--no-order-cache"])
+        .arg("--no-order-cache")
         .env_remove("ORDER_SERVICE_STATE_KEYS")
         .env("RUST_LOG", "orders=info,backchannel=info")
         .stdin(Stdio::null())
@@ -104,6 +109,10 @@ fn start(database: &str, keys: Option<&Path>) -> Instance {
     if let Some(keys) = keys {
         command.arg("--state-keys").arg(keys);
     }
+    if !extra.contains(&"--carrier-latency-ms") {
+        command.args(["--carrier-latency-ms", "0"]);
+    }
+    command.args(extra);
     let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -242,4 +251,78 @@ async fn get_order_logs_who_asked_from_the_request_meta() {
         "{:#?}",
         *instance.log.borrow()
     );
+}
+
+/// Carrier latency for the task tests: a recheck of 87 orders, 8 at a time, takes about 3 s.
+const SLOW_CARRIER: [&str; 4] = ["--carrier-latency-ms", "250", "--task-lease-ms", "1000"];
+
+#[tokio::test]
+async fn a_recheck_task_outlives_kill_9_and_finishes_after_the_restart() {
+    let scratch = Scratch::new("task-restart");
+    let database = scratch.database().await;
+    let mut first = start_with(&database, None, &SLOW_CARRIER);
+    let id = start_task(first.addr, "recheck_shipments", json!({})).await;
+    poll_task(
+        first.addr,
+        &id,
+        Duration::from_secs(10),
+        has_status("working"),
+    )
+    .await;
+    // kill -9: no shutdown, no end recorded.
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    let second = start_with(&database, None, &SLOW_CARRIER);
+    let now = task_at(second.addr, &id).await;
+    assert!(
+        now["status"] == "working" || now["status"] == "completed",
+        "the restarted server knows the task: {now}"
+    );
+    let done = poll_task(second.addr, &id, Duration::from_secs(30), |task| {
+        task["status"] != "working"
+    })
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Rechecked 87 shipments"), "{text}");
+    assert!(second.logged("resumed a task whose server stopped").await);
+}
+
+#[tokio::test]
+async fn a_confirmation_task_of_a_killed_server_fails_and_cancels_nothing() {
+    let scratch = Scratch::new("task-failed");
+    let database = scratch.database().await;
+    let mut first = start_with(&database, None, &SLOW_CARRIER);
+    let order = cancellable(&first, 1).await.remove(0);
+    let id = start_task(first.addr, "cancel_order", json!({"orderId": order})).await;
+    let parked = poll_task(
+        first.addr,
+        &id,
+        Duration::from_secs(10),
+        has_status("input_required"),
+    )
+    .await;
+    assert!(parked["inputRequests"]["confirm"].is_object(), "{parked}");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    let second = start_with(&database, None, &SLOW_CARRIER);
+    let failed = poll_task(
+        second.addr,
+        &id,
+        Duration::from_secs(15),
+        has_status("failed"),
+    )
+    .await;
+    assert_eq!(
+        failed["error"]["message"],
+        "the server running this task stopped before it finished; start the call again"
+    );
+    // An answer arriving now changes nothing.
+    let update =
+        crate::common::task_request(3, "tasks/update", &id, json!({"inputResponses": yes()}));
+    post(second.addr, &update, &[]).await;
+    assert_eq!(task_at(second.addr, &id).await["status"], "failed");
+    assert_ne!(status_via(&second, &order).await, "CANCELLED");
 }
