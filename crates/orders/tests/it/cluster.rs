@@ -487,3 +487,209 @@ async fn killing_an_instance_under_load_loses_no_call_once_the_balancer_has_noti
     .unwrap();
     assert_eq!((orders, without_lines), (200, 0));
 }
+
+impl Cluster {
+    /// `kill -9` the instance `name` (no shutdown: it records nothing more).
+    fn kill(&self, name: &str) {
+        let pid = std::fs::read_to_string(self.dir.join(format!("{name}.pid"))).unwrap();
+        let status = std::process::Command::new("kill")
+            .args(["-9", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "killing {name}");
+    }
+
+    /// Start the instance `name` again (after [`Self::kill`]); returns once it is healthy.
+    async fn revive(&self, name: &str) {
+        let script = std::env::var("CLUSTER_SCRIPT").unwrap();
+        let dir = self.dir.clone();
+        let instance = name.to_owned();
+        let status = tokio::task::spawn_blocking(move || {
+            std::process::Command::new(script)
+                .args(["restart", &instance])
+                .env("CLUSTER_DIR", dir)
+                .stdout(std::process::Stdio::null())
+                .status()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(status.success(), "restarting {name}");
+    }
+
+    /// Which instance holds the task's lease now.
+    async fn lease_owner(&self, task: &str) -> String {
+        let mut db = self.database().await;
+        sqlx::query_scalar("SELECT lease_owner FROM backchannel_tasks WHERE id = $1")
+            .bind(task)
+            .fetch_one(&mut db)
+            .await
+            .unwrap()
+    }
+}
+
+/// The cluster's task lease and renewal tick (`scripts/test-cluster`: TASK_LEASE_MS=2000).
+const LEASE: Duration = Duration::from_millis(2_000);
+const TICK: Duration = Duration::from_millis(200);
+
+fn text_in(task: &Value) -> String {
+    task["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_task_is_polled_to_completion_through_the_balancer() {
+    let cluster = Cluster::open();
+    let id =
+        crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
+    // Round robin: the polls land on every instance, and each answers from the database.
+    let done = crate::common::poll_task(
+        cluster.addr("balancer"),
+        &id,
+        Duration::from_secs(30),
+        |t| t["status"] != "working",
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        text_in(&done).starts_with("Rechecked 87 shipments"),
+        "{done}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_task_of_a_killed_instance_is_resumed_by_another_within_the_lease() {
+    let cluster = Cluster::open();
+    let id =
+        crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
+    let first = cluster.lease_owner(&id).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.kill("order-1");
+    let killed = Instant::now();
+    let taken = loop {
+        let owner = cluster.lease_owner(&id).await;
+        if owner != first {
+            break killed.elapsed();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(15),
+            "no instance took the task over"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    eprintln!("cluster: task taken over {taken:?} after kill -9 (lease {LEASE:?}, tick {TICK:?})");
+    // The lease ran out at most LEASE after the kill; the next tick of another instance takes
+    // it (one second more for a busy machine).
+    assert!(
+        taken <= LEASE + TICK + Duration::from_secs(1),
+        "took {taken:?}"
+    );
+    let done =
+        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(30), |t| {
+            t["status"] != "working"
+        })
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(
+        text_in(&done).starts_with("Rechecked 87 shipments"),
+        "{done}"
+    );
+    cluster.revive("order-1").await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_task_not_resumable_ends_failed_when_its_instance_is_killed() {
+    let cluster = Cluster::open();
+    let order = cancellable(cluster.addr("order-2")).await.remove(0);
+    let id = crate::common::start_task(
+        cluster.addr("order-2"),
+        "cancel_order",
+        json!({"orderId": order}),
+    )
+    .await;
+    crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(10), |t| {
+        t["status"] == "input_required"
+    })
+    .await;
+    cluster.kill("order-2");
+    let failed =
+        crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(15), |t| {
+            t["status"] == "failed"
+        })
+        .await;
+    assert_eq!(
+        failed["error"]["message"],
+        "the server running this task stopped before it finished; start the call again"
+    );
+    assert_ne!(
+        status_at(cluster.addr("order-1"), &order).await,
+        "CANCELLED"
+    );
+    cluster.revive("order-2").await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_task_cancel_sent_to_one_instance_stops_the_body_on_another() {
+    let cluster = Cluster::open();
+    let id =
+        crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = crate::common::task_request(3, "tasks/cancel", &id, json!({}));
+    let sent = Instant::now();
+    let (status, answer) = post(cluster.addr("order-2"), &cancel, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.get("error").is_none(), "{answer}");
+    let stopped =
+        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(10), |t| {
+            t["status"] != "working"
+        })
+        .await;
+    let took = sent.elapsed();
+    eprintln!(
+        "cluster: a cancel sent to order-2 stopped the body on order-1 in {took:?} (tick {TICK:?})"
+    );
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    assert!(took <= TICK + Duration::from_secs(1), "took {took:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_task_question_asked_on_one_instance_is_answered_on_another() {
+    let cluster = Cluster::open();
+    let order = cancellable(cluster.addr("order-1")).await.remove(0);
+    let id = crate::common::start_task(
+        cluster.addr("order-1"),
+        "cancel_order",
+        json!({"orderId": order}),
+    )
+    .await;
+    let parked =
+        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(10), |t| {
+            t["status"] == "input_required"
+        })
+        .await;
+    assert!(parked["inputRequests"]["confirm"].is_object(), "{parked}");
+    let update =
+        crate::common::task_request(3, "tasks/update", &id, json!({"inputResponses": yes()}));
+    let (status, answer) = post(cluster.addr("order-3"), &update, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    let done = crate::common::poll_task(
+        cluster.addr("balancer"),
+        &id,
+        Duration::from_secs(10),
+        |t| t["status"] != "working" && t["status"] != "input_required",
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(text_in(&done).contains("is cancelled"), "{done}");
+    assert_eq!(
+        status_at(cluster.addr("order-2"), &order).await,
+        "CANCELLED"
+    );
+}
