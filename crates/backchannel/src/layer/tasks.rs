@@ -101,11 +101,9 @@ fn wire_task(record: &TaskRecord) -> Task {
     task
 }
 
-fn object(value: Option<&serde_json::Value>) -> JsonObject {
-    match value {
-        Some(serde_json::Value::Object(map)) => map.clone(),
-        _ => JsonObject::new(),
-    }
+fn object(text: Option<&String>) -> JsonObject {
+    text.and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default()
 }
 
 fn detailed(record: &TaskRecord) -> DetailedTask {
@@ -171,11 +169,11 @@ impl<S: Clone + Send + Sync + 'static> Resume for ToolRunner<S> {
         if !layer.inner.resumable.contains(&task.tool) || !self.router.has_route(&task.tool) {
             return false;
         }
-        let Ok(stored) = serde_json::from_value::<StoredRequest>(task.request.clone()) else {
+        let Ok(stored) = serde_json::from_str::<StoredRequest>(&task.request) else {
             tracing::warn!(task = %task.id, "a stored task request is unreadable");
             return false;
         };
-        let sealed: Sealed = serde_json::from_value(task.answers.clone()).unwrap_or_default();
+        let sealed: Sealed = serde_json::from_str(&task.answers).unwrap_or_default();
         let rc = detached_context(&stored);
         let mut params = CallToolRequestParams::new(task.tool.clone());
         params.arguments = stored.arguments;
@@ -232,8 +230,8 @@ impl Backchannel {
             id: crate::util::fresh_nonce(),
             owner: self.owner_of(&rc).key(),
             tool: params.name.to_string(),
-            request: serde_json::to_value(&stored).unwrap_or_default(),
-            answers: serde_json::to_value(&sealed).unwrap_or_default(),
+            request: serde_json::to_string(&stored).unwrap_or_default(),
+            answers: serde_json::to_string(&sealed).unwrap_or_default(),
             state: TaskState::Working,
             status_message: None,
             created_ms: now,
@@ -302,16 +300,19 @@ impl Backchannel {
                     .await
                 {
                     Ok(Driven::Complete(CallToolResponse::Complete(result))) => {
-                        (TaskState::Completed, serde_json::to_value(&result).ok())
+                        (TaskState::Completed, serde_json::to_string(&result).ok())
                     }
                     Ok(_) => (
                         TaskState::Failed,
-                        Some(serde_json::json!({
-                            "code": -32603,
-                            "message": "a task ended without a tool result",
-                        })),
+                        Some(
+                            serde_json::json!({
+                                "code": -32603,
+                                "message": "a task ended without a tool result",
+                            })
+                            .to_string(),
+                        ),
                     ),
-                    Err(error) => (TaskState::Failed, serde_json::to_value(&error).ok()),
+                    Err(error) => (TaskState::Failed, serde_json::to_string(&error).ok()),
                 }
             };
             let (state, outcome) = tokio::select! {
@@ -519,7 +520,7 @@ pub(super) async fn ask_in_task(
         .store
         .save_answers(
             &task.id,
-            serde_json::to_value(&kept).unwrap_or_default(),
+            serde_json::to_string(&kept).unwrap_or_default(),
             runtime.now_ms(),
         )
         .await

@@ -81,10 +81,12 @@ pub struct TaskRecord {
     pub owner: String,
     /// The tool it runs.
     pub tool: String,
-    /// What a run needs besides the tool: the arguments and the request's `_meta`.
-    pub request: Value,
-    /// The answers the body gathered so far (the layer's own format), for a resumed run.
-    pub answers: Value,
+    /// What a run needs besides the tool: the arguments and the request's `_meta` (JSON text;
+    /// kept as text, a finished task costs about a kilobyte instead of a tree of maps).
+    pub request: String,
+    /// The answers the body gathered so far (the layer's own format, JSON text), for a resumed
+    /// run.
+    pub answers: String,
     /// Where it stands.
     pub state: TaskState,
     /// A message for people, if any.
@@ -101,8 +103,8 @@ pub struct TaskRecord {
     pub open: BTreeMap<String, Value>,
     /// Answers received for its questions, by key.
     pub responses: BTreeMap<String, Value>,
-    /// The result (completed) or the error (failed), as JSON objects.
-    pub outcome: Option<Value>,
+    /// The result (completed) or the error (failed), as JSON object text.
+    pub outcome: Option<String>,
     /// `tasks/cancel` was received.
     pub cancel_requested: bool,
     /// Bumped by every `tasks/update` and `tasks/cancel`, so a runner sees news cheaply.
@@ -168,7 +170,7 @@ pub trait TaskStore: Send + Sync + 'static {
     fn save_answers(
         &self,
         id: &str,
-        answers: Value,
+        answers: String,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<()>>;
     /// `tasks/cancel`: mark it, and drop its open questions if it has not finished.
@@ -179,7 +181,7 @@ pub trait TaskStore: Send + Sync + 'static {
         id: &str,
         lease_owner: &str,
         state: TaskState,
-        outcome: Option<Value>,
+        outcome: Option<String>,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>>;
     /// Extend to `until_ms` the lease of every unfinished task `lease_owner` holds; returns
@@ -290,7 +292,7 @@ impl TaskStore for MemoryTaskStore {
     fn save_answers(
         &self,
         id: &str,
-        answers: Value,
+        answers: String,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<()>> {
         self.with(|tasks| {
@@ -322,7 +324,7 @@ impl TaskStore for MemoryTaskStore {
         id: &str,
         lease_owner: &str,
         state: TaskState,
-        outcome: Option<Value>,
+        outcome: Option<String>,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
         self.with(|tasks| match running(tasks, id) {

@@ -226,13 +226,13 @@ impl TaskRuntime {
                 tracing::info!(task = %id, %tool, "resumed a task whose server stopped");
             } else {
                 tracing::info!(task = %id, %tool, "a task whose server stopped cannot be resumed; it failed");
-                let error = serde_json::json!({ "code": -32603, "message": STOPPED });
+                let error = serde_json::json!({ "code": -32603, "message": STOPPED }).to_string();
                 self.end(&id, TaskState::Failed, Some(error)).await;
             }
         }
     }
 
-    pub(crate) async fn end(&self, id: &str, state: TaskState, outcome: Option<serde_json::Value>) {
+    pub(crate) async fn end(&self, id: &str, state: TaskState, outcome: Option<String>) {
         if self.halted() {
             return;
         }

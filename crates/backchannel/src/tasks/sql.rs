@@ -219,17 +219,12 @@ impl Partial {
 }
 
 fn record(row: &impl Columns) -> StoreResult<TaskRecord> {
-    let maybe_json = |column: &str| -> StoreResult<Option<Value>> {
-        row.maybe_text(column)?
-            .map(|text| parse_json(&text, column))
-            .transpose()
-    };
     Ok(TaskRecord {
         id: row.text("id")?,
         owner: row.text("owner")?,
         tool: row.text("tool")?,
-        request: parse_json(&row.text("request")?, "request")?,
-        answers: parse_json(&row.text("answers")?, "answers")?,
+        request: row.text("request")?,
+        answers: row.text("answers")?,
         state: state(row)?,
         status_message: row.maybe_text("status_message")?,
         created_ms: unsigned(row.int("created_ms")?),
@@ -238,7 +233,7 @@ fn record(row: &impl Columns) -> StoreResult<TaskRecord> {
         poll_ms: unsigned(row.int("poll_ms")?),
         open: parse_json(&row.text("open")?, "open")?,
         responses: parse_json(&row.text("responses")?, "responses")?,
-        outcome: maybe_json("outcome")?,
+        outcome: row.maybe_text("outcome")?,
         cancel_requested: row.flag("cancel_requested")?,
         version: unsigned(row.int("version")?),
         lease_owner: row.text("lease_owner")?,
@@ -253,8 +248,8 @@ impl TaskRecord {
             id: String::new(),
             owner: String::new(),
             tool: String::new(),
-            request: Value::Null,
-            answers: Value::Null,
+            request: String::new(),
+            answers: String::new(),
             state: TaskState::Working,
             status_message: None,
             created_ms: 0,
@@ -290,8 +285,8 @@ impl TaskStore for SqlTaskStore {
                 .bind(&task.id)
                 .bind(&task.owner)
                 .bind(&task.tool)
-                .bind(json(&task.request))
-                .bind(json(&task.answers))
+                .bind(&task.request)
+                .bind(&task.answers)
                 .bind(task.state.as_str())
                 .bind(&task.status_message)
                 .bind(ms(task.created_ms))
@@ -301,7 +296,7 @@ impl TaskStore for SqlTaskStore {
                 .bind(ms(task.poll_ms))
                 .bind(json(&task.open))
                 .bind(json(&task.responses))
-                .bind(task.outcome.as_ref().map(json))
+                .bind(&task.outcome)
                 .bind(task.cancel_requested)
                 .bind(ms(task.version))
                 .bind(&task.lease_owner)
@@ -377,7 +372,7 @@ impl TaskStore for SqlTaskStore {
     fn save_answers(
         &self,
         id: &str,
-        answers: Value,
+        answers: String,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<()>> {
         let pool = self.pool.clone();
@@ -387,7 +382,7 @@ impl TaskStore for SqlTaskStore {
                 "UPDATE backchannel_tasks SET answers = ?, updated_ms = ? WHERE id = ? AND {RUNNING}"
             )).into_owned();
             on_pool!(&pool, p => sqlx::query(&sql)
-                .bind(json(&answers))
+                .bind(&answers)
                 .bind(ms(now_ms))
                 .bind(&id)
                 .execute(p)
@@ -429,7 +424,7 @@ impl TaskStore for SqlTaskStore {
         id: &str,
         lease_owner: &str,
         state: TaskState,
-        outcome: Option<Value>,
+        outcome: Option<String>,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
         let pool = self.pool.clone();
@@ -444,7 +439,7 @@ impl TaskStore for SqlTaskStore {
                 .into_owned();
             on_pool!(&pool, p => sqlx::query(&sql)
                 .bind(state.as_str())
-                .bind(outcome.as_ref().map(json))
+                .bind(&outcome)
                 .bind(ms(now_ms))
                 .bind(&id)
                 .bind(&lease_owner)

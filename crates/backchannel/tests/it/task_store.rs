@@ -14,8 +14,8 @@ fn task(id: &str, lease_owner: &str, lease_until_ms: u64) -> TaskRecord {
         id: id.into(),
         owner: "principal:ann".into(),
         tool: "recheck".into(),
-        request: json!({"arguments": {"n": 1}}),
-        answers: json!({}),
+        request: r#"{"arguments":{"n":1}}"#.into(),
+        answers: "{}".into(),
         state: TaskState::Working,
         status_message: None,
         created_ms: 1_000,
@@ -85,12 +85,12 @@ async fn contract(store: Arc<dyn TaskStore>) {
     assert_eq!(answered.state, TaskState::Working);
     assert_eq!(answered.responses.len(), 2);
     store
-        .save_answers("t1", json!({"round": 1}), now)
+        .save_answers("t1", r#"{"round":1}"#.into(), now)
         .await
         .unwrap();
     assert_eq!(
         store.get("t1", now).await.unwrap().unwrap().answers,
-        json!({"round": 1})
+        r#"{"round":1}"#
     );
 
     // Leases: renew returns what the owner holds, with its version.
@@ -124,13 +124,25 @@ async fn contract(store: Arc<dyn TaskStore>) {
     // Finish: only the holder, only once.
     assert!(
         !store
-            .finish("t1", "b", TaskState::Completed, Some(json!({"x": 1})), now)
+            .finish(
+                "t1",
+                "b",
+                TaskState::Completed,
+                Some(r#"{"x":1}"#.into()),
+                now
+            )
             .await
             .unwrap()
     );
     assert!(
         store
-            .finish("t1", "a", TaskState::Completed, Some(json!({"x": 1})), now)
+            .finish(
+                "t1",
+                "a",
+                TaskState::Completed,
+                Some(r#"{"x":1}"#.into()),
+                now
+            )
             .await
             .unwrap()
     );
@@ -143,7 +155,7 @@ async fn contract(store: Arc<dyn TaskStore>) {
     let done = store.get("t1", now).await.unwrap().unwrap();
     assert_eq!(
         (done.state, done.outcome),
-        (TaskState::Completed, Some(json!({"x": 1})))
+        (TaskState::Completed, Some(r#"{"x":1}"#.into()))
     );
     assert!(
         !store
