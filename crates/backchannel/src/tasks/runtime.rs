@@ -47,6 +47,8 @@ pub(crate) struct TaskRuntime {
     supervisor: std::sync::OnceLock<()>,
     /// Set by `halt` (tests): this instance behaves as if its process had been killed.
     halted: std::sync::atomic::AtomicBool,
+    /// When the leases were last renewed (or first failed to be).
+    renewed_ms: Mutex<Option<u64>>,
 }
 
 impl std::fmt::Debug for TaskRuntime {
@@ -86,6 +88,7 @@ impl TaskRuntime {
             runner: Mutex::default(),
             supervisor: std::sync::OnceLock::new(),
             halted: std::sync::atomic::AtomicBool::new(false),
+            renewed_ms: Mutex::default(),
         }
     }
 
@@ -171,10 +174,30 @@ impl TaskRuntime {
         }
         // Only bodies registered before the renewal count as lost when it misses them.
         let before: HashMap<String, Local> = lock(&self.local).clone();
+        if !before.is_empty() {
+            self.renew(&before).await;
+        }
+        let runner = lock(&self.runner).clone();
+        if let Some(runner) = runner {
+            self.take_over(runner.as_ref()).await;
+        }
+        if round.is_multiple_of(SWEEP_EVERY) {
+            match self.store.sweep(self.now_ms()).await {
+                Ok(0) => {}
+                Ok(removed) => tracing::debug!(removed, "expired tasks removed"),
+                Err(error) => tracing::warn!(%error, "expired tasks could not be removed"),
+            }
+        }
+    }
+
+    /// Renew the leases of the bodies in `before`, and pass on what the store says about them.
+    async fn renew(&self, before: &HashMap<String, Local>) {
+        let now = self.now_ms();
         match self.store.renew(&self.instance, self.lease_until()).await {
             Ok(held) => {
+                *lock(&self.renewed_ms) = Some(now);
                 let held: HashMap<_, _> = held.into_iter().map(|h| (h.id.clone(), h)).collect();
-                for (id, local) in &before {
+                for (id, local) in before {
                     match held.get(id) {
                         None => local.cancel.cancel(),
                         Some(h) if h.cancel_requested => local.cancel.cancel(),
@@ -188,17 +211,21 @@ impl TaskRuntime {
                     }
                 }
             }
-            Err(error) => tracing::warn!(%error, "task leases could not be renewed"),
-        }
-        let runner = lock(&self.runner).clone();
-        if let Some(runner) = runner {
-            self.take_over(runner.as_ref()).await;
-        }
-        if round.is_multiple_of(SWEEP_EVERY) {
-            match self.store.sweep(self.now_ms()).await {
-                Ok(0) => {}
-                Ok(removed) => tracing::debug!(removed, "expired tasks removed"),
-                Err(error) => tracing::warn!(%error, "expired tasks could not be removed"),
+            Err(error) => {
+                tracing::warn!(%error, "task leases could not be renewed");
+                // Unrenewed for a whole lease, the tasks may run elsewhere by now: stop them
+                // here rather than run them twice.
+                let since = lock(&self.renewed_ms).unwrap_or(now);
+                *lock(&self.renewed_ms) = Some(since);
+                if now.saturating_sub(since) >= self.lease.as_millis() as u64 {
+                    tracing::warn!(
+                        tasks = before.len(),
+                        "task leases have not been renewed for a whole lease; stopping them here"
+                    );
+                    for local in before.values() {
+                        local.cancel.cancel();
+                    }
+                }
             }
         }
     }

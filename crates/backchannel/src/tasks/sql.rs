@@ -493,6 +493,23 @@ impl TaskStore for SqlTaskStore {
         let pool = self.pool.clone();
         let lease_owner = lease_owner.to_owned();
         Box::pin(async move {
+            // Asked every tick by every instance: look first (a read takes no write lock), and
+            // write only when there is something to take.
+            let look = pool
+                .sql(&format!(
+                    "SELECT 1 AS one FROM backchannel_tasks \
+                     WHERE {RUNNING} AND lease_until_ms < ? LIMIT 1"
+                ))
+                .into_owned();
+            let any = on_pool!(&pool, p => sqlx::query(&look)
+                .bind(ms(now_ms))
+                .fetch_optional(p)
+                .await
+                .map(|row| row.is_some()))
+            .map_err(failed)?;
+            if !any {
+                return Ok(Vec::new());
+            }
             // On PostgreSQL a second instance's UPDATE waits for the first and then sees the
             // renewed lease, so it takes nothing.
             let sql = pool
@@ -517,6 +534,19 @@ impl TaskStore for SqlTaskStore {
     fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>> {
         let pool = self.pool.clone();
         Box::pin(async move {
+            let look = pool.sql(
+                "SELECT 1 AS one FROM backchannel_tasks \
+                 WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 1",
+            );
+            let any = on_pool!(&pool, p => sqlx::query(&look)
+                .bind(ms(now_ms))
+                .fetch_optional(p)
+                .await
+                .map(|row| row.is_some()))
+            .map_err(failed)?;
+            if !any {
+                return Ok(0);
+            }
             let sql = pool.sql(
                 "DELETE FROM backchannel_tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
             );

@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::common::*;
-use backchannel::tasks::{MemoryTaskStore, TaskStore};
+use backchannel::tasks::{Held, MemoryTaskStore, StoreResult, TaskRecord, TaskState, TaskStore};
 use backchannel::{Backchannel, TaskSupport};
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, UpdateTaskParams,
 };
@@ -372,4 +373,103 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
     update.task_id = id.clone();
     as_ann.update_task(update).await.unwrap();
     poll_until(&as_ann, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+}
+
+/// A store that can be cut off: every step fails while `down` is set.
+#[derive(Clone, Default)]
+struct Flaky {
+    inner: MemoryTaskStore,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+macro_rules! flaky {
+    ($self:ident, $call:expr) => {
+        if $self.down.load(Ordering::SeqCst) {
+            Box::pin(futures::future::ready(Err(
+                backchannel::tasks::TaskStoreError("the database is unreachable".into()),
+            )))
+        } else {
+            $call
+        }
+    };
+}
+
+impl TaskStore for Flaky {
+    fn create(&self, task: TaskRecord) -> BoxFuture<'static, StoreResult<()>> {
+        flaky!(self, self.inner.create(task))
+    }
+    fn get(&self, id: &str, now: u64) -> BoxFuture<'static, StoreResult<Option<TaskRecord>>> {
+        flaky!(self, self.inner.get(id, now))
+    }
+    fn ask(&self, id: &str, open: Map, now: u64) -> BoxFuture<'static, StoreResult<bool>> {
+        flaky!(self, self.inner.ask(id, open, now))
+    }
+    fn answer(&self, id: &str, answers: Map, now: u64) -> BoxFuture<'static, StoreResult<bool>> {
+        flaky!(self, self.inner.answer(id, answers, now))
+    }
+    fn save_answers(&self, id: &str, a: String, now: u64) -> BoxFuture<'static, StoreResult<()>> {
+        flaky!(self, self.inner.save_answers(id, a, now))
+    }
+    fn cancel(&self, id: &str, now: u64) -> BoxFuture<'static, StoreResult<bool>> {
+        flaky!(self, self.inner.cancel(id, now))
+    }
+    fn finish(
+        &self,
+        id: &str,
+        owner: &str,
+        state: TaskState,
+        outcome: Option<String>,
+        now: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        flaky!(self, self.inner.finish(id, owner, state, outcome, now))
+    }
+    fn renew(&self, owner: &str, until: u64) -> BoxFuture<'static, StoreResult<Vec<Held>>> {
+        flaky!(self, self.inner.renew(owner, until))
+    }
+    fn claim_expired(
+        &self,
+        owner: &str,
+        now: u64,
+        until: u64,
+    ) -> BoxFuture<'static, StoreResult<Vec<TaskRecord>>> {
+        flaky!(self, self.inner.claim_expired(owner, now, until))
+    }
+    fn sweep(&self, now: u64) -> BoxFuture<'static, StoreResult<u64>> {
+        flaky!(self, self.inner.sweep(now))
+    }
+}
+
+type Map = std::collections::BTreeMap<String, serde_json::Value>;
+
+#[tokio::test(start_paused = true)]
+async fn a_runner_cut_off_from_its_store_for_a_whole_lease_stops_its_bodies() {
+    let flaky = Flaky::default();
+    let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
+    let a = instance(&store, "ann", false);
+    let on_a = connect(
+        a.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await;
+    let id = start_task(&on_a).await;
+    poll_until(&on_a, &id, parked).await;
+    flaky.down.store(true, Ordering::SeqCst);
+    // Within the lease the body waits (the store may come back).
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(a.layer.running_tasks(), 1);
+    // A whole lease (2 s) without a renewal: another instance may have taken the task over.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(a.layer.running_tasks(), 0, "the body stopped");
+    // `tasks/get` meanwhile is a clear error, not a hang.
+    let error = on_a
+        .get_task(GetTaskParams::new(id.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("task store could not be reached"),
+        "{error}"
+    );
 }
