@@ -1,4 +1,5 @@
-//! The fixture server for the official MCP conformance suite.
+//! The fixture server for the official MCP conformance suite, and the client it tests
+//! ([`client`], binary `conformance-client`, built on `backchannel::host`).
 //!
 //! Every tool, prompt and resource the suite names is here. The two-way fixtures (progress,
 //! logging, elicitation, sampling, roots, `input_required`) are written once with
@@ -11,6 +12,7 @@
     reason = "the suite tests sampling, roots and logging, which rmcp marks deprecated (SEP-2577)"
 )]
 
+pub mod client;
 mod fixtures;
 
 pub use fixtures::ConformanceServer;

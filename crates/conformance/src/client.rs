@@ -1,0 +1,214 @@
+//! The client under test for the suite's client scenarios: how a scenario configures the host
+//! (`Scenario`), how it answers a server's questions (`ConformanceHandler`: a person who accepts
+//! a form's defaults, a model that answers with a fixed text), and arguments made from a tool's
+//! schema.
+
+use std::collections::BTreeMap;
+
+use backchannel::Revision;
+use backchannel::host::{
+    ConnectionConfig, Declared, HostConfig, HostHandler, SamplingAnswer, SamplingQuestion,
+    Transport,
+};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, JsonObject, ProgressToken,
+    RequestMetaObject, Tool,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The one connection's name.
+pub const CONNECTION: &str = "server";
+
+/// What the suite asked for.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Its name (`MCP_CONFORMANCE_SCENARIO`).
+    pub name: String,
+    context: Context,
+    revision: Option<Revision>,
+}
+
+/// A tool call the scenario names.
+#[derive(Debug, Clone, Default, Deserialize)]
+struct ToolCall {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+}
+
+/// `MCP_CONFORMANCE_CONTEXT`, as far as this client reads it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Context {
+    #[serde(default, alias = "tool_calls")]
+    tool_calls: Option<Vec<ToolCall>>,
+}
+
+/// The longest context read (the suite's are a few hundred bytes).
+const MAX_CONTEXT: usize = 64 * 1024;
+
+impl Scenario {
+    /// Read the scenario from the suite's environment values.
+    pub fn from_env(
+        name: String,
+        context: Option<&str>,
+        version: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let context = match context {
+            Some(text) if text.len() > MAX_CONTEXT => {
+                anyhow::bail!("the scenario context is larger than {MAX_CONTEXT} bytes")
+            }
+            Some(text) if !text.trim().is_empty() => serde_json::from_str(text)?,
+            _ => Context::default(),
+        };
+        let revision = match version {
+            Some(version) if !version.is_empty() => Some(version.parse::<Revision>()?),
+            _ => None,
+        };
+        Ok(Self {
+            name,
+            context,
+            revision,
+        })
+    }
+
+    /// The host configuration for `url`: one HTTP connection on the scenario's revision
+    /// (2025-11-25 when it names none), declaring forms, sampling and tasks.
+    pub fn host_config(&self, url: &str) -> HostConfig {
+        let connection = ConnectionConfig {
+            transport: Transport::Http {
+                url: url.to_owned(),
+                headers: BTreeMap::new(),
+            },
+            request_timeout_secs: 20,
+            roots: Vec::new(),
+            protocol: Some(self.revision.unwrap_or(Revision::V2025_11_25)),
+            tool_prefix: None,
+            tools: None,
+            capabilities: Declared {
+                elicitation: true,
+                sampling: true,
+                roots: false,
+                tasks: true,
+            },
+        };
+        HostConfig {
+            client_name: "backchannel-conformance-client".into(),
+            trusted_folders: Vec::new(),
+            meta_allow: vec!["progressToken".into()],
+            connections: [(CONNECTION.to_owned(), connection)].into(),
+        }
+    }
+
+    /// The calls the scenario names, if it names any.
+    pub fn tool_calls(&self) -> Option<Vec<(String, JsonObject)>> {
+        let calls = self.context.tool_calls.as_ref()?;
+        Some(
+            calls
+                .iter()
+                .map(|call| {
+                    (
+                        call.name.clone(),
+                        call.arguments.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Arguments for `tool` made from its input schema: each required property gets its default,
+/// else a plain value of its type.
+pub fn arguments_for(tool: &Tool) -> JsonObject {
+    let schema = &tool.input_schema;
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    properties
+        .iter()
+        .filter(|(name, _)| required.contains(&name.as_str()))
+        .map(|(name, property)| (name.clone(), example(property)))
+        .collect()
+}
+
+/// A value fitting a property's schema.
+fn example(property: &Value) -> Value {
+    if let Some(default) = property.get("default") {
+        return default.clone();
+    }
+    if let Some(first) = property
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|values| values.first())
+    {
+        return first.clone();
+    }
+    match property.get("type").and_then(Value::as_str) {
+        Some("number") | Some("integer") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => json!("test"),
+    }
+}
+
+/// Answers a server's questions for the suite.
+#[derive(Debug, Clone, Copy)]
+pub struct ConformanceHandler;
+
+impl HostHandler for ConformanceHandler {
+    async fn elicit(
+        &self,
+        _connection: &str,
+        request: ElicitRequestParams,
+        _meta: RequestMetaObject,
+        _caller: Option<ProgressToken>,
+    ) -> ElicitResult {
+        // A person who accepts what the form proposes: each field's default.
+        let schema = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } => serde_json::to_value(requested_schema).unwrap_or_default(),
+            _ => return ElicitResult::new(ElicitationAction::Accept),
+        };
+        let content: JsonObject = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .filter_map(|(name, property)| {
+                        property.get("default").map(|d| (name.clone(), d.clone()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+    }
+
+    async fn sample(
+        &self,
+        _connection: &str,
+        question: SamplingQuestion,
+        _caller: Option<ProgressToken>,
+    ) -> Result<SamplingAnswer, ErrorData> {
+        let asked = question
+            .messages
+            .last()
+            .map(|turn| turn.text.clone())
+            .unwrap_or_default();
+        Ok(SamplingAnswer {
+            text: format!("A scripted answer to: {asked}"),
+            model: "conformance-model".into(),
+        })
+    }
+}
