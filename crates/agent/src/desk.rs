@@ -281,6 +281,7 @@ fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
                     roots: true,
                     tasks: false,
                 },
+                auth: None,
             },
         );
     }
@@ -400,6 +401,7 @@ impl Desk {
                 roots: false,
                 tasks: false,
             },
+            auth: None,
         };
         let mut host_config = HostConfig {
             client_name: "support-agent".into(),

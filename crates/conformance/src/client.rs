@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use backchannel::Revision;
 use backchannel::host::{
-    ConnectionConfig, Declared, HostConfig, HostHandler, SamplingAnswer, SamplingQuestion,
-    Transport,
+    AuthConfig, ConnectionConfig, Declared, HostConfig, HostHandler, SamplingAnswer,
+    SamplingQuestion, Transport,
 };
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -44,7 +44,19 @@ struct ToolCall {
 struct Context {
     #[serde(default, alias = "tool_calls")]
     tool_calls: Option<Vec<ToolCall>>,
+    /// Pre-registered client credentials (the pre-registration scenarios).
+    #[serde(default, alias = "client_id")]
+    client_id: Option<String>,
+    #[serde(default, alias = "client_secret")]
+    client_secret: Option<String>,
 }
+
+/// The client metadata document URL this client presents as its client ID where the
+/// authorization server accepts one (the suite's mock does not fetch it).
+pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Where the mock authorization server sends the browser back to.
+pub const REDIRECT_URI: &str = "http://localhost:3000/callback";
 
 /// The longest context read (the suite's are a few hundred bytes).
 const MAX_CONTEXT: usize = 64 * 1024;
@@ -93,6 +105,14 @@ impl Scenario {
                 roots: false,
                 tasks: true,
             },
+            auth: Some(AuthConfig {
+                client_metadata_url: Some(CLIENT_METADATA_URL.into()),
+                client_id: self.context.client_id.clone(),
+                client_secret: self.context.client_secret.clone(),
+                scopes: Vec::new(),
+                redirect_uri: Some(REDIRECT_URI.into()),
+                token_file: None,
+            }),
         };
         HostConfig {
             client_name: "backchannel-conformance-client".into(),
@@ -193,6 +213,35 @@ impl HostHandler for ConformanceHandler {
             })
             .unwrap_or_default();
         ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+    }
+
+    /// Sign in as a person who approves at once: fetch the authorization URL without following
+    /// its redirect, and hand back where it sends the browser.
+    async fn authorize(
+        &self,
+        _connection: &str,
+        authorization_url: String,
+    ) -> Result<String, String> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| e.to_string())?;
+        let response = client
+            .get(&authorization_url)
+            .send()
+            .await
+            .map_err(|e| format!("the authorization server could not be reached: {e}"))?;
+        response
+            .headers()
+            .get(http::header::LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                format!(
+                    "the authorization server answered {} without sending the browser back",
+                    response.status()
+                )
+            })
     }
 
     async fn sample(

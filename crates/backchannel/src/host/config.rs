@@ -98,6 +98,30 @@ pub struct ConnectionConfig {
     /// Capabilities to declare.
     #[serde(default)]
     pub capabilities: Declared,
+    /// How to sign in when an HTTP server asks (feature `oauth`; the `[…auth]` table).
+    #[serde(default)]
+    pub auth: Option<AuthConfig>,
+}
+
+/// How a connection signs in, when its server asks (a 401 with a `WWW-Authenticate`
+/// challenge). Every field is optional; with none, the host registers itself dynamically.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The HTTPS URL of this client's metadata document (used as its client ID by servers
+    /// that support client ID metadata documents).
+    pub client_metadata_url: Option<String>,
+    /// A client ID registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// The secret of that client, if it is a confidential one.
+    pub client_secret: Option<String>,
+    /// Scopes to ask for; empty: the server's challenge, else all it supports.
+    pub scopes: Vec<String>,
+    /// Where the browser is sent back after signing in (default
+    /// `http://127.0.0.1:8976/callback`).
+    pub redirect_uri: Option<String>,
+    /// The token file (readable by the user only); without one, tokens live in memory.
+    pub token_file: Option<PathBuf>,
 }
 
 fn default_timeout_secs() -> u64 {

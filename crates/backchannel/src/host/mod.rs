@@ -26,8 +26,12 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 
 pub use config::{
-    ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, Transport, file_uri,
+    AuthConfig, ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, Transport,
+    file_uri,
 };
+
+#[cfg(feature = "oauth")]
+pub mod auth;
 
 use crate::ListKind;
 use routes::{Call, CallTag, Routes, Tagging};
@@ -76,6 +80,19 @@ pub trait HostHandler: Send + Sync + 'static {
     /// A log message from a server.
     fn on_log(&self, connection: &str, message: LogMessage) {
         let _ = (connection, message);
+    }
+
+    /// A server needs the person to sign in (OAuth, feature `oauth`): show them
+    /// `authorization_url` (a link, a browser) and return the URL the browser was sent back to
+    /// (the connection's redirect URI with the code). An error ends the sign-in and the
+    /// connection fails with it.
+    fn authorize(
+        &self,
+        connection: &str,
+        authorization_url: String,
+    ) -> impl Future<Output = Result<String, String>> + Send {
+        let _ = (connection, authorization_url);
+        async { Err("this host cannot sign in to servers".to_owned()) }
     }
 
     /// A server's tool, prompt or resource list changed.
@@ -570,20 +587,21 @@ impl<H: HostHandler> Connection<H> {
         handler: Arc<H>,
     ) -> Result<Connection<H>, HostError> {
         let routes = Arc::new(Routes::default());
-        let routed = Routed {
+        let roots: Vec<Root> = config
+            .roots
+            .iter()
+            .map(|path| {
+                let mut root = Root::new(file_uri(path));
+                root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                root
+            })
+            .collect();
+        let make_routed = || Routed {
             connection: name.to_owned(),
             client_name: host.client_name.clone(),
             declared: config.capabilities,
-            roots: config
-                .roots
-                .iter()
-                .map(|path| {
-                    let mut root = Root::new(file_uri(path));
-                    root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                    root
-                })
-                .collect(),
-            handler,
+            roots: roots.clone(),
+            handler: handler.clone(),
             routes: routes.clone(),
             active: Mutex::new(Vec::new()),
         };
@@ -612,14 +630,31 @@ impl<H: HostHandler> Connection<H> {
                         .map_err(|e| connect_error(e.to_string()))?;
                     custom.insert(key, value);
                 }
-                let transport = StreamableHttpClientTransport::from_config(
+                let transport_config =
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom),
-                );
-                routed
-                    .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
-                    .await
-                    .map_err(|e| connect_error(e.to_string()))?
+                        .custom_headers(custom);
+                #[cfg(feature = "oauth")]
+                {
+                    let signing_in = SigningIn {
+                        name,
+                        url,
+                        settings: config.auth.clone().unwrap_or_default(),
+                        client_name: &host.client_name,
+                        handler: &handler,
+                    };
+                    signing_in
+                        .serve(transport_config, make_routed, &routes, lifecycle)
+                        .await
+                        .map_err(connect_error)?
+                }
+                #[cfg(not(feature = "oauth"))]
+                {
+                    let transport = StreamableHttpClientTransport::from_config(transport_config);
+                    make_routed()
+                        .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
+                        .await
+                        .map_err(|e| connect_error(e.to_string()))?
+                }
             }
             Transport::Stdio {
                 command,
@@ -639,7 +674,7 @@ impl<H: HostHandler> Connection<H> {
                 if let Some(stderr) = stderr {
                     keep_stderr(name, stderr, stderr_tail.clone());
                 }
-                routed
+                make_routed()
                     .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await
                     .map_err(|e| connect_error(e.to_string()))?
@@ -924,5 +959,67 @@ impl<H: HostHandler> Host<H> {
         for (_, connection) in self.connections {
             connection.close().await;
         }
+    }
+}
+
+/// What signing in to one HTTP connection needs (feature `oauth`).
+#[cfg(feature = "oauth")]
+struct SigningIn<'a, H> {
+    name: &'a str,
+    url: &'a str,
+    settings: AuthConfig,
+    client_name: &'a str,
+    handler: &'a Arc<H>,
+}
+
+#[cfg(feature = "oauth")]
+impl<H: HostHandler> SigningIn<'_, H> {
+    /// Connect with the tokens the store has (or none); when the server answers 401 or 403
+    /// with a challenge, sign in through the handler and connect again (at most
+    /// [`auth::MAX_SIGN_INS`] times).
+    async fn serve(
+        &self,
+        transport_config: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+        make_routed: impl Fn() -> Routed<H>,
+        routes: &Arc<Routes>,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<RunningService<RoleClient, Routed<H>>, String> {
+        let store = auth::TokenStore::for_config(&self.settings);
+        let mut manager = auth::manager(self.url, &store)
+            .await
+            .map_err(|e| e.to_string())?;
+        for attempt in 0..=auth::MAX_SIGN_INS {
+            let client = rmcp::transport::auth::AuthClient::new(reqwest13::Client::new(), manager);
+            let transport =
+                StreamableHttpClientTransport::with_client(client, transport_config.clone());
+            let error = match make_routed()
+                .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle.clone())
+                .await
+            {
+                Ok(service) => return Ok(service),
+                Err(error) => error,
+            };
+            let Some(challenge) = error.auth_challenge().map(str::to_owned) else {
+                return Err(error.to_string());
+            };
+            if attempt == auth::MAX_SIGN_INS {
+                return Err(format!(
+                    "the server still refuses after {} sign-ins: {error}",
+                    auth::MAX_SIGN_INS
+                ));
+            }
+            tracing::info!(connection = self.name, "the server asks to sign in");
+            manager = auth::sign_in(
+                self.url,
+                &self.settings,
+                self.client_name,
+                &challenge,
+                &store,
+                |url| self.handler.authorize(self.name, url),
+            )
+            .await
+            .map_err(|e| format!("signing in failed: {e}"))?;
+        }
+        Err("signing in failed".to_owned())
     }
 }

@@ -1,0 +1,227 @@
+//! Signing in to HTTP servers that need OAuth 2.1 (feature `oauth`), on rmcp's `auth` module:
+//! it discovers the protected resource's and the authorization server's metadata, registers
+//! (pre-registered client, client ID metadata document, or dynamic registration), runs the
+//! authorization code flow with PKCE and the `resource` parameter, checks `iss`, and refreshes
+//! tokens. What the host adds: the per-connection settings ([`AuthConfig`]), handing the
+//! authorization URL to the [`crate::host::HostHandler`] (a person signs in in a browser, and the
+//! handler returns where the browser was sent back to), and a token file only the user can
+//! read, with one entry per authorization server.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore,
+    InMemoryCredentialStore, OAuthState, StoredCredentials,
+};
+use serde::Deserialize;
+
+use super::AuthConfig;
+
+/// The default redirect: a loopback callback the host's handler listens on.
+pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1:8976/callback";
+
+/// How many times one connection signs in before it gives up (a server that keeps asking).
+pub const MAX_SIGN_INS: usize = 3;
+
+fn redirect_uri(config: &AuthConfig) -> &str {
+    config
+        .redirect_uri
+        .as_deref()
+        .unwrap_or(DEFAULT_REDIRECT_URI)
+}
+
+/// Where a connection's tokens are kept.
+#[derive(Clone)]
+pub(crate) enum TokenStore {
+    Memory(InMemoryCredentialStore),
+    File(Arc<TokenFile>),
+}
+
+impl TokenStore {
+    pub(crate) fn for_config(config: &AuthConfig) -> Self {
+        match &config.token_file {
+            Some(path) => TokenStore::File(Arc::new(TokenFile {
+                path: path.clone(),
+                lock: tokio::sync::Mutex::new(()),
+            })),
+            None => TokenStore::Memory(InMemoryCredentialStore::new()),
+        }
+    }
+
+    fn install(&self, manager: &mut AuthorizationManager) {
+        match self {
+            TokenStore::Memory(store) => manager.set_credential_store(store.clone()),
+            TokenStore::File(file) => manager.set_credential_store(SharedFile(file.clone())),
+        }
+    }
+}
+
+/// A JSON file of credentials by authorization server (issuer), created with mode 0600, and
+/// which one is in use. Tokens never reach a log: `StoredCredentials` redacts them in `Debug`.
+pub(crate) struct TokenFile {
+    path: PathBuf,
+    lock: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default, serde::Serialize, Deserialize)]
+struct TokenFileContent {
+    /// The issuer whose credentials are in use.
+    #[serde(default)]
+    current: Option<String>,
+    /// Credentials by issuer (`""` when the server named none).
+    #[serde(default)]
+    by_issuer: BTreeMap<String, StoredCredentials>,
+}
+
+/// The longest token file read.
+const MAX_TOKEN_FILE: u64 = 1024 * 1024;
+
+fn store_error(error: impl std::fmt::Display) -> AuthError {
+    AuthError::InternalError(format!("the token file: {error}"))
+}
+
+impl TokenFile {
+    fn read(&self) -> Result<TokenFileContent, AuthError> {
+        match std::fs::metadata(&self.path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TokenFileContent::default());
+            }
+            Err(error) => return Err(store_error(error)),
+            Ok(meta) if meta.len() > MAX_TOKEN_FILE => {
+                return Err(store_error(format!(
+                    "{} is larger than {MAX_TOKEN_FILE} bytes",
+                    self.path.display()
+                )));
+            }
+            Ok(_) => {}
+        }
+        let text = std::fs::read_to_string(&self.path).map_err(store_error)?;
+        serde_json::from_str(&text).map_err(store_error)
+    }
+
+    fn write(&self, content: &TokenFileContent) -> Result<(), AuthError> {
+        let text = serde_json::to_string_pretty(content).map_err(store_error)?;
+        write_private(&self.path, text.as_bytes()).map_err(store_error)
+    }
+}
+
+/// Write `bytes` to `path` readable and writable by the user only: a new file beside it
+/// (mode 0600 from its creation), then renamed over it.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
+}
+
+/// The file store as rmcp's `CredentialStore`.
+struct SharedFile(Arc<TokenFile>);
+
+#[async_trait::async_trait]
+impl CredentialStore for SharedFile {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let _held = self.0.lock.lock().await;
+        let content = self.0.read()?;
+        Ok(content
+            .current
+            .as_ref()
+            .and_then(|issuer| content.by_issuer.get(issuer).cloned()))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let _held = self.0.lock.lock().await;
+        let mut content = self.0.read()?;
+        let issuer = credentials.issuer.clone().unwrap_or_default();
+        content.by_issuer.insert(issuer.clone(), credentials);
+        content.current = Some(issuer);
+        self.0.write(&content)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        let _held = self.0.lock.lock().await;
+        let mut content = self.0.read()?;
+        // Only the credentials in use go; another server's stay for when it is used again.
+        if let Some(issuer) = content.current.take() {
+            content.by_issuer.remove(&issuer);
+        }
+        self.0.write(&content)
+    }
+}
+
+/// A manager for `url` holding whatever the store has (possibly nothing yet: requests then go
+/// out without a token, and a 401 starts a sign-in).
+pub(crate) async fn manager(
+    url: &str,
+    store: &TokenStore,
+) -> Result<AuthorizationManager, AuthError> {
+    let mut manager = AuthorizationManager::new(url).await?;
+    store.install(&mut manager);
+    // Loading fails harmlessly when the store is empty or names another server.
+    let _ = manager.initialize_from_store().await;
+    Ok(manager)
+}
+
+/// Sign in to `url` after its `challenge`: start the authorization, let `authorize` take the
+/// person through it (it returns the URL the browser came back to), then exchange the code.
+pub(crate) async fn sign_in<F, Fut>(
+    url: &str,
+    config: &AuthConfig,
+    client_name: &str,
+    challenge: &str,
+    store: &TokenStore,
+    authorize: F,
+) -> Result<AuthorizationManager, String>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = Result<String, String>>,
+{
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    store.install(&mut manager);
+    let mut state = OAuthState::Unauthorized(manager);
+    let mut request = AuthorizationRequest::new(redirect_uri(config))
+        .with_client_name(client_name)
+        .with_challenge(challenge);
+    if !config.scopes.is_empty() {
+        request = request.with_scopes(config.scopes.clone());
+    }
+    if let Some(id) = &config.client_id {
+        request = request.with_preregistered_client(id.clone());
+        if let Some(secret) = &config.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    if let Some(document) = &config.client_metadata_url {
+        request = request.with_client_metadata_url(document.clone());
+    }
+    state
+        .start_authorization(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let authorization_url = state
+        .get_authorization_url()
+        .await
+        .map_err(|e| e.to_string())?;
+    let came_back = authorize(authorization_url).await?;
+    state
+        .handle_callback_url(&came_back)
+        .await
+        .map_err(|e| e.to_string())?;
+    state
+        .into_authorization_manager()
+        .ok_or_else(|| "the sign-in did not complete".to_owned())
+}
