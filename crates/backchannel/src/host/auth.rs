@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore,
-    InMemoryCredentialStore, OAuthState, StoredCredentials,
+    InMemoryCredentialStore, OAuthState, StoredCredentials, WWWAuthenticateParams,
 };
 use serde::Deserialize;
 
@@ -224,4 +224,56 @@ where
     state
         .into_authorization_manager()
         .ok_or_else(|| "the sign-in did not complete".to_owned())
+}
+
+/// How a connected connection signs in again when a request is refused: a new sign-in whose
+/// manager replaces the one the transport uses (the session goes on).
+pub(crate) struct Reauth {
+    pub(crate) url: String,
+    pub(crate) settings: AuthConfig,
+    pub(crate) client_name: String,
+    pub(crate) store: TokenStore,
+    pub(crate) manager: Arc<tokio::sync::Mutex<AuthorizationManager>>,
+}
+
+impl Reauth {
+    /// Sign in again after `challenge` (for example a 403 naming a scope the token lacks).
+    pub(crate) async fn sign_in_again<H: crate::host::HostHandler>(
+        &self,
+        connection: &str,
+        challenge: &str,
+        handler: &H,
+    ) -> Result<(), String> {
+        tracing::info!(connection, "the server asks to sign in again");
+        // Ask for what was granted before and what the challenge names (SEP-2350), so a step
+        // up for one operation does not lose the scopes the others need.
+        let mut scopes = self.manager.lock().await.get_current_scopes().await;
+        let challenged = reqwest13::Url::parse(&self.url)
+            .ok()
+            .and_then(|base| WWWAuthenticateParams::parse(challenge, &base).scope)
+            .unwrap_or_default();
+        for scope in challenged
+            .split_whitespace()
+            .chain(self.settings.scopes.iter().map(String::as_str))
+        {
+            if !scopes.iter().any(|s| s == scope) {
+                scopes.push(scope.to_owned());
+            }
+        }
+        let settings = AuthConfig {
+            scopes,
+            ..self.settings.clone()
+        };
+        let fresh = sign_in(
+            &self.url,
+            &settings,
+            &self.client_name,
+            challenge,
+            &self.store,
+            |url| handler.authorize(connection, url),
+        )
+        .await?;
+        *self.manager.lock().await = fresh;
+        Ok(())
+    }
 }

@@ -199,6 +199,14 @@ pub enum HostError {
         /// What went wrong.
         message: String,
     },
+    /// The server refused the connection's credentials (401, or 403 for a scope it lacks).
+    #[error("{connection:?} asks to sign in again")]
+    Unauthorized {
+        /// The connection.
+        connection: String,
+        /// The server's `WWW-Authenticate` challenge.
+        challenge: String,
+    },
     /// The request took longer than the connection's timeout.
     #[error("{connection:?} did not answer within {timeout:?}")]
     Timeout {
@@ -497,7 +505,15 @@ pub struct Connection<H: HostHandler> {
     meta_allow: Arc<Vec<String>>,
     service: RunningService<RoleClient, Routed<H>>,
     stderr_tail: Arc<StderrTail>,
+    #[cfg(feature = "oauth")]
+    handler: Arc<H>,
+    /// How to sign in again when the server refuses the credentials (HTTP connections).
+    #[cfg(feature = "oauth")]
+    reauth: Option<auth::Reauth>,
 }
+
+/// How many times one request may sign in again before its error stands.
+pub const MAX_SIGN_INS_PER_REQUEST: usize = 3;
 
 /// A call in flight, listed while it lives.
 struct InFlight<'a> {
@@ -620,6 +636,8 @@ impl<H: HostHandler> Connection<H> {
             message,
         };
         let stderr_tail = Arc::new(StderrTail::default());
+        #[cfg(feature = "oauth")]
+        let mut reauth = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
                 let mut custom = HashMap::new();
@@ -642,10 +660,12 @@ impl<H: HostHandler> Connection<H> {
                         client_name: &host.client_name,
                         handler: &handler,
                     };
-                    signing_in
+                    let (service, signed_in) = signing_in
                         .serve(transport_config, make_routed, &routes, lifecycle)
                         .await
-                        .map_err(connect_error)?
+                        .map_err(connect_error)?;
+                    reauth = Some(signed_in);
+                    service
                 }
                 #[cfg(not(feature = "oauth"))]
                 {
@@ -686,6 +706,10 @@ impl<H: HostHandler> Connection<H> {
             meta_allow: Arc::new(host.meta_allow.clone()),
             service,
             stderr_tail,
+            #[cfg(feature = "oauth")]
+            handler,
+            #[cfg(feature = "oauth")]
+            reauth,
         })
     }
 
@@ -732,11 +756,16 @@ impl<H: HostHandler> Connection<H> {
     /// The tools this connection offers the model: filtered by the configuration, named with
     /// its prefix.
     pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>, HostError> {
-        let tools = self
-            .service
-            .list_all_tools()
-            .await
-            .map_err(|e| self.call_error(e.to_string()))?;
+        let mut sign_ins = 0;
+        let tools = loop {
+            match self.service.list_all_tools().await {
+                Ok(tools) => break tools,
+                Err(error) => {
+                    let error = self.service_error(error);
+                    self.sign_in_again_after(&error, &mut sign_ins).await?;
+                }
+            }
+        };
         Ok(tools
             .into_iter()
             .filter(|tool| {
@@ -752,6 +781,66 @@ impl<H: HostHandler> Connection<H> {
                 tool
             })
             .collect())
+    }
+
+    /// A request failed: a sign-in question when the server refused the credentials, else the
+    /// error as text.
+    fn service_error(&self, error: rmcp::service::ServiceError) -> HostError {
+        match error.auth_challenge() {
+            Some(challenge) => HostError::Unauthorized {
+                connection: self.name.clone(),
+                challenge: challenge.to_owned(),
+            },
+            None => self.call_error(error.to_string()),
+        }
+    }
+
+    /// After `error`: when it asks to sign in and this connection can (feature `oauth`, at
+    /// most [`MAX_SIGN_INS_PER_REQUEST`] times per request), sign in again and return `Ok`
+    /// (the caller retries); otherwise return the error.
+    async fn sign_in_again_after(
+        &self,
+        error: &HostError,
+        sign_ins: &mut usize,
+    ) -> Result<(), HostError> {
+        let HostError::Unauthorized { challenge, .. } = error else {
+            return Err(self.same_error(error));
+        };
+        if *sign_ins >= MAX_SIGN_INS_PER_REQUEST {
+            return Err(self.call_error(format!(
+                "the server still refuses after {MAX_SIGN_INS_PER_REQUEST} sign-ins"
+            )));
+        }
+        *sign_ins += 1;
+        #[cfg(feature = "oauth")]
+        if let Some(reauth) = &self.reauth {
+            return reauth
+                .sign_in_again(self.name.as_str(), challenge, &*self.handler)
+                .await
+                .map_err(|message| self.call_error(format!("signing in failed: {message}")));
+        }
+        let _ = challenge;
+        Err(self.same_error(error))
+    }
+
+    fn same_error(&self, error: &HostError) -> HostError {
+        match error {
+            HostError::Unauthorized {
+                connection,
+                challenge,
+            } => HostError::Unauthorized {
+                connection: connection.clone(),
+                challenge: challenge.clone(),
+            },
+            HostError::Timeout {
+                connection,
+                timeout,
+            } => HostError::Timeout {
+                connection: connection.clone(),
+                timeout: *timeout,
+            },
+            other => self.call_error(other.to_string()),
+        }
     }
 
     fn call_error(&self, message: String) -> HostError {
@@ -771,12 +860,24 @@ impl<H: HostHandler> Connection<H> {
         context: &CallContext,
     ) -> Result<CallToolResult, HostError> {
         let timeout = self.config.request_timeout();
-        tokio::time::timeout(timeout, self.drive_call(name, arguments, context))
-            .await
-            .map_err(|_| HostError::Timeout {
-                connection: self.name.clone(),
-                timeout,
-            })?
+        let mut sign_ins = 0;
+        loop {
+            // A refused request was not served: the call starts again after the sign-in (its
+            // earlier rounds changed nothing on the server).
+            let result =
+                tokio::time::timeout(timeout, self.drive_call(name, arguments.clone(), context))
+                    .await
+                    .map_err(|_| HostError::Timeout {
+                        connection: self.name.clone(),
+                        timeout,
+                    })?;
+            match result {
+                Err(error @ HostError::Unauthorized { .. }) => {
+                    self.sign_in_again_after(&error, &mut sign_ins).await?;
+                }
+                other => return other,
+            }
+        }
     }
 
     async fn drive_call(
@@ -820,10 +921,10 @@ impl<H: HostHandler> Connection<H> {
                     PeerRequestOptions::no_options(),
                 )
                 .await
-                .map_err(|e| self.call_error(e.to_string()))?
+                .map_err(|e| self.service_error(e))?
                 .await_response()
                 .await
-                .map_err(|e| self.call_error(e.to_string()))?;
+                .map_err(|e| self.service_error(e))?;
             match response {
                 ServerResult::CallToolResult(result) => return Ok(result),
                 ServerResult::InputRequiredResult(round) => {
@@ -870,7 +971,7 @@ impl<H: HostHandler> Connection<H> {
                 .service
                 .get_task(GetTaskParams::new(task.task_id.clone()))
                 .await
-                .map_err(|e| self.call_error(e.to_string()))?;
+                .map_err(|e| self.service_error(e))?;
             match current.task.payload {
                 TaskPayload::Working => tokio::time::sleep(poll).await,
                 TaskPayload::InputRequired { input_requests } => {
@@ -878,7 +979,7 @@ impl<H: HostHandler> Connection<H> {
                     self.service
                         .update_task(UpdateTaskParams::new(task.task_id.clone(), answers))
                         .await
-                        .map_err(|e| self.call_error(e.to_string()))?;
+                        .map_err(|e| self.service_error(e))?;
                 }
                 TaskPayload::Completed { result } => {
                     return serde_json::from_value(serde_json::Value::Object(result))
@@ -983,20 +1084,30 @@ impl<H: HostHandler> SigningIn<'_, H> {
         make_routed: impl Fn() -> Routed<H>,
         routes: &Arc<Routes>,
         lifecycle: ClientLifecycleMode,
-    ) -> Result<RunningService<RoleClient, Routed<H>>, String> {
+    ) -> Result<(RunningService<RoleClient, Routed<H>>, auth::Reauth), String> {
         let store = auth::TokenStore::for_config(&self.settings);
         let mut manager = auth::manager(self.url, &store)
             .await
             .map_err(|e| e.to_string())?;
         for attempt in 0..=auth::MAX_SIGN_INS {
             let client = rmcp::transport::auth::AuthClient::new(reqwest13::Client::new(), manager);
+            let held = client.auth_manager.clone();
             let transport =
                 StreamableHttpClientTransport::with_client(client, transport_config.clone());
             let error = match make_routed()
                 .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle.clone())
                 .await
             {
-                Ok(service) => return Ok(service),
+                Ok(service) => {
+                    let reauth = auth::Reauth {
+                        url: self.url.to_owned(),
+                        settings: self.settings.clone(),
+                        client_name: self.client_name.to_owned(),
+                        store,
+                        manager: held,
+                    };
+                    return Ok((service, reauth));
+                }
                 Err(error) => error,
             };
             let Some(challenge) = error.auth_challenge().map(str::to_owned) else {
