@@ -277,3 +277,83 @@ impl Reauth {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn credentials(client: &str, issuer: &str) -> StoredCredentials {
+        StoredCredentials::new(client.into(), None, vec!["mcp".into()], Some(1))
+            .with_issuer(Some(issuer.into()))
+    }
+
+    #[tokio::test]
+    async fn the_token_file_is_the_users_alone_and_keeps_each_servers_credentials_apart() {
+        let dir = std::env::temp_dir().join(format!("bc-tokens-{}", crate::util::fresh_nonce()));
+        let path = dir.join("nested").join("tokens.json");
+        let store = SharedFile(Arc::new(TokenFile {
+            path: path.clone(),
+            lock: tokio::sync::Mutex::new(()),
+        }));
+        assert!(
+            store.load().await.unwrap().is_none(),
+            "no file, no credentials"
+        );
+
+        store
+            .save(credentials("first-client", "https://as-one"))
+            .await
+            .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "only the user may read the token file");
+        assert_eq!(
+            store.load().await.unwrap().unwrap().client_id,
+            "first-client"
+        );
+
+        // Another authorization server: its own entry; the first one's stays, unused.
+        store
+            .save(credentials("second-client", "https://as-two"))
+            .await
+            .unwrap();
+        let loaded = store.load().await.unwrap().unwrap();
+        assert_eq!(
+            (loaded.client_id.as_str(), loaded.issuer.as_deref()),
+            ("second-client", Some("https://as-two"))
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("first-client") && text.contains("https://as-one"));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+
+        // Clearing drops only the credentials in use.
+        store.clear().await.unwrap();
+        assert!(store.load().await.unwrap().is_none());
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("first-client")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn credentials_print_without_their_tokens() {
+        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_value(
+            serde_json::json!({"access_token": "secret-token-123", "token_type": "Bearer",
+                               "refresh_token": "secret-refresh-456"}),
+        )
+        .unwrap();
+        let stored = StoredCredentials::new("c".into(), Some(token), vec![], Some(1));
+        let printed = format!("{stored:?}");
+        assert!(!printed.contains("secret-token-123"), "{printed}");
+        assert!(!printed.contains("secret-refresh-456"), "{printed}");
+        assert!(printed.contains("REDACTED"), "{printed}");
+    }
+}
