@@ -139,6 +139,11 @@ pub async fn serve_with(
     Served { addr, stop }
 }
 
+/// 128 random bits as hex, for names a test must not share with another.
+pub fn random_hex() -> String {
+    crate::util::fresh_nonce()
+}
+
 /// `tools/call` parameters: `name` with `arguments` (an object, or `null` for none).
 pub fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     let mut params = CallToolRequestParams::new(name.to_owned());

@@ -6,6 +6,7 @@
 mod common;
 mod host;
 mod http;
+mod oauth;
 mod task_store;
 mod tasks;
 mod tidy;

@@ -1,0 +1,331 @@
+//! The host signing in to an OAuth-protected MCP server: a scripted authorization server and
+//! a test server behind a bearer check, both real HTTP on loopback. The host discovers, registers,
+//! sends the person through the authorization URL (its handler), keeps the tokens in a file only
+//! the user can read, refreshes a token before it is used expired, reuses the file on the next
+//! start, and writes no token to its logs.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use backchannel::Backchannel;
+use backchannel::host::{
+    AuthConfig, ConnectionConfig, Declared, Host, HostConfig, HostHandler, Transport,
+};
+use serde_json::{Value, json};
+
+use crate::common::TestServer;
+
+/// What the scripted authorization server issued and what the MCP endpoint was shown.
+#[derive(Default)]
+struct Ledger {
+    base: Mutex<String>,
+    nonce: String,
+    /// Access tokens the MCP endpoint accepts.
+    valid: Mutex<HashSet<String>>,
+    /// Every bearer token the MCP endpoint was shown.
+    presented: Mutex<Vec<String>>,
+    refreshes: AtomicUsize,
+    codes: AtomicUsize,
+}
+
+impl Ledger {
+    fn first_token(&self) -> String {
+        format!("at-first-{}", self.nonce)
+    }
+    fn fresh_token(&self) -> String {
+        format!("at-fresh-{}", self.nonce)
+    }
+    fn refresh_token(&self) -> String {
+        format!("rt-{}", self.nonce)
+    }
+    fn base(&self) -> String {
+        self.lock_base().clone()
+    }
+    fn lock_base(&self) -> std::sync::MutexGuard<'_, String> {
+        self.base.lock().unwrap()
+    }
+}
+
+async fn protected_resource(State(ledger): State<Arc<Ledger>>) -> axum::Json<Value> {
+    let base = ledger.base();
+    axum::Json(json!({
+        "resource": format!("{base}/mcp"),
+        "authorization_servers": [base],
+        "scopes_supported": ["mcp"],
+    }))
+}
+
+async fn authorization_server(State(ledger): State<Arc<Ledger>>) -> axum::Json<Value> {
+    let base = ledger.base();
+    axum::Json(json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "registration_endpoint": format!("{base}/register"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": ["mcp"],
+    }))
+}
+
+async fn register(axum::Json(request): axum::Json<Value>) -> Response {
+    let body = json!({
+        "client_id": "registered-client",
+        "redirect_uris": request["redirect_uris"],
+        "token_endpoint_auth_method": "none",
+    });
+    (StatusCode::CREATED, axum::Json(body)).into_response()
+}
+
+/// The person approves at once: back to the redirect URI with a code.
+async fn authorize(
+    State(ledger): State<Arc<Ledger>>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    ledger.codes.fetch_add(1, Ordering::SeqCst);
+    let location = format!(
+        "{}?code=code-1&state={}",
+        query["redirect_uri"], query["state"]
+    );
+    (
+        StatusCode::FOUND,
+        [(axum::http::header::LOCATION, location)],
+    )
+        .into_response()
+}
+
+/// The first token expires as it is issued (`expires_in` 0); a refresh gives one for an hour.
+async fn token(
+    State(ledger): State<Arc<Ledger>>,
+    Form(form): Form<std::collections::HashMap<String, String>>,
+) -> Response {
+    let (access, lifetime) = match form.get("grant_type").map(String::as_str) {
+        Some("authorization_code") => (ledger.first_token(), 0),
+        Some("refresh_token") if form.get("refresh_token") == Some(&ledger.refresh_token()) => {
+            ledger.refreshes.fetch_add(1, Ordering::SeqCst);
+            ledger.valid.lock().unwrap().insert(ledger.fresh_token());
+            (ledger.fresh_token(), 3600)
+        }
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": "invalid_grant"})),
+            )
+                .into_response();
+        }
+    };
+    axum::Json(json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": lifetime,
+        "refresh_token": ledger.refresh_token(),
+        "scope": "mcp",
+    }))
+    .into_response()
+}
+
+/// The bearer check in front of `/mcp`.
+async fn bearer(
+    State(ledger): State<Arc<Ledger>>,
+    headers: HeaderMap,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if !request.uri().path().starts_with("/mcp") {
+        return next.run(request).await;
+    }
+    let token = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    if let Some(token) = &token {
+        ledger.presented.lock().unwrap().push(token.clone());
+    }
+    match token {
+        Some(token) if ledger.valid.lock().unwrap().contains(&token) => next.run(request).await,
+        _ => {
+            let challenge = format!(
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"",
+                ledger.base()
+            );
+            (
+                StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, challenge)],
+            )
+                .into_response()
+        }
+    }
+}
+
+/// A person in a browser who approves every sign-in: fetches the authorization URL and hands
+/// back where it redirects.
+#[derive(Default)]
+struct Browser {
+    sign_ins: AtomicUsize,
+}
+
+impl HostHandler for Browser {
+    async fn authorize(&self, _connection: &str, url: String) -> Result<String, String> {
+        self.sign_ins.fetch_add(1, Ordering::SeqCst);
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let response = client.get(&url).send().await.map_err(|e| e.to_string())?;
+        response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| "no redirect".to_owned())
+    }
+}
+
+/// Log lines, captured.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn host_config(url: &str, token_file: &std::path::Path) -> HostConfig {
+    let connection = ConnectionConfig {
+        transport: Transport::Http {
+            url: url.to_owned(),
+            headers: Default::default(),
+        },
+        request_timeout_secs: 20,
+        roots: Vec::new(),
+        protocol: Some(backchannel::Revision::V2026_07_28),
+        tool_prefix: None,
+        tools: None,
+        capabilities: Declared::default(),
+        auth: Some(AuthConfig {
+            token_file: Some(token_file.to_owned()),
+            ..AuthConfig::default()
+        }),
+    };
+    HostConfig {
+        client_name: "oauth-test".into(),
+        trusted_folders: Vec::new(),
+        meta_allow: vec!["progressToken".into()],
+        connections: [("desk".to_owned(), connection)].into(),
+    }
+}
+
+#[tokio::test]
+async fn the_host_signs_in_keeps_tokens_private_refreshes_before_use_and_logs_no_token() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _logs = tracing::subscriber::set_default(subscriber);
+
+    let ledger = Arc::new(Ledger {
+        nonce: backchannel::testing::random_hex(),
+        ..Ledger::default()
+    });
+    let state = ledger.clone();
+    let served = backchannel::testing::serve_with(
+        move |stop| {
+            let server = TestServer::new(Backchannel::new());
+            let authorization = axum::Router::new()
+                .route(
+                    "/.well-known/oauth-protected-resource/mcp",
+                    get(protected_resource),
+                )
+                .route(
+                    "/.well-known/oauth-authorization-server",
+                    get(authorization_server),
+                )
+                .route("/register", post(register))
+                .route("/authorize", get(authorize))
+                .route("/token", post(token))
+                .with_state(state.clone());
+            backchannel::serve::router(move || server.clone(), &Default::default(), stop)
+                .merge(authorization)
+                .layer(axum::middleware::from_fn_with_state(state, bearer))
+        },
+        &Default::default(),
+    )
+    .await;
+    *ledger.lock_base() = format!("http://{}", served.addr);
+    let dir = std::env::temp_dir().join(format!("bc-oauth-{}", ledger.nonce));
+    let token_file = dir.join("tokens.json");
+    let config = host_config(&served.url("/mcp"), &token_file);
+
+    let browser = Arc::new(Browser::default());
+    let host = Host::open(&config, browser.clone()).await.unwrap();
+    assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+    let desk = host.connection("desk").unwrap();
+    let tools = desk.tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "progress"));
+    let result = desk
+        .call_tool("progress", None, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+
+    assert_eq!(browser.sign_ins.load(Ordering::SeqCst), 1, "one sign-in");
+    assert_eq!(ledger.codes.load(Ordering::SeqCst), 1);
+    assert!(
+        ledger.refreshes.load(Ordering::SeqCst) >= 1,
+        "the expiring token was refreshed"
+    );
+    let presented = ledger.presented.lock().unwrap().clone();
+    assert!(
+        !presented.contains(&ledger.first_token()),
+        "an expired token was never sent"
+    );
+    assert!(presented.contains(&ledger.fresh_token()));
+
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only the user may read the token file");
+    assert!(
+        std::fs::read_to_string(&token_file)
+            .unwrap()
+            .contains(&ledger.fresh_token())
+    );
+    host.close().await;
+
+    // The next start signs in from the file: nobody is sent to the browser.
+    let again = Host::open(&config, browser.clone()).await.unwrap();
+    again.connection("desk").unwrap().tools().await.unwrap();
+    assert_eq!(
+        browser.sign_ins.load(Ordering::SeqCst),
+        1,
+        "the kept tokens were used"
+    );
+    again.close().await;
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("sign in"), "the sign-in itself is logged");
+    for secret in [
+        ledger.first_token(),
+        ledger.fresh_token(),
+        ledger.refresh_token(),
+    ] {
+        assert!(!logs.contains(&secret), "a token reached the log");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
