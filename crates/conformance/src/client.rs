@@ -139,6 +139,20 @@ impl Scenario {
     }
 }
 
+/// The schema-preservation scenario's server offers `json_schema_echo`: the client hands back
+/// the input schema of the server's other tool exactly as the host read it.
+pub fn echo_schema_call(tools: &[Tool]) -> Option<Vec<(String, JsonObject)>> {
+    tools.iter().find(|tool| tool.name == "json_schema_echo")?;
+    let observed = tools.iter().find(|tool| tool.name != "json_schema_echo")?;
+    let arguments: JsonObject = [(
+        "schema".to_owned(),
+        Value::Object((*observed.input_schema).clone()),
+    )]
+    .into_iter()
+    .collect();
+    Some(vec![("json_schema_echo".to_owned(), arguments)])
+}
+
 /// Arguments for `tool` made from its input schema: each required property gets its default,
 /// else a plain value of its type.
 pub fn arguments_for(tool: &Tool) -> JsonObject {

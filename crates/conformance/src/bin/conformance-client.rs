@@ -35,10 +35,12 @@ async fn main() -> anyhow::Result<()> {
     let tools = connection.tools().await?;
     let calls = match scenario.tool_calls() {
         Some(calls) => calls,
-        None => tools
-            .iter()
-            .map(|tool| (tool.name.to_string(), arguments_for(tool)))
-            .collect(),
+        None => conformance::client::echo_schema_call(&tools).unwrap_or_else(|| {
+            tools
+                .iter()
+                .map(|tool| (tool.name.to_string(), arguments_for(tool)))
+                .collect()
+        }),
     };
     for (name, arguments) in calls {
         match connection
