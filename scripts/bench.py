@@ -1,7 +1,7 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
 Servers: ours (order-service, with and without its order cache), a bare rmcp server, and the
-peers in bench/peers/ (the Python MCP SDK, the TypeScript SDK v2 on Node 22), all serving the
+peers in bench/peers/ (the Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the
 same orders. Loads: `get_order` at concurrency 1 and 16 (oha), and completed 2026-07-28
 confirmed cancellations (the `input_required` round, then the retry with a yes) at 16.
 """
@@ -185,6 +185,7 @@ def main():
     parser.add_argument("--python", help="the peers' Python (a venv with bench/peers/python's requirements)")
     parser.add_argument("--node", help="Node 22, for the TypeScript peer")
     parser.add_argument("--typescript", help="the TypeScript peer's folder (server.mjs and node_modules)")
+    parser.add_argument("--turbomcp", help="the turbomcp peer's binary (bench/peers/turbomcp, release)")
     args = parser.parse_args()
     # The driver (its cancel client) and oha share core 1; every server gets core 0.
     os.sched_setaffinity(0, {1})
@@ -209,6 +210,9 @@ def main():
         if args.node and args.typescript:
             commands.append(("TypeScript SDK 2.4 on Node 22",
                              [args.node, f"{args.typescript}/server.mjs", "{port}", orders_json], extra[:10000]))
+        if args.turbomcp:
+            commands.append(("turbomcp 4.0.0-alpha.5 (Rust)",
+                             [args.turbomcp, "{port}", orders_json], extra[:10000]))
         # The peers' copy of the orders, from a process of its own (so exporting 40,000 orders
         # leaves nothing in the measured servers' memory).
         port = free_port()
