@@ -293,6 +293,41 @@ capabilities = { roots = true, elicitation = false }
 "#;
 
     #[test]
+    fn a_connection_names_how_it_signs_in() {
+        let config = HostConfig::from_toml(
+            r#"
+[connections.hosted]
+transport = "http"
+url = "https://mcp.example.com/mcp"
+
+[connections.hosted.auth]
+client_metadata_url = "https://agent.example.com/client.json"
+scopes = ["orders:read", "orders:write"]
+token_file = "/home/me/.local/state/agent/tokens.json"
+"#,
+        )
+        .unwrap();
+        let auth = config.connections["hosted"].auth.clone().unwrap();
+        assert_eq!(auth.scopes, ["orders:read", "orders:write"]);
+        assert_eq!(
+            auth.token_file.as_deref(),
+            Some(Path::new("/home/me/.local/state/agent/tokens.json"))
+        );
+        assert_eq!(auth.client_id, None);
+        // A misspelt setting is refused rather than ignored.
+        let refused = HostConfig::from_toml(
+            "[connections.h]\ntransport = \"http\"\nurl = \"https://x/mcp\"\n\
+             [connections.h.auth]\nclient_secrets = \"oops\"\n",
+        );
+        assert!(refused.is_err());
+        assert!(
+            HostConfig::from_toml(CONFIG).unwrap().connections["orders"]
+                .auth
+                .is_none()
+        );
+    }
+
+    #[test]
     fn a_configuration_parses_with_its_defaults() {
         let config = HostConfig::from_toml(CONFIG).unwrap();
         let orders = &config.connections["orders"];
