@@ -116,6 +116,32 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// Open `open` as questions (`input_required`), unless it finished or was cancelled; the
+    /// rule every store applies for [`TaskStore::ask`].
+    pub fn open_questions(&mut self, open: BTreeMap<String, Value>) -> bool {
+        if self.state.is_terminal() || self.cancel_requested {
+            return false;
+        }
+        self.open.extend(open);
+        self.state = TaskState::InputRequired;
+        true
+    }
+
+    /// Move the answers to open questions into the responses (other keys are ignored), be
+    /// `working` again once nothing is open, and bump the version; the rule every store
+    /// applies for [`TaskStore::answer`].
+    pub fn take_answers(&mut self, responses: &BTreeMap<String, Value>) {
+        for (key, value) in responses {
+            if self.open.remove(key).is_some() {
+                self.responses.insert(key.clone(), value.clone());
+            }
+        }
+        if self.state == TaskState::InputRequired && self.open.is_empty() {
+            self.state = TaskState::Working;
+        }
+        self.version += 1;
+    }
+
     /// Whether its time to live has passed at `now_ms`.
     pub fn expired(&self, now_ms: u64) -> bool {
         self.ttl_ms
@@ -254,14 +280,15 @@ impl TaskStore for MemoryTaskStore {
         open: BTreeMap<String, Value>,
         now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
-        self.with(|tasks| match running(tasks, id) {
-            Some(task) if !task.cancel_requested => {
-                task.open.extend(open);
-                task.state = TaskState::InputRequired;
+        self.with(|tasks| {
+            let Some(task) = tasks.get_mut(id) else {
+                return false;
+            };
+            let opened = task.open_questions(open);
+            if opened {
                 task.updated_ms = now_ms;
-                true
             }
-            _ => false,
+            opened
         })
     }
 
@@ -275,15 +302,7 @@ impl TaskStore for MemoryTaskStore {
             let Some(task) = tasks.get_mut(id) else {
                 return false;
             };
-            for (key, value) in responses {
-                if task.open.remove(&key).is_some() {
-                    task.responses.insert(key, value);
-                }
-            }
-            if task.state == TaskState::InputRequired && task.open.is_empty() {
-                task.state = TaskState::Working;
-            }
-            task.version += 1;
+            task.take_answers(&responses);
             task.updated_ms = now_ms;
             true
         })

@@ -338,12 +338,7 @@ impl TaskStore for SqlTaskStore {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(Self::change(pool, id, now_ms, move |task| {
-            if task.state.is_terminal() || task.cancel_requested {
-                return false;
-            }
-            task.open.extend(open.clone());
-            task.state = TaskState::InputRequired;
-            true
+            task.open_questions(open.clone())
         }))
     }
 
@@ -356,15 +351,7 @@ impl TaskStore for SqlTaskStore {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(Self::change(pool, id, now_ms, move |task| {
-            for (key, value) in &responses {
-                if task.open.remove(key).is_some() {
-                    task.responses.insert(key.clone(), value.clone());
-                }
-            }
-            if task.state == TaskState::InputRequired && task.open.is_empty() {
-                task.state = TaskState::Working;
-            }
-            task.version += 1;
+            task.take_answers(&responses);
             true
         }))
     }

@@ -332,20 +332,7 @@ impl Cluster {
     async fn roll(&self, ring: &str) {
         std::fs::write(self.dir.join("state-keys"), ring).unwrap();
         for name in self.instances() {
-            let script = std::env::var("CLUSTER_SCRIPT").unwrap();
-            let dir = self.dir.clone();
-            let instance = name.clone();
-            let status = tokio::task::spawn_blocking(move || {
-                std::process::Command::new(script)
-                    .args(["restart", &instance])
-                    .env("CLUSTER_DIR", dir)
-                    .stdout(std::process::Stdio::null())
-                    .status()
-            })
-            .await
-            .unwrap()
-            .unwrap();
-            assert!(status.success(), "restarting {name}");
+            self.revive(&name).await;
         }
     }
 }
@@ -499,7 +486,8 @@ impl Cluster {
         assert!(status.success(), "killing {name}");
     }
 
-    /// Start the instance `name` again (after [`Self::kill`]); returns once it is healthy.
+    /// Stop the instance `name` if it runs and start it again (after [`Self::kill`], or to make
+    /// it read the key ring anew); returns once it is healthy.
     async fn revive(&self, name: &str) {
         let script = std::env::var("CLUSTER_SCRIPT").unwrap();
         let dir = self.dir.clone();
