@@ -762,7 +762,7 @@ impl<H: HostHandler> Connection<H> {
                 Ok(tools) => break tools,
                 Err(error) => {
                     let error = self.service_error(error);
-                    self.sign_in_again_after(&error, &mut sign_ins).await?;
+                    self.sign_in_again_after(error, &mut sign_ins).await?;
                 }
             }
         };
@@ -800,11 +800,11 @@ impl<H: HostHandler> Connection<H> {
     /// (the caller retries); otherwise return the error.
     async fn sign_in_again_after(
         &self,
-        error: &HostError,
+        error: HostError,
         sign_ins: &mut usize,
     ) -> Result<(), HostError> {
-        let HostError::Unauthorized { challenge, .. } = error else {
-            return Err(self.same_error(error));
+        let HostError::Unauthorized { challenge, .. } = &error else {
+            return Err(error);
         };
         if *sign_ins >= MAX_SIGN_INS_PER_REQUEST {
             return Err(self.call_error(format!(
@@ -820,27 +820,7 @@ impl<H: HostHandler> Connection<H> {
                 .map_err(|message| self.call_error(format!("signing in failed: {message}")));
         }
         let _ = challenge;
-        Err(self.same_error(error))
-    }
-
-    fn same_error(&self, error: &HostError) -> HostError {
-        match error {
-            HostError::Unauthorized {
-                connection,
-                challenge,
-            } => HostError::Unauthorized {
-                connection: connection.clone(),
-                challenge: challenge.clone(),
-            },
-            HostError::Timeout {
-                connection,
-                timeout,
-            } => HostError::Timeout {
-                connection: connection.clone(),
-                timeout: *timeout,
-            },
-            other => self.call_error(other.to_string()),
-        }
+        Err(error)
     }
 
     fn call_error(&self, message: String) -> HostError {
@@ -873,7 +853,7 @@ impl<H: HostHandler> Connection<H> {
                     })?;
             match result {
                 Err(error @ HostError::Unauthorized { .. }) => {
-                    self.sign_in_again_after(&error, &mut sign_ins).await?;
+                    self.sign_in_again_after(error, &mut sign_ins).await?;
                 }
                 other => return other,
             }

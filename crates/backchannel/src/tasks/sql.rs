@@ -151,6 +151,18 @@ impl SqlTaskStore {
     }
 }
 
+/// Whether `look` (a `SELECT 1 … LIMIT 1` with one `?`, bound to `now_ms`) finds a row: the
+/// read every tick does before it writes (a read takes no write lock on SQLite).
+async fn any_row(pool: &Pool, look: &str, now_ms: u64) -> StoreResult<bool> {
+    let look = pool.sql(look);
+    on_pool!(pool, p => sqlx::query(&look)
+        .bind(ms(now_ms))
+        .fetch_optional(p)
+        .await
+        .map(|row| row.is_some()))
+    .map_err(failed)
+}
+
 /// What a change reads: the row's revision and the fields it may change.
 struct Partial {
     rev: i64,
@@ -482,19 +494,11 @@ impl TaskStore for SqlTaskStore {
         Box::pin(async move {
             // Asked every tick by every instance: look first (a read takes no write lock), and
             // write only when there is something to take.
-            let look = pool
-                .sql(&format!(
-                    "SELECT 1 AS one FROM backchannel_tasks \
-                     WHERE {RUNNING} AND lease_until_ms < ? LIMIT 1"
-                ))
-                .into_owned();
-            let any = on_pool!(&pool, p => sqlx::query(&look)
-                .bind(ms(now_ms))
-                .fetch_optional(p)
-                .await
-                .map(|row| row.is_some()))
-            .map_err(failed)?;
-            if !any {
+            let look = format!(
+                "SELECT 1 AS one FROM backchannel_tasks \
+                 WHERE {RUNNING} AND lease_until_ms < ? LIMIT 1"
+            );
+            if !any_row(&pool, &look, now_ms).await? {
                 return Ok(Vec::new());
             }
             // On PostgreSQL a second instance's UPDATE waits for the first and then sees the
@@ -521,17 +525,9 @@ impl TaskStore for SqlTaskStore {
     fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>> {
         let pool = self.pool.clone();
         Box::pin(async move {
-            let look = pool.sql(
-                "SELECT 1 AS one FROM backchannel_tasks \
-                 WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 1",
-            );
-            let any = on_pool!(&pool, p => sqlx::query(&look)
-                .bind(ms(now_ms))
-                .fetch_optional(p)
-                .await
-                .map(|row| row.is_some()))
-            .map_err(failed)?;
-            if !any {
+            let look = "SELECT 1 AS one FROM backchannel_tasks \
+                        WHERE expires_ms IS NOT NULL AND expires_ms <= ? LIMIT 1";
+            if !any_row(&pool, look, now_ms).await? {
                 return Ok(0);
             }
             let sql = pool.sql(

@@ -123,6 +123,16 @@ fn instance(store: &Arc<dyn TaskStore>, principal: &'static str, resumable: bool
     TestServer::new(builder.build().unwrap())
 }
 
+/// A 2026-07-28 client of `server` that declares everything and is never asked directly.
+async fn client_of(server: &TestServer) -> Client {
+    connect(
+        server.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await
+}
+
 async fn start_task(running: &Client) -> String {
     let CallToolResponse::Task(created) =
         running.call_tool_once(call("task_confirm")).await.unwrap()
@@ -169,18 +179,8 @@ async fn a_question_asked_on_one_instance_is_answered_through_another() {
         instance(&store, "ann", false),
         instance(&store, "ann", false),
     );
-    let on_a = connect(
-        a.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
-    let on_b = connect(
-        b.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
+    let on_a = client_of(&a).await;
+    let on_b = client_of(&b).await;
     let id = start_task(&on_a).await;
     poll_until(&on_b, &id, parked).await;
     let mut update = accept();
@@ -210,18 +210,8 @@ async fn a_cancel_sent_to_another_instance_stops_the_body_within_a_tick() {
         instance(&store, "ann", false),
         instance(&store, "ann", false),
     );
-    let on_a = connect(
-        a.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
-    let on_b = connect(
-        b.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
+    let on_a = client_of(&a).await;
+    let on_b = client_of(&b).await;
     let id = start_task(&on_a).await;
     poll_until(&on_b, &id, parked).await;
     assert_eq!(a.layer.running_tasks(), 1);
@@ -245,18 +235,8 @@ async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
     let (a, b) = (instance(&store, "ann", true), instance(&store, "ann", true));
     let stop = tokio_util::sync::CancellationToken::new();
     b.resume_tasks(stop.clone());
-    let on_a = connect(
-        a.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
-    let on_b = connect(
-        b.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
+    let on_a = client_of(&a).await;
+    let on_b = client_of(&b).await;
     let id = start_task(&on_a).await;
     poll_until(&on_b, &id, parked).await;
     a.layer.halt_tasks();
@@ -295,18 +275,8 @@ async fn a_task_that_is_not_resumable_fails_when_its_instance_stops() {
     );
     let stop = tokio_util::sync::CancellationToken::new();
     b.resume_tasks(stop.clone());
-    let on_a = connect(
-        a.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
-    let on_b = connect(
-        b.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
+    let on_a = client_of(&a).await;
+    let on_b = client_of(&b).await;
     let id = start_task(&on_a).await;
     poll_until(&on_b, &id, parked).await;
     a.layer.halt_tasks();
@@ -334,18 +304,8 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
         instance(&store, "ann", false),
         instance(&store, "bob", false),
     );
-    let as_ann = connect(
-        ann.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
-    let as_bob = connect(
-        bob.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
+    let as_ann = client_of(&ann).await;
+    let as_bob = client_of(&bob).await;
     let id = start_task(&as_ann).await;
     poll_until(&as_ann, &id, parked).await;
     let unknown = format!("unknown task: {id}");
@@ -448,12 +408,7 @@ async fn a_runner_cut_off_from_its_store_for_a_whole_lease_stops_its_bodies() {
     let flaky = Flaky::default();
     let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
     let a = instance(&store, "ann", false);
-    let on_a = connect(
-        a.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await;
+    let on_a = client_of(&a).await;
     let id = start_task(&on_a).await;
     poll_until(&on_a, &id, parked).await;
     flaky.down.store(true, Ordering::SeqCst);

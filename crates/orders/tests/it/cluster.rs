@@ -555,7 +555,10 @@ async fn a_task_of_a_killed_instance_is_resumed_by_another_within_the_lease() {
     let id =
         crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
     let first = cluster.lease_owner(&id).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
+        t["status"] == "working"
+    })
+    .await;
     cluster.kill("order-1");
     let killed = Instant::now();
     let taken = loop {
@@ -627,7 +630,10 @@ async fn a_task_cancel_sent_to_one_instance_stops_the_body_on_another() {
     let cluster = Cluster::open();
     let id =
         crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
+        t["status"] == "working"
+    })
+    .await;
     let cancel = crate::common::task_request(3, "tasks/cancel", &id, json!({}));
     let sent = Instant::now();
     let (status, answer) = post(cluster.addr("order-2"), &cancel, &[]).await;
