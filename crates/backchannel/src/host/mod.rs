@@ -3,6 +3,7 @@
 //! [`HostHandler`], with each question routed to the call that caused it.
 
 mod config;
+mod listening;
 mod routes;
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,7 +23,9 @@ use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RequestContext,
     RunningService,
 };
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+#[cfg(not(feature = "oauth"))]
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 
 pub use config::{
@@ -34,6 +37,7 @@ pub use config::{
 pub mod auth;
 
 use crate::ListKind;
+use listening::{Listening, ListeningOpened};
 use routes::{Call, CallTag, Routes, Tagging};
 
 /// What the host application decides when its servers talk back. Every method has a safe
@@ -652,7 +656,7 @@ impl<H: HostHandler> Connection<H> {
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom);
                 #[cfg(feature = "oauth")]
-                {
+                let (service, opened) = {
                     let signing_in = SigningIn {
                         name,
                         url,
@@ -660,21 +664,26 @@ impl<H: HostHandler> Connection<H> {
                         client_name: &host.client_name,
                         handler: &handler,
                     };
-                    let (service, signed_in) = signing_in
+                    let (service, signed_in, opened) = signing_in
                         .serve(transport_config, make_routed, &routes, lifecycle)
                         .await
                         .map_err(connect_error)?;
                     reauth = Some(signed_in);
-                    service
-                }
+                    (service, opened)
+                };
                 #[cfg(not(feature = "oauth"))]
-                {
-                    let transport = StreamableHttpClientTransport::from_config(transport_config);
-                    make_routed()
+                let (service, opened) = {
+                    let (client, opened) = Listening::new(http_client());
+                    let transport =
+                        StreamableHttpClientTransport::with_client(client, transport_config);
+                    let service = make_routed()
                         .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                         .await
-                        .map_err(|e| connect_error(e.to_string()))?
-                }
+                        .map_err(|e| connect_error(e.to_string()))?;
+                    (service, opened)
+                };
+                wait_for_listening(name, &service, opened, config.request_timeout()).await;
+                service
             }
             Transport::Stdio {
                 command,
@@ -1043,6 +1052,59 @@ impl<H: HostHandler> Host<H> {
     }
 }
 
+/// The HTTP client of every HTTP connection: no idle pool (a reused connection whose last
+/// SSE body was not drained stalls on delayed ACKs), and redirects followed only as 307/308
+/// within the same origin, so a request never carries its session or token elsewhere.
+fn http_client() -> reqwest13::Client {
+    const MAX_REDIRECTS: usize = 10;
+    let policy = reqwest13::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if same_origin && keeps_body && attempt.previous().len() <= MAX_REDIRECTS {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    reqwest13::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(policy)
+        .build()
+        .unwrap_or_default()
+}
+
+/// On a revision with sessions, wait (at most `limit`, and never past 5 s) until the server
+/// has answered the session's listening GET, so what it sends outside any call from now on has
+/// a stream to go to. A server that is slow to answer delays only this connection's start.
+async fn wait_for_listening<S>(
+    name: &str,
+    service: &RunningService<RoleClient, S>,
+    opened: ListeningOpened,
+    limit: Duration,
+) where
+    S: rmcp::Service<RoleClient>,
+{
+    let has_sessions = service
+        .peer()
+        .peer_info()
+        .and_then(|info| {
+            info.protocol_version
+                .as_str()
+                .parse::<crate::Revision>()
+                .ok()
+        })
+        .is_some_and(|revision| revision.has_sessions());
+    if has_sessions && !opened.wait(limit.min(Duration::from_secs(5))).await {
+        tracing::debug!(
+            connection = name,
+            "the server has not answered the listening stream yet; going on without it"
+        );
+    }
+}
+
 /// What signing in to one HTTP connection needs (feature `oauth`).
 #[cfg(feature = "oauth")]
 struct SigningIn<'a, H> {
@@ -1064,16 +1126,26 @@ impl<H: HostHandler> SigningIn<'_, H> {
         make_routed: impl Fn() -> Routed<H>,
         routes: &Arc<Routes>,
         lifecycle: ClientLifecycleMode,
-    ) -> Result<(RunningService<RoleClient, Routed<H>>, auth::Reauth), String> {
+    ) -> Result<
+        (
+            RunningService<RoleClient, Routed<H>>,
+            auth::Reauth,
+            ListeningOpened,
+        ),
+        String,
+    > {
         let store = auth::TokenStore::for_config(&self.settings);
         let mut manager = auth::manager(self.url, &store)
             .await
             .map_err(|e| e.to_string())?;
         for attempt in 0..=auth::MAX_SIGN_INS {
-            let client = rmcp::transport::auth::AuthClient::new(reqwest13::Client::new(), manager);
+            let client = rmcp::transport::auth::AuthClient::new(http_client(), manager);
             let held = client.auth_manager.clone();
-            let transport =
-                StreamableHttpClientTransport::with_client(client, transport_config.clone());
+            let (client, opened) = Listening::new(client);
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                client,
+                transport_config.clone(),
+            );
             let error = match make_routed()
                 .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle.clone())
                 .await
@@ -1086,7 +1158,7 @@ impl<H: HostHandler> SigningIn<'_, H> {
                         store,
                         manager: held,
                     };
-                    return Ok((service, reauth));
+                    return Ok((service, reauth, opened));
                 }
                 Err(error) => error,
             };

@@ -244,3 +244,99 @@ capabilities = {{ roots = true, elicitation = false, tasks = false }}
     assert!(result_text(&note).contains("DHL"), "{}", result_text(&note));
     host.close().await;
 }
+
+/// A 2025-11-25 server like the TypeScript SDK's: what it sends outside a call goes on the
+/// session's listening GET stream, and is dropped when that stream is not open yet. This one
+/// answers the GET 300 ms late and records, for each later request, whether the stream was
+/// open by then.
+mod listening_server {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use axum::body::Body;
+    use axum::extract::State;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::response::{IntoResponse, Response};
+    use serde_json::{Value, json};
+
+    #[derive(Default)]
+    pub(super) struct Seen {
+        pub(super) listening: AtomicBool,
+        /// `(method, was the listening stream open)` for each request after the handshake.
+        pub(super) requests: Mutex<Vec<(String, bool)>>,
+    }
+
+    pub(super) fn router(seen: Arc<Seen>) -> axum::Router {
+        axum::Router::new()
+            .route(
+                "/mcp",
+                axum::routing::post(post).get(get).delete(|| async { "" }),
+            )
+            .with_state(seen)
+    }
+
+    async fn post(State(seen): State<Arc<Seen>>, body: axum::body::Bytes) -> Response {
+        let message: Value = serde_json::from_slice(&body).unwrap_or_default();
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        let id = message["id"].clone();
+        let result = match method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "listening-test", "version": "1"}
+            }),
+            "notifications/initialized" => return StatusCode::ACCEPTED.into_response(),
+            "" => return StatusCode::ACCEPTED.into_response(),
+            other => {
+                let open = seen.listening.load(Ordering::SeqCst);
+                seen.requests.lock().unwrap().push((other.to_owned(), open));
+                json!({"tools": []})
+            }
+        };
+        (
+            [
+                ("content-type", "application/json"),
+                ("mcp-session-id", "listening-session"),
+            ],
+            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+        )
+            .into_response()
+    }
+
+    async fn get(State(seen): State<Arc<Seen>>, headers: HeaderMap) -> Response {
+        assert_eq!(
+            headers.get("mcp-session-id").and_then(|v| v.to_str().ok()),
+            Some("listening-session")
+        );
+        // A slow server: the stream opens 300 ms after it was asked for.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        seen.listening.store(true, Ordering::SeqCst);
+        (
+            [("content-type", "text/event-stream")],
+            Body::from_stream(futures::stream::pending::<Result<String, std::io::Error>>()),
+        )
+            .into_response()
+    }
+}
+
+#[tokio::test]
+async fn on_2025_the_first_request_waits_for_the_listening_stream() {
+    let seen = Arc::new(listening_server::Seen::default());
+    let router = listening_server::router(seen.clone());
+    let served =
+        backchannel::testing::serve_with(move |_stop| router, &HttpOptions::default()).await;
+    let host = Host::open(
+        &config(&served.url("/mcp"), "2025-11-25"),
+        Arc::new(Person::default()),
+    )
+    .await
+    .unwrap();
+    assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+    host.connection("orders").unwrap().tools().await.unwrap();
+    assert_eq!(
+        *seen.requests.lock().unwrap(),
+        vec![("tools/list".to_owned(), true)],
+        "the first request after connecting went out once the server's listening stream was open"
+    );
+    host.close().await;
+}
