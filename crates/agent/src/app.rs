@@ -38,6 +38,12 @@ pub async fn serve_web(
     web: serve::HttpOptions,
     shutdown: CancellationToken,
 ) -> Result<(), AppError> {
+    let mut config = config;
+    if let Ok(addr) = listener.local_addr() {
+        config
+            .sign_in_callback
+            .get_or_insert_with(|| callback_url(addr));
+    }
     let desk = Arc::new(Desk::start(config).await?);
     let app = crate::web::routes(desk);
     serve::http(
@@ -48,6 +54,41 @@ pub async fn serve_web(
     )
     .await?;
     Ok(())
+}
+
+/// The desk's sign-in callback on the web UI's address.
+fn callback_url(addr: SocketAddr) -> String {
+    format!("http://{addr}{}", crate::web::CALLBACK_PATH)
+}
+
+/// Start the desk for the terminal: its sign-in callback is served on a loopback port of its
+/// own (until `shutdown`), so a server that asks the person to sign in can be answered from a
+/// browser on this machine.
+pub async fn terminal_desk(
+    mut config: DeskConfig,
+    shutdown: CancellationToken,
+) -> Result<Arc<Desk>, AppError> {
+    let any_loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let listener = tokio::net::TcpListener::bind(any_loopback)
+        .await
+        .map_err(|e| AppError::Bind(any_loopback, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| AppError::Bind(any_loopback, e))?;
+    config
+        .sign_in_callback
+        .get_or_insert_with(|| callback_url(addr));
+    let desk = Arc::new(Desk::start(config).await?);
+    let routes = crate::web::callback_routes(desk.clone());
+    tokio::spawn(async move {
+        let options = serve::HttpOptions::default();
+        if let Err(error) =
+            serve::http(listener, routes, &options, shutdown.cancelled_owned()).await
+        {
+            tracing::error!(%error, "the sign-in callback stopped");
+        }
+    });
+    Ok(desk)
 }
 
 /// Settings of the demo.
@@ -92,6 +133,8 @@ where
     let orders_task = tokio::spawn(orders(orders_listener, shutdown.clone()));
     let mut desk = config.desk;
     desk.orders_url = format!("http://{orders_addr}/mcp");
+    desk.sign_in_callback
+        .get_or_insert_with(|| callback_url(web_addr));
     let desk = Arc::new(Desk::start(desk).await?);
     let app = crate::web::routes(desk);
     ready(format!("http://{web_addr}/"));

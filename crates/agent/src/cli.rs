@@ -94,6 +94,16 @@ pub async fn run_with(
                         writeln!(out, "\rThe question closed without an answer; nothing was changed.")?;
                     }
                 }
+                Event::SignIn { server, url } => {
+                    writeln!(out, "\r{server} asks you to sign in. Open this address in a browser:\n  {url}")?;
+                }
+                Event::SignInEnded { server, completed } => {
+                    if completed {
+                        writeln!(out, "\rSigned in to {server}.")?;
+                    } else {
+                        writeln!(out, "\rThe sign-in to {server} was not finished in time.")?;
+                    }
+                }
                 Event::Hello { .. } => {}
             },
             Some(reply) = replies.recv() => {

@@ -42,6 +42,13 @@ pub struct DeskConfig {
     pub token_budget: u64,
     /// The knowledge base; `None` runs without it.
     pub knowledge: Option<Knowledge>,
+    /// Where the authorization server sends the browser back to (the desk's
+    /// `/oauth/callback`); `None` means the desk cannot sign in, and an order service that
+    /// asks for it stays unavailable.
+    pub sign_in_callback: Option<String>,
+    /// Where the tokens of a sign-in are kept (a file only the user can read); `None` keeps
+    /// them in memory until the desk stops.
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Where the notes are and which filesystem server reads them.
@@ -89,6 +96,8 @@ impl Default for DeskConfig {
             model: None,
             token_budget: 20_000,
             knowledge: None,
+            sign_in_callback: None,
+            token_file: None,
         }
     }
 }
@@ -120,9 +129,32 @@ pub struct DeskHandler {
     events: Arc<Events>,
     person_deadline: Duration,
     model: Option<crate::llm::Provider>,
+    sign_in_callback: Option<String>,
 }
 
+/// How long a "Sign in" link waits for the person.
+pub const SIGN_IN_DEADLINE: Duration = Duration::from_secs(10 * 60);
+
 impl HostHandler for DeskHandler {
+    /// Show the person a "Sign in to `connection`" link and wait for the browser to come back
+    /// to the desk's callback.
+    async fn authorize(
+        &self,
+        connection: &str,
+        authorization_url: String,
+    ) -> Result<String, String> {
+        let Some(callback) = &self.sign_in_callback else {
+            return Err(format!(
+                "{connection} asks to sign in, and this desk has no callback address to sign in with"
+            ));
+        };
+        let query = self
+            .events
+            .sign_in(connection, &authorization_url, SIGN_IN_DEADLINE)
+            .await?;
+        Ok(format!("{callback}?{query}"))
+    }
+
     async fn elicit(
         &self,
         _connection: &str,
@@ -287,12 +319,70 @@ fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
     }
 }
 
+/// The host, opened in the background: a connection may wait for the person to sign in, and
+/// the page that shows the link must be up by then. Whatever needs a connection waits here.
+struct Connecting {
+    ready: tokio::sync::watch::Receiver<Option<Opened>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The host, or why it could not be opened.
+type Opened = Result<Arc<Host<DeskHandler>>, String>;
+
+impl Connecting {
+    fn open(config: HostConfig, handler: Arc<DeskHandler>) -> Connecting {
+        let (done, ready) = tokio::sync::watch::channel(None);
+        let task = tokio::spawn(async move {
+            let opened = match Host::open(&config, handler).await {
+                Ok(host) => {
+                    if let Some(reason) = host.unavailable.get("orders") {
+                        tracing::warn!("the order service is not reachable: {reason}");
+                    }
+                    for name in ["knowledge-base", "knowledge-base-archive"] {
+                        if let Some(reason) = host.unavailable.get(name) {
+                            // Said once, here; the desk works without its notes.
+                            tracing::warn!("starting without the {name} notes: {reason}");
+                        }
+                    }
+                    Ok(Arc::new(host))
+                }
+                Err(error) => {
+                    tracing::error!(%error, "the desk's connections could not be opened");
+                    Err(error.to_string())
+                }
+            };
+            done.send_replace(Some(opened));
+        });
+        Connecting { ready, task }
+    }
+
+    /// The host, once its connections are open (or have failed).
+    async fn host(&self) -> Opened {
+        let mut ready = self.ready.clone();
+        match ready.wait_for(Option::is_some).await {
+            Ok(opened) => opened.clone().unwrap_or_else(|| Err("not opened".into())),
+            Err(_) => Err("the desk stopped before its connections opened".into()),
+        }
+    }
+
+    async fn close(self) {
+        self.task.abort();
+        let opened = self.ready.borrow().clone();
+        drop(self.ready);
+        if let Some(Ok(host)) = opened
+            && let Ok(host) = Arc::try_unwrap(host)
+        {
+            host.close().await;
+        }
+    }
+}
+
 /// Words the desk refuses to discuss.
 const BLOCKED: [&str; 3] = ["password", "credit card", "social security"];
 
 /// The agent.
 pub struct Desk {
-    host: Host<DeskHandler>,
+    host: Connecting,
     events: Arc<Events>,
     config: DeskConfig,
     memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
@@ -401,7 +491,14 @@ impl Desk {
                 roots: false,
                 tasks: false,
             },
-            auth: None,
+            auth: config
+                .sign_in_callback
+                .as_ref()
+                .map(|callback| backchannel::host::AuthConfig {
+                    redirect_uri: Some(callback.clone()),
+                    token_file: config.token_file.clone(),
+                    ..Default::default()
+                }),
         };
         let mut host_config = HostConfig {
             client_name: "support-agent".into(),
@@ -417,17 +514,9 @@ impl Desk {
             events: events.clone(),
             person_deadline: config.person_deadline,
             model: config.model.clone(),
+            sign_in_callback: config.sign_in_callback.clone(),
         });
-        let host = Host::open(&host_config, handler).await?;
-        if let Some(reason) = host.unavailable.get("orders") {
-            tracing::warn!("the order service is not reachable: {reason}");
-        }
-        for name in ["knowledge-base", "knowledge-base-archive"] {
-            if let Some(reason) = host.unavailable.get(name) {
-                // Said once, here; the desk works without its notes.
-                tracing::warn!("starting without the {name} notes: {reason}");
-            }
-        }
+        let host = Connecting::open(host_config, handler);
         Ok(Desk {
             host,
             events,
@@ -450,7 +539,8 @@ impl Desk {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, String> {
-        let orders = self.host.connection("orders").map_err(|_| {
+        let host = self.host.host().await?;
+        let orders = host.connection("orders").map_err(|_| {
             "Not connected to order-service. Is it running on port 8080?".to_owned()
         })?;
         let context = CallContext::new()
@@ -481,10 +571,8 @@ impl Desk {
             ("knowledge-base", "knowledge_base_"),
         ] {
             if let Some(tool) = name.strip_prefix(prefix) {
-                let connection = self
-                    .host
-                    .connection(connection)
-                    .map_err(|e| e.to_string())?;
+                let host = self.host.host().await?;
+                let connection = host.connection(connection).map_err(|e| e.to_string())?;
                 return connection
                     .call_tool(tool, arguments.as_object().cloned(), &CallContext::new())
                     .await
@@ -606,9 +694,10 @@ impl Desk {
             );
             return "This conversation has reached its limit. Please start a new one.".into();
         }
-        if self.host.connection("orders").is_err() {
-            return "Not connected to order-service. Is it running on port 8080?".into();
-        }
+        let host = match self.host.host().await {
+            Ok(host) if host.connection("orders").is_ok() => host,
+            _ => return "Not connected to order-service. Is it running on port 8080?".into(),
+        };
         let mut tools: Vec<ToolSpec> = Vec::new();
         if self.config.knowledge.is_some() {
             tools.push(ToolSpec::function(
@@ -626,7 +715,7 @@ impl Desk {
                 }),
             ));
         }
-        for connection in self.host.connections() {
+        for connection in host.connections() {
             if connection.name().starts_with("knowledge-base") {
                 continue;
             }
@@ -727,8 +816,8 @@ impl Desk {
             (Some(k), true) => ("knowledge-base-archive", k.archive.clone()),
             (None, _) => return Err("the knowledge base is not configured".into()),
         };
-        let connection = self
-            .host
+        let host = self.host.host().await?;
+        let connection = host
             .connection(name)
             .map_err(|_| "the knowledge base is not available right now".to_owned())?;
         let mut arguments = serde_json::Map::new();
@@ -789,7 +878,8 @@ impl Desk {
                     .into();
             }
         };
-        let Ok(connection) = self.host.connection(name) else {
+        let host = self.host.host().await;
+        let Some(connection) = host.as_ref().ok().and_then(|h| h.connection(name).ok()) else {
             return "The knowledge base is not available right now, so I cannot answer policy questions.".into();
         };
         let mut arguments = serde_json::Map::new();
@@ -849,7 +939,8 @@ impl Desk {
     /// Draft a refund email from the `draft_refund_email` prompt. Without a language model the
     /// desk fills a fixed template with the order's facts, following the prompt's limits.
     pub async fn refund_email(&self, order_id: &str, reason: &str) -> String {
-        let Ok(orders) = self.host.connection("orders") else {
+        let host = self.host.host().await;
+        let Some(orders) = host.as_ref().ok().and_then(|h| h.connection("orders").ok()) else {
             return "Not connected to order-service. Is it running on port 8080?".into();
         };
         let mut arguments = serde_json::Map::new();

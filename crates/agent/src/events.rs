@@ -47,6 +47,25 @@ pub enum Event {
         /// The question's id.
         id: String,
     },
+    /// A server the desk talks to wants the person to sign in: open `url` (the authorization
+    /// server's page); it sends the browser back to the desk's `/oauth/callback`. Sent to every
+    /// page, and to a page that opens while the sign-in is waiting.
+    #[serde(rename = "signin")]
+    SignIn {
+        /// The connection's name.
+        server: String,
+        /// The authorization URL.
+        url: String,
+    },
+    /// The sign-in to `server` is over (the browser came back, or it waited too long): the
+    /// link goes away.
+    #[serde(rename = "signinended")]
+    SignInEnded {
+        /// The connection's name.
+        server: String,
+        /// Whether the browser came back in time.
+        completed: bool,
+    },
 }
 
 /// The person's answer.
@@ -93,11 +112,29 @@ struct Question {
     answer: oneshot::Sender<Answer>,
 }
 
+/// A sign-in waiting for the browser to come back.
+struct PendingSignIn {
+    server: String,
+    url: String,
+    back: oneshot::Sender<String>,
+}
+
+/// Why a callback was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignInError {
+    /// The callback names no sign-in that is waiting (never started, already finished, or
+    /// given up on).
+    #[error("no sign-in is waiting for this callback")]
+    NotWaiting,
+}
+
 /// All conversations' streams and open questions.
 #[derive(Default)]
 pub struct Events {
     watchers: Mutex<HashMap<String, Watcher>>,
     questions: Mutex<HashMap<String, Question>>,
+    /// Sign-ins by their OAuth `state`.
+    sign_ins: Mutex<HashMap<String, PendingSignIn>>,
 }
 
 impl std::fmt::Debug for Events {
@@ -131,6 +168,12 @@ impl Events {
         let _ = tx.send(Event::Hello {
             secret: secret.clone(),
         });
+        for pending in lock(&self.sign_ins).values() {
+            let _ = tx.send(Event::SignIn {
+                server: pending.server.clone(),
+                url: pending.url.clone(),
+            });
+        }
         lock(&self.watchers).insert(
             conversation.to_owned(),
             Watcher {
@@ -152,6 +195,73 @@ impl Events {
             }
             None => false,
         }
+    }
+
+    /// Send an event to every page.
+    pub fn emit_all(&self, event: &Event) {
+        lock(&self.watchers).retain(|_, watcher| watcher.tx.send(event.clone()).is_ok());
+    }
+
+    /// Show every page (and the terminal) a "Sign in to `server`" link to `url`, and wait at
+    /// most `deadline` for the browser to come back to the desk's callback with the same
+    /// OAuth `state`. Returns the callback's query string.
+    pub async fn sign_in(
+        &self,
+        server: &str,
+        url: &str,
+        deadline: Duration,
+    ) -> Result<String, String> {
+        let state = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|url| {
+                url.query_pairs()
+                    .find(|(key, _)| key == "state")
+                    .map(|(_, value)| value.into_owned())
+            })
+            .filter(|state| !state.is_empty())
+            .ok_or("the authorization URL carries no state to match the callback with")?;
+        let (back, came_back) = oneshot::channel();
+        lock(&self.sign_ins).insert(
+            state.clone(),
+            PendingSignIn {
+                server: server.to_owned(),
+                url: url.to_owned(),
+                back,
+            },
+        );
+        tracing::info!(server, "waiting for the person to sign in");
+        self.emit_all(&Event::SignIn {
+            server: server.to_owned(),
+            url: url.to_owned(),
+        });
+        let outcome = tokio::time::timeout(deadline, came_back).await;
+        lock(&self.sign_ins).remove(&state);
+        let completed = matches!(outcome, Ok(Ok(_)));
+        self.emit_all(&Event::SignInEnded {
+            server: server.to_owned(),
+            completed,
+        });
+        match outcome {
+            Ok(Ok(query)) => Ok(query),
+            _ => Err(format!(
+                "nobody signed in to {server} within {} minutes",
+                deadline.as_secs() / 60
+            )),
+        }
+    }
+
+    /// The browser came back to the callback with `query`: hand it to the sign-in with the
+    /// same `state`, once. Returns that sign-in's server.
+    pub fn signed_in(&self, query: &str) -> Result<String, SignInError> {
+        let state = url_state(query).ok_or(SignInError::NotWaiting)?;
+        let pending = lock(&self.sign_ins)
+            .remove(&state)
+            .ok_or(SignInError::NotWaiting)?;
+        pending
+            .back
+            .send(query.to_owned())
+            .map_err(|_| SignInError::NotWaiting)?;
+        Ok(pending.server)
     }
 
     /// Whether `secret` is the secret of this conversation's current stream.
@@ -275,6 +385,15 @@ impl Drop for OpenQuestion<'_> {
     }
 }
 
+/// The `state` parameter of a query string.
+fn url_state(query: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(&format!("http://callback/?{query}")).ok()?;
+    parsed
+        .query_pairs()
+        .find(|(key, _)| key == "state")
+        .map(|(_, value)| value.into_owned())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -316,6 +435,88 @@ mod tests {
         assert_eq!(
             asking.await.unwrap(),
             Asked::Answered(Answer::Yes { note: "ok".into() })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sign_in_is_shown_to_every_page_and_ends_with_its_own_callback() {
+        let events = std::sync::Arc::new(Events::default());
+        let (_secret, mut early) = events.open("c1");
+        assert!(matches!(early.recv().await, Some(Event::Hello { .. })));
+        let signing_in = {
+            let events = events.clone();
+            tokio::spawn(async move {
+                events
+                    .sign_in(
+                        "orders",
+                        "http://as.example/authorize?client_id=x&state=s-123",
+                        Duration::from_secs(600),
+                    )
+                    .await
+            })
+        };
+        let Some(Event::SignIn { server, url }) = early.recv().await else {
+            panic!("no sign-in link")
+        };
+        assert_eq!(server, "orders");
+        assert!(url.ends_with("state=s-123"), "{url}");
+        // A page opened later sees the link too.
+        let (_secret, mut late) = events.open("c2");
+        assert!(matches!(late.recv().await, Some(Event::Hello { .. })));
+        assert!(matches!(late.recv().await, Some(Event::SignIn { .. })));
+        assert_eq!(
+            events.signed_in("code=c&state=forged"),
+            Err(SignInError::NotWaiting)
+        );
+        assert_eq!(events.signed_in("code=c&state=s-123"), Ok("orders".into()));
+        assert_eq!(
+            events.signed_in("code=c&state=s-123"),
+            Err(SignInError::NotWaiting),
+            "replayed"
+        );
+        assert_eq!(signing_in.await.unwrap(), Ok("code=c&state=s-123".into()));
+        assert!(matches!(
+            early.recv().await,
+            Some(Event::SignInEnded {
+                completed: true,
+                ..
+            })
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sign_in_nobody_finishes_ends_and_says_so() {
+        let events = Events::default();
+        let (_secret, mut rx) = events.open("c1");
+        let outcome = events
+            .sign_in(
+                "orders",
+                "http://as.example/authorize?state=s-1",
+                Duration::from_secs(600),
+            )
+            .await;
+        assert_eq!(
+            outcome,
+            Err("nobody signed in to orders within 10 minutes".into())
+        );
+        assert!(matches!(rx.recv().await, Some(Event::Hello { .. })));
+        assert!(matches!(rx.recv().await, Some(Event::SignIn { .. })));
+        assert!(matches!(
+            rx.recv().await,
+            Some(Event::SignInEnded {
+                completed: false,
+                ..
+            })
+        ));
+        assert_eq!(
+            events
+                .sign_in(
+                    "orders",
+                    "http://as.example/authorize",
+                    Duration::from_secs(1)
+                )
+                .await,
+            Err("the authorization URL carries no state to match the callback with".into())
         );
     }
 

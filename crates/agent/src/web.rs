@@ -53,7 +53,74 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/api/events", get(events))
         .route("/api/confirmations/{id}", post(confirm))
         .route("/api/orders", get(orders))
+        .route(CALLBACK_PATH, get(signed_in))
         .with_state(desk)
+}
+
+/// Where the authorization server sends the browser back to after a sign-in.
+pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// Only the sign-in callback, for a desk without the web UI (the terminal).
+pub fn callback_routes(desk: Arc<Desk>) -> Router {
+    Router::new()
+        .route(CALLBACK_PATH, get(signed_in))
+        .with_state(desk)
+}
+
+/// The longest callback query accepted (a code and a state are a few hundred bytes).
+const MAX_CALLBACK_QUERY: usize = 8 * 1024;
+
+/// The browser is back from the authorization server: hand the code to the sign-in waiting for
+/// it (matched by its `state`) and tell the person they can go back to the desk.
+async fn signed_in(State(desk): State<Arc<Desk>>, uri: axum::http::Uri) -> Response {
+    let query = uri.query().unwrap_or_default();
+    let page = |status: StatusCode, title: &str, text: &str| {
+        let body = format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+             <body><h1 id=\"sign-in-title\">{title}</h1><p id=\"sign-in-text\">{text}</p></body></html>",
+            title = crate::render::escape(title),
+            text = crate::render::escape(text),
+        );
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    };
+    if query.len() > MAX_CALLBACK_QUERY {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in not finished",
+            "The address the browser came back with is too long to be a sign-in.",
+        );
+    }
+    let refused = reqwest::Url::parse(&format!("http://callback/?{query}"))
+        .ok()
+        .and_then(|url| {
+            url.query_pairs()
+                .find(|(key, _)| key == "error")
+                .map(|(_, value)| value.into_owned())
+        });
+    match (desk.events().signed_in(query), refused) {
+        (Ok(server), None) => page(
+            StatusCode::OK,
+            &format!("Signed in to {server}"),
+            "You can close this tab: the desk goes on with what it was doing.",
+        ),
+        (Ok(server), Some(error)) => page(
+            StatusCode::OK,
+            &format!("{server} refused the sign-in"),
+            &format!("The authorization server said \"{error}\". Ask the desk again to retry."),
+        ),
+        (Err(error), _) => page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in not finished",
+            &format!(
+                "{error}: it may have finished already or waited too long. Start again from the desk."
+            ),
+        ),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -182,6 +249,8 @@ async fn events(
                 crate::events::Event::Confirmation { .. } => "confirmation",
                 crate::events::Event::Sampling { .. } => "sampling",
                 crate::events::Event::Closed { .. } => "closed",
+                crate::events::Event::SignIn { .. } => "signin",
+                crate::events::Event::SignInEnded { .. } => "signinended",
             };
             let data = serde_json::to_string(&event).unwrap_or_default();
             if yielder

@@ -183,7 +183,33 @@ function connectEvents() {
   source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data), "Confirm"));
   source.addEventListener("sampling", (e) => ask(JSON.parse(e.data), "Let the model answer this?"));
   source.addEventListener("closed", (e) => closed(JSON.parse(e.data).id));
+  source.addEventListener("signin", (e) => showSignIn(JSON.parse(e.data)));
+  source.addEventListener("signinended", (e) => endSignIn(JSON.parse(e.data)));
   source.onerror = () => { $("agent-state").textContent = ": agent not running"; };
+}
+
+// A server the desk talks to asks the person to sign in: a link per server, opened in a new
+// tab; the authorization server sends that tab back to the desk, which takes it from there.
+function showSignIn({ server, url }) {
+  if (!/^https?:\/\//i.test(url)) return;
+  let link = [...document.querySelectorAll("#sign-ins a")].find((a) => a.dataset.server === server);
+  if (!link) {
+    link = document.createElement("a");
+    link.dataset.server = server;
+    link.target = "_blank";
+    link.rel = "noopener";
+    link.className = "sign-in";
+    link.textContent = "Sign in to " + server;
+    $("sign-ins").append(link);
+  }
+  link.href = url;
+  $("sign-ins").hidden = false;
+}
+
+function endSignIn({ server, completed }) {
+  document.querySelectorAll("#sign-ins a").forEach((a) => { if (a.dataset.server === server) a.remove(); });
+  $("sign-ins").hidden = !document.querySelector("#sign-ins a");
+  if (completed) say("agent", "Signed in to " + server + ".");
 }
 
 // The open question, if any. Escape (or "Later") only minimises it to the banner at the top,

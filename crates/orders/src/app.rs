@@ -57,6 +57,9 @@ pub struct Config {
     pub http: HttpOptions,
     /// Bearer tokens every HTTP route requires; `None` serves without sign-in (loopback only).
     pub tokens: Option<crate::auth::Tokens>,
+    /// Require an OAuth token from this authorization server on every route but the health
+    /// check and the protected-resource metadata.
+    pub oauth: Option<std::sync::Arc<crate::oauth::OAuthResource>>,
     /// The key ring sealing `requestState`, shared by every instance; `None` for a random key
     /// per process (rounds then survive neither a restart nor a move to another instance).
     pub state_keys: Option<backchannel::StateKeys>,
@@ -146,7 +149,19 @@ fn router_with(
     let app = serve::router(move || server.clone(), &config.http, shutdown)
         .merge(crate::rest::routes(service));
     let app = match config.tokens.clone() {
-        None => app,
+        None => match config.oauth.clone() {
+            None => app,
+            Some(oauth) => {
+                let check = oauth.clone();
+                app.layer(axum::middleware::from_fn(
+                    move |request: axum::extract::Request, next: axum::middleware::Next| {
+                        let oauth = check.clone();
+                        async move { oauth_signed_in(&oauth, request, next).await }
+                    },
+                ))
+                .merge(resource_metadata(oauth))
+            }
+        },
         Some(tokens) => {
             let tokens = std::sync::Arc::new(tokens);
             app.layer(axum::middleware::from_fn(
@@ -203,6 +218,84 @@ async fn signed_in(
     }
 }
 
+/// Where the protected-resource metadata of the MCP endpoint is (RFC 9728).
+const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// This service's MCP URL as the request reached it (its `Host` passed the host policy).
+fn resource_url(request: &axum::extract::Request) -> String {
+    let host = request
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}/mcp")
+}
+
+/// The protected-resource metadata, readable without a token.
+fn resource_metadata(oauth: std::sync::Arc<crate::oauth::OAuthResource>) -> axum::Router {
+    let serve = move |request: axum::extract::Request| {
+        let oauth = oauth.clone();
+        async move { axum::Json(oauth.metadata(&resource_url(&request))) }
+    };
+    axum::Router::new()
+        .route(RESOURCE_METADATA, axum::routing::get(serve.clone()))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(serve),
+        )
+}
+
+/// Let the request through with the principal its OAuth token stands for, or answer 401 with
+/// a challenge that names the protected-resource metadata.
+async fn oauth_signed_in(
+    oauth: &crate::oauth::OAuthResource,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let resource = resource_url(&request);
+    let token = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(|token| token.trim().to_owned());
+    let principal = match token {
+        Some(token) if !token.is_empty() && token.len() <= 4096 => {
+            oauth.principal(&token, &resource).await
+        }
+        _ => None,
+    };
+    if let Some(name) = principal {
+        request
+            .extensions_mut()
+            .insert(serve::Principal(name.clone()));
+        return next.run(request).await;
+    }
+    let metadata = resource.trim_end_matches("/mcp").to_owned() + RESOURCE_METADATA;
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32001,
+            "message": "Sign-in required: send `Authorization: Bearer <token>` with a token from \
+                        the authorization server named in the protected-resource metadata",
+        },
+    });
+    (
+        http::StatusCode::UNAUTHORIZED,
+        [
+            (http::header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                http::header::WWW_AUTHENTICATE,
+                format!("Bearer resource_metadata=\"{metadata}\""),
+            ),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
 /// Serve REST and MCP on `listener` until `shutdown` is cancelled.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
@@ -213,6 +306,7 @@ pub async fn serve_http(
     if let Some(addr) = addr
         && !addr.ip().is_loopback()
         && config.tokens.is_none()
+        && config.oauth.is_none()
     {
         return Err(AppError::Unauthenticated(addr));
     }

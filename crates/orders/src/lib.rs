@@ -6,6 +6,7 @@ pub mod auth;
 pub mod domain;
 pub mod mcp;
 pub mod messages;
+pub mod oauth;
 pub mod rest;
 pub mod seed;
 pub mod service;

@@ -69,6 +69,10 @@ struct DeskArgs {
     /// Run without the knowledge base.
     #[arg(long)]
     no_knowledge_base: bool,
+    /// Keep the tokens of a sign-in (to an order service that asks for one) in this file,
+    /// readable only by you; without it they last until the desk stops.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -169,6 +173,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         model,
         token_budget: args.token_budget,
         knowledge,
+        token_file: args.token_file.clone(),
         ..DeskConfig::default()
     })
 }
@@ -234,7 +239,7 @@ async fn main() -> anyhow::Result<()> {
                 orders_url: orders,
                 ..desk_config(&desk)?
             };
-            let desk = std::sync::Arc::new(agent::desk::Desk::start(config).await?);
+            let desk = app::terminal_desk(config, shutdown).await?;
             {
                 use std::io::Write;
                 writeln!(
@@ -264,7 +269,10 @@ async fn main() -> anyhow::Result<()> {
                 orders_url: orders,
                 ..desk_config(&desk)?
             };
-            eprintln!("Support Desk web UI: open http://{listen}/");
+            let address = listener
+                .local_addr()
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            eprintln!("Support Desk web UI: open http://{address}/");
             app::serve_web(listener, config, http_options(&allow_hosts), shutdown).await?;
         }
     }

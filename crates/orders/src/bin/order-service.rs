@@ -56,8 +56,17 @@ enum Command {
         listen: SocketAddr,
         /// Require a bearer token on every route: a file of `name=token` lines (tokens of 32+
         /// characters). Needed to listen beyond loopback.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "oauth_issuer")]
         token_file: Option<std::path::PathBuf>,
+        /// Require an OAuth token from this authorization server (its issuer URL) on every
+        /// route; tokens are checked with its introspection endpoint. Clients find it through
+        /// /.well-known/oauth-protected-resource/mcp.
+        #[arg(long, value_name = "URL")]
+        oauth_issuer: Option<String>,
+        /// The authorization server's token introspection endpoint, when its metadata does not
+        /// name one.
+        #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+        oauth_introspection: Option<String>,
         /// A host name (besides loopback) clients use to reach the service; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
@@ -111,6 +120,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve {
             listen,
             token_file,
+            oauth_issuer,
+            oauth_introspection,
             allow_hosts,
             max_sessions,
             max_connections,
@@ -121,6 +132,12 @@ async fn main() -> anyhow::Result<()> {
             config.http.max_connections = max_connections;
             if let Some(path) = &token_file {
                 config.tokens = Some(orders::auth::Tokens::from_file(path)?);
+            }
+            if let Some(issuer) = &oauth_issuer {
+                let oauth =
+                    orders::oauth::OAuthResource::discover(issuer, oauth_introspection.as_deref())
+                        .await?;
+                config.oauth = Some(std::sync::Arc::new(oauth));
             }
             config.http = allow_hosts
                 .iter()
