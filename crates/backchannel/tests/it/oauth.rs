@@ -329,3 +329,197 @@ async fn the_host_signs_in_keeps_tokens_private_refreshes_before_use_and_logs_no
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two authorization servers for one resource, mounted at `/as1` and `/as2`: the resource
+/// names `current`; each server records every client ID and token shown to it.
+#[derive(Default)]
+struct TwoServers {
+    base: Mutex<String>,
+    nonce: String,
+    current: AtomicUsize,
+    /// What each server was shown, by server number.
+    shown: Mutex<Vec<(usize, String)>>,
+}
+
+impl TwoServers {
+    fn base(&self) -> String {
+        self.base.lock().unwrap().clone()
+    }
+    fn access(&self, server: usize) -> String {
+        format!("at-as{server}-{}", self.nonce)
+    }
+    fn show(&self, server: usize, what: impl Into<String>) {
+        self.shown.lock().unwrap().push((server, what.into()));
+    }
+}
+
+fn two_servers_router(state: Arc<TwoServers>) -> axum::Router {
+    use axum::extract::Path;
+    let resource = |State(s): State<Arc<TwoServers>>| async move {
+        let base = s.base();
+        axum::Json(json!({
+            "resource": format!("{base}/mcp"),
+            "authorization_servers": [format!("{base}/as{}", s.current.load(Ordering::SeqCst))],
+        }))
+    };
+    let metadata = |State(s): State<Arc<TwoServers>>, Path(name): Path<String>| async move {
+        let issuer = format!("{}/{name}", s.base());
+        axum::Json(json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/authorize"),
+            "token_endpoint": format!("{issuer}/token"),
+            "registration_endpoint": format!("{issuer}/register"),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_post"],
+        }))
+    };
+    let number = |name: &str| name.trim_start_matches("as").parse::<usize>().unwrap_or(0);
+    let register = move |State(s): State<Arc<TwoServers>>,
+                         Path(name): Path<String>,
+                         axum::Json(request): axum::Json<Value>| async move {
+        let n = number(&name);
+        s.show(n, "registration");
+        let body = json!({
+            "client_id": format!("client-of-as{n}"),
+            "client_secret": format!("secret-of-as{n}-{}", s.nonce),
+            "redirect_uris": request["redirect_uris"],
+            "token_endpoint_auth_method": "client_secret_post",
+        });
+        (StatusCode::CREATED, axum::Json(body))
+    };
+    let authorize =
+        move |State(s): State<Arc<TwoServers>>,
+              Path(name): Path<String>,
+              Query(query): Query<std::collections::HashMap<String, String>>| async move {
+            let n = number(&name);
+            s.show(n, query.get("client_id").cloned().unwrap_or_default());
+            let location = format!(
+                "{}?code=code-as{n}&state={}",
+                query["redirect_uri"], query["state"]
+            );
+            (
+                StatusCode::FOUND,
+                [(axum::http::header::LOCATION, location)],
+            )
+        };
+    let token = move |State(s): State<Arc<TwoServers>>,
+                      Path(name): Path<String>,
+                      headers: HeaderMap,
+                      Form(form): Form<std::collections::HashMap<String, String>>| async move {
+        let n = number(&name);
+        for value in form.values() {
+            s.show(n, value.clone());
+        }
+        if let Some(auth) = headers.get(axum::http::header::AUTHORIZATION) {
+            s.show(n, auth.to_str().unwrap_or_default().to_owned());
+        }
+        axum::Json(json!({
+            "access_token": s.access(n),
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "refresh_token": format!("rt-as{n}-{}", s.nonce),
+        }))
+    };
+    axum::Router::new()
+        .route("/.well-known/oauth-protected-resource/mcp", get(resource))
+        .route(
+            "/.well-known/oauth-authorization-server/{name}",
+            get(metadata),
+        )
+        .route("/{name}/register", post(register))
+        .route("/{name}/authorize", get(authorize))
+        .route("/{name}/token", post(token))
+        .with_state(state)
+}
+
+#[tokio::test]
+async fn a_new_authorization_server_never_sees_the_old_ones_credentials() {
+    let state = Arc::new(TwoServers {
+        nonce: backchannel::testing::random_hex(),
+        current: AtomicUsize::new(1),
+        ..TwoServers::default()
+    });
+    let checked = state.clone();
+    let router_state = state.clone();
+    let served = backchannel::testing::serve_with(
+        move |stop| {
+            let server = TestServer::new(Backchannel::new());
+            // Only the current server's token opens `/mcp`.
+            let bearer = move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let state = checked.clone();
+                async move {
+                    if !request.uri().path().starts_with("/mcp") {
+                        return next.run(request).await;
+                    }
+                    let current = state.access(state.current.load(Ordering::SeqCst));
+                    let presented = request
+                        .headers()
+                        .get(axum::http::header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Bearer "));
+                    if presented == Some(current.as_str()) {
+                        return next.run(request).await;
+                    }
+                    let challenge = format!(
+                        "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+                        state.base()
+                    );
+                    (
+                        StatusCode::UNAUTHORIZED,
+                        [(axum::http::header::WWW_AUTHENTICATE, challenge)],
+                    )
+                        .into_response()
+                }
+            };
+            backchannel::serve::router(move || server.clone(), &Default::default(), stop)
+                .merge(two_servers_router(router_state))
+                .layer(axum::middleware::from_fn(bearer))
+        },
+        &Default::default(),
+    )
+    .await;
+    *state.base.lock().unwrap() = format!("http://{}", served.addr);
+    let dir = std::env::temp_dir().join(format!("bc-oauth-two-{}", state.nonce));
+    let config = host_config(&served.url("/mcp"), &dir.join("tokens.json"));
+    let browser = Arc::new(Browser::default());
+    let host = Host::open(&config, browser.clone()).await.unwrap();
+    let desk = host.connection("desk").unwrap();
+    desk.tools().await.unwrap();
+
+    // The resource moves to another authorization server: the old token is refused.
+    state.current.store(2, Ordering::SeqCst);
+    let result = desk
+        .call_tool("progress", None, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        browser.sign_ins.load(Ordering::SeqCst),
+        2,
+        "signed in once with each"
+    );
+
+    let shown = state.shown.lock().unwrap().clone();
+    assert!(
+        shown
+            .iter()
+            .any(|(n, what)| *n == 2 && what == "registration"),
+        "the client registered anew with the second server: {shown:?}"
+    );
+    let first_ones = [
+        "client-of-as1".to_owned(),
+        format!("secret-of-as1-{}", state.nonce),
+        state.access(1),
+        format!("rt-as1-{}", state.nonce),
+    ];
+    for (server, what) in shown.iter().filter(|(n, _)| *n == 2) {
+        assert!(
+            !first_ones.iter().any(|old| what.contains(old.as_str())),
+            "authorization server {server} was shown the first one's credential {what}"
+        );
+    }
+    host.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

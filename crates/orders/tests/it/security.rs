@@ -491,3 +491,114 @@ async fn a_second_request_with_an_id_still_in_flight_is_refused() {
     drop(first);
     assert_eq!(status_of(&running, &order).await, "PENDING");
 }
+
+/// An authorization server's introspection endpoint (RFC 7662) over real HTTP: `good` is active
+/// for `resource`, `elsewhere` is active for another resource, `expired` is past its time, and
+/// anything else is inactive. Counts the questions it is asked.
+async fn introspection_server(
+    resource: std::sync::Arc<std::sync::Mutex<String>>,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> backchannel::testing::Served {
+    let endpoint = move |body: String| {
+        // The form is `token=...`; the tokens here need no decoding.
+        let token = body.strip_prefix("token=").map(str::to_owned);
+        let resource = resource.lock().unwrap().clone();
+        asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            axum::Json(match token.as_deref() {
+                Some("good") => {
+                    json!({"active": true, "sub": "ana", "exp": now + 3600, "aud": resource})
+                }
+                Some("elsewhere") => {
+                    json!({"active": true, "sub": "ana", "exp": now + 3600, "aud": "http://other.example/mcp"})
+                }
+                Some("expired") => json!({"active": true, "sub": "ana", "exp": now - 1}),
+                _ => json!({"active": false}),
+            })
+        }
+    };
+    backchannel::testing::serve_with(
+        |_stop| axum::Router::new().route("/introspect", axum::routing::post(endpoint)),
+        &HttpOptions::default(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn with_an_oauth_issuer_tokens_are_checked_with_it_and_the_challenge_names_it() {
+    let resource = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let issuer = introspection_server(resource.clone(), asked.clone()).await;
+    let oauth = orders::oauth::OAuthResource::discover(
+        "http://issuer.example",
+        Some(&issuer.url("/introspect")),
+    )
+    .await
+    .unwrap();
+    let store = Store::open(&crate::common::fresh_database().await)
+        .await
+        .unwrap();
+    let service = OrderService::new(store, ServiceConfig::default());
+    let oauth = std::sync::Arc::new(oauth);
+    let served = backchannel::testing::serve_with(
+        |stop| {
+            let config = orders::app::Config {
+                oauth: Some(oauth),
+                ..Default::default()
+            };
+            orders::app::router(service, &config, stop).unwrap()
+        },
+        &HttpOptions::default(),
+    )
+    .await;
+    let addr = served.addr;
+    *resource.lock().unwrap() = format!("http://{addr}/mcp");
+    let body = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+
+    // Without a token: 401, and the challenge names the metadata, which names the issuer.
+    let client = reqwest::Client::new();
+    let refused = client
+        .post(format!("http://{addr}/mcp"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+    let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata_url}\"")
+    );
+    let metadata: Value = client
+        .get(&metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], format!("http://{addr}/mcp"));
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!(["http://issuer.example"])
+    );
+
+    for token in ["nonsense", "expired", "elsewhere"] {
+        let auth = format!("Bearer {token}");
+        let (status, _) = post(addr, &body, &[("Authorization", &auth)]).await;
+        assert_eq!(status, 401, "{token}");
+    }
+    let (status, answer) = post(addr, &body, &[("Authorization", "Bearer good")]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.to_string().contains("ORD-10001"), "{answer}");
+    // The answer for a good token is kept: a second call asks the issuer nothing.
+    let before = asked.load(std::sync::atomic::Ordering::SeqCst);
+    let (status, _) = post(addr, &body, &[("Authorization", "Bearer good")]).await;
+    assert_eq!(status, 200);
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), before);
+}
