@@ -273,6 +273,13 @@ async fn the_host_signs_in_keeps_tokens_private_refreshes_before_use_and_logs_no
     let dir = std::env::temp_dir().join(format!("bc-oauth-{}", ledger.nonce));
     let token_file = dir.join("tokens.json");
     let config = host_config(&served.url("/mcp"), &token_file);
+    // tracing caches each log call site's interest for the whole process. While only one
+    // subscriber is registered, a call site first reached on another test's thread (which has
+    // none) is cached as uninteresting for everyone, and this test would miss its lines. With a
+    // second subscriber registered, tracing asks every registered one instead; call sites
+    // cached before then are recomputed.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    tracing::callsite::rebuild_interest_cache();
 
     let browser = Arc::new(Browser::default());
     let host = Host::open(&config, browser.clone()).await.unwrap();
