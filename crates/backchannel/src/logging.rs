@@ -1,9 +1,24 @@
 //! The log set-up our binaries share: quiet by default (the binary's own events and the
 //! library's at INFO, every other crate at WARN, so rmcp's per-request lines stay out), `RUST_LOG`
 //! to override, written to stderr by a background thread so a busy server never waits on its
-//! log.
+//! log. The thread writes in batches: a line lands in a shared buffer (no wake-up, no system
+//! call), and the thread writes what has gathered every [`FLUSH_EVERY`], or at once when
+//! [`FLUSH_AT`] bytes are waiting. A server writing an audit line per call pays for the line,
+//! not for a thread switch per line.
 
 use std::io::IsTerminal;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long a line may wait before it is written.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
+
+/// Waiting bytes that get written at once, without waiting for [`FLUSH_EVERY`].
+pub const FLUSH_AT: usize = 64 * 1024;
+
+/// The most bytes kept waiting; lines beyond it are dropped (and counted) rather than let a
+/// stalled output grow the server's memory.
+const MAX_WAITING: usize = 16 * 1024 * 1024;
 
 /// The default filter: WARN, and INFO for `backchannel` and each of `ours`.
 pub fn default_filter(ours: &[&str]) -> String {
@@ -20,7 +35,119 @@ pub fn default_filter(ours: &[&str]) -> String {
 #[must_use = "hold the guard for as long as the program logs"]
 #[derive(Debug)]
 pub struct Guard {
-    _worker: tracing_appender::non_blocking::WorkerGuard,
+    shared: Arc<Shared>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.shared.lock().closing = true;
+        self.shared.wake.notify_one();
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// What the program's threads and the writer thread share.
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<Waiting>,
+    wake: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Waiting {
+    bytes: Vec<u8>,
+    dropped: u64,
+    closing: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The writer each log line is written through: appends to the shared buffer.
+#[derive(Debug, Clone)]
+struct Batched(Arc<Shared>);
+
+impl std::io::Write for Batched {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        let mut waiting = self.0.lock();
+        if waiting.bytes.len() + line.len() > MAX_WAITING {
+            waiting.dropped += 1;
+            return Ok(line.len());
+        }
+        waiting.bytes.extend_from_slice(line);
+        if waiting.bytes.len() >= FLUSH_AT {
+            self.0.wake.notify_one();
+        }
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Batched {
+    type Writer = Batched;
+    fn make_writer(&'a self) -> Batched {
+        self.clone()
+    }
+}
+
+/// Start the writer thread over `out`.
+fn batched(mut out: Box<dyn std::io::Write + Send>) -> (Batched, Guard) {
+    use std::io::Write as _;
+    let shared = Arc::new(Shared::default());
+    let theirs = shared.clone();
+    let worker = std::thread::Builder::new()
+        .name("log-writer".into())
+        .spawn(move || {
+            let mut spare = Vec::new();
+            loop {
+                let (closing, dropped) = {
+                    let mut waiting = theirs.lock();
+                    if !waiting.closing && waiting.bytes.len() < FLUSH_AT {
+                        waiting = theirs
+                            .wake
+                            .wait_timeout(waiting, FLUSH_EVERY)
+                            .map(|(guard, _)| guard)
+                            .unwrap_or_else(|e| e.into_inner().0);
+                    }
+                    std::mem::swap(&mut waiting.bytes, &mut spare);
+                    (waiting.closing, std::mem::take(&mut waiting.dropped))
+                };
+                if dropped > 0 {
+                    let _ = writeln!(
+                        out,
+                        "({dropped} log lines dropped: the log output could not keep up)"
+                    );
+                }
+                if !spare.is_empty() {
+                    let _ = out.write_all(&spare);
+                    let _ = out.flush();
+                    spare.clear();
+                }
+                if closing {
+                    return;
+                }
+            }
+        });
+    let worker = match worker {
+        Ok(worker) => Some(worker),
+        Err(error) => {
+            // Without a thread nothing would ever be written: say so once, where it shows.
+            eprintln!("cannot start the log writer thread: {error}");
+            None
+        }
+    };
+    (Batched(shared.clone()), Guard { shared, worker })
 }
 
 /// A filter by verbosity, for programs whose screen is not for logs: 0 warnings only, 1 also
@@ -57,7 +184,7 @@ pub fn init_file(path: &std::path::Path, filter: String) -> std::io::Result<Guar
 }
 
 fn init_to(out: Box<dyn std::io::Write + Send>, ansi: bool, default: String) -> Guard {
-    let (writer, guard) = tracing_appender::non_blocking(out);
+    let (writer, guard) = batched(out);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
@@ -65,7 +192,7 @@ fn init_to(out: Box<dyn std::io::Write + Send>, ansi: bool, default: String) -> 
         .with_ansi(ansi)
         .with_env_filter(filter)
         .try_init();
-    Guard { _worker: guard }
+    guard
 }
 
 #[cfg(test)]
@@ -84,6 +211,39 @@ mod tests {
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
+        }
+    }
+
+    #[test]
+    fn batched_lines_come_out_whole_and_in_order_by_the_time_the_guard_drops() {
+        use std::io::Write as _;
+        let sink = Captured::default();
+        let (writer, guard) = batched(Box::new(sink.clone()));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let mut writer = writer.clone();
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        writer
+                            .write_all(format!("thread {t} line {i}\n").as_bytes())
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        drop(guard);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 2000);
+        for t in 0..4 {
+            let mine: Vec<usize> = text
+                .lines()
+                .filter_map(|line| line.strip_prefix(&format!("thread {t} line ")))
+                .map(|n| n.parse().unwrap())
+                .collect();
+            assert_eq!(mine, (0..500).collect::<Vec<_>>(), "thread {t}");
         }
     }
 
