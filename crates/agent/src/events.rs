@@ -213,11 +213,7 @@ impl Events {
     ) -> Result<String, String> {
         let state = reqwest::Url::parse(url)
             .ok()
-            .and_then(|url| {
-                url.query_pairs()
-                    .find(|(key, _)| key == "state")
-                    .map(|(_, value)| value.into_owned())
-            })
+            .and_then(|url| url.query().and_then(|query| query_param(query, "state")))
             .filter(|state| !state.is_empty())
             .ok_or("the authorization URL carries no state to match the callback with")?;
         let (back, came_back) = oneshot::channel();
@@ -253,7 +249,7 @@ impl Events {
     /// The browser came back to the callback with `query`: hand it to the sign-in with the
     /// same `state`, once. Returns that sign-in's server.
     pub fn signed_in(&self, query: &str) -> Result<String, SignInError> {
-        let state = url_state(query).ok_or(SignInError::NotWaiting)?;
+        let state = query_param(query, "state").ok_or(SignInError::NotWaiting)?;
         let pending = lock(&self.sign_ins)
             .remove(&state)
             .ok_or(SignInError::NotWaiting)?;
@@ -385,12 +381,12 @@ impl Drop for OpenQuestion<'_> {
     }
 }
 
-/// The `state` parameter of a query string.
-fn url_state(query: &str) -> Option<String> {
-    let parsed = reqwest::Url::parse(&format!("http://callback/?{query}")).ok()?;
-    parsed
+/// The (decoded) value of parameter `name` in a URL's query string.
+pub(crate) fn query_param(query: &str, name: &str) -> Option<String> {
+    reqwest::Url::parse(&format!("http://query/?{query}"))
+        .ok()?
         .query_pairs()
-        .find(|(key, _)| key == "state")
+        .find(|(key, _)| key == name)
         .map(|(_, value)| value.into_owned())
 }
 

@@ -95,13 +95,7 @@ async fn signed_in(State(desk): State<Arc<Desk>>, uri: axum::http::Uri) -> Respo
             "The address the browser came back with is too long to be a sign-in.",
         );
     }
-    let refused = reqwest::Url::parse(&format!("http://callback/?{query}"))
-        .ok()
-        .and_then(|url| {
-            url.query_pairs()
-                .find(|(key, _)| key == "error")
-                .map(|(_, value)| value.into_owned())
-        });
+    let refused = crate::events::query_param(query, "error");
     match (desk.events().signed_in(query), refused) {
         (Ok(server), None) => page(
             StatusCode::OK,

@@ -55,6 +55,16 @@ impl ListeningOpened {
     }
 }
 
+impl<C> Listening<C> {
+    /// After a GET: when it was the session's listening stream (a session, and not resuming
+    /// after an event), report it answered.
+    fn answered_if_listening(&self, session: bool, resuming: bool) {
+        if session && !resuming {
+            self.answered.send_replace(true);
+        }
+    }
+}
+
 impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
     type Error = C::Error;
 
@@ -133,14 +143,12 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let listening = session_id.is_some() && last_event_id.is_none();
+        let (session, resuming) = (session_id.is_some(), last_event_id.is_some());
         let answer = self
             .inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await;
-        if listening {
-            self.answered.send_replace(true);
-        }
+        self.answered_if_listening(session, resuming);
         answer
     }
 
@@ -153,7 +161,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let listening = session_id.is_some() && last_event_id.is_none();
+        let (session, resuming) = (session_id.is_some(), last_event_id.is_some());
         let answer = self
             .inner
             .get_stream_with_max_sse_event_size(
@@ -165,9 +173,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
                 max_sse_event_size,
             )
             .await;
-        if listening {
-            self.answered.send_replace(true);
-        }
+        self.answered_if_listening(session, resuming);
         answer
     }
 }
