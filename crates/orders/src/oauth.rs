@@ -107,25 +107,39 @@ impl OAuthResource {
             url: url.to_owned(),
             reason,
         };
-        let parsed = reqwest::Url::parse(issuer).map_err(|e| fail(issuer, e.to_string()))?;
-        let path = parsed.path().trim_end_matches('/');
-        let mut metadata_url = parsed.clone();
-        metadata_url.set_path(&format!("/.well-known/oauth-authorization-server{path}"));
-        metadata_url.set_query(None);
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| fail(issuer, e.to_string()))?;
-        if let Some(endpoint) = introspection {
-            return Ok(OAuthResource {
-                issuer: issuer.to_owned(),
-                introspection: reqwest::Url::parse(endpoint)
-                    .map_err(|e| fail(endpoint, e.to_string()))?,
-                client,
-                vouched: Mutex::new(HashMap::new()),
-            });
-        }
+        let endpoint = match introspection {
+            Some(endpoint) => endpoint.to_owned(),
+            None => Self::introspection_endpoint(&client, issuer).await?,
+        };
+        let introspection =
+            reqwest::Url::parse(&endpoint).map_err(|e| fail(&endpoint, e.to_string()))?;
+        Ok(OAuthResource {
+            issuer: issuer.to_owned(),
+            introspection,
+            client,
+            vouched: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The introspection endpoint the metadata of `issuer` names.
+    async fn introspection_endpoint(
+        client: &reqwest::Client,
+        issuer: &str,
+    ) -> Result<String, OAuthError> {
+        let fail = |url: &str, reason: String| OAuthError::Metadata {
+            url: url.to_owned(),
+            reason,
+        };
+        let mut metadata_url =
+            reqwest::Url::parse(issuer).map_err(|e| fail(issuer, e.to_string()))?;
+        let path = metadata_url.path().trim_end_matches('/').to_owned();
+        metadata_url.set_path(&format!("/.well-known/oauth-authorization-server{path}"));
+        metadata_url.set_query(None);
         let shown = metadata_url.to_string();
         let response = client
             .get(metadata_url)
@@ -138,17 +152,9 @@ impl OAuthResource {
         let body = read_capped(response).await.map_err(|e| fail(&shown, e))?;
         let metadata: Metadata =
             serde_json::from_slice(&body).map_err(|e| fail(&shown, e.to_string()))?;
-        let endpoint = metadata
+        metadata
             .introspection_endpoint
-            .ok_or_else(|| OAuthError::NoIntrospection(issuer.to_owned()))?;
-        let introspection =
-            reqwest::Url::parse(&endpoint).map_err(|e| fail(&shown, e.to_string()))?;
-        Ok(OAuthResource {
-            issuer: issuer.to_owned(),
-            introspection,
-            client,
-            vouched: Mutex::new(HashMap::new()),
-        })
+            .ok_or_else(|| OAuthError::NoIntrospection(issuer.to_owned()))
     }
 
     /// The protected-resource metadata of `resource` (this service's MCP URL).
@@ -189,12 +195,12 @@ impl OAuthResource {
                 .any(|aud| same_resource(aud, resource)),
             Some(_) => false,
         };
-        let expires = answer.exp.filter(|exp| *exp > unix_now);
-        if !answer.active || expires.is_none() || !for_us {
+        let expires = answer.exp.filter(|exp| *exp > unix_now)?;
+        if !answer.active || !for_us {
             return None;
         }
         let principal = answer.sub.or(answer.client_id)?;
-        let left = Duration::from_secs(expires.unwrap_or_default() - unix_now);
+        let left = Duration::from_secs(expires - unix_now);
         let mut vouched = self.lock();
         if vouched.len() >= MAX_KEPT {
             vouched.retain(|_, (_, until)| *until > now);

@@ -4,33 +4,18 @@
 // chosen one), the progress bar of two refreshes in one page, policy
 // answers rendered from Markdown, one money format, and the layout on a 375 px phone.
 // Usage: node desk.mjs URL
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
+import { launch } from "./harness.mjs";
 
 const url = process.argv[2];
-let passed = 0;
-let failed = 0;
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const run = await launch();
 
-async function scenario(name, body, viewport = { width: 1300, height: 800 }) {
-  const page = await browser.newPage({ viewport });
-  page.setDefaultTimeout(20000);
-  try {
+// Every scenario starts on the desk's page, once it is ready.
+function scenario(name, body, viewport) {
+  return run.scenario(name, async (page) => {
     await page.goto(url);
     await page.waitForSelector('body[data-ready="true"]');
     await body(page);
-    console.log(`ok    browser: ${name}`);
-    passed += 1;
-  } catch (error) {
-    console.log(`FAIL  browser: ${name}: ${error.message.split("\n")[0]}`);
-    await page.screenshot({ path: `${process.env.RESULTS || "."}/${name.replace(/\W+/g, "-")}.png` }).catch(() => {});
-    failed += 1;
-  } finally {
-    await page.close();
-  }
+  }, viewport);
 }
 
 async function tab(page, status) {
@@ -178,6 +163,4 @@ await scenario("on a 375 px phone the page fits and the chat sits under the orde
   await page.click("#confirm-no");
 }, { width: 375, height: 740 });
 
-await browser.close();
-console.log(`browser: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await run.finish();

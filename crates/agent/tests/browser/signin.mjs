@@ -4,35 +4,12 @@
 // desk's /oauth/callback; the orders the page asked for before signing in then arrive, and a
 // question asked after goes through with the token.
 // Usage: node signin.mjs URL
-const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
+import { launch } from "./harness.mjs";
 
 const url = process.argv[2];
-let passed = 0;
-let failed = 0;
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const run = await launch();
 
-async function scenario(name, body) {
-  const context = await browser.newContext({ viewport: { width: 1300, height: 800 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(20000);
-  try {
-    await body(page, context);
-    console.log(`ok    browser: ${name}`);
-    passed += 1;
-  } catch (error) {
-    console.log(`FAIL  browser: ${name}: ${error.message.split("\n")[0]}`);
-    await page.screenshot({ path: `${process.env.RESULTS || "."}/${name.replace(/\W+/g, "-")}.png` }).catch(() => {});
-    failed += 1;
-  } finally {
-    await context.close();
-  }
-}
-
-await scenario("a server that needs a sign-in shows the link; signing in lets the waiting call through", async (page, context) => {
+await run.scenario("a server that needs a sign-in shows the link; signing in lets the waiting call through", async (page, context) => {
   await page.goto(url);
   await page.waitForSelector('body[data-ready="true"]');
   const link = page.locator("#sign-ins a", { hasText: "Sign in to orders" });
@@ -64,6 +41,4 @@ await scenario("a server that needs a sign-in shows the link; signing in lets th
   if (again !== 400) throw new Error(`a replayed callback got ${again}`);
 });
 
-await browser.close();
-console.log(`browser: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await run.finish();

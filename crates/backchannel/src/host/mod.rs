@@ -673,7 +673,7 @@ impl<H: HostHandler> Connection<H> {
                 };
                 #[cfg(not(feature = "oauth"))]
                 let (service, opened) = {
-                    let (client, opened) = Listening::new(http_client());
+                    let (client, opened) = Listening::new(http_client().map_err(connect_error)?);
                     let transport =
                         StreamableHttpClientTransport::with_client(client, transport_config);
                     let service = make_routed()
@@ -1055,7 +1055,7 @@ impl<H: HostHandler> Host<H> {
 /// The HTTP client of every HTTP connection: no idle pool (a reused connection whose last
 /// SSE body was not drained stalls on delayed ACKs), and redirects followed only as 307/308
 /// within the same origin, so a request never carries its session or token elsewhere.
-fn http_client() -> reqwest13::Client {
+fn http_client() -> Result<reqwest13::Client, String> {
     const MAX_REDIRECTS: usize = 10;
     let policy = reqwest13::redirect::Policy::custom(|attempt| {
         let same_origin = attempt
@@ -1073,7 +1073,7 @@ fn http_client() -> reqwest13::Client {
         .pool_max_idle_per_host(0)
         .redirect(policy)
         .build()
-        .unwrap_or_default()
+        .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }
 
 /// On a revision with sessions, wait (at most `limit`, and never past 5 s) until the server
@@ -1138,8 +1138,9 @@ impl<H: HostHandler> SigningIn<'_, H> {
         let mut manager = auth::manager(self.url, &store)
             .await
             .map_err(|e| e.to_string())?;
+        let http = http_client()?;
         for attempt in 0..=auth::MAX_SIGN_INS {
-            let client = rmcp::transport::auth::AuthClient::new(http_client(), manager);
+            let client = rmcp::transport::auth::AuthClient::new(http.clone(), manager);
             let held = client.auth_manager.clone();
             let (client, opened) = Listening::new(client);
             let transport = rmcp::transport::StreamableHttpClientTransport::with_client(

@@ -62,19 +62,23 @@ async fn protected_resource(State(ledger): State<Arc<Ledger>>) -> axum::Json<Val
     }))
 }
 
-async fn authorization_server(State(ledger): State<Arc<Ledger>>) -> axum::Json<Value> {
-    let base = ledger.base();
-    axum::Json(json!({
-        "issuer": base,
-        "authorization_endpoint": format!("{base}/authorize"),
-        "token_endpoint": format!("{base}/token"),
-        "registration_endpoint": format!("{base}/register"),
+/// RFC 8414 metadata of a scripted authorization server at `issuer` (endpoints below it).
+fn as_metadata(issuer: &str, client_auth: &str) -> Value {
+    json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/authorize"),
+        "token_endpoint": format!("{issuer}/token"),
+        "registration_endpoint": format!("{issuer}/register"),
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
+        "token_endpoint_auth_methods_supported": [client_auth],
         "scopes_supported": ["mcp"],
-    }))
+    })
+}
+
+async fn authorization_server(State(ledger): State<Arc<Ledger>>) -> axum::Json<Value> {
+    axum::Json(as_metadata(&ledger.base(), "none"))
 }
 
 async fn register(axum::Json(request): axum::Json<Value>) -> Response {
@@ -370,17 +374,10 @@ fn two_servers_router(state: Arc<TwoServers>) -> axum::Router {
         }))
     };
     let metadata = |State(s): State<Arc<TwoServers>>, Path(name): Path<String>| async move {
-        let issuer = format!("{}/{name}", s.base());
-        axum::Json(json!({
-            "issuer": issuer,
-            "authorization_endpoint": format!("{issuer}/authorize"),
-            "token_endpoint": format!("{issuer}/token"),
-            "registration_endpoint": format!("{issuer}/register"),
-            "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["client_secret_post"],
-        }))
+        axum::Json(as_metadata(
+            &format!("{}/{name}", s.base()),
+            "client_secret_post",
+        ))
     };
     let number = |name: &str| name.trim_start_matches("as").parse::<usize>().unwrap_or(0);
     let register = move |State(s): State<Arc<TwoServers>>,

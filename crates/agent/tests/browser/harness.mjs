@@ -1,0 +1,39 @@
+// What the browser tests share: Debian's Chromium, headless, through playwright-core; each
+// scenario in a fresh browser context, counted, with a screenshot when it fails; and the
+// summary line scripts/test counts ("browser: N passed, M failed").
+const { chromium } = await import(process.env.PLAYWRIGHT_CORE || "playwright-core");
+
+export async function launch() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  let passed = 0;
+  let failed = 0;
+  return {
+    // Run `body(page, context)` in a new context; a thrown error fails the scenario.
+    async scenario(name, body, viewport = { width: 1300, height: 800 }) {
+      const context = await browser.newContext({ viewport });
+      const page = await context.newPage();
+      page.setDefaultTimeout(20000);
+      try {
+        await body(page, context);
+        console.log(`ok    browser: ${name}`);
+        passed += 1;
+      } catch (error) {
+        console.log(`FAIL  browser: ${name}: ${error.message.split("\n")[0]}`);
+        await page.screenshot({ path: `${process.env.RESULTS || "."}/${name.replace(/\W+/g, "-")}.png` }).catch(() => {});
+        failed += 1;
+      } finally {
+        await context.close();
+      }
+    },
+    // Print the summary and exit with its verdict.
+    async finish() {
+      await browser.close();
+      console.log(`browser: ${passed} passed, ${failed} failed`);
+      process.exit(failed === 0 ? 0 : 1);
+    },
+  };
+}
