@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientCapabilities, InputRequest};
+use rmcp::model::{ClientCapabilities, InputRequest, ServerNotification};
 use rmcp::service::{Peer, RequestContext};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::deprecated::LogLevel;
+use crate::outbox::Outbox;
 use crate::revision::Revision;
 use crate::sessions::Sessions;
 use crate::state::{Answer, AskKind};
@@ -93,6 +94,16 @@ impl Call {
 
     pub(crate) fn peer(&self) -> &Peer<RoleServer> {
         &self.rc().peer
+    }
+
+    /// Send a notification to the client: on the request's own response stream when it came
+    /// through the stateless fast path (its [`Outbox`]), else through the rmcp peer. Returns
+    /// whether it was sent.
+    pub(crate) async fn notify(&self, notification: ServerNotification) -> bool {
+        match self.rc().extensions.get::<Arc<Outbox>>() {
+            Some(outbox) => outbox.send(notification),
+            None => self.peer().send_notification(notification).await.is_ok(),
+        }
     }
 
     pub(crate) fn ct(&self) -> &CancellationToken {

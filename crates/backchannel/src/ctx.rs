@@ -10,7 +10,8 @@ use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
     ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, ListRootsResult,
-    ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ProgressNotification, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    ServerNotification,
 };
 use rmcp::service::{ElicitationSafe, RequestContext};
 use rmcp::{ErrorData, RoleServer};
@@ -152,13 +153,13 @@ impl Ctx {
         let mut param = ProgressNotificationParam::new(token, value);
         param.total = total;
         param.message = message.map(str::to_owned);
-        match self.call.peer().notify_progress(param).await {
-            Ok(()) => true,
-            Err(error) => {
-                tracing::debug!(%error, "progress notification could not be sent");
-                false
-            }
+        let notification =
+            ServerNotification::ProgressNotification(ProgressNotification::new(param));
+        let sent = self.call.notify(notification).await;
+        if !sent {
+            tracing::debug!("progress notification could not be sent: the request is over");
         }
+        sent
     }
 
     /// Send a log message to the client, if the client wants messages of this level: on
@@ -183,7 +184,9 @@ impl Ctx {
             return false;
         }
         let data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
-        deprecated::send_log(self.call.peer(), level, logger, data).await
+        self.call
+            .notify(deprecated::log_notification(level, logger, data))
+            .await
     }
 
     /// Ask the person to fill in a form described by `T` (its JSON schema is generated from
@@ -288,7 +291,9 @@ impl Ctx {
         if !self.call.revision.has_sessions() {
             return false;
         }
-        deprecated::send_elicitation_complete(self.call.peer(), elicitation_id).await
+        self.call
+            .notify(deprecated::elicitation_complete(elicitation_id))
+            .await
     }
 
     /// Ask the client's model for a completion.

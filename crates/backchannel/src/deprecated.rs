@@ -97,28 +97,25 @@ pub(crate) fn request_log_level(meta: &rmcp::model::RequestMetaObject) -> Option
     meta.log_level().map(LogLevel::from)
 }
 
-pub(crate) async fn send_log(
-    peer: &Peer<RoleServer>,
+/// A `notifications/message` log message.
+pub(crate) fn log_notification(
     level: LogLevel,
     logger: &str,
     data: serde_json::Value,
-) -> bool {
+) -> ServerNotification {
     let param =
         rmcp::model::LoggingMessageNotificationParam::new(level.into(), data).with_logger(logger);
-    peer.notify_logging_message(param).await.is_ok()
+    ServerNotification::LoggingMessageNotification(rmcp::model::LoggingMessageNotification::new(
+        param,
+    ))
 }
 
-pub(crate) async fn send_elicitation_complete(
-    peer: &Peer<RoleServer>,
-    elicitation_id: &str,
-) -> bool {
-    let notification = CustomNotification::new(
+/// A `notifications/elicitation/complete` for a URL question.
+pub(crate) fn elicitation_complete(elicitation_id: &str) -> ServerNotification {
+    ServerNotification::CustomNotification(CustomNotification::new(
         "notifications/elicitation/complete",
         Some(serde_json::json!({ "elicitationId": elicitation_id })),
-    );
-    peer.send_notification(ServerNotification::CustomNotification(notification))
-        .await
-        .is_ok()
+    ))
 }
 
 pub(crate) fn sampling_request(params: SamplingRequest) -> InputRequest {

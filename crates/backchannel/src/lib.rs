@@ -43,6 +43,7 @@ mod keys;
 mod layer;
 #[cfg(feature = "logging")]
 pub mod logging;
+mod outbox;
 mod outcome;
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -15,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::Value;
 
 use super::jsonrpc::{self, Message};
+use super::stateless::FastPath;
 
 /// Who is calling, as established by the application's own authentication (a bearer token,
 /// a signed-in user). Put it in the request's extensions before `/mcp`: sessions, tasks and
@@ -40,14 +41,18 @@ pub(super) struct Gate {
     owners: Mutex<HashMap<String, Option<Principal>>>,
     /// (session, request id) of the requests in flight.
     in_flight: Arc<Mutex<HashSet<(String, String)>>>,
+    /// Serves 2026-07-28 requests without rmcp's per-request machinery (see `stateless`).
+    fast: Option<Arc<dyn FastPath>>,
 }
 
 impl Gate {
     pub(super) fn new(
         sessions: Arc<LocalSessionManager>,
         options: &super::HttpOptions,
+        fast: Option<Arc<dyn FastPath>>,
     ) -> Arc<Self> {
         Arc::new(Self {
+            fast,
             sessions,
             max_sessions: options.max_sessions,
             max_body_bytes: options.max_body_bytes,
@@ -192,7 +197,7 @@ pub(super) async fn gate(gate: Arc<Gate>, request: Request, next: Next) -> Respo
         }
         _ => return next.run(request).await,
     }
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let limit = gate.max_body_bytes;
     let bytes =
         match tokio::time::timeout(gate.body_timeout, axum::body::to_bytes(body, limit)).await {
@@ -217,8 +222,8 @@ pub(super) async fn gate(gate: Arc<Gate>, request: Request, next: Next) -> Respo
                 );
             }
         };
-    let message = match jsonrpc::check_body(&bytes) {
-        Ok(message) => message,
+    let (message, value) = match jsonrpc::check(&bytes) {
+        Ok(checked) => checked,
         Err(error) => {
             return jsonrpc_error(
                 http::StatusCode::BAD_REQUEST,
@@ -228,6 +233,12 @@ pub(super) async fn gate(gate: Arc<Gate>, request: Request, next: Next) -> Respo
             );
         }
     };
+    if let (None, Message::Request { .. }, Some(fast)) = (&session, &message, &gate.fast) {
+        match fast.serve(parts, value) {
+            Ok(reply) => return reply.await,
+            Err(back) => parts = *back,
+        }
+    }
     if let (None, Message::Request { method, id }) = (&session, &message)
         && method == "initialize"
         && gate.sessions.sessions.read().await.len() >= gate.max_sessions

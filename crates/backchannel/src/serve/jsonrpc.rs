@@ -97,6 +97,11 @@ fn usable_id(id: &Value) -> bool {
 
 /// Check one POSTed body. Batches are refused (MCP sends one message per POST).
 pub fn check_body(bytes: &[u8]) -> Result<Message, BodyError> {
+    check(bytes).map(|(message, _)| message)
+}
+
+/// [`check_body`], keeping the parsed body for what comes next.
+pub(super) fn check(bytes: &[u8]) -> Result<(Message, Value), BodyError> {
     if nesting_exceeds(bytes, MAX_DEPTH) {
         return Err(BodyError::parse(format!(
             "Parse error: the body nests deeper than {MAX_DEPTH} levels"
@@ -104,7 +109,7 @@ pub fn check_body(bytes: &[u8]) -> Result<Message, BodyError> {
     }
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|error| BodyError::parse(format!("Parse error: {error}")))?;
-    let object = match value {
+    let object = match &value {
         Value::Object(object) => object,
         Value::Array(_) => {
             return Err(BodyError::invalid(
@@ -137,7 +142,7 @@ pub fn check_body(bytes: &[u8]) -> Result<Message, BodyError> {
     let Some(method) = object.get("method") else {
         // A response to a request the server sent.
         if id.is_some() && (object.contains_key("result") || object.contains_key("error")) {
-            return Ok(Message::Response);
+            return Ok((Message::Response, value));
         }
         return Err(BodyError::invalid(
             "Invalid Request: a message needs a \"method\", or an \"id\" with a \"result\" or \
@@ -170,7 +175,7 @@ pub fn check_body(bytes: &[u8]) -> Result<Message, BodyError> {
             id: id.cloned(),
         });
     }
-    Ok(match id {
+    let message = match id {
         Some(id) => Message::Request {
             method: method.to_owned(),
             id: id.clone(),
@@ -178,7 +183,8 @@ pub fn check_body(bytes: &[u8]) -> Result<Message, BodyError> {
         None => Message::Notification {
             method: method.to_owned(),
         },
-    })
+    };
+    Ok((message, value))
 }
 
 #[cfg(test)]

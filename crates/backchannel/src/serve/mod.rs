@@ -6,6 +6,8 @@ mod gate;
 mod guard;
 pub mod jsonrpc;
 mod listener;
+mod standard_headers;
+mod stateless;
 
 pub use gate::Principal;
 
@@ -71,6 +73,11 @@ pub struct HttpOptions {
     pub json_response: bool,
     /// SSE keep-alive interval.
     pub sse_keep_alive: Option<Duration>,
+    /// Serve well-formed 2026-07-28 requests in the request's own task, without rmcp's
+    /// per-request service, transport, peer and spawned task (default true). Such a handler
+    /// sends its notifications through [`crate::Ctx`]; a message sent through
+    /// `RequestContext::peer` during one is dropped. Off, rmcp serves every request.
+    pub stateless_fast_path: bool,
 }
 
 impl Default for HttpOptions {
@@ -95,6 +102,7 @@ impl Default for HttpOptions {
             max_sessions: 1000,
             json_response: true,
             sse_keep_alive: Some(Duration::from_secs(15)),
+            stateless_fast_path: true,
         }
     }
 }
@@ -128,10 +136,19 @@ where
         .with_legacy_session_mode(options.legacy_sessions)
         .with_json_response(options.json_response)
         .with_sse_keep_alive(options.sse_keep_alive)
-        .with_cancellation_token(shutdown);
+        .with_cancellation_token(shutdown.clone());
+    let factory = Arc::new(factory);
+    let fast: Option<Arc<dyn stateless::FastPath>> = options.stateless_fast_path.then(|| {
+        Arc::new(stateless::Stateless::new(
+            factory.clone(),
+            options.json_response,
+            options.sse_keep_alive,
+            shutdown.clone(),
+        )) as Arc<dyn stateless::FastPath>
+    });
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
-    let gate = gate::Gate::new(sessions, options);
+    let gate = gate::Gate::new(sessions, options, fast);
     axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn(move |request, next| {

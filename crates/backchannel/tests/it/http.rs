@@ -241,3 +241,274 @@ async fn a_call_that_streams_nothing_is_answered_as_json_and_one_that_streams_as
     assert!(kind.starts_with("text/event-stream"), "{kind}");
     assert!(text.contains("notifications/progress"), "{text}");
 }
+
+/// One raw request to `/mcp`: headers (Host and Content-Length are added) and a body.
+struct Raw {
+    headers: Vec<(&'static str, String)>,
+    body: String,
+}
+
+/// The usual headers of a 2026-07-28 request for `method` (and `name`, when given).
+fn modern_headers(method: &str, name: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = vec![
+        ("content-type", "application/json".to_owned()),
+        ("accept", "application/json, text/event-stream".to_owned()),
+        ("mcp-protocol-version", "2026-07-28".to_owned()),
+        ("mcp-method", method.to_owned()),
+    ];
+    if let Some(name) = name {
+        headers.push(("mcp-name", name.to_owned()));
+    }
+    headers
+}
+
+fn request(id: serde_json::Value, method: &str, params: serde_json::Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+fn meta_with(caps: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    });
+    meta.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
+    meta
+}
+
+/// Requests of every kind the stateless path meets, well-formed or not.
+fn corpus() -> Vec<Raw> {
+    let caps = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let meta = meta_with(caps.clone(), json!({}));
+    let call = |id: u64, tool: &str, meta: &serde_json::Value| {
+        request(
+            json!(id),
+            "tools/call",
+            json!({"name": tool, "arguments": {}, "_meta": meta}),
+        )
+    };
+    let tool = |id: u64, name: &str| Raw {
+        headers: modern_headers("tools/call", Some(name)),
+        body: call(id, name, &meta),
+    };
+    let mut corpus = vec![
+        tool(1, "confirm"),
+        tool(2, "fails"),
+        tool(3, "sign_in"),
+        tool(4, "summarise"),
+        tool(5, "folders"),
+        tool(6, "no_such_tool"),
+        tool(7, "task_confirm"),
+        Raw {
+            headers: modern_headers("tools/call", Some("progress")),
+            body: call(
+                8,
+                "progress",
+                &meta_with(caps.clone(), json!({"progressToken": 8})),
+            ),
+        },
+        Raw {
+            headers: modern_headers("tools/call", Some("logs")),
+            body: call(
+                9,
+                "logs",
+                &meta_with(
+                    caps.clone(),
+                    json!({"io.modelcontextprotocol/logLevel": "info"}),
+                ),
+            ),
+        },
+        Raw {
+            headers: modern_headers("tools/call", Some("confirm")),
+            body: call(10, "confirm", &meta_with(json!({}), json!({}))),
+        },
+        Raw {
+            headers: modern_headers("tools/list", None),
+            body: request(json!("list"), "tools/list", json!({"_meta": meta})),
+        },
+        Raw {
+            headers: modern_headers("server/discover", None),
+            body: request(json!(11), "server/discover", json!({"_meta": meta})),
+        },
+        Raw {
+            headers: modern_headers("ping", None),
+            body: request(json!(12), "ping", json!({"_meta": meta})),
+        },
+        Raw {
+            headers: modern_headers("prompts/list", None),
+            body: request(json!(13), "prompts/list", json!({"_meta": meta})),
+        },
+        Raw {
+            headers: modern_headers("resources/read", Some("file:///x")),
+            body: request(
+                json!(14),
+                "resources/read",
+                json!({"uri": "file:///x", "_meta": meta}),
+            ),
+        },
+        Raw {
+            headers: modern_headers("tasks/get", Some("nope")),
+            body: request(
+                json!(15),
+                "tasks/get",
+                json!({"taskId": "nope", "_meta": meta}),
+            ),
+        },
+        Raw {
+            headers: modern_headers("x/unknown", None),
+            body: request(json!(16), "x/unknown", json!({"_meta": meta})),
+        },
+        // SEP-2243 headers missing, contradicting the body, or repeated.
+        Raw {
+            headers: modern_headers("tools/call", None),
+            body: call(17, "confirm", &meta),
+        },
+        Raw {
+            headers: modern_headers("tools/call", Some("fails")),
+            body: call(18, "confirm", &meta),
+        },
+        Raw {
+            headers: modern_headers("tools/list", Some("confirm")),
+            body: call(19, "confirm", &meta),
+        },
+        Raw {
+            headers: {
+                let mut headers = modern_headers("tools/call", Some("confirm"));
+                headers.push(("mcp-name", "confirm".to_owned()));
+                headers
+            },
+            body: call(20, "confirm", &meta),
+        },
+        // `_meta` incomplete or naming another version than the header.
+        Raw {
+            headers: modern_headers("tools/call", Some("confirm")),
+            body: request(
+                json!(21),
+                "tools/call",
+                json!({"name": "confirm", "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+            ),
+        },
+        Raw {
+            headers: modern_headers("tools/call", Some("confirm")),
+            body: request(json!(22), "tools/call", json!({"name": "confirm"})),
+        },
+        Raw {
+            headers: modern_headers("tools/call", Some("confirm")),
+            body: call(
+                23,
+                "confirm",
+                &json!({"io.modelcontextprotocol/protocolVersion": "2025-11-25",
+                    "io.modelcontextprotocol/clientCapabilities": {}}),
+            ),
+        },
+        Raw {
+            headers: {
+                let mut headers = modern_headers("tools/call", Some("confirm"));
+                headers[2].1 = "2099-01-01".into();
+                headers
+            },
+            body: call(24, "confirm", &meta),
+        },
+        // A tools/call without a name, a notification, and a response.
+        Raw {
+            headers: modern_headers("tools/call", None),
+            body: request(json!(25), "tools/call", json!({"_meta": meta})),
+        },
+        Raw {
+            headers: modern_headers("notifications/cancelled", None),
+            body: json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 1, "_meta": meta}})
+            .to_string(),
+        },
+        Raw {
+            headers: modern_headers("tools/call", None),
+            body: json!({"jsonrpc": "2.0", "id": 26, "result": {}}).to_string(),
+        },
+        // Media types rmcp refuses.
+        Raw {
+            headers: {
+                let mut headers = modern_headers("tools/call", Some("fails"));
+                headers[1].1 = "application/json".into();
+                headers
+            },
+            body: call(27, "fails", &meta),
+        },
+        Raw {
+            headers: {
+                let mut headers = modern_headers("tools/call", Some("fails"));
+                headers[0].1 = "text/plain".into();
+                headers
+            },
+            body: call(28, "fails", &meta),
+        },
+    ];
+    // A retry carrying an answer but state from nowhere, and one with mangled state.
+    let mut retry = json!({"name": "confirm", "arguments": {}, "_meta": meta,
+        "inputResponses": {"confirm": {"action": "accept", "content": {"confirmed": true}}}});
+    corpus.push(Raw {
+        headers: modern_headers("tools/call", Some("confirm")),
+        body: request(json!(29), "tools/call", retry.clone()),
+    });
+    retry["requestState"] = json!("not-sealed-by-us");
+    corpus.push(Raw {
+        headers: modern_headers("tools/call", Some("confirm")),
+        body: request(json!(30), "tools/call", retry),
+    });
+    corpus
+}
+
+/// Status, content type and body of one answer, with what is random per server masked.
+async fn answer(addr: SocketAddr, raw: &Raw) -> (u16, String, String) {
+    let client = reqwest::Client::new();
+    let mut builder = client.post(url(addr)).body(raw.body.clone());
+    for (name, value) in &raw.headers {
+        builder = builder.header(*name, value);
+    }
+    let response = builder.send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.text().await.unwrap();
+    let random = regex_lite::Regex::new(
+        r#""(requestState|taskId|createdAt|lastUpdatedAt|elicitationId)":"[^"]*""#,
+    )
+    .unwrap();
+    (
+        status,
+        kind,
+        random.replace_all(&body, r#""$1":"…""#).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_stateless_fast_path_answers_every_request_as_rmcp_does() {
+    let fast = start(HttpOptions::default()).await;
+    let slow = start(HttpOptions {
+        stateless_fast_path: false,
+        ..HttpOptions::default()
+    })
+    .await;
+    for raw in corpus() {
+        let (a, b) = (answer(fast.addr, &raw).await, answer(slow.addr, &raw).await);
+        assert_eq!(a, b, "{}", raw.body);
+    }
+    // The same bodies ran on each.
+    for observed in [&fast.server.observed, &slow.server.observed] {
+        assert_eq!(
+            observed
+                .runs_before_ask
+                .load(std::sync::atomic::Ordering::SeqCst),
+            fast.server
+                .observed
+                .runs_before_ask
+                .load(std::sync::atomic::Ordering::SeqCst)
+        );
+    }
+}

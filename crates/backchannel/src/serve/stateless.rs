@@ -1,0 +1,601 @@
+//! The 2026-07-28 fast path: a stateless request handed to the server's handler in the
+//! request's own task, with no rmcp service, transport, peer channel or spawned task of its own.
+//!
+//! rmcp serves such a request by building a one-shot transport and a peer with a 1,024-slot
+//! channel, running a serve loop over them and spawning it (`serve_negotiated_request_directly`
+//! in rmcp's `transport/streamable_http_server/tower.rs`). Nothing in the revision needs that:
+//! the request is one message in, its notifications and one result out. Here the message
+//! [`super::gate`] already parsed is turned into rmcp's typed request, the request context is
+//! built around one shared, closed peer (rmcp's `Peer::new` is crate-private, and a peer is
+//! what a `RequestContext` must hold), and `Service::handle_request` runs in place.
+//! Notifications sent through `Ctx` go into the request's [`Outbox`] and stream on its own
+//! SSE response; a call that sends none is answered as JSON.
+//!
+//! Only a request that is certainly a well-formed 2026-07-28 request takes this path: a single
+//! `MCP-Protocol-Version` naming a known version from 2026-07-28 on, the same version in
+//! `_meta` with the client's capabilities, no session header, the media types rmcp requires,
+//! agreeing SEP-2243 headers ([`super::standard_headers`]), and a body that parses as the
+//! method's own request type. Anything else — every malformed or unusual request — goes on to
+//! rmcp, which answers it exactly as before; so the error codes and HTTP statuses are rmcp's
+//! by construction, and the answers to well-formed requests come from the same
+//! `handle_request` with the same context.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
+use http::HeaderMap;
+use http::request::Parts;
+use rmcp::model::{
+    ClientRequest, ErrorCode, Extensions, GetExtensions, GetMeta, InitializeRequestParams,
+    ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{RoleServer, ServerHandler, Service};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::standard_headers;
+use crate::outbox::Outbox;
+
+const JSON: &str = "application/json";
+const EVENT_STREAM: &str = "text/event-stream";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const SESSION: &str = "mcp-session-id";
+
+/// Serves stateless requests directly; type-erased so the gate needs no handler type.
+pub(super) trait FastPath: Send + Sync {
+    /// The response to the request, or its head back when it is not for this path (the body
+    /// is then parsed again from its bytes by rmcp).
+    fn serve(
+        &self,
+        parts: Parts,
+        message: Value,
+    ) -> Result<BoxFuture<'static, Response>, Box<Parts>>;
+}
+
+/// The fast path for one endpoint: the handler factory and the response settings.
+pub(super) struct Stateless<F> {
+    factory: Arc<F>,
+    json_response: bool,
+    keep_alive: Option<Duration>,
+    shutdown: CancellationToken,
+    /// Made on first use (it needs a runtime): the peer every fast-path context holds.
+    peer: OnceLock<Peer<RoleServer>>,
+}
+
+impl<F> Stateless<F> {
+    pub(super) fn new(
+        factory: Arc<F>,
+        json_response: bool,
+        keep_alive: Option<Duration>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            factory,
+            json_response,
+            keep_alive,
+            shutdown,
+            peer: OnceLock::new(),
+        }
+    }
+}
+
+/// A peer with no one at the other end, as a `RequestContext` must hold one. It knows its
+/// client as a 2026-07-28 one (as rmcp's own stateless path does), so rmcp refuses to send a
+/// server-to-client request through it; a notification sent through it reports the transport
+/// closed. What a stateless handler sends goes through `Ctx` and the request's [`Outbox`].
+fn closed_peer() -> Peer<RoleServer> {
+    /// Serves nothing: its only use is the peer it comes with.
+    struct Nobody;
+    impl ServerHandler for Nobody {}
+    let mut info = InitializeRequestParams::default();
+    info.protocol_version = ProtocolVersion::V_2026_07_28;
+    let (transport, _other_end) = tokio::io::duplex(64);
+    rmcp::service::serve_directly(Nobody, transport, Some(info))
+        .peer()
+        .clone()
+}
+
+impl<S, F> FastPath for Stateless<F>
+where
+    S: ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    fn serve(
+        &self,
+        parts: Parts,
+        message: Value,
+    ) -> Result<BoxFuture<'static, Response>, Box<Parts>> {
+        let Some(version) = stateless_version(&parts.headers) else {
+            return Err(Box::new(parts));
+        };
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            return Err(Box::new(parts));
+        };
+        // The handshake and the listen stream stay with rmcp.
+        if matches!(method, "initialize" | "subscriptions/listen") {
+            return Err(Box::new(parts));
+        }
+        let handler = (self.factory)();
+        let params = message.get("params");
+        let schema = match (method, params.and_then(|p| p.get("name"))) {
+            ("tools/call", Some(Value::String(name))) => {
+                handler.get_tool(name).map(|tool| tool.input_schema)
+            }
+            _ => None,
+        };
+        if !standard_headers::agree(&parts.headers, method, params, schema.as_deref()) {
+            return Err(Box::new(parts));
+        }
+        let Some((id, mut request)) = typed_request(message, &version) else {
+            return Err(Box::new(parts));
+        };
+        // As rmcp builds the context of a request it serves: the HTTP head in the request's
+        // extensions, then `_meta` and the extensions moved into the context.
+        request.extensions_mut().insert(parts);
+        let mut meta = RequestMetaObject::new();
+        std::mem::swap(&mut meta, request.get_meta_mut());
+        let mut extensions = Extensions::new();
+        std::mem::swap(&mut extensions, request.extensions_mut());
+        let outbox = Outbox::new();
+        extensions.insert(outbox.clone());
+        let ct = CancellationToken::new();
+        let peer = self.peer.get_or_init(closed_peer).clone();
+        let mut context = RequestContext::new(id.clone(), peer);
+        context.ct = ct.clone();
+        context.meta = meta;
+        context.extensions = extensions;
+        let handling: BoxFuture<'static, ServerJsonRpcMessage> = Box::pin(async move {
+            match handler.handle_request(request, context).await {
+                Ok(result) => ServerJsonRpcMessage::response(result, id),
+                Err(error) => {
+                    tracing::debug!(%id, code = error.code.0, message = %error.message, "error answer");
+                    ServerJsonRpcMessage::error(error, Some(id))
+                }
+            }
+        });
+        let reply = Reply {
+            handling: Some(handling),
+            outbox,
+            end: Some(ct.drop_guard()),
+            result: None,
+            keep_alive: self.keep_alive,
+            shutdown: self.shutdown.clone(),
+        };
+        Ok(Box::pin(reply.respond(self.json_response)))
+    }
+}
+
+/// The version of a request for the fast path: exactly one `MCP-Protocol-Version`, a known
+/// version from 2026-07-28 on, the media types rmcp asks for, and no session header.
+fn stateless_version(headers: &HeaderMap) -> Option<ProtocolVersion> {
+    if headers.contains_key(SESSION) || !accepts_json_and_sse(headers) || !sends_json(headers) {
+        return None;
+    }
+    let mut values = headers.get_all(PROTOCOL_VERSION).iter();
+    let value = values.next()?.to_str().ok()?;
+    if values.next().is_some() {
+        return None;
+    }
+    ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str() == value)
+        .filter(|known| known.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+        .cloned()
+}
+
+/// `Accept` names both media types, with no parameters (anything fancier goes to rmcp,
+/// which reads quality values).
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(http::header::ACCEPT) {
+        let Ok(value) = value.to_str() else {
+            return false;
+        };
+        for range in value.split(',') {
+            let range = range.trim();
+            if range.contains(';') || range.contains('"') {
+                return false;
+            }
+            json |= range.eq_ignore_ascii_case(JSON);
+            sse |= range.eq_ignore_ascii_case(EVENT_STREAM);
+        }
+    }
+    json && sse
+}
+
+fn sends_json(headers: &HeaderMap) -> bool {
+    let mut values = headers.get_all(http::header::CONTENT_TYPE).iter();
+    let Some(Ok(value)) = values.next().map(|value| value.to_str()) else {
+        return false;
+    };
+    values.next().is_none()
+        && value
+            .split_once(';')
+            .map_or(value, |(essence, _)| essence)
+            .trim()
+            .eq_ignore_ascii_case(JSON)
+}
+
+/// The body as rmcp's typed request, when it is a request whose `_meta` names `version` and
+/// carries the client's capabilities, and which parses as its method's request type.
+fn typed_request(message: Value, version: &ProtocolVersion) -> Option<(RequestId, ClientRequest)> {
+    let id = RequestId::deserialize(message.get("id")?).ok()?;
+    let request = parse_request(message)?;
+    let meta = request.get_meta();
+    (meta.protocol_version().as_ref() == Some(version)
+        && meta.missing_required_keys(version).is_empty())
+    .then_some((id, request))
+}
+
+/// rmcp's `ClientRequest` is an untagged enum, so parsing one tries its variants in turn;
+/// the common calls parse as their own variant directly. A body that does not parse as its
+/// method's type returns `None` (rmcp then decides what it is).
+fn parse_request(message: Value) -> Option<ClientRequest> {
+    use rmcp::model::{CallToolRequest, ListToolsRequest};
+    let method = message.get("method")?.as_str()?.to_owned();
+    let request = match method.as_str() {
+        "tools/call" => ClientRequest::CallToolRequest(CallToolRequest::deserialize(message).ok()?),
+        "tools/list" => {
+            ClientRequest::ListToolsRequest(ListToolsRequest::deserialize(message).ok()?)
+        }
+        _ => ClientRequest::deserialize(message).ok()?,
+    };
+    // A body that only parses as rmcp's catch-all is not what its method says.
+    (request.method() == method && !matches!(request, ClientRequest::CustomRequest(_)))
+        .then_some(request)
+}
+
+/// The HTTP status of a terminal message, as rmcp maps it on this path.
+fn status_of(message: &ServerJsonRpcMessage) -> http::StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return http::StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => http::StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => http::StatusCode::NOT_FOUND,
+        _ => http::StatusCode::OK,
+    }
+}
+
+fn json_response(message: &ServerJsonRpcMessage, status: http::StatusCode) -> Response {
+    match serde_json::to_vec(message) {
+        Ok(body) => (status, [(http::header::CONTENT_TYPE, JSON)], body).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "could not serialise an answer");
+            http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// One SSE event holding `message`.
+fn event(message: &ServerJsonRpcMessage) -> Bytes {
+    let mut bytes = b"data: ".to_vec();
+    if let Err(error) = serde_json::to_writer(&mut bytes, message) {
+        tracing::error!(%error, "could not serialise a message");
+        return Bytes::new();
+    }
+    bytes.extend_from_slice(b"\n\n");
+    bytes.into()
+}
+
+/// A request being answered: the handler's future, what it sends meanwhile, and the guard that
+/// cancels the request's token if the answer is dropped before the handler finished (the
+/// client went away).
+struct Reply {
+    handling: Option<BoxFuture<'static, ServerJsonRpcMessage>>,
+    outbox: Arc<Outbox>,
+    end: Option<tokio_util::sync::DropGuard>,
+    /// The handler's result, sent after whatever it queued before finishing.
+    result: Option<ServerJsonRpcMessage>,
+    keep_alive: Option<Duration>,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        self.outbox.discard();
+    }
+}
+
+impl Reply {
+    /// Run the handler until it finishes or sends something first: a result with nothing
+    /// before it is one JSON answer (or one event, without `json_response`); anything else
+    /// opens the stream.
+    async fn respond(mut self, json: bool) -> Response {
+        let shutdown = self.shutdown.clone();
+        let first = tokio::select! {
+            first = std::future::poll_fn(|cx| self.poll_first(cx)) => first,
+            () = shutdown.cancelled() => {
+                return http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+            }
+        };
+        if let Some(message) = first {
+            let status = status_of(&message);
+            if json || status != http::StatusCode::OK {
+                return json_response(&message, status);
+            }
+            self.result = Some(message);
+        }
+        self.into_stream()
+    }
+
+    /// `Some(result)` when the handler finished with nothing queued; `None` once a message is
+    /// queued (the result, if any, is kept for after it).
+    fn poll_first(&mut self, cx: &mut Context<'_>) -> Poll<Option<ServerJsonRpcMessage>> {
+        if let Some(handling) = self.handling.as_mut()
+            && let Poll::Ready(message) = handling.as_mut().poll(cx)
+        {
+            self.finished();
+            if self.outbox.is_empty() {
+                return Poll::Ready(Some(message));
+            }
+            self.result = Some(message);
+            return Poll::Ready(None);
+        }
+        if self.outbox.is_empty() {
+            // Registers for the wake-up of a message sent from elsewhere.
+            match self.outbox.poll_next(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(_) => unreachable!("the outbox was empty"),
+            }
+        } else {
+            Poll::Ready(None)
+        }
+    }
+
+    /// The handler is done: what it queued goes out, nothing sent later does (a task body that
+    /// outlives the request, say).
+    fn finished(&mut self) {
+        self.handling = None;
+        self.outbox.close();
+        if let Some(end) = self.end.take() {
+            end.disarm();
+        }
+    }
+
+    fn into_stream(self) -> Response {
+        let keep_alive = self
+            .keep_alive
+            .map(|every| Box::pin(tokio::time::sleep(every)));
+        let shutdown = Box::pin(self.shutdown.clone().cancelled_owned());
+        let body = EventStream {
+            reply: self,
+            keep_alive,
+            shutdown,
+            done: false,
+        };
+        (
+            [
+                (http::header::CONTENT_TYPE, EVENT_STREAM),
+                (http::header::CACHE_CONTROL, "no-cache"),
+                (http::HeaderName::from_static("x-accel-buffering"), "no"),
+            ],
+            Body::new(body),
+        )
+            .into_response()
+    }
+}
+
+/// The SSE body: what the handler queued, in order, then its result; a keep-alive comment
+/// when nothing was sent for a while; the end when the server shuts down.
+struct EventStream {
+    reply: Reply,
+    keep_alive: Option<Pin<Box<tokio::time::Sleep>>>,
+    shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    done: bool,
+}
+
+impl EventStream {
+    fn sent(&mut self) {
+        if let (Some(sleep), Some(every)) = (self.keep_alive.as_mut(), self.reply.keep_alive) {
+            sleep.as_mut().reset(tokio::time::Instant::now() + every);
+        }
+    }
+}
+
+impl http_body::Body for EventStream {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        if this.done || this.shutdown.as_mut().poll(cx).is_ready() {
+            this.done = true;
+            return Poll::Ready(None);
+        }
+        if let Some(handling) = this.reply.handling.as_mut()
+            && let Poll::Ready(message) = handling.as_mut().poll(cx)
+        {
+            this.reply.finished();
+            this.reply.result = Some(message);
+        }
+        if let Poll::Ready(message) = this.reply.outbox.poll_next(cx) {
+            this.sent();
+            return Poll::Ready(Some(Ok(http_body::Frame::data(event(&message)))));
+        }
+        if this.reply.handling.is_none() {
+            this.done = true;
+            return Poll::Ready(
+                this.reply
+                    .result
+                    .take()
+                    .map(|message| Ok(http_body::Frame::data(event(&message)))),
+            );
+        }
+        if let Some(sleep) = this.keep_alive.as_mut()
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            this.sent();
+            return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(
+                b":\n\n",
+            )))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        map
+    }
+
+    const PLAIN: &[(&str, &str)] = &[
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+    ];
+
+    #[test]
+    fn only_plain_2026_requests_take_the_fast_path() {
+        assert_eq!(
+            stateless_version(&headers(PLAIN)),
+            Some(ProtocolVersion::V_2026_07_28)
+        );
+        let with = |extra: &[(&str, &str)], drop: &str| {
+            let mut pairs: Vec<_> = PLAIN.iter().copied().filter(|(k, _)| *k != drop).collect();
+            pairs.extend_from_slice(extra);
+            stateless_version(&headers(&pairs))
+        };
+        assert_eq!(
+            with(
+                &[("content-type", "application/json; charset=utf-8")],
+                "content-type"
+            ),
+            Some(ProtocolVersion::V_2026_07_28)
+        );
+        for (extra, dropped) in [
+            (&[][..], "mcp-protocol-version"),
+            (
+                &[("mcp-protocol-version", "2025-11-25")],
+                "mcp-protocol-version",
+            ),
+            (
+                &[("mcp-protocol-version", "2099-01-01")],
+                "mcp-protocol-version",
+            ),
+            (&[("mcp-protocol-version", "2026-07-28")], ""),
+            (&[("mcp-session-id", "abc")], ""),
+            (&[("accept", "application/json")], "accept"),
+            (
+                &[("accept", "application/json;q=0, text/event-stream")],
+                "accept",
+            ),
+            (&[], "content-type"),
+            (&[("content-type", "text/plain")], "content-type"),
+        ] {
+            assert_eq!(with(extra, dropped), None, "{extra:?} without {dropped}");
+        }
+    }
+
+    #[test]
+    fn requests_parse_as_their_own_method_or_not_at_all() {
+        let meta = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "t", "arguments": {"a": 1}, "_meta": meta}});
+        let (id, request) = typed_request(call, &ProtocolVersion::V_2026_07_28).unwrap();
+        assert_eq!(id, RequestId::Number(7));
+        let ClientRequest::CallToolRequest(call) = &request else {
+            panic!("a tools/call");
+        };
+        assert_eq!(call.params.name, "t");
+        assert!(call.params.meta.is_none(), "_meta is kept with the request");
+        assert!(request.get_meta().protocol_version().is_some());
+        for bad in [
+            // no name, so not a tools/call rmcp knows
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"_meta": meta}}),
+            // no capabilities in _meta
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+            // another version in _meta
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
+                "io.modelcontextprotocol/clientCapabilities": {}}}}),
+            // a method rmcp does not know
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "x/y",
+                "params": {"_meta": meta}}),
+            // a notification
+            serde_json::json!({"jsonrpc": "2.0", "method": "tools/list",
+                "params": {"_meta": meta}}),
+        ] {
+            assert!(
+                typed_request(bad.clone(), &ProtocolVersion::V_2026_07_28).is_none(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plain_request_is_served_here_and_answered_by_the_handler() {
+        /// Has the tools capability and no tools.
+        struct Bare;
+        impl ServerHandler for Bare {
+            fn get_info(&self) -> rmcp::model::ServerConfig {
+                rmcp::model::ServerConfig::new(
+                    rmcp::model::ServerCapabilities::builder()
+                        .enable_tools()
+                        .build(),
+                )
+            }
+        }
+        let path = Stateless::new(Arc::new(|| Bare), true, None, CancellationToken::new());
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let request = |extra: &[(&str, &str)]| {
+            let mut builder = http::Request::builder();
+            for (name, value) in PLAIN.iter().chain(extra) {
+                builder = builder.header(*name, *value);
+            }
+            builder.body(()).unwrap().into_parts().0
+        };
+        let Ok(reply) = path.serve(request(&[("mcp-method", "tools/list")]), body.clone()) else {
+            panic!("a plain 2026-07-28 request takes the fast path");
+        };
+        let response = reply.await;
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], JSON);
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(answer["id"], 3);
+        assert_eq!(answer["result"]["tools"], serde_json::json!([]));
+        // Without the Mcp-Method header it goes on to rmcp, untouched.
+        let Err(parts) = path.serve(request(&[]), body.clone()) else {
+            panic!("a request without its standard headers is rmcp's to refuse");
+        };
+        assert!(parts.headers.contains_key("mcp-protocol-version"));
+    }
+}
