@@ -200,25 +200,29 @@ impl Ctx {
         message: impl Into<String>,
     ) -> Result<Elicited<T>, Suspend>
     where
-        T: ElicitationSafe + DeserializeOwned,
+        T: ElicitationSafe + DeserializeOwned + 'static,
     {
         if !self.can_elicit(AskKind::Form) {
             return Ok(Elicited::Unsupported);
         }
-        let schema = match ElicitationSchema::from_type::<T>() {
+        let schema = match form_schema::<T>() {
             Ok(schema) => schema,
             Err(error) => {
                 tracing::error!(%error, key, "form type has no valid elicitation schema");
                 return Ok(Elicited::Unsupported);
             }
         };
-        let request = InputRequest::Elicitation(ElicitRequest::new(
-            ElicitRequestParams::FormElicitationParams {
-                meta: self.question_meta.clone(),
-                message: message.into(),
-                requested_schema: schema,
-            },
-        ));
+        let message = message.into();
+        // Built only when the question goes out (an answered one needs none).
+        let request = || {
+            InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: self.question_meta.clone(),
+                    message: message.clone(),
+                    requested_schema: (*schema).clone(),
+                },
+            ))
+        };
         let answer = self.answer_or_ask(key, AskKind::Form, &request)?;
         match answer {
             Answer::Elicit {
@@ -258,14 +262,17 @@ impl Ctx {
             return Ok(UrlElicited::Unsupported);
         }
         let elicitation_id = self.elicitation_id(key);
-        let request = InputRequest::Elicitation(ElicitRequest::new(
-            ElicitRequestParams::UrlElicitationParams {
-                meta: self.question_meta.clone(),
-                message: message.into(),
-                url: url.into(),
-                elicitation_id: elicitation_id.clone(),
-            },
-        ));
+        let (message, url) = (message.into(), url.into());
+        let request = || {
+            InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::UrlElicitationParams {
+                    meta: self.question_meta.clone(),
+                    message: message.clone(),
+                    url: url.clone(),
+                    elicitation_id: elicitation_id.clone(),
+                },
+            ))
+        };
         let answer = self.answer_or_ask(key, AskKind::Url, &request)?;
         Ok(match answer {
             Answer::Elicit {
@@ -309,7 +316,7 @@ impl Ctx {
         if params.meta.is_none() {
             params.meta = self.question_meta.clone();
         }
-        let request = deprecated::sampling_request(params);
+        let request = || deprecated::sampling_request(params.clone());
         let answer = self.answer_or_ask(key, AskKind::Sampling, &request)?;
         match answer {
             Answer::Sampled { result } => {
@@ -331,7 +338,7 @@ impl Ctx {
         if self.call.caps().roots.is_none() {
             return Ok(RootsListed::Unsupported);
         }
-        let request = deprecated::list_roots_request();
+        let request = deprecated::list_roots_request;
         let answer = self.answer_or_ask(key, AskKind::Roots, &request)?;
         match answer {
             Answer::Roots { result } => match serde_json::from_value::<ListRootsResult>(result) {
@@ -362,7 +369,7 @@ impl Ctx {
         &self,
         key: &str,
         kind: AskKind,
-        request: &InputRequest,
+        request: &dyn Fn() -> InputRequest,
     ) -> Result<Answer, Suspend> {
         let mut answers = lock(&self.call.answers);
         if let Some(answer) = answers.get(key) {
@@ -389,10 +396,10 @@ impl Ctx {
         Err(self.suspend(key, kind, request))
     }
 
-    fn suspend(&self, key: &str, kind: AskKind, request: &InputRequest) -> Suspend {
+    fn suspend(&self, key: &str, kind: AskKind, request: &dyn Fn() -> InputRequest) -> Suspend {
         let pending = Pending {
             kind,
-            request: request.clone(),
+            request: request(),
             timeout: self.ask_timeout(),
         };
         lock(&self.call.pending).insert(key.to_owned(), pending);
@@ -400,7 +407,7 @@ impl Ctx {
     }
 
     /// Forget a malformed answer and put the question out again in the next round.
-    fn ask_again(&self, key: &str, kind: AskKind, request: &InputRequest) -> Suspend {
+    fn ask_again(&self, key: &str, kind: AskKind, request: &dyn Fn() -> InputRequest) -> Suspend {
         let answer = lock(&self.call.answers).remove(key);
         tracing::debug!(
             key,
@@ -418,6 +425,31 @@ impl Ctx {
         let digest = hasher.finalize();
         digest[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The form schema of `T`, made once per type (schemars generates it, rmcp checks it: too much
+/// to repeat for every round of every call).
+fn form_schema<T: ElicitationSafe + 'static>() -> Result<Arc<ElicitationSchema>, String> {
+    type Forms =
+        std::collections::HashMap<std::any::TypeId, Result<Arc<ElicitationSchema>, String>>;
+    static FORMS: std::sync::LazyLock<std::sync::RwLock<Forms>> =
+        std::sync::LazyLock::new(Default::default);
+    let id = std::any::TypeId::of::<T>();
+    if let Some(found) = FORMS
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&id)
+    {
+        return found.clone();
+    }
+    let made = ElicitationSchema::from_type::<T>()
+        .map(Arc::new)
+        .map_err(|error| error.to_string());
+    FORMS
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(id, made.clone());
+    made
 }
 
 impl<C: AsRequestContext> FromContextPart<C> for Ctx {

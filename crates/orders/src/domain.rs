@@ -265,6 +265,17 @@ pub struct Order {
     pub shipment: Option<Shipment>,
 }
 
+/// What a cancellation did: the order, the refund it started, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancellation {
+    /// The cancelled order.
+    pub order_id: String,
+    /// The refund started: the order's total.
+    pub refund: Money,
+    /// When it was cancelled (the order's new `last_updated`).
+    pub at: Instant,
+}
+
 /// Java's `String.hashCode`, which the reference's simulated carrier keys on.
 pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, unit| {

@@ -334,7 +334,7 @@ impl OrderServer {
                         self.changed(id).await;
                         ctx.log(LogLevel::Info, LOGGER, messages::cancelled_log(id))
                             .await;
-                        messages::cancelled(id, cancelled.total_amount)
+                        messages::cancelled(id, cancelled.refund)
                     }
                     Err(error @ OrderError::NotCancellable { .. }) => error.to_string(),
                     Err(error) => return Err(failed(error)),

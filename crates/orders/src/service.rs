@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use crate::domain::{self, Order, OrderStatus, StatusParseError};
+use crate::domain::{self, Cancellation, Order, OrderStatus, StatusParseError};
 use crate::store::{CancelOutcome, Store, StoreError};
 
 /// Why an order operation did not happen. The messages are what the model and the person read.
@@ -217,13 +217,17 @@ impl OrderService {
     }
 
     /// Cancel an order, deciding cancellability atomically at write time.
-    pub async fn cancel(&self, order_id: &str, note: Option<&str>) -> Result<Order, OrderError> {
+    pub async fn cancel(
+        &self,
+        order_id: &str,
+        note: Option<&str>,
+    ) -> Result<Cancellation, OrderError> {
         let order_id = order_id.trim();
         let note = note.map(str::trim).filter(|n| !n.is_empty());
         let outcome = self.store.cancel(order_id, note, chrono::Utc::now()).await;
         self.cache.forget(order_id);
         match outcome? {
-            CancelOutcome::Cancelled(order) => Ok(*order),
+            CancelOutcome::Cancelled(cancellation) => Ok(cancellation),
             CancelOutcome::NotFound => Err(OrderError::NotFound(order_id.to_owned())),
             CancelOutcome::NotCancellable(status) => Err(OrderError::NotCancellable {
                 order_id: order_id.to_owned(),

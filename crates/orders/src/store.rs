@@ -4,13 +4,21 @@
 //! The queries are written once, with `?` placeholders; `Store::sql` numbers them for
 //! PostgreSQL, and `on_pool!` runs the same code on whichever pool the store holds. The two
 //! places the dialects differ (aggregating an order's lines as JSON, finding a prefix) say so.
+//!
+//! On a database file the hot path — reading one order, cancelling one — runs on the caller's
+//! thread through a [`Direct`] connection (no hop to sqlx's connection thread); a statement
+//! that would have to wait for another writer, or fails in any way, is run again through the
+//! pool, which waits and reports the error.
 
 use std::borrow::Cow;
 
-use sql_pool::{Pool, on_pool};
+use std::sync::{Arc, LazyLock};
+
+use sql_pool::rusqlite;
+use sql_pool::{Direct, Pool, on_pool};
 
 use crate::domain::{
-    Customer, Date, Instant, Money, Order, OrderItem, OrderStatus, Shipment, Tier,
+    Cancellation, Customer, Date, Instant, Money, Order, OrderItem, OrderStatus, Shipment, Tier,
 };
 use crate::seed;
 
@@ -23,6 +31,9 @@ pub enum StoreError {
     /// A migration failed.
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The direct connection to the database file could not be opened.
+    #[error(transparent)]
+    Direct(#[from] sql_pool::DirectError),
     /// A stored value is not what the schema promises.
     #[error("corrupt row in the database: {0}")]
     Corrupt(String),
@@ -43,7 +54,7 @@ pub enum SetStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// The order was cancellable and is now cancelled.
-    Cancelled(Box<Order>),
+    Cancelled(Cancellation),
     /// No such order.
     NotFound,
     /// The order's status (read at write time) does not allow cancelling.
@@ -54,6 +65,8 @@ pub enum CancelOutcome {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: Pool,
+    /// On a database file, the connection the hot path uses on the caller's thread.
+    direct: Option<Arc<Direct>>,
 }
 
 /// An order row as `load` selects it, the same on both backends.
@@ -96,6 +109,92 @@ const ORDER_COLUMNS: &str = "o.order_id, o.status, o.total_cents, o.created_at, 
      o.carrier, o.tracking_number, o.shipped_on, o.estimated_delivery, \
      c.customer_id, c.name, c.email, c.tier";
 
+/// An order's lines as one JSON array of `[productId, name, quantity, unitPriceCents]`, on SQLite.
+const SQLITE_ITEMS: &str = "(SELECT json_group_array(json_array(i.product_id, i.product_name, \
+     i.quantity, i.unit_price_cents)) FROM (SELECT * FROM order_items WHERE order_id = o.order_id \
+     ORDER BY line) i)";
+
+/// The same, on PostgreSQL.
+const POSTGRES_ITEMS: &str = "(SELECT COALESCE(json_agg(json_build_array(i.product_id, \
+     i.product_name, i.quantity, i.unit_price_cents) ORDER BY i.line), '[]')::text \
+     FROM order_items i WHERE i.order_id = o.order_id)";
+
+/// How often the log of the direct connection's commits is checkpointed (by the pool).
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// One order by ID with its lines, a row per line (the order's columns repeated), on SQLite:
+/// the direct connection's read, cheaper than building the lines as JSON to parse again.
+static SQLITE_GET: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {ORDER_COLUMNS}, i.product_id, i.product_name, i.quantity, i.unit_price_cents \
+         FROM orders o JOIN customers c ON c.customer_id = o.customer_id \
+         LEFT JOIN order_items i ON i.order_id = o.order_id \
+         WHERE o.order_id = ? ORDER BY i.line"
+    )
+});
+
+/// The conditional cancellation: one statement decides, and says what the refund is.
+const CANCEL: &str = "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, last_updated = ? \
+     WHERE order_id = ? AND status IN ('PENDING', 'PROCESSING') RETURNING total_cents";
+
+const STATUS: &str = "SELECT status FROM orders WHERE order_id = ?";
+
+/// The direct connection's cancellation, read then written in one transaction.
+const STATUS_AND_TOTAL: &str = "SELECT status, total_cents FROM orders WHERE order_id = ?";
+const SET_CANCELLED: &str = "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, \
+     last_updated = ? WHERE order_id = ?";
+
+/// An order row read through the direct connection, in `ORDER_COLUMNS` order (its `items`
+/// left empty: they are read apart).
+fn direct_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<OrderRow> {
+    Ok(OrderRow {
+        order_id: row.get(0)?,
+        status: row.get(1)?,
+        total_cents: row.get(2)?,
+        created_at: row.get(3)?,
+        last_updated: row.get(4)?,
+        carrier: row.get(5)?,
+        tracking_number: row.get(6)?,
+        shipped_on: row.get(7)?,
+        estimated_delivery: row.get(8)?,
+        customer_id: row.get(9)?,
+        name: row.get(10)?,
+        email: row.get(11)?,
+        tier: row.get(12)?,
+        items: String::new(),
+    })
+}
+
+/// A line as `(productId, name, quantity, unitPriceCents)`.
+type Line = (String, String, i64, i64);
+
+/// One order and its lines through the direct connection (one statement, so one snapshot).
+fn direct_order(
+    connection: &rusqlite::Connection,
+    order_id: &str,
+) -> rusqlite::Result<Option<(OrderRow, Vec<Line>)>> {
+    let mut statement = connection.prepare_cached(&SQLITE_GET)?;
+    let mut rows = statement.query([order_id])?;
+    let mut found: Option<(OrderRow, Vec<Line>)> = None;
+    while let Some(row) = rows.next()? {
+        let (_, lines) = match &mut found {
+            Some(found) => found,
+            None => found.insert((direct_row(row)?, Vec::new())),
+        };
+        // An order without lines has one row, its line columns NULL.
+        if let Some(product_id) = row.get::<_, Option<String>>(13)? {
+            lines.push((product_id, row.get(14)?, row.get(15)?, row.get(16)?));
+        }
+    }
+    Ok(found)
+}
+
+/// What a direct statement that did not run is left to: the pool. Logged, not returned: the
+/// pool runs it again and reports its own error, if any.
+fn direct_failed(what: &str, error: &rusqlite::Error) {
+    tracing::debug!(%error, "{what} goes through the pool");
+}
+
 impl Store {
     /// Open the database at `url`, migrate it, and seed it if it holds no orders:
     /// `sqlite://PATH` (created if missing), `sqlite::memory:` (private, in memory), or
@@ -107,12 +206,22 @@ impl Store {
             sqlx::migrate!("./migrations/postgres").run(&pool).await?;
             Store {
                 pool: Pool::Postgres(pool),
+                direct: None,
             }
         } else {
             let pool = sql_pool::connect(url).await?;
             sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+            let direct = Direct::open(url)?.map(Arc::new);
+            if let Some(direct) = &direct {
+                tokio::spawn(Direct::checkpoint_through(
+                    Arc::downgrade(direct),
+                    pool.clone(),
+                    CHECKPOINT_EVERY,
+                ));
+            }
             Store {
                 pool: Pool::Sqlite(pool),
+                direct,
             }
         };
         if store.order_count().await? == 0 {
@@ -249,18 +358,9 @@ impl Store {
         order_by: &str,
         binds: &[&str],
     ) -> Result<Vec<Order>, StoreError> {
-        // An order's lines as one JSON array of `[productId, name, quantity, unitPriceCents]`.
         let items = match self.pool {
-            Pool::Sqlite(_) => {
-                "(SELECT json_group_array(json_array(i.product_id, i.product_name, i.quantity, \
-                 i.unit_price_cents)) FROM (SELECT * FROM order_items WHERE order_id = o.order_id \
-                 ORDER BY line) i)"
-            }
-            Pool::Postgres(_) => {
-                "(SELECT COALESCE(json_agg(json_build_array(i.product_id, i.product_name, \
-                 i.quantity, i.unit_price_cents) ORDER BY i.line), '[]')::text \
-                 FROM order_items i WHERE i.order_id = o.order_id)"
-            }
+            Pool::Sqlite(_) => SQLITE_ITEMS,
+            Pool::Postgres(_) => POSTGRES_ITEMS,
         };
         let sql = format!(
             "SELECT {ORDER_COLUMNS}, {items} AS items \
@@ -280,6 +380,16 @@ impl Store {
 
     /// One order.
     pub async fn get(&self, order_id: &str) -> Result<Option<Order>, StoreError> {
+        if let Some(direct) = &self.direct {
+            match direct.read(|connection| direct_order(connection, order_id)) {
+                Ok(found) => {
+                    return found
+                        .map(|(row, lines)| assemble(row, items_of(lines)?))
+                        .transpose();
+                }
+                Err(error) => direct_failed("an order read", &error),
+            }
+        }
         Ok(self
             .load("o.order_id = ?", "o.order_id", &[order_id])
             .await?
@@ -345,33 +455,61 @@ impl Store {
 
     /// Cancel the order if, at the moment of writing, its status allows it. The check and the
     /// write are one conditional `UPDATE`, so a status that changed since the caller last looked
-    /// (another cancellation, a shipment) is seen and refused.
+    /// (another cancellation, a shipment) is seen and refused; it returns the refund, so
+    /// nothing is read after it. Returns once the outcome is committed.
     pub async fn cancel(
         &self,
         order_id: &str,
         note: Option<&str>,
         now: Instant,
     ) -> Result<CancelOutcome, StoreError> {
-        let update = self.sql(
-            "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, last_updated = ? \
-             WHERE order_id = ? AND status IN ('PENDING', 'PROCESSING')",
-        );
-        let read = self.sql("SELECT status FROM orders WHERE order_id = ?");
+        let at = ts(&now);
+        if let Some(direct) = &self.direct {
+            // Inside the batch's transaction, which holds the write lock, a read and then the
+            // write are as atomic as one conditional statement, and cheaper on SQLite (whose
+            // `RETURNING` and `IN (…)` each build a temporary table).
+            let decided = direct
+                .write(|connection| {
+                    use rusqlite::OptionalExtension;
+                    let found: Option<(String, i64)> = connection
+                        .prepare_cached(STATUS_AND_TOTAL)?
+                        .query_row([order_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                        .optional()?;
+                    let Some((status, cents)) = found else {
+                        return Ok(Err(None));
+                    };
+                    if !OrderStatus::parse(&status).is_ok_and(OrderStatus::is_cancellable) {
+                        return Ok(Err(Some(status)));
+                    }
+                    connection
+                        .prepare_cached(SET_CANCELLED)?
+                        .execute(rusqlite::params![note, at, order_id])?;
+                    Ok(Ok(cents))
+                })
+                .await;
+            match decided {
+                Ok(Ok(cents)) => return Ok(self.cancelled(order_id, cents, now)),
+                Ok(Err(None)) => return Ok(CancelOutcome::NotFound),
+                Ok(Err(Some(status))) => {
+                    return Ok(CancelOutcome::NotCancellable(parse_status(&status)?));
+                }
+                Err(error) => tracing::debug!(%error, "a cancellation goes through the pool"),
+            }
+        }
         // One statement decides. When it refuses, the status is read to say why; if that read
         // finds the order cancellable again (it changed in between), the write is tried again,
         // so the answer is always either "cancelled" or a status that refused it.
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let updated = on_pool!(&self.pool, pool => sqlx::query(&update)
+        let update = self.sql(CANCEL);
+        let read = self.sql(STATUS);
+        for attempt in 1.. {
+            let refund: Option<i64> = on_pool!(&self.pool, pool => sqlx::query_scalar(&update)
                 .bind(note)
-                .bind(ts(&now))
+                .bind(&at)
                 .bind(order_id)
-                .execute(pool)
-                .await?
-                .rows_affected());
-            if updated > 0 {
-                break;
+                .fetch_optional(pool)
+                .await?);
+            if let Some(cents) = refund {
+                return Ok(self.cancelled(order_id, cents, now));
             }
             let status: Option<String> = on_pool!(&self.pool, pool => sqlx::query_scalar(&read)
                 .bind(order_id)
@@ -381,14 +519,19 @@ impl Store {
                 return Ok(CancelOutcome::NotFound);
             };
             let status = parse_status(&status)?;
-            if !status.is_cancellable() || attempts >= 3 {
+            if !status.is_cancellable() || attempt >= 3 {
                 return Ok(CancelOutcome::NotCancellable(status));
             }
         }
-        match self.get(order_id).await? {
-            Some(order) => Ok(CancelOutcome::Cancelled(Box::new(order))),
-            None => Ok(CancelOutcome::NotFound),
-        }
+        unreachable!("the loop returns by its third attempt")
+    }
+
+    fn cancelled(&self, order_id: &str, cents: i64, now: Instant) -> CancelOutcome {
+        CancelOutcome::Cancelled(Cancellation {
+            order_id: order_id.to_owned(),
+            refund: Money::from_cents(cents),
+            at: now,
+        })
     }
 
     /// The note recorded with a cancellation (internal; not part of the order's JSON).
@@ -445,8 +588,13 @@ impl Store {
 
 /// Lines as the `load` query aggregates them: `[[productId, name, quantity, unitPriceCents], …]`.
 fn parse_items(json: &str) -> Result<Vec<OrderItem>, StoreError> {
-    let lines: Vec<(String, String, i64, i64)> = serde_json::from_str(json)
+    let lines: Vec<Line> = serde_json::from_str(json)
         .map_err(|e| StoreError::Corrupt(format!("order lines {json:?}: {e}")))?;
+    items_of(lines)
+}
+
+/// Lines as `(productId, name, quantity, unitPriceCents)`.
+fn items_of(lines: Vec<Line>) -> Result<Vec<OrderItem>, StoreError> {
     lines
         .into_iter()
         .map(|(product_id, product_name, quantity, cents)| {
@@ -465,7 +613,13 @@ fn parse_status(text: &str) -> Result<OrderStatus, StoreError> {
     OrderStatus::parse(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn order_from_row(row: OrderRow) -> Result<Order, StoreError> {
+fn order_from_row(mut row: OrderRow) -> Result<Order, StoreError> {
+    let items = parse_items(&std::mem::take(&mut row.items))?;
+    assemble(row, items)
+}
+
+/// An order from its row (its `items` text unused) and its lines.
+fn assemble(row: OrderRow, items: Vec<OrderItem>) -> Result<Order, StoreError> {
     let shipment = match row.carrier {
         Some(carrier) => Some(Shipment {
             carrier,
@@ -478,7 +632,7 @@ fn order_from_row(row: OrderRow) -> Result<Order, StoreError> {
         None => None,
     };
     Ok(Order {
-        items: parse_items(&row.items)?,
+        items,
         order_id: row.order_id,
         status: parse_status(&row.status)?,
         customer: Customer {

@@ -13,9 +13,15 @@
 //! A store holds a [`Pool`] of either backend. Queries are written once with `?` placeholders;
 //! [`Pool::sql`] (through [`numbered`]) rewrites them as PostgreSQL wants them (`$1`, `$2`, …),
 //! and [`on_pool!`] runs the same code on whichever pool it is.
+//!
+//! Beside a file's pool, a store may keep a [`Direct`] connection for the few statements on
+//! its hot path: they run on the caller's thread instead of the pool's.
 
 use std::str::FromStr;
 use std::time::Duration;
+
+/// The SQLite library [`Direct`] speaks through (the same SQLite as sqlx's).
+pub use rusqlite;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
@@ -148,6 +154,246 @@ pub fn file_url(
     Ok(format!("sqlite://{}", dir.join(name).display()))
 }
 
+/// A connection of its own to a database file, whose statements run on the calling thread.
+///
+/// sqlx runs each SQLite statement on the connection's own thread and hands it there and back
+/// over channels; for a statement over cached pages the two thread switches cost more than the
+/// statement (a lookup by key or a one-row `UPDATE` takes microseconds). `Direct` runs such
+/// statements where they are called, with the pool's settings (write-ahead log,
+/// `synchronous=NORMAL`, foreign keys), so a commit is as durable as one through the pool: it
+/// survives the process being killed.
+///
+/// Writes ([`Direct::write`]) share one transaction per batch: the first write opens it, the
+/// writes that run before its commit join it, and one commit makes them all durable at once;
+/// each waits for that commit before it returns (group commit: a busy server writes the pages
+/// its writes share once per batch instead of once per write). A read ([`Direct::read`])
+/// commits the open batch first, so it never sees a write that is not durable yet; reads and
+/// writes share the one connection, whose page cache stays warm (a second connection would
+/// reread its pages from the file after every commit of the first).
+///
+/// It never waits for another connection: its busy timeout is zero, so a statement that would
+/// wait for another writer fails at once with `SQLITE_BUSY`, and the caller runs it through the
+/// pool instead, which waits on its own thread. Use it for single short statements only.
+///
+/// Nor does it checkpoint: a checkpoint copies the log into the database file and syncs both,
+/// which takes milliseconds of disk waits. [`Direct::checkpoint_through`] has the pool do it,
+/// on the pool's thread, after batches were committed.
+pub struct Direct {
+    state: std::sync::Arc<std::sync::Mutex<Writer>>,
+    /// Batches committed, for [`Direct::checkpoint_through`].
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The connection and the batch open on it, if any.
+struct Writer {
+    connection: rusqlite::Connection,
+    open: Option<Batch>,
+    /// The number of the next batch.
+    next: u64,
+}
+
+/// An open batch: its number and where its end is told.
+struct Batch {
+    number: u64,
+    done: tokio::sync::watch::Sender<Option<Committed>>,
+}
+
+/// How a batch ended: committed, or rolled back with the reason.
+type Committed = Result<(), String>;
+
+impl std::fmt::Debug for Direct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Direct").finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Why a [`Direct::write`] did not happen; nothing of it is in the database.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// SQLite refused the statement (`SQLITE_BUSY`: another connection is writing).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// The batch it joined could not be committed and was rolled back.
+    #[error("the batch could not be committed: {0}")]
+    Commit(String),
+}
+
+impl WriteError {
+    /// Whether another connection held the database (the pool will wait for it).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, WriteError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::DatabaseBusy)
+    }
+}
+
+impl Writer {
+    /// Commit the open batch (if any, and if it is `number` when given) and tell its writes.
+    fn commit(&mut self, number: Option<u64>, commits: &std::sync::atomic::AtomicU64) {
+        if number.is_some_and(|n| self.open.as_ref().is_none_or(|b| b.number != n)) {
+            return;
+        }
+        let Some(batch) = self.open.take() else {
+            return;
+        };
+        let ended = match run_cached(&self.connection, "COMMIT") {
+            Ok(()) => {
+                commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                let _ = run_cached(&self.connection, "ROLLBACK");
+                Err(error.to_string())
+            }
+        };
+        batch.done.send_replace(Some(ended));
+    }
+}
+
+/// Run a statement without parameters, prepared once per connection.
+fn run_cached(connection: &rusqlite::Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+impl Direct {
+    /// A direct connection to the database file `url` names (open its pool first, which
+    /// creates the file and sets its journal mode); `None` for an in-memory database, which
+    /// only its pool's one connection can see, and for PostgreSQL.
+    pub fn open(url: &str) -> Result<Option<Direct>, DirectError> {
+        if is_postgres(url) || is_memory(url) {
+            return Ok(None);
+        }
+        let options = SqliteConnectOptions::from_str(url).map_err(DirectError::Url)?;
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let connection = rusqlite::Connection::open_with_flags(options.get_filename(), flags)?;
+        connection.busy_timeout(Duration::ZERO)?;
+        connection.pragma_update(None, "synchronous", "NORMAL")?;
+        connection.pragma_update(None, "foreign_keys", "ON")?;
+        connection.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let mode: String = connection.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(DirectError::NotWal(mode));
+        }
+        Ok(Some(Direct {
+            state: std::sync::Arc::new(std::sync::Mutex::new(Writer {
+                connection,
+                open: None,
+                next: 0,
+            })),
+            commits: Default::default(),
+        }))
+    }
+
+    /// Until `direct` is dropped: every `every`, if batches were committed since the last
+    /// look, checkpoint the log through `pool` (a passive checkpoint: it waits for no one).
+    /// Spawn it next to the store that holds `direct`.
+    pub async fn checkpoint_through(
+        direct: std::sync::Weak<Direct>,
+        pool: SqlitePool,
+        every: Duration,
+    ) {
+        let mut seen = 0;
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(commits) = direct.upgrade().map(|d| d.commits.clone()) else {
+                return;
+            };
+            let now = commits.load(std::sync::atomic::Ordering::Relaxed);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&pool)
+                .await
+            {
+                tracing::warn!(%error, "the write-ahead log could not be checkpointed");
+            }
+        }
+    }
+
+    /// Run a read on this thread (prepare with `prepare_cached`), after committing the open
+    /// batch: it sees committed data only.
+    pub fn read<R>(
+        &self,
+        statement: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<R>,
+    ) -> rusqlite::Result<R> {
+        let mut writer = lock(&self.state);
+        writer.commit(None, &self.commits);
+        statement(&writer.connection)
+    }
+
+    /// Run a write on this thread inside the open batch (opening one if none is), then wait for
+    /// the batch's commit. Call inside a Tokio runtime: the commit is a task of its own, so a
+    /// caller that goes away does not leave the batch open. A statement that fails leaves the
+    /// batch's other writes as they were (SQLite rolls back that statement alone).
+    pub async fn write<R>(
+        &self,
+        statement: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<R>,
+    ) -> Result<R, WriteError> {
+        let (result, mut committed) = {
+            let mut writer = lock(&self.state);
+            let committed = match &writer.open {
+                Some(batch) => batch.done.subscribe(),
+                None => {
+                    run_cached(&writer.connection, "BEGIN IMMEDIATE")?;
+                    let number = writer.next;
+                    writer.next += 1;
+                    let (done, committed) = tokio::sync::watch::channel(None);
+                    writer.open = Some(Batch { number, done });
+                    tokio::spawn(commit_soon(
+                        self.state.clone(),
+                        self.commits.clone(),
+                        number,
+                    ));
+                    committed
+                }
+            };
+            (statement(&writer.connection)?, committed)
+        };
+        let ended = match committed.wait_for(Option::is_some).await {
+            Ok(ended) => ended
+                .clone()
+                .unwrap_or_else(|| Err("the batch ended without an outcome".to_owned())),
+            Err(_) => Err("the batch was dropped before its commit".to_owned()),
+        };
+        ended.map(|()| result).map_err(WriteError::Commit)
+    }
+}
+
+/// Commit batch `number` once the writes that are ready to run have joined it (unless a read
+/// committed it first).
+async fn commit_soon(
+    state: std::sync::Arc<std::sync::Mutex<Writer>>,
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    number: u64,
+) {
+    // Every task that is ready now runs before this one does again.
+    tokio::task::yield_now().await;
+    lock(&state).commit(Some(number), &commits);
+}
+
+/// Why a [`Direct`] connection could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectError {
+    /// The URL is not a SQLite URL.
+    #[error("not a SQLite database URL: {0}")]
+    Url(sqlx::Error),
+    /// SQLite refused.
+    #[error("could not open the database file directly: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The file is not in write-ahead-log mode, so a direct connection would block its pool.
+    #[error("the database file is in journal mode {0}, not WAL")]
+    NotWal(String),
+}
+
 /// Open the pool for `url` (see the crate documentation for the settings).
 pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
     let options = SqliteConnectOptions::from_str(url)?
@@ -209,6 +455,55 @@ mod tests {
             .await
             .expect("count");
         assert_eq!(rows, 5);
+    }
+
+    #[tokio::test]
+    async fn a_direct_connection_sees_the_pools_writes_and_never_waits() {
+        let dir = std::env::temp_dir().join(format!("sql-pool-direct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("direct.sqlite");
+        let _ = std::fs::remove_file(&file);
+        let url = format!("sqlite://{}", file.display());
+        let pool = connect(&url).await.expect("pool");
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&pool)
+            .await
+            .expect("create");
+        let direct = Direct::open(&url).expect("open").expect("a file has one");
+        direct
+            .write(|c| c.execute("INSERT INTO t VALUES (7)", []))
+            .await
+            .expect("insert");
+        let (x,): (i64,) = sqlx::query_as("SELECT x FROM t")
+            .fetch_one(&pool)
+            .await
+            .expect("the pool sees it");
+        assert_eq!(x, 7);
+        let settings = direct
+            .read(|c| {
+                let synchronous: i64 = c.pragma_query_value(None, "synchronous", |r| r.get(0))?;
+                let keys: i64 = c.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
+                Ok((synchronous, keys))
+            })
+            .expect("pragmas");
+        assert_eq!(settings, (1, 1));
+        // While the pool holds the write lock, a direct write fails at once instead of waiting.
+        let mut writing = pool.begin().await.expect("begin");
+        sqlx::query("INSERT INTO t VALUES (8)")
+            .execute(&mut *writing)
+            .await
+            .expect("insert in a transaction");
+        let started = std::time::Instant::now();
+        let busy = direct
+            .write(|c| c.execute("INSERT INTO t VALUES (9)", []))
+            .await;
+        assert!(busy.as_ref().is_err_and(WriteError::is_busy), "{busy:?}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        writing.rollback().await.expect("rollback");
+        assert!(Direct::open("sqlite::memory:").expect("memory").is_none());
+        assert!(Direct::open("postgres://h/db").expect("postgres").is_none());
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]

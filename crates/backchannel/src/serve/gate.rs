@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::Value;
@@ -157,7 +156,62 @@ impl HttpBody for Guarded {
     }
 }
 
-pub(super) async fn gate(gate: Arc<Gate>, request: Request, next: Next) -> Response {
+/// The rmcp service behind the gate, shared (cloning rmcp's service copies its settings).
+pub(super) type Rmcp<S> = Arc<rmcp::transport::StreamableHttpService<S, LocalSessionManager>>;
+
+/// `/mcp`: the gate, then the fast path or rmcp.
+pub(super) struct Endpoint<S> {
+    pub(super) gate: Arc<Gate>,
+    pub(super) rmcp: Rmcp<S>,
+}
+
+impl<S> Clone for Endpoint<S> {
+    fn clone(&self) -> Self {
+        Self {
+            gate: self.gate.clone(),
+            rmcp: self.rmcp.clone(),
+        }
+    }
+}
+
+impl<S> tower::Service<Request> for Endpoint<S>
+where
+    S: rmcp::ServerHandler + Send + 'static,
+{
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Response, std::convert::Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let (gate, rmcp) = (self.gate.clone(), self.rmcp.clone());
+        Box::pin(async move {
+            let next = Next(&rmcp);
+            Ok(gate_request(gate, request, next).await)
+        })
+    }
+}
+
+/// Hands a request on to rmcp.
+struct Next<'a, S>(&'a Rmcp<S>);
+
+impl<S: rmcp::ServerHandler + Send + 'static> Next<'_, S> {
+    async fn run(&self, request: Request) -> Response {
+        self.0.handle(request).await.map(Body::new)
+    }
+}
+
+async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
+    gate: Arc<Gate>,
+    request: Request,
+    next: Next<'_, S>,
+) -> Response {
     let principal = request.extensions().get::<Principal>().cloned();
     let session = request
         .headers()

@@ -148,12 +148,11 @@ where
     });
     let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
-    let gate = gate::Gate::new(sessions, options, fast);
-    axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(move |request, next| {
-            gate::gate(gate.clone(), request, next)
-        }))
+    let endpoint = gate::Endpoint {
+        gate: gate::Gate::new(sessions, options, fast),
+        rmcp: Arc::new(service),
+    };
+    axum::Router::new().nest_service("/mcp", endpoint)
 }
 
 /// Serve `app` on `listener` until `shutdown` resolves; then stop accepting and let open

@@ -236,14 +236,18 @@ fn typed_request(message: Value, version: &ProtocolVersion) -> Option<(RequestId
     .then_some((id, request))
 }
 
-/// rmcp's `ClientRequest` is an untagged enum, so parsing one tries its variants in turn;
-/// the common calls parse as their own variant directly. A body that does not parse as its
+/// rmcp's `ClientRequest` is an untagged enum, so parsing one tries its variants in turn, and a
+/// request's `params` are parsed through a flattened helper that buffers them first; the
+/// common calls are built as their own variant directly. A body that does not parse as its
 /// method's type returns `None` (rmcp then decides what it is).
 fn parse_request(message: Value) -> Option<ClientRequest> {
-    use rmcp::model::{CallToolRequest, ListToolsRequest};
+    use rmcp::model::ListToolsRequest;
     let method = message.get("method")?.as_str()?.to_owned();
     let request = match method.as_str() {
-        "tools/call" => ClientRequest::CallToolRequest(CallToolRequest::deserialize(message).ok()?),
+        "tools/call" => match plain_call(message) {
+            Ok(call) => ClientRequest::CallToolRequest(call),
+            Err(message) => ClientRequest::deserialize(message).ok()?,
+        },
         "tools/list" => {
             ClientRequest::ListToolsRequest(ListToolsRequest::deserialize(message).ok()?)
         }
@@ -252,6 +256,53 @@ fn parse_request(message: Value) -> Option<ClientRequest> {
     // A body that only parses as rmcp's catch-all is not what its method says.
     (request.method() == method && !matches!(request, ClientRequest::CustomRequest(_)))
         .then_some(request)
+}
+
+/// A `tools/call` whose params hold only the fields rmcp knows, each of its type, built as
+/// rmcp's own parse builds it (`_meta` goes to the request's extensions, not to the params);
+/// anything else is handed back for rmcp's parse.
+fn plain_call(mut message: Value) -> Result<rmcp::model::CallToolRequest, Value> {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams};
+    let Some(Value::Object(params)) = message.get_mut("params") else {
+        return Err(message);
+    };
+    let plain = params.get("name").is_some_and(Value::is_string)
+        && params.iter().all(|(key, value)| match key.as_str() {
+            "name" => value.is_string(),
+            "requestState" => value.is_string() || value.is_null(),
+            "arguments" | "_meta" | "inputResponses" => value.is_object() || value.is_null(),
+            _ => false,
+        });
+    if !plain {
+        return Err(message);
+    }
+    let mut take = |key: &str| params.remove(key).unwrap_or(Value::Null);
+    let name = match take("name") {
+        Value::String(name) => name,
+        _ => unreachable!("a plain tools/call has a name, checked above"),
+    };
+    let (arguments, meta, responses, state) = (
+        take("arguments"),
+        take("_meta"),
+        take("inputResponses"),
+        take("requestState"),
+    );
+    let object = |value: Value| match value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    };
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = object(arguments);
+    params.input_responses = object(responses).map(|map| map.into_iter().collect());
+    params.request_state = match state {
+        Value::String(state) => Some(state),
+        _ => None,
+    };
+    let mut call = CallToolRequest::new(params);
+    if let Some(meta) = object(meta) {
+        call.extensions.insert(RequestMetaObject::from(meta));
+    }
+    Ok(call)
 }
 
 /// The HTTP status of a terminal message, as rmcp maps it on this path.
@@ -512,6 +563,48 @@ mod tests {
             (&[("content-type", "text/plain")], "content-type"),
         ] {
             assert_eq!(with(extra, dropped), None, "{extra:?} without {dropped}");
+        }
+    }
+
+    #[test]
+    fn a_plain_call_is_built_as_rmcps_parse_builds_it() {
+        use rmcp::model::CallToolRequest;
+        for body in [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "t"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "t", "arguments": {"a": [1, {"b": null}]},
+                    "_meta": {"progressToken": 3, "x": {"y": 1}},
+                    "inputResponses": {"confirm": {"action": "accept"}},
+                    "requestState": "s"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "t", "arguments": null, "_meta": null,
+                    "inputResponses": null, "requestState": null}}),
+        ] {
+            let ours = plain_call(body.clone()).expect("plain");
+            let theirs = CallToolRequest::deserialize(&body).expect("rmcp parses it");
+            assert_eq!(ours.params, theirs.params, "{body}");
+            assert_eq!(
+                ours.extensions.get::<RequestMetaObject>(),
+                theirs.extensions.get::<RequestMetaObject>(),
+                "{body}"
+            );
+            assert_eq!(ours.method, theirs.method);
+        }
+        for odd in [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "t", "task": {}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": 7}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "t", "requestState": 5}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}),
+        ] {
+            assert_eq!(
+                plain_call(odd.clone()).unwrap_err(),
+                odd,
+                "handed back whole"
+            );
         }
     }
 

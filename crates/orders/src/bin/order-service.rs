@@ -156,3 +156,6 @@ async fn main() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

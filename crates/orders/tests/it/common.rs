@@ -66,14 +66,40 @@ fn last_message(text: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// A database of its own for one test: in-memory SQLite, or, when `$ORDERS_TEST_POSTGRES` names
-/// a PostgreSQL server (`scripts/test` runs the suite a second time that way), a new database
-/// created on it for this test alone.
+/// A database of its own for one test: a new SQLite file (the service's default set-up, with
+/// its direct connection), or, when `$ORDERS_TEST_POSTGRES` names a PostgreSQL server
+/// (`scripts/test` runs the suite a second time that way), a new database created on it for
+/// this test alone.
 pub async fn fresh_database() -> String {
     match std::env::var("ORDERS_TEST_POSTGRES") {
         Ok(server) if !server.is_empty() => new_postgres_database(&server).await,
-        _ => "sqlite::memory:".to_owned(),
+        _ => new_sqlite_file(),
     }
+}
+
+/// `sqlite://…` of a file that does not exist yet, in a folder of this run's own under cargo's
+/// scratch folder (folders of runs older than an hour are removed when a run starts).
+pub fn new_sqlite_file() -> String {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = DIR.get_or_init(|| {
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for old in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let stale = old
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified < hour_ago);
+            if stale && old.file_name().to_string_lossy().starts_with("orders-") {
+                let _ = std::fs::remove_dir_all(old.path());
+            }
+        }
+        let dir = root.join(format!("orders-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    });
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("sqlite://{}", dir.join(format!("{n}.sqlite")).display())
 }
 
 /// Whether this run of the suite is the PostgreSQL one.

@@ -95,12 +95,22 @@ fn start(database: &str, keys: Option<&Path>) -> Instance {
     start_with(database, keys, &[])
 }
 
+/// Asks [`start_with`] for the service's default order cache (not an `order-service` flag).
+const WITH_ORDER_CACHE: &str = "(with its order cache)";
+
 /// [`start`], with more arguments (which may override the defaults).
 fn start_with(database: &str, keys: Option<&Path>, extra: &[&str]) -> Instance {
     let mut command = Command::new(env!("CARGO_BIN_EXE_order-service"));
+    command.args(["serve", "--listen", "127.0.0.1:0", "--database", database]);
+    if !extra.contains(&WITH_ORDER_CACHE) {
+        command.arg("--no-order-cache");
+    }
+    let extra: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|arg| *arg != WITH_ORDER_CACHE)
+        .collect();
     command
-        .args(["serve", "--listen", "127.0.0.1:0", "--database", database])
-        .arg("--no-order-cache")
         .env_remove("ORDER_SERVICE_STATE_KEYS")
         .env("RUST_LOG", "orders=info,backchannel=info")
         .stdin(Stdio::null())
@@ -112,7 +122,7 @@ fn start_with(database: &str, keys: Option<&Path>, extra: &[&str]) -> Instance {
     if !extra.contains(&"--carrier-latency-ms") {
         command.args(["--carrier-latency-ms", "0"]);
     }
-    command.args(extra);
+    command.args(&extra);
     let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -233,6 +243,27 @@ async fn a_rotated_ring_opens_what_the_previous_key_sealed_and_a_retired_key_ope
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(status_via(&newest, &orders[2]).await, before);
     assert_ne!(before, "CANCELLED");
+}
+
+#[tokio::test]
+async fn a_cancellation_reported_to_the_person_survives_kill_9() {
+    let scratch = Scratch::new("durable");
+    let database = scratch.database().await;
+    // With its order cache, as the service runs by default (the cache holds nothing on disk).
+    let mut first = start_with(&database, None, &[WITH_ORDER_CACHE]);
+    let orders = cancellable(&first, 3).await;
+    for order in &orders {
+        let state = round_on(&first, order).await;
+        let answer = yes_on(&first, order, &state).await;
+        assert!(says_cancelled(&answer), "{answer}");
+    }
+    // kill -9 the moment the last answer arrived: no shutdown, no flush, no checkpoint.
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let second = start(&database, None);
+    for order in &orders {
+        assert_eq!(status_via(&second, order).await, "CANCELLED", "{order}");
+    }
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
-//! The service rules over a real SQLite database (a fresh in-memory one per test).
+//! The service rules over a real database (a fresh SQLite file per test, or a fresh
+//! PostgreSQL database on the PostgreSQL run).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -101,8 +102,12 @@ async fn cancelling_a_shipped_order_is_refused_and_a_pending_one_works() {
         .cancel("ORD-10002", Some("changed mind"))
         .await
         .unwrap();
-    assert_eq!(cancelled.status, OrderStatus::Cancelled);
-    assert!(cancelled.last_updated > chrono::Utc::now() - chrono::Duration::minutes(1));
+    assert_eq!(cancelled.order_id, "ORD-10002");
+    assert!(cancelled.at > chrono::Utc::now() - chrono::Duration::minutes(1));
+    let order = service.order("ORD-10002").await.unwrap();
+    assert_eq!(order.status, OrderStatus::Cancelled);
+    assert_eq!(order.last_updated.timestamp(), cancelled.at.timestamp());
+    assert_eq!(cancelled.refund, order.total_amount);
     assert_eq!(
         service
             .store()
@@ -234,4 +239,108 @@ async fn dropping_a_recheck_stops_it_and_a_later_pass_finishes_the_work() {
     let changed_second = second.iter().filter(|s| s.changed).count();
     assert!(changed_second > 0, "the first pass stopped early");
     assert!(changed_first + changed_second <= 13 && changed_second >= 13 - changed_first - 2);
+}
+
+#[tokio::test]
+async fn on_a_file_reads_run_on_the_callers_thread_and_cancels_commit_together() {
+    if crate::common::on_postgres() {
+        return; // The direct connection is SQLite's.
+    }
+    let store = Store::open(&crate::common::new_sqlite_file())
+        .await
+        .unwrap();
+    // Finished at the first poll: no hop to another thread, nothing to wait for.
+    let read = std::pin::pin!(store.get("ORD-10002"));
+    let std::task::Poll::Ready(order) = futures::poll!(read) else {
+        panic!("a read through the direct connection finishes without waiting");
+    };
+    assert_eq!(order.unwrap().unwrap().status, OrderStatus::Pending);
+    // Two cancellations written before either commits: one batch, one commit for both.
+    let now = chrono::Utc::now();
+    let mut first = std::pin::pin!(store.cancel("ORD-10002", Some("batched"), now));
+    let mut second = std::pin::pin!(store.cancel("ORD-10008", None, now));
+    assert!(
+        futures::poll!(first.as_mut()).is_pending(),
+        "waits for its commit"
+    );
+    assert!(
+        futures::poll!(second.as_mut()).is_pending(),
+        "joins the open batch"
+    );
+    // A read in between commits the batch first: what it sees is on disk.
+    let seen = store.get("ORD-10002").await.unwrap().unwrap();
+    assert_eq!(seen.status, OrderStatus::Cancelled);
+    let (first, second) = futures::join!(first, second);
+    for (outcome, id) in [(first, "ORD-10002"), (second, "ORD-10008")] {
+        assert!(
+            matches!(outcome.unwrap(), orders::store::CancelOutcome::Cancelled(c) if c.order_id == id),
+            "{id}"
+        );
+        assert_eq!(
+            store.get(id).await.unwrap().unwrap().status,
+            OrderStatus::Cancelled
+        );
+    }
+    assert_eq!(
+        store
+            .cancellation_note("ORD-10002")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("batched")
+    );
+    // A refusal inside a batch reads the status the refusal saw.
+    let again = store.cancel("ORD-10002", None, now).await.unwrap();
+    assert_eq!(
+        again,
+        orders::store::CancelOutcome::NotCancellable(OrderStatus::Cancelled)
+    );
+}
+
+#[tokio::test]
+async fn a_cancellation_that_would_wait_for_another_writer_waits_in_the_pool() {
+    if crate::common::on_postgres() {
+        return; // The direct connection is SQLite's.
+    }
+    let url = crate::common::new_sqlite_file();
+    let store = Store::open(&url).await.unwrap();
+    // Another connection (the pool's) holds the write lock.
+    let sql_pool::Pool::Sqlite(pool) = store.pool() else {
+        panic!("a file store has a SQLite pool");
+    };
+    let mut writing = pool.begin().await.unwrap();
+    sqlx::query("UPDATE orders SET last_updated = last_updated WHERE order_id = 'ORD-10001'")
+        .execute(&mut *writing)
+        .await
+        .unwrap();
+    let mut cancel = std::pin::pin!(store.cancel("ORD-10002", None, chrono::Utc::now()));
+    assert!(
+        futures::poll!(cancel.as_mut()).is_pending(),
+        "refused at once by the direct connection, it waits for the lock in the pool"
+    );
+    writing.commit().await.unwrap();
+    let outcome = cancel.await.unwrap();
+    assert!(
+        matches!(outcome, orders::store::CancelOutcome::Cancelled(_)),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        store.get("ORD-10002").await.unwrap().unwrap().status,
+        OrderStatus::Cancelled
+    );
+}
+
+#[tokio::test]
+async fn an_in_memory_database_is_served_by_its_pool_alone() {
+    let store = Store::open("sqlite::memory:").await.unwrap();
+    let service = OrderService::new(store, ServiceConfig::default());
+    let cancelled = service.cancel("ORD-10002", None).await.unwrap();
+    assert_eq!(
+        service.order("ORD-10002").await.unwrap().total_amount,
+        cancelled.refund
+    );
+    assert!(matches!(
+        service.cancel("ORD-10002", None).await,
+        Err(OrderError::NotCancellable { .. })
+    ));
 }
