@@ -91,18 +91,64 @@ struct OrderRow {
 const TIMESTAMP: &str = "%Y-%m-%dT%H:%M:%SZ";
 
 fn ts(instant: &Instant) -> String {
-    instant.format(TIMESTAMP).to_string()
+    use chrono::{Datelike, Timelike};
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        instant.year(),
+        instant.month(),
+        instant.day(),
+        instant.hour(),
+        instant.minute(),
+        instant.second()
+    )
+}
+
+/// The digits of `text[range]` as a number, if they are all digits.
+fn digits(text: &[u8], range: std::ops::Range<usize>) -> Option<u32> {
+    text.get(range)?.iter().try_fold(0u32, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
+    })
+}
+
+/// `YYYY-MM-DD` at the start of `text`, read by position (chrono's format parser is the
+/// slow way for the one format the store writes).
+fn ymd(text: &[u8]) -> Option<Date> {
+    if text.get(4) != Some(&b'-') || text.get(7) != Some(&b'-') {
+        return None;
+    }
+    let year = i32::try_from(digits(text, 0..4)?).ok()?;
+    Date::from_ymd_opt(year, digits(text, 5..7)?, digits(text, 8..10)?)
 }
 
 fn parse_ts(text: &str) -> Result<Instant, StoreError> {
-    chrono::NaiveDateTime::parse_from_str(text, TIMESTAMP)
-        .map(|t| t.and_utc())
-        .map_err(|e| StoreError::Corrupt(format!("timestamp {text:?}: {e}")))
+    let bytes = text.as_bytes();
+    let quick = (bytes.len() == 20
+        && bytes[10] == b'T'
+        && bytes[13] == b':'
+        && bytes[16] == b':'
+        && bytes[19] == b'Z')
+        .then(|| {
+            ymd(bytes)?.and_hms_opt(
+                digits(bytes, 11..13)?,
+                digits(bytes, 14..16)?,
+                digits(bytes, 17..19)?,
+            )
+        })
+        .flatten();
+    match quick {
+        Some(time) => Ok(time.and_utc()),
+        None => chrono::NaiveDateTime::parse_from_str(text, TIMESTAMP)
+            .map(|t| t.and_utc())
+            .map_err(|e| StoreError::Corrupt(format!("timestamp {text:?}: {e}"))),
+    }
 }
 
 fn parse_date(text: &str) -> Result<Date, StoreError> {
-    Date::parse_from_str(text, "%Y-%m-%d")
-        .map_err(|e| StoreError::Corrupt(format!("date {text:?}: {e}")))
+    match ymd(text.as_bytes()).filter(|_| text.len() == 10) {
+        Some(date) => Ok(date),
+        None => Date::parse_from_str(text, "%Y-%m-%d")
+            .map_err(|e| StoreError::Corrupt(format!("date {text:?}: {e}"))),
+    }
 }
 
 const ORDER_COLUMNS: &str = "o.order_id, o.status, o.total_cents, o.created_at, o.last_updated, \
@@ -381,7 +427,7 @@ impl Store {
     /// One order.
     pub async fn get(&self, order_id: &str) -> Result<Option<Order>, StoreError> {
         if let Some(direct) = &self.direct {
-            match direct.read(|connection| direct_order(connection, order_id)) {
+            match direct.read(order_id, |connection| direct_order(connection, order_id)) {
                 Ok(found) => {
                     return found
                         .map(|(row, lines)| assemble(row, items_of(lines)?))
@@ -469,7 +515,7 @@ impl Store {
             // write are as atomic as one conditional statement, and cheaper on SQLite (whose
             // `RETURNING` and `IN (…)` each build a temporary table).
             let decided = direct
-                .write(|connection| {
+                .write(order_id, |connection| {
                     use rusqlite::OptionalExtension;
                     let found: Option<(String, i64)> = connection
                         .prepare_cached(STATUS_AND_TOTAL)?
@@ -647,4 +693,40 @@ fn assemble(row: OrderRow, items: Vec<OrderItem>) -> Result<Order, StoreError> {
         last_updated: parse_ts(&row.last_updated)?,
         shipment,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_read_by_position_agree_with_chrono() {
+        for text in [
+            "2024-02-29T23:59:59Z",
+            "1999-01-01T00:00:00Z",
+            "2026-12-01T10:05:07Z",
+        ] {
+            let quick = parse_ts(text).unwrap();
+            let slow = chrono::NaiveDateTime::parse_from_str(text, TIMESTAMP)
+                .unwrap()
+                .and_utc();
+            assert_eq!(quick, slow);
+            assert_eq!(ts(&quick), text);
+        }
+        for bad in [
+            "2023-02-29T00:00:00Z",
+            "2024-13-01T00:00:00Z",
+            "2024-01-01 00:00:00",
+            "x",
+        ] {
+            assert!(parse_ts(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_date("2024-02-29").unwrap(),
+            Date::from_ymd_opt(2024, 2, 29).unwrap()
+        );
+        for bad in ["2024-02-30", "2024-02-011", ""] {
+            assert!(parse_date(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -166,10 +166,15 @@ pub fn file_url(
 /// Writes ([`Direct::write`]) share one transaction per batch: the first write opens it, the
 /// writes that run before its commit join it, and one commit makes them all durable at once;
 /// each waits for that commit before it returns (group commit: a busy server writes the pages
-/// its writes share once per batch instead of once per write). A read ([`Direct::read`])
-/// commits the open batch first, so it never sees a write that is not durable yet; reads and
+/// its writes share once per batch instead of once per write). Reads ([`Direct::read`]) and
 /// writes share the one connection, whose page cache stays warm (a second connection would
 /// reread its pages from the file after every commit of the first).
+///
+/// Every statement names its key (an order's ID, say), and promises: a write changes rows of
+/// its key only, and a read reads nothing that a write under another key changes. A read never
+/// sees a write that is not durable yet: under a key the open batch has written, it commits
+/// the batch first; under any other key it sees only committed rows of its own, and the batch
+/// stays open for more writes.
 ///
 /// It never waits for another connection: its busy timeout is zero, so a statement that would
 /// wait for another writer fails at once with `SQLITE_BUSY`, and the caller runs it through the
@@ -196,6 +201,8 @@ struct Writer {
 struct Batch {
     number: u64,
     done: tokio::sync::watch::Sender<Option<Committed>>,
+    /// The keys its writes named.
+    keys: Vec<String>,
 }
 
 /// How a batch ended: committed, or rolled back with the reason.
@@ -319,14 +326,26 @@ impl Direct {
         }
     }
 
-    /// Run a read on this thread (prepare with `prepare_cached`), after committing the open
-    /// batch: it sees committed data only.
+    /// How many batches have been committed.
+    pub fn batches_committed(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Run a read of `key` on this thread (prepare with `prepare_cached`); it sees committed
+    /// data only (see the type's documentation for what `key` promises).
     pub fn read<R>(
         &self,
+        key: &str,
         statement: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<R>,
     ) -> rusqlite::Result<R> {
         let mut writer = lock(&self.state);
-        writer.commit(None, &self.commits);
+        if writer
+            .open
+            .as_ref()
+            .is_some_and(|batch| batch.keys.iter().any(|written| written == key))
+        {
+            writer.commit(None, &self.commits);
+        }
         statement(&writer.connection)
     }
 
@@ -336,18 +355,26 @@ impl Direct {
     /// batch's other writes as they were (SQLite rolls back that statement alone).
     pub async fn write<R>(
         &self,
+        key: &str,
         statement: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<R>,
     ) -> Result<R, WriteError> {
         let (result, mut committed) = {
             let mut writer = lock(&self.state);
-            let committed = match &writer.open {
-                Some(batch) => batch.done.subscribe(),
+            let committed = match &mut writer.open {
+                Some(batch) => {
+                    batch.keys.push(key.to_owned());
+                    batch.done.subscribe()
+                }
                 None => {
                     run_cached(&writer.connection, "BEGIN IMMEDIATE")?;
                     let number = writer.next;
                     writer.next += 1;
                     let (done, committed) = tokio::sync::watch::channel(None);
-                    writer.open = Some(Batch { number, done });
+                    writer.open = Some(Batch {
+                        number,
+                        done,
+                        keys: vec![key.to_owned()],
+                    });
                     tokio::spawn(commit_soon(
                         self.state.clone(),
                         self.commits.clone(),
@@ -471,7 +498,7 @@ mod tests {
             .expect("create");
         let direct = Direct::open(&url).expect("open").expect("a file has one");
         direct
-            .write(|c| c.execute("INSERT INTO t VALUES (7)", []))
+            .write("7", |c| c.execute("INSERT INTO t VALUES (7)", []))
             .await
             .expect("insert");
         let (x,): (i64,) = sqlx::query_as("SELECT x FROM t")
@@ -480,7 +507,7 @@ mod tests {
             .expect("the pool sees it");
         assert_eq!(x, 7);
         let settings = direct
-            .read(|c| {
+            .read("settings", |c| {
                 let synchronous: i64 = c.pragma_query_value(None, "synchronous", |r| r.get(0))?;
                 let keys: i64 = c.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
                 Ok((synchronous, keys))
@@ -495,13 +522,61 @@ mod tests {
             .expect("insert in a transaction");
         let started = std::time::Instant::now();
         let busy = direct
-            .write(|c| c.execute("INSERT INTO t VALUES (9)", []))
+            .write("9", |c| c.execute("INSERT INTO t VALUES (9)", []))
             .await;
         assert!(busy.as_ref().is_err_and(WriteError::is_busy), "{busy:?}");
         assert!(started.elapsed() < Duration::from_secs(1));
         writing.rollback().await.expect("rollback");
         assert!(Direct::open("sqlite::memory:").expect("memory").is_none());
         assert!(Direct::open("postgres://h/db").expect("postgres").is_none());
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_read_sees_only_committed_rows_and_commits_a_batch_that_wrote_its_key() {
+        let dir = std::env::temp_dir().join(format!("sql-pool-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("keys.sqlite");
+        let _ = std::fs::remove_file(&file);
+        let url = format!("sqlite://{}", file.display());
+        let pool = connect(&url).await.expect("pool");
+        sqlx::query("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)")
+            .execute(&pool)
+            .await
+            .expect("create");
+        sqlx::query("INSERT INTO t VALUES ('a', 1), ('b', 1)")
+            .execute(&pool)
+            .await
+            .expect("rows");
+        let direct = Direct::open(&url).expect("open").expect("a file has one");
+        let value = |key: &'static str| {
+            direct.read(key, move |c| {
+                c.query_row("SELECT v FROM t WHERE k = ?", [key], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
+        };
+        let mut write = std::pin::pin!(direct.write("a", |c| {
+            c.execute("UPDATE t SET v = 2 WHERE k = 'a'", [])
+        }));
+        assert!(
+            futures::poll!(write.as_mut()).is_pending(),
+            "waits for its batch"
+        );
+        // Another key: read inside the open batch, which stays open.
+        assert_eq!(value("b").expect("b"), 1);
+        assert_eq!(direct.batches_committed(), 0);
+        assert!(futures::poll!(write.as_mut()).is_pending(), "still open");
+        // The written key: the batch is committed first, so the read sees the write, durable.
+        assert_eq!(value("a").expect("a"), 2);
+        assert_eq!(direct.batches_committed(), 1);
+        assert_eq!(write.await.expect("committed"), 1);
+        let (outside,): (i64,) = sqlx::query_as("SELECT v FROM t WHERE k = 'a'")
+            .fetch_one(&pool)
+            .await
+            .expect("the pool reads");
+        assert_eq!(outside, 2);
         pool.close().await;
         let _ = std::fs::remove_dir_all(&dir);
     }
