@@ -1,9 +1,14 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
-Servers: ours (order-service, with and without its order cache), a bare rmcp server, and the
-peers in bench/peers/ (the Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the
-same orders. Loads: `get_order` at concurrency 1 and 16 (oha), and completed 2026-07-28
-confirmed cancellations (the `input_required` round, then the retry with a yes) at 16.
+Servers: ours (order-service, with and without its order cache), a bare rmcp server, plain hyper
+answering a canned reply (the ceiling), and the peers in bench/peers/ (the Python MCP SDK, the
+TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders. Loads:
+`get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
+`input_required` round, then the retry with a yes) at 16, driven by examples/load.rs (a Rust
+client: the Python one saturated its core below what the servers do); then, for every server on
+a fresh process, 10,000 open 2025-11-25 confirmations (a session each, its question unanswered)
+and 10,000 open 2026-07-28 confirmations (the first round each, never retried), with the RSS
+they cost.
 """
 
 import argparse
@@ -68,36 +73,88 @@ def rss_kib(pid, field="VmRSS"):
         return int(re.search(field + r":\s+(\d+)", f.read()).group(1))
 
 
-def hold_many(args, db, orders):
-    """A fresh order-service (session and connection caps raised) holding one open 2025
-    confirmation per order: its RSS before and with them, and get_order (c=16) meanwhile."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if hard < len(orders) + 1000:
-        return None
-    port = free_port()
-    cap = str(len(orders) + 1000)
-    proc, t0 = start([f"{args.target}/order-service", "serve", "--database", db, "--listen",
-                      f"127.0.0.1:{port}", "--max-sessions", cap, "--max-connections", cap])
+def reply_body(port):
+    """The bytes of our `get_order` answer (the ceiling serves them back)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=BODY.encode(), headers=HEADERS)
+    with urllib.request.urlopen(request, timeout=10) as r:
+        return r.read()
+
+
+def rust_cancels(load_client, port, seconds, ids, tmp, revision="2026"):
+    """Completed confirmed cancels per second at 16 flows from the Rust client: (flows/s,
+    failed, p99 ms)."""
+    path = f"{tmp}/ids-{port}-{revision}"
+    with open(path, "w") as f:
+        f.write("\n".join(ids))
+    out = subprocess.run(["taskset", "-c", "1", load_client, revision, str(port), str(seconds), "16", path],
+                         check=True, capture_output=True, text=True).stdout
+    result = json.loads(out)
+    return result["flows_per_s"], result["failed"], result["p99_ms"]
+
+
+def wait_for_sessions(proc, port, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        async def probe():
+            stream, _ = await bench_sessions.open_session(port)
+            stream.writer.close()
+
+        try:
+            asyncio.run(probe())
+            return
+        except (OSError, KeyError, ValueError, asyncio.IncompleteReadError):
+            time.sleep(0.2)
+    raise SystemExit("server never opened a session")
+
+
+def hold_2025(cmd, port, ids):
+    """A fresh server holding one open 2025-11-25 confirmation per order (a session each, the
+    `elicitation/create` unanswered): (held, RSS before MiB, RSS with them MiB)."""
+    proc, _ = start(cmd)
     try:
-        first_answer(proc, t0, port)
-        asyncio.run(bench_cluster.get_order_load(port, 1, 16))
+        wait_for_sessions(proc, port)
+        time.sleep(0.5)
         before = rss_kib(proc.pid) / 1024
 
-        async def hold_and_load():
-            opened = asyncio.Event()
-            held = await bench_sessions.hold_confirmations(port, orders, opened)
+        async def hold():
+            held = await bench_sessions.hold_confirmations(port, ids, asyncio.Event())
             with_them = rss_kib(proc.pid) / 1024
-            rps, p50, p99, errors = await bench_cluster.get_order_load(port, args.seconds, 16)
             for stream, _ in held:
                 stream.writer.close()
-            return len(held), with_them, rps, p99, errors
+            return len(held), with_them
 
-        count, with_them, rps, p99, errors = asyncio.run(hold_and_load())
-        return count, before, with_them, rps, p99, errors
+        count, with_them = asyncio.run(hold())
+        return count, before, with_them
     finally:
         proc.terminate()
         proc.wait()
+
+
+def hold_2026(port, pid, ids):
+    """The first round of one 2026-07-28 confirmed cancel per order, never retried (an open
+    confirmation each, for as long as the client keeps its state): (opened, RSS before MiB,
+    RSS after MiB)."""
+    before = rss_kib(pid) / 1024
+
+    async def ask_all():
+        queue = iter(ids)
+        opened = 0
+
+        async def worker():
+            nonlocal opened
+            connection = bench_cluster.Connection(port)
+            for order in queue:
+                _, answer = await connection.post(bench_cluster.call("cancel_order", {"orderId": order}))
+                opened += answer.get("result", {}).get("resultType") == "input_required"
+
+        await asyncio.gather(*(worker() for _ in range(16)))
+        return opened
+
+    opened = asyncio.run(ask_all())
+    time.sleep(0.5)
+    return opened, before, rss_kib(pid) / 1024
 
 
 def recheck_wall_ms(port):
@@ -186,51 +243,75 @@ def main():
     parser.add_argument("--node", help="Node 22, for the TypeScript peer")
     parser.add_argument("--typescript", help="the TypeScript peer's folder (server.mjs and node_modules)")
     parser.add_argument("--turbomcp", help="the turbomcp peer's binary (bench/peers/turbomcp, release)")
+    parser.add_argument("--holds", type=int, default=10000, help="open confirmations per hold load")
     args = parser.parse_args()
-    # The driver (its cancel client) and oha share core 1; every server gets core 0.
+    # The driver (its clients) and oha share core 1; every server gets core 0.
     os.sched_setaffinity(0, {1})
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    load_client = f"{args.target}/examples/load"
+    holds = args.holds
     servers = []
+    ours_name, turbo_name = "order-service (backchannel + SQLite)", "turbomcp 4.0.0-alpha.5 (Rust)"
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/orders.sqlite"
         db = f"sqlite://{path}"
         subprocess.run([f"{args.target}/order-service", "reset", "--database", db], check=True,
                        stderr=subprocess.DEVNULL)
-        extra = bench_cluster.add_orders(path, tmp, 40000)
+        # Cancellable copies of ORD-10002: [0, 10k) our cancels, [10k, 20k) the no-cache run's,
+        # [20k, 30k) our 2025 flows, [30k, 40k) our 2025 hold, [40k, 50k) our 2026 hold; the
+        # peers load [0, 10k) (the same ids, in orders of their own) and hold them on fresh processes.
+        extra = bench_cluster.add_orders(path, tmp, 40000 + holds)
+        peer_ids = extra[:holds]
+        cap = str(holds + 1000)
         commands = [
-            ("order-service (backchannel + SQLite)", [f"{args.target}/order-service", "serve", "--database", db],
-             extra[:10000]),
+            (ours_name, [f"{args.target}/order-service", "serve", "--database", db], extra[:10000]),
             ("order-service, no order cache",
              [f"{args.target}/order-service", "serve", "--database", db, "--no-order-cache"], extra[10000:20000]),
             ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"], None),
         ]
         orders_json = f"{tmp}/orders.json"
+        sessions = {}  # name -> the command serving 2025-11-25 sessions with elicitation
         if args.python:
             commands.append(("Python mcp 2.3 (MCPServer)",
                              [args.python, "bench/peers/python/server.py", "{port}", orders_json], extra[:10000]))
+            sessions["Python mcp 2.3 (MCPServer)"] = [args.python, "bench/peers/python/server.py", "{port}",
+                                                     orders_json, "sessions"]
         if args.node and args.typescript:
             commands.append(("TypeScript SDK 2.4 on Node 22",
                              [args.node, f"{args.typescript}/server.mjs", "{port}", orders_json], extra[:10000]))
+            sessions["TypeScript SDK 2.4 on Node 22"] = [args.node, f"{args.typescript}/server.mjs", "{port}",
+                                                        orders_json, "sessions"]
         if args.turbomcp:
-            commands.append(("turbomcp 4.0.0-alpha.5 (Rust)",
-                             [args.turbomcp, "{port}", orders_json], extra[:10000]))
-        # The peers' copy of the orders, from a process of its own (so exporting 40,000 orders
-        # leaves nothing in the measured servers' memory).
+            commands.append((turbo_name, [args.turbomcp, "{port}", orders_json], extra[:10000]))
+            # Its cap on requests in flight raised, as ours are, for the held questions.
+            sessions[turbo_name] = [args.turbomcp, "{port}", orders_json, cap]
+        sessions[ours_name] = [f"{args.target}/order-service", "serve", "--database", db, "--max-sessions", cap,
+                               "--max-connections", cap]
+        # The peers' copy of the orders, and the bytes of our answer for the ceiling, from a
+        # process of its own (so exporting the orders leaves nothing in the measured servers).
         port = free_port()
         proc, t0 = start([f"{args.target}/order-service", "serve", "--database", db, "--listen", f"127.0.0.1:{port}"])
         try:
             first_answer(proc, t0, port)
-            export_orders(port, orders_json, extra[:10000])
+            export_orders(port, orders_json, peer_ids)
+            with open(f"{tmp}/reply.json", "wb") as f:
+                f.write(reply_body(port))
         finally:
             proc.terminate()
             proc.wait()
+        commands.insert(3, ("plain hyper, canned reply (ceiling)",
+                            [f"{args.target}/examples/ceiling", "{port}", f"{tmp}/reply.json"], None))
+
+        def with_port(cmd, port):
+            if "{port}" in cmd:
+                return [str(port) if part == "{port}" else part for part in cmd]
+            return [*cmd, "--listen", f"127.0.0.1:{port}"]
+
         try:
             for name, cmd, ids in commands:
                 port = free_port()
-                if "{port}" in cmd:
-                    cmd = [str(port) if part == "{port}" else part for part in cmd]
-                else:
-                    cmd = [*cmd, "--listen", f"127.0.0.1:{port}"]
-                proc, t0 = start(cmd)
+                proc, t0 = start(with_port(cmd, port))
                 servers.append({"name": name, "proc": proc, "port": port, "ids": ids,
                                 "first_ms": first_answer(proc, t0, port), "runs": {1: [], 16: []}})
             time.sleep(1.0)
@@ -243,22 +324,48 @@ def main():
                     for c in (1, 16):
                         server["runs"][c].append(load(args.oha, server["port"], c, args.seconds))
             recheck_ms = recheck_wall_ms(servers[0]["port"])
-            legacy = asyncio.run(bench_sessions.cancel_flows(servers[0]["port"], args.seconds, 16, extra[20000:30000]))
+            legacy = rust_cancels(load_client, servers[0]["port"], args.seconds, extra[20000:30000], tmp, "2025")
+            # Cancels interleaved too: each server's ids split across the rounds.
             for server in servers:
-                if server["ids"] is not None:
-                    server["cancels"] = asyncio.run(
-                        bench_cluster.cancel_load(server["port"], args.seconds, 16, server["ids"]))
+                server["cancel_runs"] = []
+            for r in range(args.rounds):
+                for server in servers:
+                    if server["ids"] is not None:
+                        share = len(server["ids"]) // args.rounds
+                        ids = server["ids"][r * share:(r + 1) * share]
+                        server["cancel_runs"].append(rust_cancels(load_client, server["port"], args.seconds, ids, tmp))
+            for server in servers:
                 server["peak_mib"] = rss_kib(server["proc"].pid, "VmHWM") / 1024
         finally:
             for server in servers:
                 server["proc"].terminate()
                 server["proc"].wait()
-        held = hold_many(args, db, extra[30000:40000])
+        # Open confirmations, each load on a fresh process.
+        held_2025, held_2026 = {}, {}
+        for name, cmd in sessions.items():
+            ids = extra[30000:30000 + holds] if name == ours_name else peer_ids
+            port = free_port()
+            held_2025[name] = hold_2025(with_port(cmd, port), port, ids)
+        for name, cmd, ids in commands:
+            # (The no-cache run shares our database, and holds nothing different.)
+            if ids is None or name == "order-service, no order cache":
+                continue
+            port = free_port()
+            proc, t0 = start(with_port(cmd, port))
+            try:
+                first_answer(proc, t0, port)
+                time.sleep(0.5)
+                ids = extra[40000:40000 + holds] if name == ours_name else peer_ids
+                held_2026[name] = hold_2026(port, proc.pid, ids)
+            finally:
+                proc.terminate()
+                proc.wait()
 
+    by_name = {server["name"]: server for server in servers}
     print(f"{os.cpu_count()} cores. tools/call over 2026-07-28 HTTP; get_order: median of {args.rounds} "
-          f"interleaved runs of {args.seconds} s (oha); confirmed cancels: one run of {args.seconds} s, "
-          "16 asyncio flows, each a fresh cancellable order. Every server pinned to core 0 (tokio: 1 "
-          "worker); oha and the cancel client on core 1. Default settings (logs as shipped).")
+          f"interleaved runs of {args.seconds} s (oha); confirmed cancels: median of {args.rounds} interleaved "
+          f"runs of {args.seconds} s, 16 flows from examples/load.rs, each a fresh cancellable order. Every "
+          "server pinned to core 0 (tokio: 1 worker); the clients on core 1. Default settings (logs as shipped).")
     print(f"{'server':38} {'c':>3} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  all runs' req/s")
     summary = {}
     for server in servers:
@@ -267,44 +374,51 @@ def main():
             p50 = median([r["p50"] for r in runs])
             p99 = median([r["p99"] for r in runs])
             bad = [r["ok"] for r in runs if r["ok"].split("/")[0] != r["ok"].split("/")[1]]
-            summary[(server["name"], c)] = (rps, p50)
+            summary[(server["name"], c)] = (rps, p50, p99)
             runs_text = " ".join(f"{r['rps']:.0f}" for r in runs)
             print(f"{server['name']:38} {c:>3} {rps:>9.0f} {p50:>8.3f} {p99:>8.3f}  {runs_text}"
                   + (f"  NON-200: {bad}" if bad else ""))
-    print(f"{'server':38} {'first call ms':>13} {'idle MiB':>9} {'peak MiB':>9} {'cancels/s':>10} {'failed':>6}")
+    print(f"{'server':38} {'first call ms':>13} {'idle MiB':>9} {'peak MiB':>9} {'cancels/s':>10} {'p99 ms':>7} {'failed':>6}  all runs")
+    cancels = {}
     for server in servers:
-        flows, failed = server.get("cancels", (float("nan"), 0))
+        runs = server.get("cancel_runs") or []
+        flows = median([r[0] for r in runs]) if runs else float("nan")
+        p99 = median([r[2] for r in runs]) if runs else float("nan")
+        failed = sum(r[1] for r in runs)
+        cancels[server["name"]] = flows
+        runs_text = " ".join(f"{r[0]:.0f}" for r in runs)
         print(f"{server['name']:38} {server['first_ms']:>13.1f} {server['idle_mib']:>9.1f} "
-              f"{server['peak_mib']:>9.1f} {flows:>10.0f} {failed:>6}")
-    by_name = {server["name"]: server for server in servers}
-    ours, bare = servers[0], servers[2]
-    ratio = summary[(ours["name"], 16)][0] / summary[(bare["name"], 16)][0]
-    print(f"throughput at c=16: ours / bare = {ratio:.2f} (target >= 0.90)")
-    for peer, target in (("TypeScript SDK 2.4 on Node 22", 5), ("Python mcp 2.3 (MCPServer)", 10),
-                         ("turbomcp 4.0.0-alpha.5 (Rust)", None)):
-        if peer in by_name:
-            goal = f"(target >= {target}x)" if target else "(no target)"
-            print(f"ours / {peer} at c=16: {summary[(ours['name'], 16)][0] / summary[(peer, 16)][0]:.2f}x "
-                  f"{goal}; peak RSS ratio {by_name[peer]['peak_mib'] / ours['peak_mib']:.1f}x; "
-                  f"cancels/s ratio {ours['cancels'][0] / max(by_name[peer]['cancels'][0], 1e-9):.2f}x (target >= 5x)")
-    peers = [s for s in servers[3:] if s.get("cancels")]
-    if peers:
-        best = max(peers, key=lambda s: s["cancels"][0])
-        print(f"confirmed cancels: ours / best peer ({best['name']}) = "
-              f"{ours['cancels'][0] / max(best['cancels'][0], 1e-9):.2f}x (target >= 5x)")
-    print(f"2025-11-25 confirmed cancels over sessions (elicitation answered by the client), ours, c=16: "
-          f"{legacy[0]:.0f}/s, {legacy[1]} failed (the peers serve 2025 statelessly: no session to ask on)")
-    if held is None:
-        print("open 2025 confirmations: skipped (the file limit is too low)")
-    else:
-        count, before, with_them, rps, p99, errors = held
-        print(f"{count} open 2025 confirmations at once (a session and an unanswered question each): RSS "
-              f"{before:.1f} -> {with_them:.1f} MiB (+{with_them - before:.0f} MiB, target < 64); get_order "
-              f"meanwhile {rps:.0f} req/s, p99 {p99:.2f} ms (target < 10), {errors} errors")
-    print(f"recheck_shipments over the 87 shipped orders, carrier latency 30 ms each: {recheck_ms:.0f} ms "
-          "wall (target <= 500; the reference's one-by-one loop takes about 2,600)")
-    print(f"targets: p50 at c=1 {summary[(ours['name'], 1)][1]:.3f} ms (<= 0.2), idle RSS {ours['idle_mib']:.1f} MiB"
-          f" (<= 15), first call {ours['first_ms']:.1f} ms (<= 50)")
+              f"{server['peak_mib']:>9.1f} {flows:>10.0f} {p99:>7.2f} {failed:>6}  {runs_text}")
+    print(f"{'open confirmations':38} {'2025: held':>10} {'RSS MiB':>17} {'KiB each':>9}   {'2026: opened':>12} {'RSS MiB':>17}")
+    for name in [s["name"] for s in servers if s["name"] in held_2025 or s["name"] in held_2026]:
+        a = held_2025.get(name)
+        b = held_2026.get(name)
+        left = (f"{a[0]:>10} {a[1]:>7.1f} -> {a[2]:>7.1f} {1024 * (a[2] - a[1]) / max(a[0], 1):>9.1f}"
+                if a else f"{'-':>10} {'':>17} {'':>9}")
+        right = f"{b[0]:>12} {b[1]:>7.1f} -> {b[2]:>7.1f} (+{b[2] - b[1]:.1f})" if b else ""
+        print(f"{name:38} {left}   {right}")
+    print(f"2025-11-25 confirmed cancels over sessions (elicitation answered by a POST), ours, 16 flows: "
+          f"{legacy[0]:.0f}/s, p99 {legacy[2]:.2f} ms, {legacy[1]} failed")
+    print(f"recheck_shipments over the 87 shipped orders, carrier latency 30 ms each: {recheck_ms:.0f} ms wall")
+    if turbo_name in by_name:
+        ours_c1, ours_c16 = summary[(ours_name, 1)], summary[(ours_name, 16)]
+        turbo_c1, turbo_c16 = summary[(turbo_name, 1)], summary[(turbo_name, 16)]
+        print(f"get_order ours / turbomcp: c=1 {ours_c1[0] / turbo_c1[0]:.2f}x, c=16 {ours_c16[0] / turbo_c16[0]:.2f}x "
+              f"(target >= 1.25x); p99 at c=16 {ours_c16[2]:.2f} vs {turbo_c16[2]:.2f} ms (target: no higher)")
+        print(f"confirmed cancels ours / turbomcp: {cancels[ours_name] / max(cancels[turbo_name], 1e-9):.2f}x "
+              "(target >= 1.25x; ours sealed and on disk)")
+    peers_2025 = {n: v for n, v in held_2025.items() if n != ours_name and v[0] > 0}
+    if ours_name in held_2025 and peers_2025:
+        best = min(peers_2025, key=lambda n: peers_2025[n][2] - peers_2025[n][1])
+        ours = held_2025[ours_name]
+        print(f"{holds} open 2025 confirmations, extra RSS: ours {ours[2] - ours[1]:.0f} MiB, best peer ({best}) "
+              f"{peers_2025[best][2] - peers_2025[best][1]:.0f} MiB (target: ours no more)")
+    if ours_name in held_2026:
+        ours = held_2026[ours_name]
+        print(f"{holds} open 2026 confirmations, extra RSS: ours {ours[2] - ours[1]:.1f} MiB (target < 5)")
+    if "bare rmcp (in-memory map)" in by_name:
+        print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
+              f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -35,8 +35,16 @@ class Stream:
         return status, headers
 
     async def body(self):
-        """The whole body of a response with a length (or an empty one)."""
-        return await self.reader.readexactly(self.length or 0)
+        """The whole body of a response: with a length, chunked, or none."""
+        if self.length is not None or "chunked" not in self.headers.get("transfer-encoding", ""):
+            return await self.reader.readexactly(self.length or 0)
+        data = b""
+        while True:
+            size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
+            chunk = await self.reader.readexactly(size + 2)
+            if size == 0:
+                return data
+            data += chunk[:-2]
 
     async def events(self):
         """JSON-RPC messages of a chunked SSE body, as they arrive; ends with the body."""
@@ -60,7 +68,7 @@ async def open_session(port):
         "protocolVersion": VERSION, "capabilities": {"elicitation": {"form": {}}},
         "clientInfo": {"name": "bench", "version": "0"}}})
     session = stream.headers["mcp-session-id"]
-    if stream.length is not None:
+    if stream.length is not None or "text/event-stream" not in stream.headers.get("content-type", ""):
         await stream.body()
     else:
         async for _ in stream.events():

@@ -1,10 +1,11 @@
 """The order service's two benchmark tools on the Python MCP SDK (mcp 2.3), for scripts/bench.
 
-python server.py PORT ORDERS_JSON serves `get_order` and a confirmed `cancel_order` over
-Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's own
+python server.py PORT ORDERS_JSON [sessions] serves `get_order` and a confirmed `cancel_order`
+over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's own
 seed, exported by the benchmark). The confirmation is the SDK's own idiom: a resolver returns
 `Elicit`, which becomes an `input_required` round on 2026-07-28 and an elicitation request on
-2025-11-25.
+2025-11-25. Stateless and JSON by default; with `sessions`, 2025-11-25 sessions answered on SSE
+streams, where the elicitation request can travel.
 """
 
 import json
@@ -62,10 +63,11 @@ def cancel_order(
 
 
 if __name__ == "__main__":
+    sessions = len(sys.argv) > 3 and sys.argv[3] == "sessions"
     server.run(
         transport="streamable-http",
         host="127.0.0.1",
         port=int(sys.argv[1]),
-        stateless_http=True,
-        json_response=True,
+        stateless_http=not sessions,
+        json_response=not sessions,
     )

@@ -1,18 +1,22 @@
 // The order service's two benchmark tools on the TypeScript MCP SDK v2, for scripts/bench.
 //
-// node server.mjs PORT ORDERS_JSON serves `get_order` and a confirmed `cancel_order` over
-// Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's own
-// seed, exported by the benchmark). The confirmation is the SDK's own idiom: the tool returns
-// `inputRequired(...)` on 2026-07-28 and reads the answer from `inputResponses` on the retry;
-// 2025-era requests are served by the SDK's stateless legacy fallback.
+// node server.mjs PORT ORDERS_JSON [sessions] serves `get_order` and a confirmed `cancel_order`
+// over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's
+// own seed, exported by the benchmark). The confirmation is the SDK's own idiom: the tool
+// returns `inputRequired(...)` on 2026-07-28 and reads the answer from `inputResponses` on the
+// retry; 2025-era requests are served by the SDK's stateless legacy fallback. With `sessions`
+// it serves 2025-11-25 sessions instead (a transport and a server per session, the SDK's
+// stateful idiom), where the tool asks with `ctx.mcpReq.send(...)`, the request tied to the
+// call (so it travels on the call's own stream; `elicitInput` goes to the session's GET stream).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 
-import { toNodeHandler } from '@modelcontextprotocol/node';
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
 import { McpServer, acceptedContent, createMcpHandler, inputRequired } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 
-const [port, file] = process.argv.slice(2);
+const [port, file, mode] = process.argv.slice(2);
 const orders = new Map(JSON.parse(fs.readFileSync(file, 'utf8')).map((order) => [order.orderId, order]));
 const cancellable = new Set(['PENDING', 'PROCESSING']);
 const confirmation = z.object({ confirmed: z.boolean() });
@@ -54,5 +58,64 @@ function factory() {
     return server;
 }
 
-const handler = createMcpHandler(factory);
-http.createServer(toNodeHandler(handler)).listen(Number(port), '127.0.0.1');
+/** The same tools for 2025-11-25 sessions: the confirmation is a server-to-client request. */
+function sessionFactory() {
+    const server = new McpServer({ name: 'orders-typescript', version: '0.0.0' });
+    server.registerTool(
+        'get_order',
+        { description: 'One order by ID, as JSON.', inputSchema: z.object({ orderId: z.string() }) },
+        async ({ orderId }) => {
+            const order = orders.get(orderId);
+            return order ? text(JSON.stringify(order)) : unknown(orderId);
+        }
+    );
+    server.registerTool(
+        'cancel_order',
+        { description: 'Cancel an order once the customer confirms.', inputSchema: z.object({ orderId: z.string() }) },
+        async ({ orderId }, ctx) => {
+            const order = orders.get(orderId);
+            if (!order) return unknown(orderId);
+            const answer = await ctx.mcpReq.send({
+                method: 'elicitation/create',
+                params: {
+                    mode: 'form',
+                    message: `Cancel order ${orderId}?`,
+                    requestedSchema: { type: 'object', properties: { confirmed: { type: 'boolean' } }, required: ['confirmed'] }
+                }
+            });
+            if (answer.action !== 'accept' || answer.content?.confirmed !== true) {
+                return text(`Order ${orderId} was not cancelled.`);
+            }
+            if (!cancellable.has(order.status)) {
+                return text(`Order ${orderId} can no longer be cancelled: it is ${order.status}.`);
+            }
+            order.status = 'CANCELLED';
+            return text(`Order ${orderId} is cancelled.`);
+        }
+    );
+    return server;
+}
+
+if (mode === 'sessions') {
+    const transports = new Map();
+    http.createServer(async (req, res) => {
+        const id = req.headers['mcp-session-id'];
+        let transport = id === undefined ? undefined : transports.get(id);
+        if (transport === undefined) {
+            if (id !== undefined) {
+                res.writeHead(404).end();
+                return;
+            }
+            transport = new NodeStreamableHTTPServerTransport({
+                sessionIdGenerator: () => crypto.randomUUID(),
+                onsessioninitialized: (sessionId) => transports.set(sessionId, transport)
+            });
+            transport.onclose = () => transports.delete(transport.sessionId);
+            await sessionFactory().connect(transport);
+        }
+        await transport.handleRequest(req, res);
+    }).listen(Number(port), '127.0.0.1');
+} else {
+    const handler = createMcpHandler(factory);
+    http.createServer(toNodeHandler(handler)).listen(Number(port), '127.0.0.1');
+}

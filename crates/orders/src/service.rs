@@ -66,23 +66,33 @@ impl Default for ServiceConfig {
     }
 }
 
-/// Orders read by ID, kept until a write through this service touches them.
+/// Orders read by ID, kept until a write through this service touches them; at most
+/// [`OrderCache::MAX_ENTRIES`], the oldest going first.
 ///
 /// A read that raced with a write must not put the old order back: every write bumps the
 /// generation, and a read stores its result only if no write happened since it started.
 #[derive(Debug, Default)]
 struct OrderCache {
-    entries: std::sync::RwLock<std::collections::HashMap<String, Order>>,
+    entries: std::sync::RwLock<Entries>,
     generation: std::sync::atomic::AtomicU64,
 }
 
+#[derive(Debug, Default)]
+struct Entries {
+    orders: std::collections::HashMap<String, Order>,
+    /// Insertion order, for eviction (an ID may appear after its entry left; it is skipped).
+    age: std::collections::VecDeque<String>,
+}
+
 impl OrderCache {
-    const MAX_ENTRIES: usize = 10_000;
+    /// About a megabyte of orders: the orders in play stay, a scan of every order does not.
+    const MAX_ENTRIES: usize = 1024;
 
     fn get(&self, order_id: &str) -> Option<Order> {
         self.entries
             .read()
             .unwrap_or_else(|e| e.into_inner())
+            .orders
             .get(order_id)
             .cloned()
     }
@@ -96,24 +106,39 @@ impl OrderCache {
         if self.generation() != read_started_at {
             return;
         }
-        if entries.len() >= Self::MAX_ENTRIES {
-            entries.clear();
+        while entries.orders.len() >= Self::MAX_ENTRIES {
+            let Some(oldest) = entries.age.pop_front() else {
+                break;
+            };
+            entries.orders.remove(&oldest);
         }
-        entries.insert(order.order_id.clone(), order.clone());
+        if entries
+            .orders
+            .insert(order.order_id.clone(), order.clone())
+            .is_none()
+        {
+            entries.age.push_back(order.order_id.clone());
+        }
+        // IDs of entries forgotten since are dropped as they reach the front.
+        if entries.age.len() > 2 * Self::MAX_ENTRIES {
+            let Entries { orders, age } = &mut *entries;
+            age.retain(|id| orders.contains_key(id));
+        }
     }
 
     fn forget(&self, order_id: &str) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        entries.remove(order_id);
+        entries.orders.remove(order_id);
     }
 
     fn clear(&self) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        entries.clear();
+        entries.orders.clear();
+        entries.age.clear();
     }
 }
 
@@ -287,5 +312,37 @@ impl OrderService {
             })
         });
         Ok((total, stream))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(id: &str) -> Order {
+        let customers = crate::seed::customers();
+        let mut order = crate::seed::orders(&customers).remove(0);
+        order.order_id = id.to_owned();
+        order
+    }
+
+    #[test]
+    fn the_cache_keeps_the_newest_orders_and_never_puts_back_a_raced_read() {
+        let cache = OrderCache::default();
+        let total = OrderCache::MAX_ENTRIES + 10;
+        for n in 0..total {
+            cache.store(&order(&format!("ORD-{n}")), cache.generation());
+        }
+        let kept = (0..total)
+            .filter(|n| cache.get(&format!("ORD-{n}")).is_some())
+            .count();
+        assert_eq!(kept, OrderCache::MAX_ENTRIES);
+        assert!(cache.get("ORD-0").is_none(), "the oldest went first");
+        assert!(cache.get(&format!("ORD-{}", total - 1)).is_some());
+        // A read that started before a write does not store what it read.
+        let started = cache.generation();
+        cache.forget("ORD-X");
+        cache.store(&order("ORD-X"), started);
+        assert!(cache.get("ORD-X").is_none());
     }
 }

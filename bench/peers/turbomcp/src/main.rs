@@ -1,8 +1,9 @@
-//! `orders-turbomcp PORT ORDERS_JSON`: `get_order` and a confirmed `cancel_order` on turbomcp 4
-//! over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's
-//! own seed, exported by the benchmark). The confirmation is the framework's own idiom:
-//! `ctx.client.elicit`, which becomes an `input_required` round on 2026-07-28 and an
-//! elicitation request on 2025-11-25.
+//! `orders-turbomcp PORT ORDERS_JSON [MAX_REQUESTS]`: `get_order` and a confirmed `cancel_order`
+//! on turbomcp 4 over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the
+//! order service's own seed, exported by the benchmark). The confirmation is the framework's
+//! own idiom: `ctx.client.elicit`, which becomes an `input_required` round on 2026-07-28 and an
+//! elicitation request on 2025-11-25. MAX_REQUESTS raises the framework's cap on requests in
+//! flight (1,024), as the benchmark raises ours for many open confirmations.
 
 // The tools take `orderId`, as the order service's do; the macro names its fields after the parameters.
 #![allow(non_snake_case)]
@@ -86,7 +87,11 @@ impl Orders {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let port: u16 = args.next().ok_or("usage: orders-turbomcp PORT ORDERS_JSON")?.parse()?;
-    let file = args.next().ok_or("usage: orders-turbomcp PORT ORDERS_JSON")?;
+    let file = args.next().ok_or("usage: orders-turbomcp PORT ORDERS_JSON [MAX_REQUESTS]")?;
+    let mut config = HttpConfig::new();
+    if let Some(max) = args.next() {
+        config = config.max_concurrent_requests(max.parse()?);
+    }
     let list: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file)?)?;
     let orders = list
         .into_iter()
@@ -97,6 +102,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     eprintln!("orders-turbomcp listening on http://{addr}/mcp");
-    serve_http(addr, server.into_server().build(), HttpConfig::new()).await?;
+    serve_http(addr, server.into_server().build(), config).await?;
     Ok(())
 }

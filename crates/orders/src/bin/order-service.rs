@@ -156,6 +156,3 @@ async fn main() -> anyhow::Result<()> {
     }
     Ok(())
 }
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
