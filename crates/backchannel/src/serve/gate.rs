@@ -7,10 +7,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::session_manager::LeanSessions;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::Value;
 
 use super::jsonrpc::{self, Message};
@@ -32,7 +32,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The gate's state, one per MCP endpoint.
 pub(super) struct Gate {
-    pub(super) sessions: Arc<LocalSessionManager>,
+    pub(super) sessions: Arc<LeanSessions>,
     pub(super) max_sessions: usize,
     pub(super) max_body_bytes: usize,
     pub(super) body_timeout: Duration,
@@ -46,7 +46,7 @@ pub(super) struct Gate {
 
 impl Gate {
     pub(super) fn new(
-        sessions: Arc<LocalSessionManager>,
+        sessions: Arc<LeanSessions>,
         options: &super::HttpOptions,
         fast: Option<Arc<dyn FastPath>>,
     ) -> Arc<Self> {
@@ -73,11 +73,10 @@ impl Gate {
         let len = lock(&self.owners).len();
         if len > 2 * self.max_sessions.max(16) {
             // Forget the owners of sessions rmcp has closed since.
-            let open = self.sessions.sessions.read().await;
             stale.extend(
                 lock(&self.owners)
                     .keys()
-                    .filter(|id| !open.contains_key(id.as_str()))
+                    .filter(|id| !self.sessions.contains(id))
                     .cloned(),
             );
         }
@@ -157,7 +156,7 @@ impl HttpBody for Guarded {
 }
 
 /// The rmcp service behind the gate, shared (cloning rmcp's service copies its settings).
-pub(super) type Rmcp<S> = Arc<rmcp::transport::StreamableHttpService<S, LocalSessionManager>>;
+pub(super) type Rmcp<S> = Arc<rmcp::transport::StreamableHttpService<S, LeanSessions>>;
 
 /// `/mcp`: the gate, then the fast path or rmcp.
 pub(super) struct Endpoint<S> {
@@ -234,13 +233,7 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
                     None,
                 );
             };
-            if !gate
-                .sessions
-                .sessions
-                .read()
-                .await
-                .contains_key(session.as_str())
-            {
+            if !gate.sessions.contains(&session) {
                 return no_such_session();
             }
             let response = next.run(request).await;
@@ -295,7 +288,7 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     }
     if let (None, Message::Request { method, id }) = (&session, &message)
         && method == "initialize"
-        && gate.sessions.sessions.read().await.len() >= gate.max_sessions
+        && gate.sessions.len() >= gate.max_sessions
     {
         return jsonrpc_error(
             http::StatusCode::SERVICE_UNAVAILABLE,

@@ -6,6 +6,7 @@ mod gate;
 mod guard;
 pub mod jsonrpc;
 mod listener;
+mod session_manager;
 mod standard_headers;
 mod stateless;
 
@@ -15,7 +16,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, Service, ServiceExt};
 use tokio::net::TcpListener;
@@ -146,7 +146,7 @@ where
             shutdown.clone(),
         )) as Arc<dyn stateless::FastPath>
     });
-    let sessions = Arc::new(LocalSessionManager::default());
+    let sessions = Arc::new(session_manager::LeanSessions::new(config.sse_retry));
     let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
     let endpoint = gate::Endpoint {
         gate: gate::Gate::new(sessions, options, fast),

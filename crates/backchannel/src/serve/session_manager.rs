@@ -1,0 +1,884 @@
+//! The 2025-11-25 sessions behind `/mcp`: rmcp's `SessionManager`, kept lean.
+//!
+//! rmcp's own `LocalSessionManager` runs a worker task per session with three channels between
+//! it, the HTTP side and the session's serve loop, each channel allocating its first block of
+//! 32 message slots when made (about 60 KiB a session before anything is sent). Here a session
+//! is one lock around plain queues: the serve loop's transport routes each server message
+//! where it goes while it holds the lock, the HTTP side reads its streams through shared
+//! queues, and nothing is allocated for a stream until it carries something.
+//!
+//! What goes where is rmcp's rule: a response, an error and a server request tied to a call
+//! (SEP-2260) go on that call's POST stream; progress goes on the stream of the request whose
+//! token it names; a cancellation on the stream of the request it cancels; everything else on
+//! the session's GET stream. Every event has an id (`index/stream` on a call's stream, `index`
+//! on the GET stream) and the last 16 of each stream are kept, so a client that lost a stream
+//! resumes it with `Last-Event-ID` (a call's stream for a minute after it ended). A session
+//! nobody used for five minutes is closed.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use rmcp::RoleServer;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, GetMeta, ProgressToken, RequestId,
+    ServerJsonRpcMessage, ServerNotification,
+};
+use rmcp::transport::Transport;
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
+
+use crate::util::lock;
+
+/// Events kept per stream for `Last-Event-ID`.
+const KEPT_EVENTS: usize = 16;
+/// Events waiting for a client that does not read before its stream is cut (it may resume).
+const MAX_WAITING: usize = 1024;
+/// How long a call's finished stream can still be resumed.
+const FINISHED_KEPT: Duration = Duration::from_secs(60);
+/// A session nobody used for this long is closed.
+const IDLE: Duration = Duration::from_secs(300);
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionError {
+    /// No such session (it ended, or never was).
+    #[error("no such session")]
+    NotFound,
+    /// The session's serve loop has ended.
+    #[error("the session is closed")]
+    Closed,
+    /// A `Last-Event-ID` that names no stream of this session.
+    #[error("that event id names no stream of this session")]
+    UnknownEvent,
+}
+
+/// The sessions of one endpoint.
+pub(crate) struct LeanSessions {
+    sessions: std::sync::RwLock<HashMap<SessionId, Arc<Session>>>,
+    sse_retry: Option<Duration>,
+    /// When idle sessions were last looked for.
+    swept: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for LeanSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeanSessions")
+            .field("open", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeanSessions {
+    pub(crate) fn new(sse_retry: Option<Duration>) -> Self {
+        Self {
+            sessions: Default::default(),
+            sse_retry,
+            swept: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// How many sessions are open.
+    pub(crate) fn len(&self) -> usize {
+        self.sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether `id` is an open session.
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(id)
+    }
+
+    fn get(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
+        self.sweep();
+        let session = self
+            .sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or(SessionError::NotFound)?;
+        lock(&session.state).last_used = Instant::now();
+        Ok(session)
+    }
+
+    /// Close the sessions nobody used for [`IDLE`] (at most every half minute).
+    fn sweep(&self) {
+        {
+            let mut swept = lock(&self.swept);
+            if swept.elapsed() < Duration::from_secs(30) {
+                return;
+            }
+            *swept = Instant::now();
+        }
+        let idle: Vec<SessionId> = self
+            .sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(_, session)| lock(&session.state).last_used.elapsed() > IDLE)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in idle {
+            tracing::debug!(session = %id, "closing a session idle for {} s", IDLE.as_secs());
+            self.remove(&id);
+        }
+    }
+
+    fn remove(&self, id: &SessionId) {
+        let removed = self
+            .sessions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+        if let Some(session) = removed {
+            session.close();
+        }
+    }
+}
+
+/// One session: its state behind one lock.
+struct Session {
+    state: Mutex<State>,
+    sse_retry: Option<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Resource {
+    Request(RequestId),
+    Progress(ProgressToken),
+}
+
+struct State {
+    /// Client messages for the serve loop, and its waker.
+    inbound: VecDeque<ClientJsonRpcMessage>,
+    waiting: Option<Waker>,
+    closed: bool,
+    /// The `initialize` in flight: its id and who waits for its answer.
+    initializing: Option<(
+        RequestId,
+        tokio::sync::oneshot::Sender<ServerJsonRpcMessage>,
+    )>,
+    next_stream: u64,
+    /// The POST streams of calls, by stream number.
+    calls: HashMap<u64, CallStream>,
+    /// Which stream a request id or a progress token belongs to.
+    routes: HashMap<Resource, u64>,
+    /// The session's GET stream (one reader at a time; later ones only stay open).
+    common: Replay,
+    shadows: Vec<Arc<Queue>>,
+    last_used: Instant,
+}
+
+/// A stream and its last events, for `Last-Event-ID`.
+struct Replay {
+    queue: Arc<Queue>,
+    kept: VecDeque<ServerSseMessage>,
+    next_index: usize,
+}
+
+impl Replay {
+    fn new(queue: Arc<Queue>) -> Self {
+        Self {
+            queue,
+            kept: VecDeque::new(),
+            next_index: 0,
+        }
+    }
+
+    /// Send `event` with the next id (`index/stream`, or `index` on the GET stream).
+    fn send(&mut self, mut event: ServerSseMessage, stream: Option<u64>) {
+        let index = self.next_index;
+        self.next_index += 1;
+        event.event_id = Some(match stream {
+            Some(stream) => format!("{index}/{stream}"),
+            None => index.to_string(),
+        });
+        if self.kept.len() == KEPT_EVENTS {
+            self.kept.pop_front();
+        }
+        self.kept.push_back(event.clone());
+        self.queue.push(event);
+    }
+
+    /// A new reader, sent the kept events from `index` on (the one after the last the client
+    /// has, or 0 for all that are kept).
+    fn resume(&mut self, index: usize) -> Result<Arc<Queue>, SessionError> {
+        let first = self
+            .kept
+            .front()
+            .and_then(|event| event.event_id.as_deref())
+            .and_then(|id| id.split('/').next())
+            .and_then(|index| index.parse::<usize>().ok())
+            .unwrap_or(self.next_index);
+        let skip = index.saturating_sub(first);
+        if skip > self.kept.len() {
+            return Err(SessionError::UnknownEvent);
+        }
+        let queue = Queue::new();
+        for event in self.kept.iter().skip(skip) {
+            queue.push(event.clone());
+        }
+        self.queue = queue.clone();
+        Ok(queue)
+    }
+}
+
+struct CallStream {
+    replay: Replay,
+    routes: HashSet<Resource>,
+    finished: Option<Instant>,
+}
+
+impl Session {
+    fn close(&self) {
+        let waker = {
+            let mut state = lock(&self.state);
+            state.closed = true;
+            state.inbound.clear();
+            for call in state.calls.values() {
+                call.replay.queue.end();
+            }
+            state.common.queue.end();
+            for shadow in &state.shadows {
+                shadow.end();
+            }
+            state.waiting.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Give the serve loop a client message.
+    fn deliver(state: &mut State, message: ClientJsonRpcMessage) -> Option<Waker> {
+        state.inbound.push_back(message);
+        state.waiting.take()
+    }
+
+    /// Where a message from the serve loop goes, as rmcp's local session manager decides.
+    fn route(state: &State, message: &ServerJsonRpcMessage) -> (Option<u64>, bool) {
+        let call = |resource: Resource| state.routes.get(&resource).copied();
+        match message {
+            ServerJsonRpcMessage::Request(request) => {
+                use rmcp::model::GetExtensions;
+                let originating = request
+                    .request
+                    .extensions()
+                    .get::<rmcp::service::OriginatingRequestId>();
+                (
+                    originating.and_then(|origin| call(Resource::Request(origin.0.clone()))),
+                    false,
+                )
+            }
+            ServerJsonRpcMessage::Notification(notification) => match &notification.notification {
+                ServerNotification::ProgressNotification(progress) => (
+                    call(Resource::Progress(progress.params.progress_token.clone())),
+                    false,
+                ),
+                ServerNotification::CancelledNotification(cancelled) => (
+                    cancelled
+                        .params
+                        .request_id
+                        .clone()
+                        .and_then(|id| call(Resource::Request(id))),
+                    false,
+                ),
+                _ => (None, false),
+            },
+            ServerJsonRpcMessage::Response(response) => {
+                (call(Resource::Request(response.id.clone())), true)
+            }
+            ServerJsonRpcMessage::Error(error) => (
+                error.id.clone().and_then(|id| call(Resource::Request(id))),
+                true,
+            ),
+        }
+    }
+
+    /// A message from the serve loop: to whoever waits for the `initialize` answer, to its
+    /// call's stream, or to the GET stream.
+    fn post(&self, message: ServerJsonRpcMessage) -> Result<(), SessionError> {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return Err(SessionError::Closed);
+        }
+        let answers_initialize = match (&state.initializing, &message) {
+            (Some((id, _)), ServerJsonRpcMessage::Response(response)) => *id == response.id,
+            (Some((id, _)), ServerJsonRpcMessage::Error(error)) => error.id.as_ref() == Some(id),
+            _ => false,
+        };
+        if answers_initialize && let Some((_, answer)) = state.initializing.take() {
+            let _ = answer.send(message);
+            return Ok(());
+        }
+        let (stream, ends) = Self::route(&state, &message);
+        let event = ServerSseMessage::from_message(message);
+        match stream.and_then(|stream| state.calls.get_mut(&stream).map(|call| (stream, call))) {
+            Some((number, call)) => {
+                call.replay.send(event, Some(number));
+                if ends {
+                    call.replay.queue.end();
+                    call.finished = Some(Instant::now());
+                    let routes: Vec<Resource> = call.routes.drain().collect();
+                    for route in routes {
+                        state.routes.remove(&route);
+                    }
+                }
+            }
+            None => state.common.send(event, None),
+        }
+        Ok(())
+    }
+
+    /// A client's cancellation ends the stream of the call it cancels.
+    fn cancelled(state: &mut State, id: &RequestId) {
+        let Some(number) = state.routes.remove(&Resource::Request(id.clone())) else {
+            return;
+        };
+        if let Some(call) = state.calls.get_mut(&number) {
+            call.replay.queue.end();
+            call.finished = Some(Instant::now());
+            let routes: Vec<Resource> = call.routes.drain().collect();
+            for route in routes {
+                state.routes.remove(&route);
+            }
+        }
+    }
+
+    fn forget_finished(state: &mut State) {
+        state.calls.retain(|_, call| {
+            call.finished
+                .is_none_or(|finished| finished.elapsed() < FINISHED_KEPT)
+        });
+    }
+}
+
+/// Events on their way to one SSE response.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<QueueState>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    events: VecDeque<ServerSseMessage>,
+    waker: Option<Waker>,
+    /// No more events will come.
+    ended: bool,
+    /// The response is gone.
+    unread: bool,
+}
+
+impl Queue {
+    fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    fn push(&self, event: ServerSseMessage) {
+        let waker = {
+            let mut state = lock(&self.state);
+            if state.ended || state.unread {
+                return;
+            }
+            if state.events.len() >= MAX_WAITING {
+                // A client that does not read: cut the stream (it may resume).
+                tracing::warn!("an SSE stream fell {MAX_WAITING} events behind; closing it");
+                state.ended = true;
+            } else {
+                state.events.push_back(event);
+            }
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    fn end(&self) {
+        let waker = {
+            let mut state = lock(&self.state);
+            state.ended = true;
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Whether nobody reads it (its response is gone or it ended).
+    fn is_dead(&self) -> bool {
+        let state = lock(&self.state);
+        state.unread || state.ended
+    }
+}
+
+/// The reading end of a [`Queue`]: the stream an SSE response is made of.
+struct Reader(Arc<Queue>);
+
+impl Stream for Reader {
+    type Item = ServerSseMessage;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut state = lock(&self.0.state);
+        if let Some(event) = state.events.pop_front() {
+            return Poll::Ready(Some(event));
+        }
+        if state.ended {
+            return Poll::Ready(None);
+        }
+        if !state
+            .waker
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            state.waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let mut state = lock(&self.0.state);
+        state.unread = true;
+        state.events.clear();
+        state.waker = None;
+    }
+}
+
+/// The serve loop's side of a session.
+pub(crate) struct SessionTransport {
+    session: Weak<Session>,
+}
+
+impl Transport<RoleServer> for SessionTransport {
+    type Error = SessionError;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let sent = match self.session.upgrade() {
+            Some(session) => session.post(item),
+            None => Err(SessionError::Closed),
+        };
+        std::future::ready(sent)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
+        let session = self.session.clone();
+        std::future::poll_fn(move |cx| {
+            let Some(session) = session.upgrade() else {
+                return Poll::Ready(None);
+            };
+            let mut state = lock(&session.state);
+            if let Some(message) = state.inbound.pop_front() {
+                return Poll::Ready(Some(message));
+            }
+            if state.closed {
+                return Poll::Ready(None);
+            }
+            state.waiting = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        if let Some(session) = self.session.upgrade() {
+            session.close();
+        }
+        std::future::ready(Ok(()))
+    }
+}
+
+fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+impl SessionManager for LeanSessions {
+    type Error = SessionError;
+    type Transport = SessionTransport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.sweep();
+        let id: SessionId = crate::util::fresh_nonce().into();
+        let session = Arc::new(Session {
+            state: Mutex::new(State {
+                inbound: VecDeque::new(),
+                waiting: None,
+                closed: false,
+                initializing: None,
+                next_stream: 0,
+                calls: HashMap::new(),
+                routes: HashMap::new(),
+                common: Replay::new(Arc::new(Queue {
+                    state: Mutex::new(QueueState {
+                        unread: true,
+                        ..QueueState::default()
+                    }),
+                })),
+                shadows: Vec::new(),
+                last_used: Instant::now(),
+            }),
+            sse_retry: self.sse_retry,
+        });
+        let transport = SessionTransport {
+            session: Arc::downgrade(&session),
+        };
+        self.sessions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone(), session);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        let session = self.get(id)?;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let waker = {
+            let mut state = lock(&session.state);
+            let ClientJsonRpcMessage::Request(request) = &message else {
+                return Err(SessionError::Closed);
+            };
+            state.initializing = Some((request.id.clone(), answer));
+            Session::deliver(&mut state, message)
+        };
+        wake(waker);
+        answered.await.map_err(|_| SessionError::Closed)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.contains(id))
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.remove(id);
+        Ok(())
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let session = self.get(id)?;
+        let (queue, waker) = {
+            let mut state = lock(&session.state);
+            if state.closed {
+                return Err(SessionError::Closed);
+            }
+            Session::forget_finished(&mut state);
+            let number = state.next_stream;
+            state.next_stream += 1;
+            let queue = Queue::new();
+            let mut call = CallStream {
+                replay: Replay::new(queue.clone()),
+                routes: HashSet::new(),
+                finished: None,
+            };
+            if let Some(retry) = session.sse_retry {
+                call.replay
+                    .send(ServerSseMessage::retry(retry), Some(number));
+            }
+            if let ClientJsonRpcMessage::Request(request) = &message {
+                let mut routes = vec![Resource::Request(request.id.clone())];
+                if let Some(token) = request.request.get_meta().get_progress_token() {
+                    routes.push(Resource::Progress(token));
+                }
+                for route in routes {
+                    call.routes.insert(route.clone());
+                    state.routes.insert(route, number);
+                }
+            }
+            state.calls.insert(number, call);
+            (queue, Session::deliver(&mut state, message))
+        };
+        wake(waker);
+        Ok(Reader(queue))
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        let session = self.get(id)?;
+        let waker = {
+            let mut state = lock(&session.state);
+            if state.closed {
+                return Err(SessionError::Closed);
+            }
+            if let ClientJsonRpcMessage::Notification(notification) = &message
+                && let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                && let Some(request) = &cancelled.params.request_id
+            {
+                Session::cancelled(&mut state, request);
+            }
+            Session::deliver(&mut state, message)
+        };
+        wake(waker);
+        Ok(())
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let session = self.get(id)?;
+        let mut state = lock(&session.state);
+        resume_common(&mut state, 0).map(Reader)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let session = self.get(id)?;
+        let mut state = lock(&session.state);
+        let (index, stream) = match last_event_id.split_once('/') {
+            Some((index, stream)) => (index, Some(stream)),
+            None => (last_event_id.as_str(), None),
+        };
+        let seen: usize = index.parse().map_err(|_| SessionError::UnknownEvent)?;
+        // The client has event `seen`; it is sent what came after (rmcp sends `seen` again).
+        let index = seen.saturating_add(1);
+        let queue = match stream {
+            None => resume_common(&mut state, index)?,
+            Some(stream) => {
+                let number: u64 = stream.parse().map_err(|_| SessionError::UnknownEvent)?;
+                let call = state
+                    .calls
+                    .get_mut(&number)
+                    .ok_or(SessionError::UnknownEvent)?;
+                let queue = call.replay.resume(index)?;
+                if call.finished.is_some() {
+                    queue.end();
+                }
+                queue
+            }
+        };
+        Ok(Reader(queue))
+    }
+}
+
+/// The GET stream from `index` on: the session's stream if nobody reads it now, else one that
+/// only stays open (so reconnecting clients do not take it from each other).
+fn resume_common(state: &mut State, index: usize) -> Result<Arc<Queue>, SessionError> {
+    if state.closed {
+        return Err(SessionError::Closed);
+    }
+    if state.common.queue.is_dead() {
+        return state.common.resume(index);
+    }
+    const MAX_SHADOWS: usize = 32;
+    state.shadows.retain(|shadow| !shadow.is_dead());
+    if state.shadows.len() >= MAX_SHADOWS {
+        state.shadows.remove(0).end();
+    }
+    let shadow = Queue::new();
+    state.shadows.push(shadow.clone());
+    Ok(shadow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use serde_json::json;
+
+    fn client(value: serde_json::Value) -> ClientJsonRpcMessage {
+        serde_json::from_value(value).expect("a client message")
+    }
+
+    fn server(value: serde_json::Value) -> ServerJsonRpcMessage {
+        serde_json::from_value(value).expect("a server message")
+    }
+
+    fn call(id: u64, token: &str) -> ClientJsonRpcMessage {
+        client(json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "cancel_order", "arguments": {}, "_meta": {"progressToken": token}}
+        }))
+    }
+
+    fn progress(token: &str, progress: u32) -> ServerJsonRpcMessage {
+        server(json!({
+            "jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": progress}
+        }))
+    }
+
+    fn answer(id: u64) -> ServerJsonRpcMessage {
+        server(json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}))
+    }
+
+    fn log() -> ServerJsonRpcMessage {
+        server(json!({
+            "jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "hello"}
+        }))
+    }
+
+    /// Each event as `id method-or-result`.
+    fn shown(events: &[ServerSseMessage]) -> Vec<String> {
+        events
+            .iter()
+            .map(|event| {
+                let message = serde_json::to_value(event.message.as_deref()).expect("json");
+                let what = message
+                    .get("method")
+                    .and_then(|method| method.as_str())
+                    .map_or_else(|| format!("answer {}", message["id"]), str::to_owned);
+                format!("{} {what}", event.event_id.as_deref().unwrap_or("-"))
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_call_stream_carries_its_progress_and_ends_with_its_answer() {
+        let sessions = LeanSessions::new(None);
+        let (id, mut serve_loop) = sessions.create_session().await.expect("session");
+        let stream = sessions
+            .create_stream(&id, call(7, "p"))
+            .await
+            .expect("stream");
+        let other = sessions
+            .create_stream(&id, call(8, "q"))
+            .await
+            .expect("stream");
+        assert!(matches!(
+            serve_loop.receive().await,
+            Some(ClientJsonRpcMessage::Request(request)) if request.id == RequestId::Number(7)
+        ));
+        serve_loop.send(progress("p", 1)).await.expect("sent");
+        serve_loop.send(progress("q", 1)).await.expect("sent");
+        serve_loop.send(log()).await.expect("sent");
+        serve_loop.send(answer(7)).await.expect("sent");
+        let events: Vec<_> = stream.collect().await;
+        assert_eq!(
+            shown(&events),
+            ["0/0 notifications/progress", "1/0 answer 7"],
+            "the call's own progress and its answer, nothing of the other call's"
+        );
+        // A message tied to no call waits on the session's GET stream.
+        let mut common = sessions.create_standalone_stream(&id).await.expect("GET");
+        let first = common.next().await.expect("an event");
+        assert_eq!(shown(&[first]), ["0 notifications/message"]);
+        // After its answer, the first call's token routes nowhere; the other call's still does.
+        serve_loop.send(progress("q", 2)).await.expect("sent");
+        serve_loop.send(answer(8)).await.expect("sent");
+        let events: Vec<_> = other.collect().await;
+        assert_eq!(
+            shown(&events),
+            [
+                "0/1 notifications/progress",
+                "1/1 notifications/progress",
+                "2/1 answer 8"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn last_event_id_sends_what_came_after_it_and_nothing_twice() {
+        let sessions = LeanSessions::new(None);
+        let (id, mut serve_loop) = sessions.create_session().await.expect("session");
+        let mut stream = sessions
+            .create_stream(&id, call(1, "p"))
+            .await
+            .expect("stream");
+        serve_loop.send(progress("p", 1)).await.expect("sent");
+        let first = stream.next().await.expect("an event");
+        assert_eq!(first.event_id.as_deref(), Some("0/0"));
+        drop(stream); // the connection is lost
+        serve_loop.send(progress("p", 2)).await.expect("sent");
+        serve_loop.send(answer(1)).await.expect("sent");
+        let resumed = sessions.resume(&id, "0/0".into()).await.expect("resumable");
+        let events: Vec<_> = resumed.collect().await;
+        assert_eq!(
+            shown(&events),
+            ["1/0 notifications/progress", "2/0 answer 1"],
+            "the events after 0/0, and the stream ends because the call has"
+        );
+        for unknown in ["9/0", "0/5", "x/0", "nonsense"] {
+            assert!(
+                matches!(
+                    sessions.resume(&id, unknown.into()).await,
+                    Err(SessionError::UnknownEvent)
+                ),
+                "{unknown} names no event of this session"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_second_get_stream_stays_open_without_taking_the_first_ones_events() {
+        let sessions = LeanSessions::new(None);
+        let (id, mut serve_loop) = sessions.create_session().await.expect("session");
+        let mut first = sessions.create_standalone_stream(&id).await.expect("GET");
+        let mut second = sessions.create_standalone_stream(&id).await.expect("GET");
+        serve_loop.send(log()).await.expect("sent");
+        assert_eq!(
+            shown(&[first.next().await.expect("an event")]),
+            ["0 notifications/message"]
+        );
+        sessions.close_session(&id).await.expect("closed");
+        assert!(
+            second.next().await.is_none(),
+            "the shadow ends with the session"
+        );
+        assert!(first.next().await.is_none());
+        assert!(
+            serve_loop.receive().await.is_none(),
+            "the serve loop sees the end"
+        );
+        assert!(serve_loop.send(log()).await.is_err());
+        assert!(matches!(
+            sessions.create_stream(&id, call(2, "p")).await,
+            Err(SessionError::NotFound)
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_initialize_answer_goes_to_whoever_waits_for_it() {
+        let sessions = Arc::new(LeanSessions::new(None));
+        let (id, mut serve_loop) = sessions.create_session().await.expect("session");
+        let initialize = client(json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}
+        }));
+        let waiting = tokio::spawn({
+            let sessions = sessions.clone();
+            let id = id.clone();
+            async move { sessions.initialize_session(&id, initialize).await }
+        });
+        assert!(matches!(
+            serve_loop.receive().await,
+            Some(ClientJsonRpcMessage::Request(_))
+        ));
+        serve_loop.send(answer(0)).await.expect("sent");
+        let answered = waiting.await.expect("joined").expect("answered");
+        assert!(
+            matches!(answered, ServerJsonRpcMessage::Response(response) if response.id == RequestId::Number(0))
+        );
+    }
+}
