@@ -197,6 +197,25 @@ where
     }
 }
 
+/// Give the head of a request its own storage. hyper's header values and URI are slices of the
+/// connection's read buffer, and rmcp keeps the head in the request's extensions for as long
+/// as the call runs: a call held open for a person's answer would keep that whole buffer (8 KiB
+/// or more) alive while hyper allocates another for the next read.
+fn detach(parts: &mut http::request::Parts) {
+    for value in parts.headers.values_mut() {
+        let copy = http::HeaderValue::from_bytes(value.as_bytes()).map(|mut copy| {
+            copy.set_sensitive(value.is_sensitive());
+            copy
+        });
+        if let Ok(copy) = copy {
+            *value = copy;
+        }
+    }
+    if let Ok(uri) = http::Uri::try_from(parts.uri.to_string()) {
+        parts.uri = uri;
+    }
+}
+
 /// Hands a request on to rmcp.
 struct Next<'a, S>(&'a Rmcp<S>);
 
@@ -317,6 +336,7 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
         });
     }
     let opening = session.is_none();
+    detach(&mut parts);
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
