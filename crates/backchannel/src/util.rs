@@ -22,7 +22,13 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
 
 /// Lower-case hexadecimal.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    out
 }
 
 /// A fresh random nonce (128 bits, hex).
@@ -52,4 +58,14 @@ pub(crate) fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8]) + std::pani
         }
     }
     assert!(seen > 0, "fuzz/corpus/{target} holds the seeds");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_is_two_lower_case_digits_a_byte() {
+        assert_eq!(super::hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(super::hex(&[]), "");
+        assert_eq!(super::fresh_nonce().len(), 32);
+    }
 }
