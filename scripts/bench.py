@@ -13,6 +13,7 @@ they cost.
 
 import argparse
 import asyncio
+import collections
 import copy
 import json
 import os
@@ -20,6 +21,7 @@ import re
 import resource
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -109,7 +111,7 @@ def wait_for_sessions(proc, port, seconds=30):
     raise SystemExit("server never opened a session")
 
 
-def hold_2025(cmd, port, ids):
+def hold_2025(name, cmd, port, ids):
     """A fresh server holding one open 2025-11-25 confirmation per order (a session each, the
     `elicitation/create` unanswered): (held, RSS before MiB, RSS with them MiB)."""
     proc, _ = start(cmd)
@@ -119,13 +121,17 @@ def hold_2025(cmd, port, ids):
         before = rss_kib(proc.pid) / 1024
 
         async def hold():
-            held = await bench_sessions.hold_confirmations(port, ids, asyncio.Event())
+            held, refused = await bench_sessions.hold_confirmations(port, ids, asyncio.Event())
             with_them = rss_kib(proc.pid) / 1024
             for stream, _ in held:
                 stream.writer.close()
-            return len(held), with_them
+            return len(held), with_them, refused
 
-        count, with_them = asyncio.run(hold())
+        count, with_them, refused = asyncio.run(hold())
+        if refused:
+            reasons = collections.Counter(refused).most_common(2)
+            print(f"{name}: {len(refused)} of {len(ids)} sessions could not be held; the first reasons: {reasons}",
+                  file=sys.stderr)
         return count, before, with_them
     finally:
         proc.terminate()
@@ -345,7 +351,7 @@ def main():
         for name, cmd in sessions.items():
             ids = extra[30000:30000 + holds] if name == ours_name else peer_ids
             port = free_port()
-            held_2025[name] = hold_2025(with_port(cmd, port), port, ids)
+            held_2025[name] = hold_2025(name, with_port(cmd, port), port, ids)
         for name, cmd, ids in commands:
             # (The no-cache run shares our database, and holds nothing different.)
             if ids is None or name == "order-service, no order cache":

@@ -67,7 +67,9 @@ async def open_session(port):
     await stream.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": VERSION, "capabilities": {"elicitation": {"form": {}}},
         "clientInfo": {"name": "bench", "version": "0"}}})
-    session = stream.headers["mcp-session-id"]
+    session = stream.headers.get("mcp-session-id")
+    if session is None:
+        raise ValueError(f"initialize answered HTTP {stream.status} without a session")
     if stream.length is not None or "text/event-stream" not in stream.headers.get("content-type", ""):
         await stream.body()
     else:
@@ -125,16 +127,20 @@ async def cancel_flows(port, seconds, concurrency, orders):
 
 async def hold_confirmations(port, orders, opened):
     """Open one session per order and leave its confirmation unanswered; `opened` is set once
-    all are asking. Returns the held (stream, events) pairs (keep them to keep them open)."""
-    held = []
+    all are asking. Returns the held (stream, events) pairs (keep them to keep them open) and
+    the refusals (why each session that could not be held was not)."""
+    held, refused = [], []
     semaphore = asyncio.Semaphore(64)
 
     async def one(order):
         async with semaphore:
-            stream, session = await open_session(port)
-            events, _ = await ask_cancel(stream, session, order, 1)
-            held.append((stream, events))
+            try:
+                stream, session = await open_session(port)
+                events, _ = await ask_cancel(stream, session, order, 1)
+                held.append((stream, events))
+            except (OSError, KeyError, ValueError, asyncio.IncompleteReadError) as error:
+                refused.append(str(error) or type(error).__name__)
 
     await asyncio.gather(*(one(order) for order in orders))
     opened.set()
-    return held
+    return held, refused

@@ -5,7 +5,7 @@
 use backchannel::{Backchannel, Ctx, Elicited, LogLevel, ToolError, ToolResult};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::*;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, prompt, prompt_router, tool, tool_router};
@@ -142,6 +142,44 @@ pub struct OrderServer {
     // Behind `Arc`: the HTTP transport builds a handler per stateless request by cloning.
     tools: std::sync::Arc<ToolRouter<Self>>,
     prompts: std::sync::Arc<PromptRouter<Self>>,
+    rendered: std::sync::Arc<Rendered>,
+}
+
+/// `get_order`'s results for the orders asked about lately, each with the order it shows.
+///
+/// Turning an order into its structured content and the text beside it was an eighth of a
+/// `get_order`'s CPU; a result is made again only when the order read differs from the one it
+/// was made from, so what is shown is always what was read.
+#[derive(Debug, Default)]
+struct Rendered {
+    results: std::sync::Mutex<std::collections::HashMap<String, (Order, CallToolResult)>>,
+}
+
+impl Rendered {
+    /// Enough for the orders in play; a scan of every order empties it instead of growing it.
+    const MAX_ENTRIES: usize = 256;
+
+    fn result(&self, order: Order) -> Result<CallToolResult, ErrorData> {
+        let mut results = self
+            .results
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((shown, result)) = results.get(&order.order_id)
+            && *shown == order
+        {
+            return Ok(result.clone());
+        }
+        // What rmcp makes of a `Json<OrderView>`: the structured content and its text.
+        let value = serde_json::to_value(OrderView::from(order.clone())).map_err(|error| {
+            ErrorData::internal_error(format!("an order could not be shown: {error}"), None)
+        })?;
+        let result = CallToolResult::structured(value);
+        if results.len() >= Self::MAX_ENTRIES {
+            results.clear();
+        }
+        results.insert(order.order_id.clone(), (order, result.clone()));
+        Ok(result)
+    }
 }
 
 impl std::fmt::Debug for OrderServer {
@@ -153,7 +191,9 @@ impl std::fmt::Debug for OrderServer {
 #[tool_router]
 impl OrderServer {
     /// Look up one order by its ID (like ORD-10001): status, customer, lines, total and shipment.
-    #[tool(annotations(
+    #[tool(
+        output_schema = rmcp::handler::server::tool::schema_for_output::<OrderView>(),
+        annotations(
         title = "Get order",
         read_only_hint = true,
         destructive_hint = false,
@@ -164,7 +204,7 @@ impl OrderServer {
         &self,
         meta: RequestMetaObject,
         Parameters(args): Parameters<OrderRef>,
-    ) -> Result<Json<OrderView>, ToolError> {
+    ) -> Result<CallToolResult, ToolError> {
         // A read that never asks: it takes the request's `_meta` rather than a `Ctx`.
         let agent = meta
             .get("support_agent_id")
@@ -173,7 +213,8 @@ impl OrderServer {
             .to_owned();
         tracing::info!("get_order {} requested by {agent}", args.order_id.trim());
         let order = self.service.order(&args.order_id).await.map_err(failed)?;
-        Ok(Json(order.into()))
+        // What `Json<OrderView>` would give, made once per version of the order.
+        Ok(self.rendered.result(order)?)
     }
 
     /// Every order of one customer (IDs like CUST-42), newest first. An empty list means the
@@ -377,6 +418,7 @@ impl OrderServer {
             layer,
             tools: std::sync::Arc::new(backchannel::schema::portable_formats(Self::tool_router())),
             prompts: std::sync::Arc::new(Self::prompt_router()),
+            rendered: std::sync::Arc::default(),
         }
     }
 
@@ -584,6 +626,46 @@ impl ServerHandler for OrderServer {
 mod tests {
     use super::*;
     use crate::store::StoreError;
+
+    #[test]
+    fn a_rendered_order_is_made_again_when_the_order_changed() {
+        let rendered = Rendered::default();
+        let order = crate::seed::orders(&crate::seed::customers())
+            .into_iter()
+            .next()
+            .expect("a seeded order");
+        let shown = |result: &CallToolResult| {
+            let structured = result.structured_content.clone().expect("structured");
+            let text = result.content[0].as_text().expect("text").text.clone();
+            (structured, text)
+        };
+        let first = rendered.result(order.clone()).expect("rendered");
+        let (structured, text) = shown(&first);
+        assert_eq!(
+            structured,
+            serde_json::to_value(OrderView::from(order.clone())).unwrap()
+        );
+        assert_eq!(
+            text,
+            structured.to_string(),
+            "the text is the structured content"
+        );
+        assert_eq!(
+            shown(&rendered.result(order.clone()).unwrap()),
+            (structured.clone(), text)
+        );
+        let mut changed = order;
+        changed.status = match changed.status {
+            crate::domain::OrderStatus::Delivered => crate::domain::OrderStatus::Pending,
+            _ => crate::domain::OrderStatus::Delivered,
+        };
+        let (after, _) = shown(&rendered.result(changed.clone()).unwrap());
+        assert_ne!(after, structured, "a changed order is not shown as it was");
+        assert_eq!(
+            after,
+            serde_json::to_value(OrderView::from(changed)).unwrap()
+        );
+    }
 
     fn text_of(error: ToolError) -> String {
         match error {
