@@ -265,29 +265,34 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     }
     let (mut parts, body) = request.into_parts();
     let limit = gate.max_body_bytes;
-    let bytes =
-        match tokio::time::timeout(gate.body_timeout, axum::body::to_bytes(body, limit)).await {
-            Ok(Ok(bytes)) => bytes,
-            Ok(Err(_)) => {
-                return jsonrpc_error(
-                    http::StatusCode::PAYLOAD_TOO_LARGE,
-                    -32600,
-                    format!("request body is larger than {limit} bytes"),
-                    None,
-                );
-            }
-            Err(_) => {
-                return jsonrpc_error(
-                    http::StatusCode::REQUEST_TIMEOUT,
-                    -32600,
-                    format!(
-                        "the request body did not arrive within {} s",
-                        gate.body_timeout.as_secs()
-                    ),
-                    None,
-                );
-            }
-        };
+    // A small body usually came with the head: take it without arming the timer.
+    let mut reading = std::pin::pin!(axum::body::to_bytes(body, limit));
+    let read = match futures::FutureExt::now_or_never(reading.as_mut()) {
+        Some(read) => Ok(read),
+        None => tokio::time::timeout(gate.body_timeout, reading).await,
+    };
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return jsonrpc_error(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("request body is larger than {limit} bytes"),
+                None,
+            );
+        }
+        Err(_) => {
+            return jsonrpc_error(
+                http::StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                format!(
+                    "the request body did not arrive within {} s",
+                    gate.body_timeout.as_secs()
+                ),
+                None,
+            );
+        }
+    };
     let (message, value) = match jsonrpc::check(&bytes) {
         Ok(checked) => checked,
         Err(error) => {

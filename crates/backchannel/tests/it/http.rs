@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use crate::common::*;
 use backchannel::Backchannel;
@@ -511,4 +512,53 @@ async fn the_stateless_fast_path_answers_every_request_as_rmcp_does() {
                 .load(std::sync::atomic::Ordering::SeqCst)
         );
     }
+}
+
+/// A raw POST to `/mcp` whose body comes in `pieces`, with a pause before each but the first;
+/// returns the status line.
+async fn post_in_pieces(addr: SocketAddr, length: usize, pieces: &[&str]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: fails\r\nContent-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for (n, piece) in pieces.iter().enumerate() {
+        if n > 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        stream.write_all(piece.as_bytes()).await.unwrap();
+    }
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        let read = stream.read(&mut buffer).await.unwrap();
+        assert!(read > 0, "the connection closed without an answer");
+        answer.extend_from_slice(&buffer[..read]);
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_that_stops_arriving_gets_408_and_one_in_pieces_is_read_whole() {
+    let running = start(HttpOptions {
+        body_read_timeout: Duration::from_secs(5),
+        ..HttpOptions::default()
+    })
+    .await;
+    let body = modern_body(1, "fails", json!({})).to_string();
+    let (first, rest) = body.split_at(body.len() / 2);
+    let status = post_in_pieces(running.addr, body.len(), &[first, rest]).await;
+    assert!(
+        status.contains(" 200 "),
+        "a body in two pieces, 1 s apart: {status}"
+    );
+    let status = post_in_pieces(running.addr, body.len(), &[first]).await;
+    assert!(
+        status.contains(" 408 "),
+        "half a body, then nothing: {status}"
+    );
 }
