@@ -484,6 +484,10 @@ impl Transport<RoleServer> for SessionTransport {
             };
             let mut state = lock(&session.state);
             if let Some(message) = state.inbound.pop_front() {
+                if state.inbound.is_empty() {
+                    // A session mostly waits: it keeps no room for messages it does not have.
+                    state.inbound = VecDeque::new();
+                }
                 return Poll::Ready(Some(message));
             }
             if state.closed {
