@@ -27,17 +27,10 @@ struct HttpState {
 
 /// Read the bearer token, if any: `Ok(None)` without one, `Err` for a bad one.
 fn bearer_viewer(catalog: &Catalog, request: &Request) -> Result<Option<Viewer>, String> {
-    let Some(header) = request.headers().get(http::header::AUTHORIZATION) else {
-        return Ok(None);
-    };
-    let value = header
-        .to_str()
-        .map_err(|_| "the Authorization header is not readable text".to_owned())?;
-    let Some(token) = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
+    let Some(token) =
+        backchannel::serve::bearer_token(request.headers()).map_err(|error| error.to_string())?
     else {
-        return Err("the Authorization header must be 'Bearer <token>'".into());
+        return Ok(None);
     };
     catalog
         .keys()

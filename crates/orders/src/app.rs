@@ -183,12 +183,10 @@ async fn signed_in(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let principal = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .and_then(|token| tokens.principal(token.trim()));
+    let principal = serve::bearer_token(request.headers())
+        .ok()
+        .flatten()
+        .and_then(|token| tokens.principal(token));
     match principal {
         Some(name) => {
             let principal = serve::Principal(name.to_owned());
@@ -254,17 +252,13 @@ async fn oauth_signed_in(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let resource = resource_url(&request);
-    let token = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(|token| token.trim().to_owned());
+    let token = serve::bearer_token(request.headers())
+        .ok()
+        .flatten()
+        .map(str::to_owned);
     let principal = match token {
-        Some(token) if !token.is_empty() && token.len() <= 4096 => {
-            oauth.principal(&token, &resource).await
-        }
-        _ => None,
+        Some(token) => oauth.principal(&token, &resource).await,
+        None => None,
     };
     if let Some(name) = principal {
         request

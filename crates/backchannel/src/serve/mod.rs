@@ -2,6 +2,7 @@
 //! the protections every server we ship shares (Host/Origin on every route, checked JSON-RPC
 //! bodies, capped sessions and connections, header and body timeouts).
 
+mod bearer;
 mod gate;
 mod guard;
 pub mod jsonrpc;
@@ -10,6 +11,7 @@ mod session_manager;
 mod standard_headers;
 mod stateless;
 
+pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
 pub use gate::Principal;
 
 use std::future::Future;

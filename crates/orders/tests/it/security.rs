@@ -281,7 +281,13 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
     let desk = format!("Bearer {}", "d".repeat(40));
     let other = format!("Bearer {}", "o".repeat(40));
     let client = reqwest::Client::new();
-    for auth in [None, Some("Bearer wrong")] {
+    let basic = format!("Basic {}", "d".repeat(40));
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some(basic.as_str()),
+        Some("Bearer"),
+    ] {
         let mut request = client.get(format!("http://{}/api/orders/ORD-10001", running.addr));
         if let Some(auth) = auth {
             request = request.header("Authorization", auth);
@@ -302,6 +308,10 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
     assert_eq!(health.status().as_u16(), 200);
     assert_eq!(health.text().await.unwrap(), r#"{"status":"ok"}"#);
     let (status, answer) = post(running.addr, &body, &[("Authorization", &desk)]).await;
+    assert_eq!(status, 200, "{answer}");
+    // The scheme's letter case does not matter (RFC 7235).
+    let lower = format!("bearer {}", "d".repeat(40));
+    let (status, answer) = post(running.addr, &body, &[("Authorization", &lower)]).await;
     assert_eq!(status, 200, "{answer}");
 
     // A task started by `desk` does not exist for `other`.
