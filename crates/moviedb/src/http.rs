@@ -117,13 +117,11 @@ async fn mcp_gate(
     let viewer = match bearer_viewer(&state.catalog, &request) {
         Ok(viewer) => viewer,
         Err(message) => {
-            let mut response = json_response(
+            let mut response = backchannel::serve::jsonrpc_error(
                 http::StatusCode::UNAUTHORIZED,
-                serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": null,
-                    "error": { "code": -32001, "message": message },
-                }),
+                -32001,
+                message,
+                None,
             );
             response.headers_mut().insert(
                 http::header::WWW_AUTHENTICATE,
@@ -138,20 +136,15 @@ async fn mcp_gate(
             |v| format!("user:{}", v.username),
         );
         if let Err(wait) = state.limiter.take(&key).await {
-            let mut response = json_response(
+            let mut response = backchannel::serve::jsonrpc_error(
                 http::StatusCode::TOO_MANY_REQUESTS,
-                serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": null,
-                    "error": {
-                        "code": -32000,
-                        "message": format!(
-                            "Too many MCP calls: the limit is {} a minute. Try again in {} s.",
-                            state.limiter.capacity(),
-                            wait.as_secs().max(1)
-                        ),
-                    },
-                }),
+                -32000,
+                format!(
+                    "Too many MCP calls: the limit is {} a minute. Try again in {} s.",
+                    state.limiter.capacity(),
+                    wait.as_secs().max(1)
+                ),
+                None,
             );
             response.headers_mut().insert(
                 http::header::RETRY_AFTER,

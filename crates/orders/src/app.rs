@@ -182,7 +182,6 @@ async fn signed_in(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let principal = serve::bearer_token(request.headers())
         .ok()
         .flatten()
@@ -194,24 +193,18 @@ async fn signed_in(
             next.run(request).await
         }
         None => {
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {
-                    "code": -32001,
-                    "message": "Sign-in required: send `Authorization: Bearer <token>` with a \
-                                token from the service's token file",
-                },
-            });
-            (
+            let mut response = serve::jsonrpc_error(
                 http::StatusCode::UNAUTHORIZED,
-                [
-                    (http::header::CONTENT_TYPE, "application/json"),
-                    (http::header::WWW_AUTHENTICATE, "Bearer"),
-                ],
-                body.to_string(),
-            )
-                .into_response()
+                -32001,
+                "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
+                 service's token file",
+                None,
+            );
+            response.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer"),
+            );
+            response
         }
     }
 }
@@ -250,7 +243,6 @@ async fn oauth_signed_in(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let resource = resource_url(&request);
     let token = serve::bearer_token(request.headers())
         .ok()
@@ -267,27 +259,21 @@ async fn oauth_signed_in(
         return next.run(request).await;
     }
     let metadata = resource.trim_end_matches("/mcp").to_owned() + RESOURCE_METADATA;
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {
-            "code": -32001,
-            "message": "Sign-in required: send `Authorization: Bearer <token>` with a token from \
-                        the authorization server named in the protected-resource metadata",
-        },
-    });
-    (
+    let mut response = serve::jsonrpc_error(
         http::StatusCode::UNAUTHORIZED,
-        [
-            (http::header::CONTENT_TYPE, "application/json".to_owned()),
-            (
-                http::header::WWW_AUTHENTICATE,
-                format!("Bearer resource_metadata=\"{metadata}\""),
-            ),
-        ],
-        body.to_string(),
-    )
-        .into_response()
+        -32001,
+        "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
+         authorization server named in the protected-resource metadata",
+        None,
+    );
+    if let Ok(challenge) =
+        http::HeaderValue::try_from(format!("Bearer resource_metadata=\"{metadata}\""))
+    {
+        response
+            .headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
 }
 
 /// Serve REST and MCP on `listener` until `shutdown` is cancelled.

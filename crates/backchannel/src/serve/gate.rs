@@ -88,8 +88,21 @@ impl Gate {
     }
 }
 
-/// A JSON-RPC error response.
-pub(super) fn jsonrpc_error(
+/// A JSON-RPC error response with an HTTP status: `{"jsonrpc": "2.0", "id": …, "error": {"code":
+/// …, "message": …}}` as `application/json`. Every server's HTTP edge answers its refusals with
+/// it (the id is `None` when the request's id is unknown or unread).
+///
+/// ```
+/// let response = backchannel::serve::jsonrpc_error(
+///     http::StatusCode::UNAUTHORIZED,
+///     -32001,
+///     "Sign-in required",
+///     None,
+/// );
+/// assert_eq!(response.status(), 401);
+/// assert_eq!(response.headers()["content-type"], "application/json");
+/// ```
+pub fn jsonrpc_error(
     status: http::StatusCode,
     code: i32,
     message: impl Into<String>,

@@ -12,7 +12,7 @@ mod standard_headers;
 mod stateless;
 
 pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
-pub use gate::Principal;
+pub use gate::{Principal, jsonrpc_error};
 
 use std::future::Future;
 use std::sync::Arc;
