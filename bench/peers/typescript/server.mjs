@@ -23,8 +23,8 @@ const confirmation = z.object({ confirmed: z.boolean() });
 const text = (value) => ({ content: [{ type: 'text', text: value }] });
 const unknown = (id) => text(`No order with ID '${id}'. Check the ID and try again.`);
 
-function factory() {
-    const server = new McpServer({ name: 'orders-typescript', version: '0.0.0' });
+/** get_order, the same on both revisions. */
+function registerGetOrder(server) {
     server.registerTool(
         'get_order',
         { description: 'One order by ID, as JSON.', inputSchema: z.object({ orderId: z.string() }) },
@@ -33,6 +33,11 @@ function factory() {
             return order ? text(JSON.stringify(order)) : unknown(orderId);
         }
     );
+}
+
+function factory() {
+    const server = new McpServer({ name: 'orders-typescript', version: '0.0.0' });
+    registerGetOrder(server);
     server.registerTool(
         'cancel_order',
         { description: 'Cancel an order once the customer confirms.', inputSchema: z.object({ orderId: z.string() }) },
@@ -61,14 +66,7 @@ function factory() {
 /** The same tools for 2025-11-25 sessions: the confirmation is a server-to-client request. */
 function sessionFactory() {
     const server = new McpServer({ name: 'orders-typescript', version: '0.0.0' });
-    server.registerTool(
-        'get_order',
-        { description: 'One order by ID, as JSON.', inputSchema: z.object({ orderId: z.string() }) },
-        async ({ orderId }) => {
-            const order = orders.get(orderId);
-            return order ? text(JSON.stringify(order)) : unknown(orderId);
-        }
-    );
+    registerGetOrder(server);
     server.registerTool(
         'cancel_order',
         { description: 'Cancel an order once the customer confirms.', inputSchema: z.object({ orderId: z.string() }) },

@@ -58,13 +58,7 @@ impl Outbox {
         match state.queue.pop_front() {
             Some(message) => Poll::Ready(message),
             None => {
-                if !state
-                    .waker
-                    .as_ref()
-                    .is_some_and(|waker| waker.will_wake(cx.waker()))
-                {
-                    state.waker = Some(cx.waker().clone());
-                }
+                crate::util::keep_waker(&mut state.waker, cx);
                 Poll::Pending
             }
         }

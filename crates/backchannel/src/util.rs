@@ -10,6 +10,16 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Keep `cx`'s waker in `slot` to be woken later (cloning it only when it is not the one kept).
+pub(crate) fn keep_waker(slot: &mut Option<std::task::Waker>, cx: &std::task::Context<'_>) {
+    if !slot
+        .as_ref()
+        .is_some_and(|waker| waker.will_wake(cx.waker()))
+    {
+        *slot = Some(cx.waker().clone());
+    }
+}
+
 /// `N` bytes from the operating system's random source.
 pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];

@@ -150,7 +150,6 @@ impl LeanSessions {
 /// One session: its state behind one lock.
 struct Session {
     state: Mutex<State>,
-    sse_retry: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -214,13 +213,8 @@ impl Replay {
     /// A new reader, sent the kept events from `index` on (the one after the last the client
     /// has, or 0 for all that are kept).
     fn resume(&mut self, index: usize) -> Result<Arc<Queue>, SessionError> {
-        let first = self
-            .kept
-            .front()
-            .and_then(|event| event.event_id.as_deref())
-            .and_then(|id| id.split('/').next())
-            .and_then(|index| index.parse::<usize>().ok())
-            .unwrap_or(self.next_index);
+        // Every event sent is kept until 16 newer ones push it out.
+        let first = self.next_index - self.kept.len();
         let skip = index.saturating_sub(first);
         if skip > self.kept.len() {
             return Err(SessionError::UnknownEvent);
@@ -328,12 +322,7 @@ impl Session {
             Some((number, call)) => {
                 call.replay.send(event, Some(number));
                 if ends {
-                    call.replay.queue.end();
-                    call.finished = Some(Instant::now());
-                    let routes: Vec<Resource> = call.routes.drain().collect();
-                    for route in routes {
-                        state.routes.remove(&route);
-                    }
+                    Self::finish(&mut state, number);
                 }
             }
             None => state.common.send(event, None),
@@ -343,16 +332,20 @@ impl Session {
 
     /// A client's cancellation ends the stream of the call it cancels.
     fn cancelled(state: &mut State, id: &RequestId) {
-        let Some(number) = state.routes.remove(&Resource::Request(id.clone())) else {
+        if let Some(&number) = state.routes.get(&Resource::Request(id.clone())) {
+            Self::finish(state, number);
+        }
+    }
+
+    /// Call stream `number` is over: end it, and route nothing more to it.
+    fn finish(state: &mut State, number: u64) {
+        let Some(call) = state.calls.get_mut(&number) else {
             return;
         };
-        if let Some(call) = state.calls.get_mut(&number) {
-            call.replay.queue.end();
-            call.finished = Some(Instant::now());
-            let routes: Vec<Resource> = call.routes.drain().collect();
-            for route in routes {
-                state.routes.remove(&route);
-            }
+        call.replay.queue.end();
+        call.finished = Some(Instant::now());
+        for route in call.routes.drain() {
+            state.routes.remove(&route);
         }
     }
 
@@ -437,13 +430,7 @@ impl Stream for Reader {
         if state.ended {
             return Poll::Ready(None);
         }
-        if !state
-            .waker
-            .as_ref()
-            .is_some_and(|waker| waker.will_wake(cx.waker()))
-        {
-            state.waker = Some(cx.waker().clone());
-        }
+        crate::util::keep_waker(&mut state.waker, cx);
         Poll::Pending
     }
 }
@@ -493,7 +480,7 @@ impl Transport<RoleServer> for SessionTransport {
             if state.closed {
                 return Poll::Ready(None);
             }
-            state.waiting = Some(cx.waker().clone());
+            crate::util::keep_waker(&mut state.waiting, cx);
             Poll::Pending
         })
     }
@@ -537,7 +524,6 @@ impl SessionManager for LeanSessions {
                 shadows: Vec::new(),
                 last_used: Instant::now(),
             }),
-            sse_retry: self.sse_retry,
         });
         let transport = SessionTransport {
             session: Arc::downgrade(&session),
@@ -597,7 +583,7 @@ impl SessionManager for LeanSessions {
                 routes: HashSet::new(),
                 finished: None,
             };
-            if let Some(retry) = session.sse_retry {
+            if let Some(retry) = self.sse_retry {
                 call.replay
                     .send(ServerSseMessage::retry(retry), Some(number));
             }
