@@ -1,4 +1,4 @@
-//! Fuzz target: `backchannel::fuzzing::host_config`.
+//! Fuzz target: `backchannel_host::fuzzing::host_config`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| backchannel::fuzzing::host_config(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| backchannel_host::fuzzing::host_config(data));

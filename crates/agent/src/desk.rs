@@ -1,4 +1,4 @@
-//! The agent's core: one MCP connection to the order service through `backchannel::host`, the
+//! The agent's core: one MCP connection to the order service through `backchannel_host`, the
 //! rules planner, chat memory per conversation, guardrails, and the handler that turns the
 //! server's questions and progress into events for the person.
 
@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backchannel::Revision;
-use backchannel::host::{
+use backchannel_host::{
     CallContext, Host, HostConfig, HostHandler, LogMessage, SamplingAnswer, SamplingQuestion,
 };
 use rmcp::ErrorData;
@@ -120,7 +120,7 @@ pub enum DeskError {
     },
     /// The host failed.
     #[error(transparent)]
-    Host(#[from] backchannel::host::HostError),
+    Host(#[from] backchannel_host::HostError),
 }
 
 /// Turns the order service's questions and progress into events for the person.
@@ -273,7 +273,7 @@ impl HostHandler for DeskHandler {
 }
 
 fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
-    use backchannel::host::{ConnectionConfig, Declared, Transport};
+    use backchannel_host::{ConnectionConfig, Declared, Transport};
     let Some((command, args)) = knowledge.server.split_first() else {
         return;
     };
@@ -473,7 +473,7 @@ impl Desk {
                 connection: config.connection_timeout,
             });
         }
-        use backchannel::host::{ConnectionConfig, Declared, Transport};
+        use backchannel_host::{ConnectionConfig, Declared, Transport};
         let orders = ConnectionConfig {
             transport: Transport::Http {
                 url: config.orders_url.clone(),
@@ -494,7 +494,7 @@ impl Desk {
             auth: config
                 .sign_in_callback
                 .as_ref()
-                .map(|callback| backchannel::host::AuthConfig {
+                .map(|callback| backchannel_host::AuthConfig {
                     redirect_uri: Some(callback.clone()),
                     token_file: config.token_file.clone(),
                     ..Default::default()

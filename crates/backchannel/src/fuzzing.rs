@@ -66,18 +66,6 @@ pub fn jsonrpc_body(data: &[u8]) {
     }
 }
 
-/// Read bytes as the host's TOML configuration.
-#[cfg(feature = "host")]
-pub fn host_config(data: &[u8]) {
-    if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(config) = crate::host::HostConfig::from_toml(text)
-    {
-        for name in config.connections.keys() {
-            assert!(!name.is_empty());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,11 +87,5 @@ mod tests {
     #[test]
     fn the_jsonrpc_body_corpus_replays() {
         replay("jsonrpc_body", jsonrpc_body);
-    }
-
-    #[cfg(feature = "host")]
-    #[test]
-    fn the_host_config_corpus_replays() {
-        replay("host_config", host_config);
     }
 }

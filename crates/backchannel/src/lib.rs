@@ -37,8 +37,6 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-#[cfg(feature = "host")]
-pub mod host;
 mod keys;
 mod layer;
 #[cfg(feature = "logging")]
@@ -144,7 +142,7 @@ macro_rules! layer_hooks {
         async fn list_tools(
             &self,
             _request: ::std::option::Option<$crate::__rmcp::model::PaginatedRequestParams>,
-            context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
+            _context: $crate::__rmcp::service::RequestContext<$crate::__rmcp::RoleServer>,
         ) -> ::std::result::Result<$crate::__rmcp::model::ListToolsResult, $crate::__rmcp::ErrorData> {
             Ok($crate::__rmcp::model::ListToolsResult::with_all_items(self.$tools.list_all()))
         }

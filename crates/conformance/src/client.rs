@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use backchannel::Revision;
-use backchannel::host::{
+use backchannel_host::{
     AuthConfig, ConnectionConfig, Declared, HostConfig, HostHandler, SamplingAnswer,
     SamplingQuestion, Transport,
 };

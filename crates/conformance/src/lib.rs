@@ -1,5 +1,5 @@
 //! The fixture server for the official MCP conformance suite, and the client it tests
-//! ([`client`], binary `conformance-client`, built on `backchannel::host`).
+//! ([`client`], binary `conformance-client`, built on `backchannel_host`).
 //!
 //! Every tool, prompt and resource the suite names is here. The two-way fixtures (progress,
 //! logging, elicitation, sampling, roots, `input_required`) are written once with

@@ -4,9 +4,7 @@
 #![expect(deprecated, reason = "the client side of sampling, roots and logging")]
 
 mod common;
-mod host;
 mod http;
-mod oauth;
 mod task_store;
 mod tasks;
 mod tidy;

@@ -1,5 +1,5 @@
 //! `conformance-client URL`: the official suite's client under test, built on
-//! `backchannel::host`. The suite starts it with the mock server's URL as the last argument,
+//! `backchannel_host`. The suite starts it with the mock server's URL as the last argument,
 //! the scenario in `$MCP_CONFORMANCE_SCENARIO`, its data in `$MCP_CONFORMANCE_CONTEXT` (JSON)
 //! and the revision in `$MCP_CONFORMANCE_PROTOCOL_VERSION`. It connects one host connection,
 //! lists the tools and calls them (the ones the context names, with their arguments, or every
@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use backchannel::host::{Host, HostConfig};
+use backchannel_host::{Host, HostConfig};
 use conformance::client::{ConformanceHandler, Scenario, arguments_for};
 
 #[tokio::main]

@@ -15,12 +15,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use backchannel::Backchannel;
-use backchannel::host::{
+use backchannel_host::{
     AuthConfig, ConnectionConfig, Declared, Host, HostConfig, HostHandler, Transport,
 };
 use serde_json::{Value, json};
 
-use crate::common::TestServer;
+use backchannel::testing::TestServer;
 
 /// What the scripted authorization server issued and what the MCP endpoint was shown.
 #[derive(Default)]

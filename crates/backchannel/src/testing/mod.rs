@@ -3,6 +3,8 @@
 //! an in-process pipe or real HTTP), a router served on a free loopback port, and small helpers
 //! for calls, results and snapshots. Not for production code.
 
+mod server;
+
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -13,6 +15,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::Revision;
+pub use server::{Color, Confirmation, Observed, TestServer, elicited};
 
 /// How an rmcp client starts on `revision`: `initialize` for 2025-11-25, `server/discover`
 /// for 2026-07-28.

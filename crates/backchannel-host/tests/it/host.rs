@@ -5,10 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::*;
-use backchannel::host::{CallContext, Host, HostConfig, HostHandler};
 use backchannel::serve::{self, HttpOptions};
+use backchannel::testing::TestServer;
+use backchannel::testing::text_of as result_text;
 use backchannel::{Backchannel, TaskSupport};
+use backchannel_host::{CallContext, Host, HostConfig, HostHandler};
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ProgressNotificationParam,
     RequestMetaObject,

@@ -1,8 +1,22 @@
-//! The client half (feature `host`): a [`Host`] keeps many named MCP connections (stdio or
-//! HTTP, either revision) and answers their elicitation, sampling and roots requests through one
-//! [`HostHandler`], with each question routed to the call that caused it.
+//! The host side of two-way MCP, over rmcp's client: a [`Host`] keeps many named MCP
+//! connections (stdio or HTTP, either revision) and answers their elicitation, sampling and roots
+//! requests through one [`HostHandler`], with each question routed to the call that caused it.
+//! Feature `oauth` signs in to servers that need OAuth 2.1 ([`auth`]).
+//!
+//! The server side, and the vocabulary both sides share ([`backchannel::Revision`],
+//! [`backchannel::ListKind`], [`backchannel::LogLevel`]), is the `backchannel` crate.
+
+// rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the
+// protocol the host answers.
+#![expect(
+    deprecated,
+    reason = "sampling, roots and logging are the protocol (SEP-2577)"
+)]
 
 mod config;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod listening;
 mod routes;
 
@@ -36,7 +50,7 @@ pub use config::{
 #[cfg(feature = "oauth")]
 pub mod auth;
 
-use crate::ListKind;
+use backchannel::ListKind;
 use listening::{Listening, ListeningOpened};
 use routes::{Call, CallTag, Routes, Tagging};
 
@@ -171,7 +185,7 @@ impl From<SamplingAnswer> for CreateMessageResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogMessage {
     /// Its severity.
-    pub level: crate::LogLevel,
+    pub level: backchannel::LogLevel,
     /// The server's logger name, if it gave one.
     pub logger: Option<String>,
     /// The message (a string or any JSON).
@@ -631,8 +645,8 @@ impl<H: HostHandler> Connection<H> {
                 preferred_versions: vec![revision.protocol_version()],
             },
             None => ClientLifecycleMode::Auto {
-                preferred_versions: vec![crate::Revision::LATEST.protocol_version()],
-                legacy_version: Some(crate::Revision::V2025_11_25.protocol_version()),
+                preferred_versions: vec![backchannel::Revision::LATEST.protocol_version()],
+                legacy_version: Some(backchannel::Revision::V2025_11_25.protocol_version()),
             },
         };
         let connect_error = |message: String| HostError::Connect {
@@ -1093,7 +1107,7 @@ async fn wait_for_listening<S>(
         .and_then(|info| {
             info.protocol_version
                 .as_str()
-                .parse::<crate::Revision>()
+                .parse::<backchannel::Revision>()
                 .ok()
         })
         .is_some_and(|revision| revision.has_sessions());

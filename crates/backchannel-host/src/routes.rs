@@ -31,7 +31,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One call of [`super::Connection::call_tool`], over all its rounds.
+/// One call of [`crate::Connection::call_tool`], over all its rounds.
 #[derive(Debug)]
 pub(super) struct Call {
     /// The caller's token (its conversation, for example), if it gave one.

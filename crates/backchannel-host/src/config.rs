@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::revision::Revision;
+use backchannel::Revision;
 
 /// `"auto"` (or nothing) for `None`, or a revision's date.
 fn revision_or_auto<'de, D: serde::Deserializer<'de>>(

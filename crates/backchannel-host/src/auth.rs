@@ -3,7 +3,7 @@
 //! (pre-registered client, client ID metadata document, or dynamic registration), runs the
 //! authorization code flow with PKCE and the `resource` parameter, checks `iss`, and refreshes
 //! tokens. What the host adds: the per-connection settings ([`AuthConfig`]), handing the
-//! authorization URL to the [`crate::host::HostHandler`] (a person signs in in a browser, and the
+//! authorization URL to the [`crate::HostHandler`] (a person signs in in a browser, and the
 //! handler returns where the browser was sent back to), and a token file only the user can
 //! read, with one entry per authorization server.
 
@@ -17,7 +17,7 @@ use rmcp::transport::auth::{
 };
 use serde::Deserialize;
 
-use super::AuthConfig;
+use crate::AuthConfig;
 
 /// The default redirect: a loopback callback the host's handler listens on.
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1:8976/callback";
@@ -238,7 +238,7 @@ pub(crate) struct Reauth {
 
 impl Reauth {
     /// Sign in again after `challenge` (for example a 403 naming a scope the token lacks).
-    pub(crate) async fn sign_in_again<H: crate::host::HostHandler>(
+    pub(crate) async fn sign_in_again<H: crate::HostHandler>(
         &self,
         connection: &str,
         challenge: &str,
@@ -293,7 +293,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_token_file_is_the_users_alone_and_keeps_each_servers_credentials_apart() {
-        let dir = std::env::temp_dir().join(format!("bc-tokens-{}", crate::util::fresh_nonce()));
+        let dir =
+            std::env::temp_dir().join(format!("bc-tokens-{}", backchannel::testing::random_hex()));
         let path = dir.join("nested").join("tokens.json");
         let store = SharedFile(Arc::new(TokenFile {
             path: path.clone(),
