@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, TokenKeys};
 use crate::graphql;
-pub use crate::http::router;
+use crate::http::{self, RateLimits};
 use crate::mcp::{McpConfig, MovieServer};
 use crate::service::{Catalog, Viewer};
 use crate::store::{Store, StoreError};
@@ -129,6 +129,29 @@ pub fn mcp_server(catalog: &Catalog, config: &McpConfig) -> Result<MovieServer, 
     )
 }
 
+/// GraphQL at `/graphql` (GraphiQL on GET) and MCP at `/mcp`, on one router.
+pub fn router(
+    catalog: Catalog,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> Result<axum::Router, AppError> {
+    let server = mcp_server(&catalog, &config.mcp)?;
+    Ok(router_with(catalog, server, config, shutdown))
+}
+
+fn router_with(
+    catalog: Catalog,
+    server: MovieServer,
+    config: &Config,
+    shutdown: CancellationToken,
+) -> axum::Router {
+    let limits = RateLimits {
+        mcp_per_minute: config.mcp_calls_per_minute,
+        graphql_per_minute: config.graphql_calls_per_minute,
+    };
+    http::router(catalog, server, &config.http, limits, shutdown)
+}
+
 /// Serve GraphQL and MCP on `listener` until `shutdown` is cancelled.
 pub async fn serve_http(
     listener: tokio::net::TcpListener,
@@ -147,7 +170,7 @@ pub async fn serve_http(
         backchannel::postgres::share(url, server.layer()).await?;
         tracing::info!("instances share this database: each round answers once in all");
     }
-    let app = crate::http::router_with(catalog, server, config, shutdown.clone())?;
+    let app = router_with(catalog, server, config, shutdown.clone());
     if let Ok(addr) = listener.local_addr() {
         tracing::info!("moviedb listening on http://{addr} (GraphQL at /graphql, MCP at /mcp)");
     }

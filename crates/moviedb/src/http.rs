@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use backchannel::serve::{self, HttpOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{AppError, Config, mcp_server};
 use crate::graphql::{self, MovieSchema};
 use crate::limits::RateLimiter;
+use crate::mcp::MovieServer;
 use crate::service::{Catalog, Viewer};
 
 #[derive(Clone)]
@@ -289,36 +289,33 @@ async fn graphql_get(State(state): State<HttpState>, request: Request) -> Respon
         })
 }
 
-/// GraphQL at `/graphql` (GraphiQL on GET) and MCP at `/mcp`, on one router.
-pub fn router(
-    catalog: Catalog,
-    config: &Config,
-    shutdown: CancellationToken,
-) -> Result<axum::Router, AppError> {
-    let server = mcp_server(&catalog, &config.mcp)?;
-    router_with(catalog, server, config, shutdown)
+/// The per-user (or per-address) rate limits of the two endpoints, in calls per minute.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RateLimits {
+    pub(crate) mcp_per_minute: u32,
+    pub(crate) graphql_per_minute: u32,
 }
 
-/// [`router`] around an MCP server built already.
-pub(crate) fn router_with(
+/// GraphQL at `/graphql` (GraphiQL on GET), the front page, `/healthz`, and `server` at `/mcp`
+/// behind sign-in and the rate limit, on one router.
+pub(crate) fn router(
     catalog: Catalog,
-    server: crate::mcp::MovieServer,
-    config: &Config,
+    server: MovieServer,
+    options: &HttpOptions,
+    limits: RateLimits,
     shutdown: CancellationToken,
-) -> Result<axum::Router, AppError> {
+) -> axum::Router {
     let shared = catalog.store().shared_state();
     let state = HttpState {
         schema: graphql::schema(catalog.clone()),
         catalog,
-        limiter: Arc::new(
-            RateLimiter::new(config.mcp_calls_per_minute).shared_by(shared.clone(), "mcp"),
-        ),
+        limiter: Arc::new(RateLimiter::new(limits.mcp_per_minute).shared_by(shared.clone(), "mcp")),
         graphql_limiter: Arc::new(
-            RateLimiter::new(config.graphql_calls_per_minute).shared_by(shared, "graphql"),
+            RateLimiter::new(limits.graphql_per_minute).shared_by(shared, "graphql"),
         ),
-        options: Arc::new(config.http.clone()),
+        options: Arc::new(options.clone()),
     };
-    let mcp = serve::router(move || server.clone(), &config.http, shutdown).layer(
+    let mcp = serve::router(move || server.clone(), options, shutdown).layer(
         axum::middleware::from_fn_with_state(state.clone(), mcp_gate),
     );
     let graphql = axum::Router::new()
@@ -338,7 +335,7 @@ pub(crate) fn router_with(
             graphql_cors,
         ))
         .with_state(state);
-    Ok(mcp.merge(graphql))
+    mcp.merge(graphql)
 }
 
 /// `GET /healthz`: 200 when the database answers, 503 otherwise (for a load balancer's checks;

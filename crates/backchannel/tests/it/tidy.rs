@@ -216,58 +216,162 @@ fn the_agent_library_does_not_depend_on_the_order_service() {
     assert!(is_orders(&with_demo), "agent with the demo:\n{with_demo}");
 }
 
-/// Which top-level module of `backchannel` each file belongs to (`serve/gate.rs` → `serve`).
-fn module_of(relative: &Path) -> String {
-    let mut parts = relative.components();
-    let first = parts.next().unwrap().as_os_str().to_string_lossy();
-    first.trim_end_matches(".rs").to_owned()
+/// The module a source file of a crate's `src/` is (`serve/gate.rs` → `serve::gate`,
+/// `serve/mod.rs` → `serve`, `lib.rs` → the root, ``).
+fn module_path(relative: &Path) -> String {
+    let text = relative
+        .with_extension("")
+        .to_string_lossy()
+        .replace('/', "::");
+    let text = text.strip_suffix("::mod").unwrap_or(&text);
+    if text == "lib" {
+        String::new()
+    } else {
+        text.to_owned()
+    }
 }
 
-/// The top-level modules each module of `backchannel` names through `crate::`, with the names
-/// `lib.rs` re-exports resolved to the module they come from.
-fn backchannel_imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = workspace().join("crates/backchannel/src");
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
-    let mut modules = BTreeSet::new();
-    let declared = regex_lite::Regex::new(r"(?m)^\s*(?:pub )?mod (\w+);").unwrap();
-    for found in declared.captures_iter(&lib) {
-        modules.insert(found[1].to_owned());
+/// The code of a file before its test module (`#[cfg(test)]` and what follows), comments
+/// dropped, on one line.
+fn code_before_tests(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    code_lines(text).collect::<Vec<_>>().join(" ")
+}
+
+/// `a::b` joined under `base` (`base::a::b`), without a leading `::` for the root.
+fn join(base: &str, rest: &str) -> String {
+    match (base.is_empty(), rest.is_empty()) {
+        (true, _) => rest.to_owned(),
+        (_, true) => base.to_owned(),
+        _ => format!("{base}::{rest}"),
     }
-    // `pub use module::{A, B};` at the root: `crate::A` means `module`.
-    let mut reexported: BTreeMap<String, String> = BTreeMap::new();
-    let reexport = regex_lite::Regex::new(r"pub use (\w+)::\{?([^;]*?)\}?;").unwrap();
-    for found in reexport.captures_iter(&lib.replace('\n', " ")) {
-        if modules.contains(&found[1]) {
-            for name in found[2].split(',') {
-                let name = name.trim().rsplit(' ').next().unwrap_or_default();
-                reexported.insert(name.to_owned(), found[1].to_owned());
+}
+
+/// The modules of one crate (every file of its `src/` but `src/bin/`) and, for each, the other
+/// modules its code names: through `crate::`, `super::` and `self::` paths and `use` of its own
+/// child modules (`pub use` lines are not edges). A name a module re-exports (`pub use x::Name`) counts as the module it comes
+/// from, so `crate::Ctx` is an edge to `ctx`, not to the root.
+fn crate_imports(name: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = workspace().join("crates").join(name).join("src");
+    let files: Vec<(String, String)> = rust_files(&src)
+        .into_iter()
+        .filter(|file| !file.components().any(|c| c.as_os_str() == "bin"))
+        .map(|file| {
+            let relative = file
+                .strip_prefix(format!("crates/{name}/src"))
+                .unwrap()
+                .to_owned();
+            (module_path(&relative), code_before_tests(&source(&file)))
+        })
+        .collect();
+    let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    // The longest module that `path` (absolute, without `crate::`) starts with, and what follows.
+    let split = |path: &str| -> (String, String) {
+        let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+        for cut in (0..=parts.len()).rev() {
+            let head = parts[..cut].join("::");
+            if modules.contains(&head) {
+                return (head, parts[cut..].join("::"));
+            }
+        }
+        (String::new(), parts.join("::"))
+    };
+    // `pub use` re-exports: (module, name) → the path the name comes from.
+    let reexport =
+        regex_lite::Regex::new(r"pub(?:\([a-z]+\))? use ([\w:]+?)::(\{[^}]*\}|\w+)(?: as \w+)?;")
+            .unwrap();
+    let mut reexported: BTreeMap<(String, String), String> = BTreeMap::new();
+    let absolute = |from: &str, path: &str| -> Option<String> {
+        let mut base: Vec<&str> = from.split("::").filter(|p| !p.is_empty()).collect();
+        let mut parts = path.split("::").peekable();
+        match *parts.peek()? {
+            "crate" => {
+                parts.next();
+                base.clear();
+            }
+            "self" => {
+                parts.next();
+            }
+            "super" => {
+                while parts.peek() == Some(&"super") {
+                    parts.next();
+                    base.pop();
+                }
+            }
+            first if modules.contains(&join(from, first)) => {}
+            _ => return None,
+        }
+        Some(join(
+            &base.join("::"),
+            &parts.collect::<Vec<_>>().join("::"),
+        ))
+    };
+    for (module, code) in &files {
+        for found in reexport.captures_iter(code) {
+            let Some(path) = absolute(module, &found[1]) else {
+                continue;
+            };
+            for item in found[2].trim_matches(|c| c == '{' || c == '}').split(',') {
+                let item = item.trim().split(" as ").next().unwrap_or_default().trim();
+                if !item.is_empty() && item != "self" && !item.contains('*') {
+                    reexported.insert((module.clone(), item.to_owned()), join(&path, item));
+                }
             }
         }
     }
-    let path = regex_lite::Regex::new(r"crate::(\{[^}]*\}|\w+)").unwrap();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in rust_files(&src) {
-        let relative = file.strip_prefix("crates/backchannel/src").unwrap();
-        if relative == Path::new("lib.rs") {
-            continue;
-        }
-        let from = module_of(relative);
-        let text = source(&file);
-        let code: String = code_lines(&text).collect::<Vec<_>>().join(" ");
-        for found in path.captures_iter(&code) {
-            let named = found[1].trim_start_matches('{').trim_end_matches('}');
-            for item in named.split(',') {
-                let head = item.trim().split("::").next().unwrap_or_default().trim();
-                let target = if modules.contains(head) {
-                    head.to_owned()
-                } else if let Some(module) = reexported.get(head) {
-                    module.clone()
-                } else {
-                    continue;
-                };
-                if target != from {
-                    graph.entry(from.clone()).or_default().insert(target);
+    // Where `path` (absolute) leads: its module, following re-exports.
+    let target = |path: &str| -> String {
+        let mut path = path.to_owned();
+        for _ in 0..8 {
+            let (module, rest) = split(&path);
+            let first = rest.split("::").next().unwrap_or_default().to_owned();
+            match reexported.get(&(module.clone(), first.clone())) {
+                Some(next) if next != &path => {
+                    path = join(
+                        next,
+                        rest.strip_prefix(first.as_str())
+                            .unwrap_or_default()
+                            .trim_start_matches("::"),
+                    );
                 }
+                _ => return module,
+            }
+        }
+        split(&path).0
+    };
+    let named = regex_lite::Regex::new(
+        r"\b((?:crate|super|self)(?:::\w+)+|(?:crate|super|self)::\{[^}]*\})",
+    )
+    .unwrap();
+    let used =
+        regex_lite::Regex::new(r"\buse ((?:\w+::)+)\{([^;]*)\};|\buse ((?:\w+::)+\w+)").unwrap();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, code) in &files {
+        // A `pub use` is the module's face, not its code's need: names reached through it
+        // resolve to their source above.
+        let code = &reexport.replace_all(code, " ");
+        let mut paths: Vec<String> = Vec::new();
+        for found in used.captures_iter(code) {
+            if let (Some(head), Some(items)) = (found.get(1), found.get(2)) {
+                for item in items.as_str().split(',') {
+                    let item = item.trim().split(" as ").next().unwrap_or_default();
+                    paths.push(format!("{}{}", head.as_str(), item.trim_start_matches('{')));
+                }
+            } else if let Some(path) = found.get(3) {
+                paths.push(path.as_str().to_owned());
+            }
+        }
+        for found in named.captures_iter(code) {
+            paths.push(found[1].to_owned());
+        }
+        for path in paths {
+            let path = path.trim_end_matches("::").replace(['{', '}', ' '], "");
+            let Some(absolute) = absolute(module, &path) else {
+                continue;
+            };
+            let to = target(&absolute);
+            if &to != module {
+                graph.entry(module.clone()).or_default().insert(to);
             }
         }
     }
@@ -328,17 +432,51 @@ fn the_cycle_finder_finds_a_cycle() {
 }
 
 #[test]
-fn backchannel_modules_import_each_other_without_a_cycle() {
-    let graph = backchannel_imports();
-    // The reader sees the imports that matter (so this test cannot pass by reading nothing).
-    assert!(graph["layer"].contains("ctx"), "{graph:?}");
-    assert!(graph["ctx"].contains("call"), "{graph:?}");
-    if let Some(cycle) = find_cycle(&graph) {
-        panic!(
-            "backchannel's modules import each other in a circle: {}\n(move what both need into a module of its own)",
-            cycle.join(" → ")
-        );
+fn no_crate_has_modules_that_import_each_other_in_a_circle() {
+    let mut circles = Vec::new();
+    for name in crates() {
+        let graph = crate_imports(&name);
+        if let Some(cycle) = find_cycle(&graph) {
+            let shown: Vec<&str> = cycle
+                .iter()
+                .map(|m| if m.is_empty() { "(root)" } else { m })
+                .collect();
+            circles.push(format!("{name}: {}", shown.join(" → ")));
+        }
     }
+    // The reader sees the imports that matter (so this test cannot pass by reading nothing):
+    // a re-exported name counts as its own module, a nested module as itself.
+    let backchannel = crate_imports("backchannel");
+    assert!(backchannel["layer"].contains("ctx"), "{backchannel:?}");
+    assert!(backchannel["ctx"].contains("call"), "{backchannel:?}");
+    let moviedb = crate_imports("moviedb");
+    assert!(
+        moviedb["graphql::query"].contains("graphql::objects"),
+        "{moviedb:?}"
+    );
+    assert!(moviedb["app"].contains("http"), "{moviedb:?}");
+    assert_none(
+        "modules that import each other in a circle (move what both need into a module of its own)",
+        circles,
+    );
+}
+
+#[test]
+fn no_glob_imports_the_parent_outside_test_modules() {
+    let offenders = all_sources()
+        .into_iter()
+        .filter(|path| !path.components().any(|c| c.as_os_str() == "tests"))
+        .filter(|path| {
+            let text = source(path);
+            let before_tests = text.split("#[cfg(test)]").next().unwrap_or_default();
+            code_lines(before_tests).any(|line| line.trim() == "use super::*;")
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none(
+        "`use super::*` outside a test module (name what the file uses)",
+        offenders,
+    );
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The GraphQL enums, each the mirror of a domain enum.
 
-use super::*;
+use async_graphql::Enum;
+
+use crate::domain;
 
 /// A movie's or show's genre.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]

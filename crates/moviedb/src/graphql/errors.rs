@@ -1,7 +1,10 @@
 //! How failures read in GraphQL: every error gets `extensions.classification`; internal ones
 //! only a reference (through `backchannel::Incident`).
 
-use super::*;
+use async_graphql::{Context, ErrorExtensions, ID};
+
+use crate::domain::DomainError;
+use crate::service::{Catalog, ServiceError, Viewer};
 
 pub(crate) fn classify(error: ServiceError) -> async_graphql::Error {
     match error {

@@ -1,6 +1,10 @@
 //! The GraphQL input types, and the checks that turn them into domain values.
 
-use super::*;
+use async_graphql::{ID, InputObject, OneofObject};
+
+use crate::domain::Subject;
+use crate::graphql::enums::{GenreGql, MovieSortFieldGql, SortOrderGql};
+use crate::graphql::errors::{GqlResult, numeric};
 
 /// Filters on a movie listing; omitted fields match everything.
 #[derive(InputObject, Default)]

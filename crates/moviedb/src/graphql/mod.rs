@@ -2,16 +2,9 @@
 //! `extensions.classification` (NOT_FOUND, BAD_REQUEST, UNAUTHORIZED, FORBIDDEN,
 //! INTERNAL_ERROR with a reference and no internals).
 
-use async_graphql::{
-    Context, Enum, ErrorExtensions, ID, InputObject, Interface, Object, OneofObject, Schema,
-    SimpleObject, Subscription, Union,
-};
-use chrono::{DateTime, Utc};
+use async_graphql::Schema;
 
-use crate::domain::{self, DomainError, Subject};
-use crate::service::{Catalog, ServiceError, Viewer};
-use crate::store::PersonDeletion;
-use crate::summary::ReviewSummary;
+use crate::service::{Catalog, Viewer};
 
 mod enums;
 mod errors;
@@ -21,11 +14,7 @@ mod objects;
 mod query;
 mod subscription;
 
-use enums::*;
-use errors::*;
-use inputs::*;
 pub use mutation::MutationRoot;
-use objects::*;
 pub use query::QueryRoot;
 pub use subscription::SubscriptionRoot;
 

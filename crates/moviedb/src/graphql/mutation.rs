@@ -1,6 +1,20 @@
 //! The mutation root: sign-in, reviews, the watchlist, and the admin's movie and people edits.
 
-use super::*;
+use async_graphql::{Context, ID, Object};
+
+use crate::domain;
+use crate::domain::DomainError;
+use crate::graphql::enums::{DeletePersonError, WatchStatusGql};
+use crate::graphql::errors::{Classified, GqlResult, catalog, domain_error, numeric, viewer};
+use crate::graphql::inputs::{
+    CreateMovieInput, CreatePersonInput, CreateReviewInput, LoginInput, RegisterInput,
+    UpdateMovieInput, UpdatePersonInput, WatchlistSubjectInput, review_subject, watchlist_subject,
+};
+use crate::graphql::objects::{
+    AuthResponse, DeleteMovieResult, DeletePersonResult, DeleteReviewResult, MovieGql, PersonGql,
+    ReviewGql, UserGql, WatchlistItemGql,
+};
+use crate::store::PersonDeletion;
 
 /// Write operations.
 #[derive(Debug)]

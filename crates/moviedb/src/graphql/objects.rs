@@ -1,7 +1,15 @@
 //! The GraphQL object types: movies, shows, episodes, people, reviews, users, watchlist items,
 //! pages and mutation results, each a thin wrapper over its domain value.
 
-use super::*;
+use async_graphql::{Context, ID, Interface, Object, SimpleObject, Union};
+use chrono::{DateTime, Utc};
+
+use crate::domain;
+use crate::domain::{DomainError, Subject};
+use crate::graphql::enums::{DeletePersonError, GenreGql, RoleGql, WatchStatusGql};
+use crate::graphql::errors::{Classified, GqlResult, catalog, classify, viewer};
+use crate::service::ServiceError;
+use crate::summary::ReviewSummary;
 
 /// A movie.
 #[derive(Clone, Debug)]

@@ -1,6 +1,16 @@
 //! The query root: reads, search, recommendations and review summaries.
 
-use super::*;
+use async_graphql::{Context, ID, Object};
+
+use crate::domain;
+use crate::domain::DomainError;
+use crate::graphql::enums::MoodGql;
+use crate::graphql::errors::{Classified, GqlResult, catalog, domain_error, numeric, viewer};
+use crate::graphql::inputs::{MovieFilter, MovieSort};
+use crate::graphql::objects::{
+    MovieGql, MoviePage, MovieReviewSummary, PersonGql, PersonPage, SearchResult, TvShowGql,
+    TvShowPage, WatchlistItemGql, page_info,
+};
 
 /// Read operations.
 #[derive(Debug)]

@@ -1,6 +1,10 @@
 //! The subscription root: new reviews as they are written.
 
-use super::*;
+use async_graphql::{Context, ID, SimpleObject, Subscription};
+
+use crate::domain::Subject;
+use crate::graphql::errors::{catalog, numeric};
+use crate::graphql::objects::ReviewGql;
 
 /// A review just written.
 #[derive(SimpleObject)]

@@ -1,6 +1,9 @@
 //! The tools' arguments and results, with the schemas clients see.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::summary::{ReviewSummary, SummarySource};
 
 /// Arguments of `ping`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -97,8 +100,8 @@ impl From<ReviewSummary> for SummaryOutput {
             average_score: s.average_score,
             source: s.source.map(|source| {
                 match source {
-                    summary::SummarySource::ClientModel => "CLIENT_MODEL",
-                    summary::SummarySource::Server => "SERVER",
+                    SummarySource::ClientModel => "CLIENT_MODEL",
+                    SummarySource::Server => "SERVER",
                 }
                 .to_owned()
             }),

@@ -1,6 +1,8 @@
 //! The audit log of tool calls: one record per call, handed to a sink the application chooses.
 
-use super::*;
+use serde::Serialize;
+
+use std::sync::Arc;
 
 /// One tool call, as the audit log keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,7 +1,9 @@
 //! Staged removals: a single-use token per staged action, bound to the user who staged it and
 //! valid for a limited time.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub(crate) struct StagedRemoval {

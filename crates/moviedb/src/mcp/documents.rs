@@ -1,6 +1,13 @@
 //! The pinned GraphQL documents the tools run, and how their outcome reads as a tool result.
 
-use super::*;
+use std::hash::{Hash, Hasher};
+
+use backchannel::ToolError;
+use rmcp::model::Extensions;
+use serde_json::{Value, json};
+
+use crate::service::Viewer;
+use crate::summary::ReviewText;
 
 pub(crate) const RECOMMEND: &str = "query Recommend($mood: Mood!, $excludeWatched: Boolean!) {
   recommendMoviesForMood(mood: $mood, excludeWatched: $excludeWatched) {

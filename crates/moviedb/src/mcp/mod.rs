@@ -5,26 +5,24 @@
 //! single-use token. Every two-way call goes through `backchannel`, so the same tool code
 //! serves 2025-11-25 and 2026-07-28 clients.
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_graphql::{Request, Variables};
-use backchannel::{Backchannel, Ctx, Elicited, Sampled, ToolError, ToolResult};
+use backchannel::{Backchannel, Ctx, Elicited, Sampled, ToolError};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::*;
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_router};
-use schemars::JsonSchema;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::graphql::{self, MovieSchema};
+use crate::mcp::confirmations::Confirmations;
+use crate::mcp::documents::{Outcome, PRECHECK, reviews_digest, viewer_of};
 use crate::service::Viewer;
 use crate::store::SharedState;
-use crate::summary::{self, Prose, ReviewSummary, ReviewText};
+use crate::summary::{self, Prose, ReviewText};
 
 /// The question `addToWatchlist` asks when the agent gave no status.
 pub const WATCH_STATUS_QUESTION: &str =
@@ -72,10 +70,12 @@ mod confirmations;
 mod documents;
 mod tools;
 
-pub use args::*;
+pub use args::{
+    AddArgs, ConfirmArgs, MoodArg, MoodInput, PingArgs, RecommendArgs, Recommendations,
+    RecommendedMovie, StageArgs, Staged, StatusArg, SubjectArg, SummarizeArgs, SummaryOutput,
+    WatchStatusAnswer,
+};
 pub use audit::{AuditRecord, AuditSink};
-use confirmations::*;
-use documents::*;
 
 /// The movie database's MCP server. Cheap to clone; clones share everything.
 #[derive(Clone)]

@@ -1,7 +1,21 @@
 //! The six tools. Each runs a pinned GraphQL document as the caller; the two-way ones ask
 //! through `Ctx` and so serve both protocol revisions.
 
-use super::*;
+use backchannel::{Ctx, ToolError, ToolResult};
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::{tool, tool_router};
+use serde_json::{Value, json};
+
+use crate::mcp::args::{
+    AddArgs, ConfirmArgs, PingArgs, RecommendArgs, Recommendations, RecommendedMovie, StageArgs,
+    Staged, SummarizeArgs, SummaryOutput,
+};
+use crate::mcp::confirmations::TokenRefusal;
+use crate::mcp::documents::{ADD, ITEM, Outcome, RECOMMEND, REMOVE, REVIEWS, tool_error_entry};
+use crate::mcp::{MovieServer, SIGN_IN_NEEDED};
+use crate::summary;
+use crate::summary::ReviewText;
 
 #[tool_router(vis = "pub(crate)")]
 impl MovieServer {

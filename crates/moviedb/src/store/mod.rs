@@ -13,9 +13,11 @@ use std::str::FromStr;
 use chrono::Utc;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{Database, Decode, Encode, PgPool, Postgres, QueryBuilder, Row, Sqlite, Type};
+use sqlx::{Database, Decode, Encode, PgPool, Postgres, Row, Sqlite, Type};
 
-use crate::domain::*;
+use crate::domain::{
+    Credit, Movie, PageRequest, Person, Review, Subject, TvShow, User, WatchlistItem,
+};
 use crate::seed::{self, SeedTitle};
 
 pub use shared::SharedState;

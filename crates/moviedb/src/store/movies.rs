@@ -1,6 +1,14 @@
 //! Movies: lookups, pages with filters and sorting, search, credits, and their writes.
 
-use super::*;
+use sql_pool::on_pool;
+use sqlx::{Database, QueryBuilder};
+
+use crate::domain::{
+    Credit, Genre, Movie, MovieFilter, MovieInput, MovieSortField, PageRequest, Person, SortOrder,
+};
+use crate::store::{
+    Bind, MOVIE_COLUMNS, Store, StoreError, Writes, like_pattern, movie_row, person_row,
+};
 
 impl Store {
     // ---- movies ----

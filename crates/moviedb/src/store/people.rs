@@ -1,6 +1,10 @@
 //! People: lookups, pages, search, filmographies, and their writes.
 
-use super::*;
+use sql_pool::on_pool;
+use sqlx::Row;
+
+use crate::domain::{Movie, PageRequest, Person, PersonInput};
+use crate::store::{PersonDeletion, Store, StoreError, Writes, movie_row};
 
 impl Store {
     /// One person.

@@ -1,6 +1,10 @@
 //! Reviews of movies and shows, and their writes.
 
-use super::*;
+use chrono::Utc;
+use sql_pool::on_pool;
+
+use crate::domain::{Review, Subject};
+use crate::store::{Store, StoreError, Writes, review_row, subject_columns};
 
 impl Store {
     /// Whether the movie or show exists.

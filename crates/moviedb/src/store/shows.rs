@@ -1,6 +1,10 @@
 //! TV shows: lookups, pages, search, creators, cast and episodes.
 
-use super::*;
+use sql_pool::on_pool;
+use sqlx::Row;
+
+use crate::domain::{Credit, Episode, PageRequest, Person, TvShow};
+use crate::store::{Store, StoreError, person_row};
 
 impl Store {
     // ---- TV ----

@@ -1,6 +1,9 @@
 //! Accounts.
 
-use super::*;
+use sql_pool::on_pool;
+
+use crate::domain::{Role, User};
+use crate::store::{Store, StoreError, Writes, user_row};
 
 impl Store {
     // ---- users ----

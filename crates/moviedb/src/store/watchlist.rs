@@ -1,6 +1,9 @@
 //! Each user's watch list, and its writes.
 
-use super::*;
+use sql_pool::on_pool;
+
+use crate::domain::{Subject, WatchStatus, WatchlistItem};
+use crate::store::{Store, StoreError, Writes, item_row, subject_columns};
 
 impl Store {
     // ---- watch lists ----
