@@ -87,6 +87,19 @@ pub fn with_logging(
     capabilities
 }
 
+impl crate::RootsListed {
+    /// The URIs of the roots the client listed (`file:///…`), in its order; none unless
+    /// [`Listed`](crate::RootsListed::Listed).
+    pub fn uris(&self) -> Vec<&str> {
+        match self {
+            crate::RootsListed::Listed(roots) => {
+                roots.iter().map(|root| root.uri.as_str()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The level a `logging/setLevel` request asks for.
 pub(crate) fn requested_level(params: &SetLevelParams) -> LogLevel {
     params.level.into()

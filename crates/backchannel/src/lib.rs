@@ -24,6 +24,7 @@
 // rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the
 // protocol this library speaks. The library names them; its users do not have to (it gives
 // them `LogLevel`, the outcomes and the host's own sampling types).
+#![warn(missing_docs)]
 #![expect(
     deprecated,
     reason = "sampling, roots and logging are the protocol (SEP-2577)"

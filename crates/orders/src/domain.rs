@@ -3,11 +3,8 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
 /// An order's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OrderStatus {
     /// Placed, not yet being prepared.
     Pending,
@@ -143,24 +140,8 @@ impl Money {
     }
 }
 
-impl Serialize for Money {
-    /// A JSON number with at most two decimals. The f64 is made only here, at the edge, from
-    /// exact cents; every amount below 2^53 cents prints back as the same two-decimal value.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_f64(self.0 as f64 / 100.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Money {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = f64::deserialize(deserializer)?;
-        Ok(Money((value * 100.0).round() as i64))
-    }
-}
-
 /// A customer's loyalty tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
     /// Longer returns window, immediate replacements.
     Gold,
@@ -189,8 +170,7 @@ impl Tier {
 }
 
 /// A customer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Customer {
     /// `CUST-NN`
     pub customer_id: String,
@@ -203,8 +183,7 @@ pub struct Customer {
 }
 
 /// One line of an order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderItem {
     /// `PROD-NNN`
     pub product_id: String,
@@ -229,8 +208,7 @@ pub type Date = chrono::NaiveDate;
 pub type Instant = chrono::DateTime<chrono::Utc>;
 
 /// Carrier details of a shipped or delivered order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shipment {
     /// Carrier name.
     pub carrier: String,
@@ -243,8 +221,7 @@ pub struct Shipment {
 }
 
 /// An order, as the API and the tools show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
     /// `ORD-NNNNN`
     pub order_id: String,
@@ -261,7 +238,6 @@ pub struct Order {
     /// When it last changed.
     pub last_updated: Instant,
     /// Carrier details, for shipped and delivered orders only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shipment: Option<Shipment>,
 }
 
@@ -337,7 +313,6 @@ mod tests {
         assert_eq!(Money::from_cents(100_000_050).euros(), "€1,000,000.50");
         assert_eq!(Money::from_cents(-5).euros(), "-€0.05");
         assert_eq!(Money::from_cents(4500).to_string(), "45.00");
-        assert_eq!(serde_json::to_string(&total).unwrap(), "179.99");
     }
 
     #[test]

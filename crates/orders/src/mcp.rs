@@ -270,7 +270,7 @@ impl OrderServer {
             .map_err(failed)?;
         self.changed(&order.order_id).await;
         Ok(text(
-            serde_json::to_string(&order).map_err(ToolError::failed)?,
+            serde_json::to_string(&OrderView::from(order)).map_err(ToolError::failed)?,
         ))
     }
 
@@ -584,7 +584,7 @@ impl ServerHandler for OrderServer {
                         ),
                         other => ErrorData::internal_error(other.to_string(), None),
                     })?;
-                    let json = serde_json::to_string_pretty(&order)
+                    let json = serde_json::to_string_pretty(&OrderView::from(order))
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                     ("application/json", json)
                 }

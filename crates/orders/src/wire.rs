@@ -87,7 +87,8 @@ pub struct ItemView {
     #[schemars(schema_with = "positive_integer")]
     pub quantity: u32,
     /// Price of one, in euros.
-    #[schemars(schema_with = "euros")]
+    #[serde(with = "euros")]
+    #[schemars(schema_with = "euros::schema")]
     pub unit_price: Money,
 }
 
@@ -120,7 +121,8 @@ pub struct OrderView {
     /// What was ordered.
     pub items: Vec<ItemView>,
     /// Order total in euros.
-    #[schemars(schema_with = "euros")]
+    #[serde(with = "euros")]
+    #[schemars(schema_with = "euros::schema")]
     pub total_amount: Money,
     /// When it was placed.
     pub created_at: Instant,
@@ -175,9 +177,32 @@ fn positive_integer(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "integer", "minimum": 1 })
 }
 
-fn euros(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "number",
-        "description": "An amount in euros with two decimals"
-    })
+/// An amount of [`Money`] on the wire: a JSON number of euros with at most two decimals.
+mod euros {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::domain::Money;
+
+    /// The f64 is made only here, at the edge, from exact cents; every amount below 2^53
+    /// cents prints back as the same two-decimal value.
+    pub(super) fn serialize<S: Serializer>(
+        money: &Money,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(money.cents() as f64 / 100.0)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Money, D::Error> {
+        let euros = f64::deserialize(deserializer)?;
+        Ok(Money::from_cents((euros * 100.0).round() as i64))
+    }
+
+    pub(super) fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "number",
+            "description": "An amount in euros with two decimals"
+        })
+    }
 }

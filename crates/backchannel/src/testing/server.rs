@@ -1,9 +1,5 @@
 //! [`TestServer`]: one server written once with [`Ctx`](crate::Ctx), whose tools use every
 //! two-way feature, for tests of the library and of hosts against it.
-#![allow(
-    missing_docs,
-    reason = "test fixtures; each tool's description says what it does"
-)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,6 +15,7 @@ use crate::{
     UrlElicited,
 };
 
+/// The form the confirming tools ask for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Confirmation {
     /// Do you confirm?
@@ -29,8 +26,10 @@ pub struct Confirmation {
 }
 crate::elicit_safe!(Confirmation);
 
+/// The form `two_steps` asks for second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Color {
+    /// A colour
     pub color: String,
 }
 crate::elicit_safe!(Color);
@@ -44,9 +43,15 @@ pub struct Observed {
     pub writes: AtomicU32,
 }
 
+/// A server whose tools use every two-way feature of [`Ctx`](crate::Ctx), written once for both
+/// revisions: `confirm`, `two_steps`, `progress_then_ask`, `summarise`, `folders`, `sign_in`,
+/// `progress`, `logs`, `touch_tools`, `task_confirm` (register it with
+/// [`BackchannelBuilder::task_tool`](crate::BackchannelBuilder::task_tool)) and `fails`.
 #[derive(Clone)]
 pub struct TestServer {
+    /// The server's layer.
     pub layer: Backchannel,
+    /// What its tools did.
     pub observed: Arc<Observed>,
     tools: ToolRouter<Self>,
 }
@@ -55,6 +60,8 @@ fn text(s: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(s)])
 }
 
+/// An outcome as the tools report it: `accepted {value:?}`, `declined`, `cancelled`,
+/// `unsupported` or `timed out`.
 pub fn elicited<T: std::fmt::Debug>(outcome: &Elicited<T>) -> String {
     match outcome {
         Elicited::Accepted(value) => format!("accepted {value:?}"),
@@ -218,6 +225,7 @@ impl std::fmt::Debug for TestServer {
 }
 
 impl TestServer {
+    /// The server over `layer`.
     pub fn new(layer: Backchannel) -> Self {
         Self {
             layer,
