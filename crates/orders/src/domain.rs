@@ -3,6 +3,30 @@
 
 use std::fmt;
 
+/// An order's ID as a caller gave it, with the surrounding blanks taken off: read once at the
+/// edge (a tool's arguments, a URL), and taken as it is by everything below. Any text is an ID;
+/// one that names no order is [`OrderError`](crate::service::OrderError)'s `NotFound`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OrderId<'a>(&'a str);
+
+impl<'a> OrderId<'a> {
+    /// The ID in `text` (`" ORD-10001 "` is `ORD-10001`).
+    pub fn new(text: &'a str) -> Self {
+        OrderId(text.trim())
+    }
+
+    /// The ID's text.
+    pub fn as_str(self) -> &'a str {
+        self.0
+    }
+}
+
+impl fmt::Display for OrderId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
 /// An order's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OrderStatus {

@@ -12,7 +12,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, prompt, prompt_router, tool, to
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::Order;
+use crate::domain::{Order, OrderId};
 use crate::messages;
 use crate::service::{OrderError, OrderService};
 use crate::wire::OrderView;
@@ -212,7 +212,11 @@ impl OrderServer {
             .unwrap_or("unknown")
             .to_owned();
         tracing::info!("get_order {} requested by {agent}", args.order_id.trim());
-        let order = self.service.order(&args.order_id).await.map_err(failed)?;
+        let order = self
+            .service
+            .order(OrderId::new(&args.order_id))
+            .await
+            .map_err(failed)?;
         // What `Json<OrderView>` would give, made once per version of the order.
         Ok(self.rendered.result(order)?)
     }
@@ -265,7 +269,7 @@ impl OrderServer {
     async fn update_order_status(&self, Parameters(args): Parameters<UpdateArgs>) -> ToolResult {
         let order = self
             .service
-            .update_status(&args.order_id, &args.new_status)
+            .update_status(OrderId::new(&args.order_id), &args.new_status)
             .await
             .map_err(failed)?;
         self.changed(&order.order_id).await;
@@ -335,8 +339,9 @@ impl OrderServer {
         open_world_hint = false
     ))]
     async fn cancel_order(&self, ctx: Ctx, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
-        let order = self.service.order(&args.order_id).await.map_err(failed)?;
-        let id = order.order_id.as_str();
+        let order_id = OrderId::new(&args.order_id);
+        let order = self.service.order(order_id).await.map_err(failed)?;
+        let id = order_id.as_str();
         if !order.status.is_cancellable() {
             return Ok(text(
                 OrderError::NotCancellable {
@@ -370,7 +375,7 @@ impl OrderServer {
                 note,
             }) => {
                 // The status is decided again, atomically, at write time.
-                match self.service.cancel(id, note.as_deref()).await {
+                match self.service.cancel(order_id, note.as_deref()).await {
                     Ok(cancelled) => {
                         self.changed(id).await;
                         ctx.log(LogLevel::Info, LOGGER, messages::cancelled_log(id))
@@ -400,7 +405,7 @@ impl OrderServer {
     ) -> Result<Vec<PromptMessage>, ErrorData> {
         let order = self
             .service
-            .order(&args.order_id)
+            .order(OrderId::new(&args.order_id))
             .await
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         Ok(vec![PromptMessage::new_text(
@@ -577,13 +582,17 @@ impl ServerHandler for OrderServer {
             "policy://shipping" => ("text/markdown", SHIPPING_POLICY.to_owned()),
             _ => match uri.strip_prefix("order://") {
                 Some(id) => {
-                    let order = self.service.order(id).await.map_err(|e| match e {
-                        OrderError::NotFound(_) => ErrorData::resource_not_found(
-                            e.to_string(),
-                            Some(serde_json::json!({"uri": uri})),
-                        ),
-                        other => ErrorData::internal_error(other.to_string(), None),
-                    })?;
+                    let order =
+                        self.service
+                            .order(OrderId::new(id))
+                            .await
+                            .map_err(|e| match e {
+                                OrderError::NotFound(_) => ErrorData::resource_not_found(
+                                    e.to_string(),
+                                    Some(serde_json::json!({"uri": uri})),
+                                ),
+                                other => ErrorData::internal_error(other.to_string(), None),
+                            })?;
                     let json = serde_json::to_string_pretty(&OrderView::from(order))
                         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                     ("application/json", json)

@@ -8,7 +8,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use crate::domain::OrderStatus;
+use crate::domain::{OrderId, OrderStatus};
 use crate::service::{OrderError, OrderService};
 use crate::wire::OrderView;
 
@@ -69,7 +69,7 @@ impl IntoResponse for OrderError {
 }
 
 async fn order(State(service): State<OrderService>, Path(order_id): Path<String>) -> Response {
-    match service.order(&order_id).await {
+    match service.order(OrderId::new(&order_id)).await {
         Ok(order) => Json(OrderView::from(order)).into_response(),
         Err(e) => e.into_response(),
     }

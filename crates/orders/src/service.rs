@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use crate::domain::{self, Cancellation, Order, OrderStatus, StatusParseError};
+use crate::domain::{self, Cancellation, Order, OrderId, OrderStatus, StatusParseError};
 use crate::store::{CancelOutcome, Store, StoreError};
 
 /// Why an order operation did not happen. The messages are what the model and the person read.
@@ -179,8 +179,8 @@ impl OrderService {
     }
 
     /// One order, or [`OrderError::NotFound`].
-    pub async fn order(&self, order_id: &str) -> Result<Order, OrderError> {
-        let order_id = order_id.trim();
+    pub async fn order(&self, order_id: OrderId<'_>) -> Result<Order, OrderError> {
+        let order_id = order_id.as_str();
         if self.config.order_cache
             && let Some(order) = self.cache.get(order_id)
         {
@@ -219,14 +219,14 @@ impl OrderService {
     /// Set any status but CANCELLED (which goes through [`OrderService::cancel`]).
     pub async fn update_status(
         &self,
-        order_id: &str,
+        order_id: OrderId<'_>,
         new_status: &str,
     ) -> Result<Order, OrderError> {
         let status = OrderStatus::parse(new_status)?;
         if status == OrderStatus::Cancelled {
             return Err(OrderError::UseCancelOrder);
         }
-        let order_id = order_id.trim();
+        let order_id = order_id.as_str();
         let updated = self
             .store
             .set_status(order_id, status, chrono::Utc::now())
@@ -244,10 +244,10 @@ impl OrderService {
     /// Cancel an order, deciding cancellability atomically at write time.
     pub async fn cancel(
         &self,
-        order_id: &str,
+        order_id: OrderId<'_>,
         note: Option<&str>,
     ) -> Result<Cancellation, OrderError> {
-        let order_id = order_id.trim();
+        let order_id = order_id.as_str();
         let note = note.map(str::trim).filter(|n| !n.is_empty());
         let outcome = self.store.cancel(order_id, note, chrono::Utc::now()).await;
         self.cache.forget(order_id);

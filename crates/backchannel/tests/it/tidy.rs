@@ -165,6 +165,28 @@ fn domain_modules_know_no_protocol_http_sql_or_schema_crate() {
     assert_none("domain modules naming an outer crate", offenders);
 }
 
+/// The order service's domain has no wire shape: the tools and REST show `wire::OrderView`,
+/// so a change of the domain types cannot change what clients read by accident.
+#[test]
+fn the_order_domain_has_no_serde() {
+    let text = source(Path::new("crates/orders/src/domain.rs"));
+    let offenders = code_lines(&text)
+        .enumerate()
+        .filter(|(_, line)| line.contains("serde") || line.contains("Serialize"))
+        .map(|(number, line)| {
+            format!(
+                "crates/orders/src/domain.rs:{}: {}",
+                number + 1,
+                line.trim()
+            )
+        })
+        .collect();
+    assert_none(
+        "serde in the order domain (the wire module owns the JSON)",
+        offenders,
+    );
+}
+
 #[test]
 fn every_crate_has_its_architecture_section() {
     let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();

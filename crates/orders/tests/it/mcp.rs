@@ -165,7 +165,11 @@ impl Desk {
     }
 
     async fn status(&self, id: &str) -> OrderStatus {
-        self.service.order(id).await.unwrap().status
+        self.service
+            .order(orders::domain::OrderId::new(id))
+            .await
+            .unwrap()
+            .status
     }
 }
 
@@ -345,7 +349,10 @@ async fn an_order_shipped_while_the_question_is_open_is_not_cancelled() {
             before_answer: Some(Arc::new(move || {
                 let service = service.clone();
                 Box::pin(async move {
-                    service.update_status("ORD-10009", "SHIPPED").await.unwrap();
+                    service
+                        .update_status(orders::domain::OrderId::new("ORD-10009"), "SHIPPED")
+                        .await
+                        .unwrap();
                 })
             })),
             ..Person::new(Answer::Accept(json!({"confirmed": true})))

@@ -60,7 +60,7 @@ async fn start() -> Running {
 async fn status_of(running: &Running, id: &str) -> String {
     running
         .service
-        .order(id)
+        .order(orders::domain::OrderId::new(id))
         .await
         .unwrap()
         .status

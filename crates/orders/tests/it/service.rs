@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use orders::domain::OrderStatus;
+use orders::domain::{OrderId, OrderStatus};
 use orders::service::{OrderError, OrderService, ServiceConfig};
 use orders::store::Store;
 
@@ -35,7 +35,7 @@ async fn the_seeded_database_holds_the_reference_spread() {
             (OrderStatus::Cancelled, 8),
         ]
     );
-    let order = service.order("ORD-10001").await.unwrap();
+    let order = service.order(OrderId::new("ORD-10001")).await.unwrap();
     assert_eq!(order.customer.name, "Ana Ruiz");
     assert_eq!(order.customer.email, "ana.ruiz@example.com");
     assert_eq!(order.total_amount.to_string(), "179.99");
@@ -45,7 +45,11 @@ async fn the_seeded_database_holds_the_reference_spread() {
 
 #[tokio::test]
 async fn an_unknown_order_has_the_reference_message() {
-    let error = service().await.order("ORD-99999").await.unwrap_err();
+    let error = service()
+        .await
+        .order(OrderId::new("ORD-99999"))
+        .await
+        .unwrap_err();
     assert_eq!(
         error.to_string(),
         "No order with ID 'ORD-99999'. Check the ID and try again."
@@ -88,23 +92,30 @@ async fn prefix_completion_lists_ids_in_order() {
 #[tokio::test]
 async fn cancelling_a_shipped_order_is_refused_and_a_pending_one_works() {
     let service = service().await;
-    let error = service.cancel("ORD-10001", None).await.unwrap_err();
+    let error = service
+        .cancel(OrderId::new("ORD-10001"), None)
+        .await
+        .unwrap_err();
     assert_eq!(
         error.to_string(),
         "Order ORD-10001 is SHIPPED and can no longer be cancelled. Only PENDING and PROCESSING orders can."
     );
     assert_eq!(
-        service.order("ORD-10001").await.unwrap().status,
+        service
+            .order(OrderId::new("ORD-10001"))
+            .await
+            .unwrap()
+            .status,
         OrderStatus::Shipped
     );
 
     let cancelled = service
-        .cancel("ORD-10002", Some("changed mind"))
+        .cancel(OrderId::new("ORD-10002"), Some("changed mind"))
         .await
         .unwrap();
     assert_eq!(cancelled.order_id, "ORD-10002");
     assert!(cancelled.at > chrono::Utc::now() - chrono::Duration::minutes(1));
-    let order = service.order("ORD-10002").await.unwrap();
+    let order = service.order(OrderId::new("ORD-10002")).await.unwrap();
     assert_eq!(order.status, OrderStatus::Cancelled);
     assert_eq!(order.last_updated.timestamp(), cancelled.at.timestamp());
     assert_eq!(cancelled.refund, order.total_amount);
@@ -118,7 +129,7 @@ async fn cancelling_a_shipped_order_is_refused_and_a_pending_one_works() {
         Some("changed mind")
     );
     assert!(matches!(
-        service.cancel("ORD-10002", None).await,
+        service.cancel(OrderId::new("ORD-10002"), None).await,
         Err(OrderError::NotCancellable { .. })
     ));
 }
@@ -128,7 +139,7 @@ async fn concurrent_cancellations_of_one_order_cancel_it_once() {
     let service = service().await;
     let attempts = (0..8).map(|_| {
         let service = service.clone();
-        tokio::spawn(async move { service.cancel("ORD-10008", None).await })
+        tokio::spawn(async move { service.cancel(OrderId::new("ORD-10008"), None).await })
     });
     let results = futures::future::join_all(attempts).await;
     let won = results.iter().filter(|r| matches!(r, Ok(Ok(_)))).count();
@@ -151,7 +162,7 @@ async fn concurrent_cancellations_of_one_order_cancel_it_once() {
 async fn update_status_refuses_cancelled_and_changes_nothing() {
     let service = service().await;
     let error = service
-        .update_status("ORD-10002", "cancelled")
+        .update_status(OrderId::new("ORD-10002"), "cancelled")
         .await
         .unwrap_err();
     assert!(
@@ -161,16 +172,22 @@ async fn update_status_refuses_cancelled_and_changes_nothing() {
         "{error}"
     );
     assert_eq!(
-        service.order("ORD-10002").await.unwrap().status,
+        service
+            .order(OrderId::new("ORD-10002"))
+            .await
+            .unwrap()
+            .status,
         OrderStatus::Pending
     );
     let updated = service
-        .update_status("ORD-10002", " processing ")
+        .update_status(OrderId::new("ORD-10002"), " processing ")
         .await
         .unwrap();
     assert_eq!(updated.status, OrderStatus::Processing);
     assert!(matches!(
-        service.update_status("ORD-0", "SHIPPED").await,
+        service
+            .update_status(OrderId::new("ORD-0"), "SHIPPED")
+            .await,
         Err(OrderError::NotFound(_))
     ));
 }
@@ -202,7 +219,10 @@ async fn a_database_file_keeps_changes_across_restarts_and_reset_reseeds() {
     {
         let store = Store::open(&url).await.unwrap();
         let service = OrderService::new(store, ServiceConfig::default());
-        service.cancel("ORD-10002", None).await.unwrap();
+        service
+            .cancel(OrderId::new("ORD-10002"), None)
+            .await
+            .unwrap();
     }
     let store = Store::open(&url).await.unwrap();
     assert_eq!(
@@ -334,13 +354,20 @@ async fn a_cancellation_that_would_wait_for_another_writer_waits_in_the_pool() {
 async fn an_in_memory_database_is_served_by_its_pool_alone() {
     let store = Store::open("sqlite::memory:").await.unwrap();
     let service = OrderService::new(store, ServiceConfig::default());
-    let cancelled = service.cancel("ORD-10002", None).await.unwrap();
+    let cancelled = service
+        .cancel(OrderId::new("ORD-10002"), None)
+        .await
+        .unwrap();
     assert_eq!(
-        service.order("ORD-10002").await.unwrap().total_amount,
+        service
+            .order(OrderId::new("ORD-10002"))
+            .await
+            .unwrap()
+            .total_amount,
         cancelled.refund
     );
     assert!(matches!(
-        service.cancel("ORD-10002", None).await,
+        service.cancel(OrderId::new("ORD-10002"), None).await,
         Err(OrderError::NotCancellable { .. })
     ));
 }
