@@ -360,12 +360,16 @@ impl DomainError {
     }
 }
 
-/// Parse an id the caller typed. `field` names it in the error.
+/// The one reading of an id a caller typed (GraphQL arguments, tool arguments): a decimal
+/// number, blanks around it allowed. A number that names nothing is the caller's "not found";
+/// anything else is not an id at all.
+pub fn id_number(raw: &str) -> Option<i64> {
+    raw.trim().parse::<i64>().ok()
+}
+
+/// [`id_number`], or the watch list's error naming `field` ("itemId must be a numeric ID").
 pub fn parse_id(field: &str, raw: &str) -> Result<i64, DomainError> {
-    raw.trim()
-        .parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
+    id_number(raw)
         .ok_or_else(|| DomainError::invalid(field, format!("{field} must be a numeric ID")))
 }
 
@@ -793,6 +797,13 @@ mod tests {
     #[test]
     fn ids_and_ranges_are_checked_with_the_field_named() {
         assert_eq!(parse_id("itemId", " 12 "), Ok(12));
+        assert_eq!(
+            id_number("-3"),
+            Some(-3),
+            "a number, even one that names nothing"
+        );
+        assert_eq!(id_number("12a"), None);
+        assert_eq!(id_number(""), None);
         assert_eq!(
             parse_id("itemId", "abc").unwrap_err().to_string(),
             "itemId must be a numeric ID"

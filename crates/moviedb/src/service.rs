@@ -311,15 +311,15 @@ impl Catalog {
     }
 
     /// The server-side review summary of a movie; NOT_FOUND for an unknown movie.
-    pub async fn summarize_reviews(&self, raw_id: &str) -> ServiceResult<ReviewSummary> {
-        let id = parse_id("movieId", raw_id)?;
+    pub async fn summarize_reviews(&self, id: i64) -> ServiceResult<ReviewSummary> {
         if self.store.movie(id).await?.is_none() {
             return Err(DomainError::not_found("Movie", id).into());
         }
         let reviews = self.review_texts(id).await?;
-        let prose = (reviews.len() >= summary::MIN_REVIEWS_FOR_SUMMARY)
-            .then(|| summary::server_prose(&reviews));
-        Ok(summary::summarize(raw_id.trim(), &reviews, prose))
+        summary::summarize(id, &reviews, async |reviews| {
+            Ok(summary::server_prose(reviews))
+        })
+        .await
     }
 
     /// Write a review of a title as the viewer.

@@ -277,23 +277,29 @@ fn round_to(value: f64, decimals: i32) -> f64 {
     (value * factor).round() / factor
 }
 
-/// The summary of `reviews` before any prose: the count and average, and no summary yet.
-/// `prose` fills in the rest when there are enough reviews.
-pub fn summarize(movie_id: &str, reviews: &[ReviewText], prose: Option<Prose>) -> ReviewSummary {
-    let (summary, themes, source) = match prose {
-        Some(p) if reviews.len() >= MIN_REVIEWS_FOR_SUMMARY => {
-            (Some(p.summary), p.themes, Some(p.source))
-        }
-        _ => (None, Vec::new(), None),
+/// The one way a summary is made: the count and the average of `reviews`, and, from
+/// [`MIN_REVIEWS_FOR_SUMMARY`] reviews on, the prose `write` makes of them (the server's own
+/// summariser, or the client's model with that as its fallback); below that, `write` is not
+/// called and the summary is null ("not enough reviews yet").
+pub async fn summarize<E>(
+    movie_id: i64,
+    reviews: &[ReviewText],
+    write: impl AsyncFnOnce(&[ReviewText]) -> Result<Prose, E>,
+) -> Result<ReviewSummary, E> {
+    let (summary, themes, source) = if reviews.len() >= MIN_REVIEWS_FOR_SUMMARY {
+        let prose = write(reviews).await?;
+        (Some(prose.summary), prose.themes, Some(prose.source))
+    } else {
+        (None, Vec::new(), None)
     };
-    ReviewSummary {
-        movie_id: movie_id.to_owned(),
+    Ok(ReviewSummary {
+        movie_id: movie_id.to_string(),
         review_count: reviews.len(),
         summary,
         themes,
         average_score: average(reviews).map(|a| round_to(a, 2)),
         source,
-    }
+    })
 }
 
 /// The server-side summariser: a sentence from the average, and the first distinct content
@@ -482,14 +488,31 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn the_three_states_follow_the_review_count() {
-        assert_eq!(summarize("7", &[], None).average_score, None);
+    async fn by_server(id: i64, reviews: &[ReviewText]) -> ReviewSummary {
+        let asked = std::cell::Cell::new(false);
+        let summary = summarize(id, reviews, async |reviews| {
+            asked.set(true);
+            Ok::<_, std::convert::Infallible>(server_prose(reviews))
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            asked.get(),
+            reviews.len() >= MIN_REVIEWS_FOR_SUMMARY,
+            "prose is written only from {MIN_REVIEWS_FOR_SUMMARY} reviews on"
+        );
+        summary
+    }
+
+    #[tokio::test]
+    async fn the_three_states_follow_the_review_count() {
+        let none = by_server(7, &[]).await;
+        assert_eq!((none.movie_id.as_str(), none.average_score), ("7", None));
         let two = reviews(&[(10, "great"), (9, "fine")]);
-        let s = summarize("2", &two, Some(server_prose(&two)));
+        let s = by_server(2, &two).await;
         assert_eq!((s.summary, s.average_score), (None, Some(9.5)));
         let three = reviews(&[(9, "a"), (8, "b"), (8, "c")]);
-        let s = summarize("3", &three, Some(server_prose(&three)));
+        let s = by_server(3, &three).await;
         assert_eq!(s.average_score, Some(8.33));
         assert!(s.summary.is_some());
     }

@@ -70,9 +70,10 @@ pub(crate) fn viewer<'a>(ctx: &Context<'a>) -> Option<&'a Viewer> {
     ctx.data_opt::<Viewer>()
 }
 
-/// An id argument that must be a number: "Invalid value 'x' for <arg>" otherwise.
+/// An id argument, read by [`crate::domain::id_number`]: "Invalid value 'x' for <arg>" when it
+/// is not a number.
 pub(crate) fn numeric(arg: &str, id: &ID) -> GqlResult<i64> {
-    id.trim().parse::<i64>().map_err(|_| {
+    crate::domain::id_number(id).ok_or_else(|| {
         domain_error(DomainError::invalid(
             arg,
             format!("Invalid value '{}' for {arg}", id.as_str()),

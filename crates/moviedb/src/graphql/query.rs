@@ -227,8 +227,9 @@ impl QueryRoot {
         ctx: &Context<'_>,
         movie_id: ID,
     ) -> GqlResult<MovieReviewSummary> {
+        let movie_id = numeric("movieId", &movie_id)?;
         let summary = catalog(ctx)
-            .summarize_reviews(movie_id.as_str())
+            .summarize_reviews(movie_id)
             .await
             .classified()?;
         Ok(MovieReviewSummary(summary))

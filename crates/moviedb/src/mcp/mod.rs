@@ -220,14 +220,13 @@ impl MovieServer {
     async fn summarize_with_model(
         &self,
         ctx: &Ctx,
-        movie_id: &str,
+        movie_id: i64,
         title: Option<&str>,
         reviews: &[ReviewText],
     ) -> Result<Prose, ToolError> {
-        let id = movie_id.parse::<i64>().unwrap_or_default();
         let key = self
             .viewer(ctx)
-            .map(|viewer| (viewer.username, id, reviews_digest(reviews)));
+            .map(|viewer| (viewer.username, movie_id, reviews_digest(reviews)));
         if let Some(key) = &key
             && let Some(prose) = self.summaries.get(key).await
         {

@@ -91,9 +91,12 @@ impl MovieServer {
         ctx: Ctx,
         Parameters(args): Parameters<SummarizeArgs>,
     ) -> Result<Json<SummaryOutput>, ToolError> {
+        let movie_id = crate::domain::id_number(&args.movie_id).ok_or_else(|| {
+            ToolError::failed(format!("Invalid value '{}' for movieId", args.movie_id))
+        })?;
         ctx.progress(0.0, Some(1.0), Some("Loading reviews")).await;
         let data = self
-            .run(&ctx, REVIEWS, json!({ "id": args.movie_id }))
+            .run(&ctx, REVIEWS, json!({ "id": movie_id.to_string() }))
             .await
             .data_or_fail()?;
         // An unknown movie reads as one without reviews.
@@ -109,19 +112,14 @@ impl MovieServer {
                     .collect()
             })
             .unwrap_or_default();
-        let movie_id = args.movie_id.trim();
-        if reviews.len() < summary::MIN_REVIEWS_FOR_SUMMARY {
-            ctx.progress(1.0, Some(1.0), Some("Done")).await;
-            return Ok(Json(summary::summarize(movie_id, &reviews, None).into()));
-        }
-        ctx.progress(0.4, Some(1.0), Some("Summarizing")).await;
-        let prose = self
-            .summarize_with_model(&ctx, movie_id, movie["title"].as_str(), &reviews)
-            .await?;
+        let summary = summary::summarize(movie_id, &reviews, async |reviews| {
+            ctx.progress(0.4, Some(1.0), Some("Summarizing")).await;
+            self.summarize_with_model(&ctx, movie_id, movie["title"].as_str(), reviews)
+                .await
+        })
+        .await?;
         ctx.progress(1.0, Some(1.0), Some("Done")).await;
-        Ok(Json(
-            summary::summarize(movie_id, &reviews, Some(prose)).into(),
-        ))
+        Ok(Json(summary.into()))
     }
 
     /// Add one movie or show to the signed-in person's watch list.

@@ -33,6 +33,29 @@ async fn summarize(db: &Db, client: Client, wire: Revision, movie_id: &str) -> V
 }
 
 #[tokio::test]
+async fn a_movie_id_that_is_not_a_number_is_a_tool_error_naming_it() {
+    for wire in Revision::ALL {
+        let db = Db::new().await;
+        let client = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
+        let running = Db::connect(db.server(None), client.clone(), wire).await;
+        for bad in ["abc", "", "1.5"] {
+            let result = running
+                .call_tool(call("summarizeMovieReviews", json!({ "movieId": bad })))
+                .await
+                .unwrap();
+            assert_eq!(result.is_error, Some(true), "{wire:?} {bad:?}");
+            assert_eq!(
+                text_of(&result),
+                format!("Invalid value '{bad}' for movieId"),
+                "{wire:?}"
+            );
+        }
+        running.cancel().await.unwrap();
+        assert_eq!(client.sampling_count(), 0, "{wire:?}: no model asked");
+    }
+}
+
+#[tokio::test]
 async fn the_three_summary_states_follow_the_review_count() {
     for wire in Revision::ALL {
         let db = Db::new().await;
