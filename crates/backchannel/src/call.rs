@@ -13,9 +13,9 @@ use rmcp::service::{Peer, RequestContext};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
-use crate::deprecated::LogLevel;
 use crate::outbox::Outbox;
 use crate::revision::Revision;
+use crate::sampling_roots_logging::LogLevel;
 use crate::sessions::Sessions;
 use crate::state::{Answer, AskKind};
 use crate::util::lock;

@@ -20,9 +20,9 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{Call, Escalation, Pending};
-use crate::deprecated::{self, LogLevel};
 use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 use crate::revision::Revision;
+use crate::sampling_roots_logging::{self, LogLevel};
 use crate::sessions::SessionKey;
 use crate::state::{Answer, AskKind};
 use crate::util::lock;
@@ -175,7 +175,7 @@ impl Ctx {
                     .unwrap_or(self.call.shared.default_log_level),
             )
         } else {
-            deprecated::request_log_level(&self.call.rc().meta)
+            sampling_roots_logging::request_log_level(&self.call.rc().meta)
         };
         let Some(threshold) = threshold else {
             return false;
@@ -185,7 +185,9 @@ impl Ctx {
         }
         let data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
         self.call
-            .notify(deprecated::log_notification(level, logger, data))
+            .notify(sampling_roots_logging::log_notification(
+                level, logger, data,
+            ))
             .await
     }
 
@@ -299,7 +301,7 @@ impl Ctx {
             return false;
         }
         self.call
-            .notify(deprecated::elicitation_complete(elicitation_id))
+            .notify(sampling_roots_logging::elicitation_complete(elicitation_id))
             .await
     }
 
@@ -316,7 +318,7 @@ impl Ctx {
         if params.meta.is_none() {
             params.meta = self.question_meta.clone();
         }
-        let request = || deprecated::sampling_request(params.clone());
+        let request = || sampling_roots_logging::sampling_request(params.clone());
         let answer = self.answer_or_ask(key, AskKind::Sampling, &request)?;
         match answer {
             Answer::Sampled { result } => {
@@ -338,7 +340,7 @@ impl Ctx {
         if self.call.caps().roots.is_none() {
             return Ok(RootsListed::Unsupported);
         }
-        let request = deprecated::list_roots_request;
+        let request = sampling_roots_logging::list_roots_request;
         let answer = self.answer_or_ask(key, AskKind::Roots, &request)?;
         match answer {
             Answer::Roots { result } => match serde_json::from_value::<ListRootsResult>(result) {
@@ -380,7 +382,7 @@ impl Ctx {
         if let Some(value) = self.call.responses.get(key) {
             match self.call.asked.get(key) {
                 Some(asked) if asked.kind == kind => {
-                    if let Some(answer) = deprecated::read_response(kind, value) {
+                    if let Some(answer) = sampling_roots_logging::read_response(kind, value) {
                         let late = self.call.shared.clock.now_ms().saturating_sub(asked.at)
                             > asked.timeout;
                         let answer = if late { Answer::TimedOut } else { answer };

@@ -52,7 +52,7 @@ pub fn input_response(data: &[u8]) {
         AskKind::Sampling,
         AskKind::Roots,
     ] {
-        let _ = crate::deprecated::read_response(kind, &value);
+        let _ = crate::sampling_roots_logging::read_response(kind, &value);
     }
 }
 

@@ -33,7 +33,6 @@
 mod call;
 mod clock;
 mod ctx;
-mod deprecated;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -47,6 +46,7 @@ mod outcome;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod revision;
+mod sampling_roots_logging;
 pub mod schema;
 pub mod serve;
 mod sessions;
@@ -57,11 +57,6 @@ pub mod testing;
 mod util;
 
 pub use ctx::{Ctx, Suspend};
-pub use deprecated::{
-    ListRootsResult, LogLevel, Root, SamplingMessage, SamplingRequest, SamplingResult,
-    SetLevelParams,
-};
-pub use deprecated::{user_prompt, with_logging};
 pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{
@@ -71,6 +66,11 @@ pub use layer::{
 pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
+pub use sampling_roots_logging::{
+    ListRootsResult, LogLevel, Root, SamplingMessage, SamplingRequest, SamplingResult,
+    SetLevelParams,
+};
+pub use sampling_roots_logging::{user_prompt, with_logging};
 pub use sessions::{Change, ListKind};
 pub use state::StateError;
 

@@ -8,7 +8,7 @@ use rmcp::RoleServer;
 use rmcp::model::{InitializeRequestParams, ResourceUpdatedNotificationParam};
 use rmcp::service::{Peer, SubscriptionSink};
 
-use crate::deprecated::LogLevel;
+use crate::sampling_roots_logging::LogLevel;
 use crate::util::lock;
 
 /// Identifies a 2025-11-25 session by the `initialize` parameters rmcp keeps for it.

@@ -24,8 +24,8 @@ use rmcp::{ErrorData, RoleServer};
 use crate::call::{Call, Escalation, Pending, Shared};
 use crate::clock::Clock;
 use crate::ctx::{Ctx, insert_ctx};
-use crate::deprecated::{self, LogLevel, SetLevelParams};
 use crate::revision::Revision;
+use crate::sampling_roots_logging::{self, LogLevel, SetLevelParams};
 use crate::sessions::{Change, ListKind, Sessions};
 use crate::state::{Asked, CallBinding, Sealed, StateCodec};
 use crate::tasks::{TaskRuntime, TaskStore};
@@ -672,7 +672,8 @@ impl Backchannel {
     ) -> Result<(), ErrorData> {
         let peer = call.peer();
         let asks = pending.into_iter().map(|(key, pending)| async move {
-            let answer = deprecated::fulfil(peer, pending.request, pending.timeout).await;
+            let answer =
+                sampling_roots_logging::fulfil(peer, pending.request, pending.timeout).await;
             (key, answer)
         });
         let answers = tokio::select! {
@@ -737,10 +738,10 @@ impl Backchannel {
 
     /// Store a session's `logging/setLevel`. Call it from `ServerHandler::set_level`.
     pub fn set_level(&self, params: &SetLevelParams, context: &RequestContext<RoleServer>) {
-        self.inner
-            .shared
-            .sessions
-            .set_log_level(&context.peer, deprecated::requested_level(params));
+        self.inner.shared.sessions.set_log_level(
+            &context.peer,
+            sampling_roots_logging::requested_level(params),
+        );
     }
 
     /// Accept every list-changed subscription the server advertises. Call it from

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backchannel, Driven, Escalation, Mode, Owner, Start, WeakBackchannel, tool_run};
 use crate::call::{Call, Pending};
-use crate::deprecated;
+use crate::sampling_roots_logging;
 use crate::state::{CallBinding, Sealed};
 use crate::tasks::{Resume, TaskRecord, TaskRuntime, TaskState};
 use crate::util::lock;
@@ -501,7 +501,7 @@ pub(super) async fn ask_in_task(
         for (wire_key, (key, kind)) in wanted {
             if let Some(answer) = responses
                 .get(&wire_key)
-                .and_then(|value| deprecated::read_response(kind, value))
+                .and_then(|value| sampling_roots_logging::read_response(kind, value))
             {
                 answers.insert(key, answer);
             }

@@ -2,6 +2,7 @@
 //! capped before parsing, and the JSON-RPC envelope's shape checked, so a malformed message
 //! gets the JSON-RPC error the spec names (as JSON) instead of rmcp's plain-text 415.
 
+use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 /// The deepest nesting of arrays and objects a body may have.
@@ -185,6 +186,39 @@ pub(super) fn check(bytes: &[u8]) -> Result<(Message, Value), BodyError> {
         },
     };
     Ok((message, value))
+}
+
+/// A JSON-RPC error response with an HTTP status: `{"jsonrpc": "2.0", "id": …, "error": {"code":
+/// …, "message": …}}` as `application/json`. Every server's HTTP edge answers its refusals with
+/// it (the id is `None` when the request's id is unknown or unread).
+///
+/// ```
+/// let response = backchannel::serve::jsonrpc_error(
+///     http::StatusCode::UNAUTHORIZED,
+///     -32001,
+///     "Sign-in required",
+///     None,
+/// );
+/// assert_eq!(response.status(), 401);
+/// assert_eq!(response.headers()["content-type"], "application/json");
+/// ```
+pub fn jsonrpc_error(
+    status: http::StatusCode,
+    code: i32,
+    message: impl Into<String>,
+    id: Option<Value>,
+) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message.into() },
+    });
+    (
+        status,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 #[cfg(test)]

@@ -3,16 +3,17 @@
 //! bodies, capped sessions and connections, header and body timeouts).
 
 mod bearer;
-mod gate;
-mod guard;
+mod host_origin;
 pub mod jsonrpc;
 mod listener;
+mod mcp_route;
 mod session_manager;
 mod standard_headers;
 mod stateless;
 
 pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
-pub use gate::{Principal, jsonrpc_error};
+pub use jsonrpc::jsonrpc_error;
+pub use mcp_route::Principal;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -123,7 +124,7 @@ impl HttpOptions {
 /// An axum router with the MCP endpoint at `/mcp`. `factory` builds the handler for each
 /// session (2025-11-25) and for each stateless request (2026-07-28), so shared state belongs
 /// behind an `Arc`. Cancelling `shutdown` closes open streams. Every POST is checked
-/// ([`jsonrpc::check_body`]) and the 2025-11-25 session rules are kept (see `gate`); an
+/// ([`jsonrpc::check_body`]) and the 2025-11-25 session rules are kept (see `mcp_route.rs`); an
 /// application that authenticates callers puts a [`Principal`] into the request's extensions
 /// in a layer outside this router.
 pub fn router<S, F>(factory: F, options: &HttpOptions, shutdown: CancellationToken) -> axum::Router
@@ -150,8 +151,8 @@ where
     });
     let sessions = Arc::new(session_manager::LeanSessions::new(config.sse_retry));
     let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
-    let endpoint = gate::Endpoint {
-        gate: gate::Gate::new(sessions, options, fast),
+    let endpoint = mcp_route::Endpoint {
+        gate: mcp_route::Gate::new(sessions, options, fast),
         rmcp: Arc::new(service),
     };
     axum::Router::new().nest_service("/mcp", endpoint)
@@ -177,7 +178,7 @@ pub async fn http(
             async move {
                 match policy.refusal(request.headers()) {
                     None => next.run(request).await,
-                    Some(reason) => guard::refused(request.uri().path(), reason),
+                    Some(reason) => host_origin::refused(request.uri().path(), reason),
                 }
             }
         },

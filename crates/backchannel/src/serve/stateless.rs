@@ -5,7 +5,7 @@
 //! channel, running a serve loop over them and spawning it (`serve_negotiated_request_directly`
 //! in rmcp's `transport/streamable_http_server/tower.rs`). Nothing in the revision needs that:
 //! the request is one message in, its notifications and one result out. Here the message
-//! [`super::gate`] already parsed is turned into rmcp's typed request, the request context is
+//! [`super::mcp_route`] already parsed is turned into rmcp's typed request, the request context is
 //! built around one shared, closed peer (rmcp's `Peer::new` is crate-private, and a peer is
 //! what a `RequestContext` must hold), and `Service::handle_request` runs in place.
 //! Notifications sent through `Ctx` go into the request's [`Outbox`] and stream on its own

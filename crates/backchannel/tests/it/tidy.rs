@@ -187,6 +187,56 @@ fn the_order_domain_has_no_serde() {
     );
 }
 
+/// Every file of the repository (not build output, installed tools or `.git`), relative.
+fn repository_files() -> Vec<String> {
+    let skip = ["target", "node_modules", ".git", "results", "data"];
+    let mut found = Vec::new();
+    let mut stack = vec![workspace()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !skip.contains(&name.as_str()) {
+                    stack.push(path);
+                }
+            } else {
+                let relative = path.strip_prefix(workspace()).unwrap();
+                found.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_file_architecture_names_exists() {
+    let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let named = regex_lite::Regex::new(r"`([\w./-]+\.(?:rs|md|toml|mjs|cfg|py|sql))`").unwrap();
+    let files = repository_files();
+    let mut checked = 0;
+    let offenders = named
+        .captures_iter(&architecture)
+        .map(|found| found[1].trim_start_matches("./").to_owned())
+        .filter(|name| {
+            checked += 1;
+            !files
+                .iter()
+                .any(|file| file == name || file.ends_with(&format!("/{name}")))
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert!(
+        checked > 40,
+        "the reader finds the files ARCHITECTURE.md names ({checked})"
+    );
+    assert_none(
+        "files ARCHITECTURE.md names that do not exist (renamed? update the document)",
+        offenders,
+    );
+}
+
 #[test]
 fn every_crate_has_its_architecture_section() {
     let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
@@ -238,7 +288,7 @@ fn the_agent_library_does_not_depend_on_the_order_service() {
     assert!(is_orders(&with_demo), "agent with the demo:\n{with_demo}");
 }
 
-/// The module a source file of a crate's `src/` is (`serve/gate.rs` → `serve::gate`,
+/// The module a source file of a crate's `src/` is (`serve/mcp_route.rs` → `serve::mcp_route`,
 /// `serve/mod.rs` → `serve`, `lib.rs` → the root, ``).
 fn module_path(relative: &Path) -> String {
     let text = relative

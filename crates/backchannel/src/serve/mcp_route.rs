@@ -7,11 +7,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::jsonrpc::jsonrpc_error;
 use super::session_manager::LeanSessions;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
-use axum::response::{IntoResponse, Response};
-use serde_json::Value;
+use axum::response::Response;
 
 use super::jsonrpc::{self, Message};
 use super::stateless::FastPath;
@@ -86,39 +86,6 @@ impl Gate {
         }
         owners.insert(session, principal);
     }
-}
-
-/// A JSON-RPC error response with an HTTP status: `{"jsonrpc": "2.0", "id": …, "error": {"code":
-/// …, "message": …}}` as `application/json`. Every server's HTTP edge answers its refusals with
-/// it (the id is `None` when the request's id is unknown or unread).
-///
-/// ```
-/// let response = backchannel::serve::jsonrpc_error(
-///     http::StatusCode::UNAUTHORIZED,
-///     -32001,
-///     "Sign-in required",
-///     None,
-/// );
-/// assert_eq!(response.status(), 401);
-/// assert_eq!(response.headers()["content-type"], "application/json");
-/// ```
-pub fn jsonrpc_error(
-    status: http::StatusCode,
-    code: i32,
-    message: impl Into<String>,
-    id: Option<Value>,
-) -> Response {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message.into() },
-    });
-    (
-        status,
-        [(http::header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
 }
 
 fn no_such_session() -> Response {
