@@ -237,6 +237,37 @@ fn every_file_architecture_names_exists() {
     );
 }
 
+/// Scripts that still pick a port and release it for a server to take: the benchmarks, whose
+/// peers (bench/peers/) take a port number on their command line.
+const PORT_PICKERS_ALLOWED_IN: [&str; 2] = ["scripts/bench.py", "scripts/bench_cluster.py"];
+
+#[test]
+fn scripts_start_servers_on_port_0_or_let_them_bind_their_own() {
+    let picker =
+        regex_lite::Regex::new(r"free_port|bind\(\(\s*.127\.0\.0\.1.,\s*0\s*\)\)").unwrap();
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(workspace().join("scripts"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file())
+        .collect();
+    scripts.sort();
+    assert!(
+        scripts.len() > 10,
+        "the scripts are read ({})",
+        scripts.len()
+    );
+    let offenders = scripts
+        .into_iter()
+        .map(|path| format!("scripts/{}", path.file_name().unwrap().to_string_lossy()))
+        .filter(|name| !PORT_PICKERS_ALLOWED_IN.contains(&name.as_str()))
+        .filter(|name| picker.is_match(&std::fs::read_to_string(workspace().join(name)).unwrap()))
+        .collect();
+    assert_none(
+        "scripts that pick a free port and release it (use scripts/lib.sh: start_server, on_a_port)",
+        offenders,
+    );
+}
+
 #[test]
 fn every_crate_has_its_architecture_section() {
     let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();

@@ -1,0 +1,56 @@
+# Sourced by the scripts: what they all do, once. Servers of ours take `--listen 127.0.0.1:0`
+# and print where they listen; the scripts read that (no script picks a port and releases it
+# for a server to take later, which another process can take first). Third-party servers that
+# cannot take port 0 (PostgreSQL, HAProxy) bind a random port themselves through `on_a_port`,
+# which tries another when that one is taken.
+
+# wait_for PATTERN FILE [SECONDS]: wait until FILE holds a match of PATTERN (grep -E), at most
+# SECONDS (default 10); print the first match, or show FILE and fail.
+wait_for() {
+    local pattern="$1" file="$2" tries=$(( ${3:-10} * 10 )) found=""
+    for _ in $(seq 1 "$tries"); do
+        found=$(grep -oE "$pattern" "$file" 2>/dev/null | head -n1 || true)
+        [ -n "$found" ] && { echo "$found"; return 0; }
+        sleep 0.1
+    done
+    echo "waited in vain for '$pattern' in $file:" >&2
+    tail -n 40 "$file" >&2 2>/dev/null || true
+    return 1
+}
+
+# start_server LOG COMMAND...: run COMMAND (a server of ours, given --listen 127.0.0.1:0) in
+# the background with its output in LOG; once it says where it listens, set $server_url to
+# `http://ADDR` and $server_pid to its pid.
+start_server() {
+    local log="$1"; shift
+    "$@" >"$log" 2>&1 &
+    server_pid=$!
+    server_url=$(wait_for 'listening on http://[0-9.:]+' "$log" 30 | sed 's/^listening on //') || {
+        kill "$server_pid" 2>/dev/null || true
+        return 1
+    }
+}
+
+# wait_healthy URL NAME LOG: wait (at most 30 s) until URL/healthz answers 200.
+wait_healthy() {
+    for _ in $(seq 1 300); do
+        curl -fsS "$1/healthz" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "$2 did not become healthy; its log:" >&2
+    tail -n 20 "$3" >&2
+    return 1
+}
+
+# on_a_port COMMAND...: run COMMAND with a random loopback port from 20000–59999 as its last
+# argument, again with another port while it exits with 75 (EX_TEMPFAIL: "that port is
+# taken"), at most 10 times; other exit codes end it. COMMAND binds the port itself.
+on_a_port() {
+    local status=0
+    for _ in $(seq 1 10); do
+        "$@" $(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 )) && return 0 || status=$?
+        [ "$status" -eq 75 ] || return "$status"
+    done
+    echo "no free port after 10 tries" >&2
+    return 1
+}
