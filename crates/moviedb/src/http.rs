@@ -25,21 +25,49 @@ struct HttpState {
     options: Arc<HttpOptions>,
 }
 
-/// Read the bearer token, if any: `Ok(None)` without one, `Err` for a bad one.
+/// Signing in to `/mcp` with a JWT from the `login` mutation: optional (an anonymous caller
+/// may use the tools that need no account), but a bad token is refused with 401 and changes
+/// nothing. The user reaches the tools as a [`Viewer`] in the request's extensions.
+struct JwtSignIn(Catalog);
+
+impl serve::SignIn for JwtSignIn {
+    async fn sign_in(
+        &self,
+        token: Result<Option<String>, serve::BearerError>,
+        request: &mut http::request::Parts,
+    ) -> Result<Option<serve::Principal>, serve::Refusal> {
+        let invalid = |message: String| {
+            serve::Refusal::new(message).with_challenge(http::HeaderValue::from_static(
+                "Bearer error=\"invalid_token\"",
+            ))
+        };
+        let Some(token) = token.map_err(|error| invalid(error.to_string()))? else {
+            return Ok(None);
+        };
+        let viewer = viewer_of_token(&self.0, &token).map_err(invalid)?;
+        let principal = serve::Principal(viewer.username.clone());
+        request.extensions.insert(viewer);
+        Ok(Some(principal))
+    }
+}
+
+/// The user a request's bearer token names: `Ok(None)` without one, `Err` for a bad one (for
+/// `/graphql`, which refuses in GraphQL's shape).
 fn bearer_viewer(catalog: &Catalog, request: &Request) -> Result<Option<Viewer>, String> {
-    let Some(token) =
-        backchannel::serve::bearer_token(request.headers()).map_err(|error| error.to_string())?
-    else {
-        return Ok(None);
-    };
+    match serve::bearer_token(request.headers()).map_err(|error| error.to_string())? {
+        Some(token) => viewer_of_token(catalog, token).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The user a JWT names, or why it names no one.
+fn viewer_of_token(catalog: &Catalog, token: &str) -> Result<Viewer, String> {
     catalog
         .keys()
         .verify(token, chrono::Utc::now())
-        .map(|claims| {
-            Some(Viewer {
-                username: claims.sub,
-                role: claims.role,
-            })
+        .map(|claims| Viewer {
+            username: claims.sub,
+            role: claims.role,
         })
         .map_err(|e| e.to_string())
 }
@@ -106,30 +134,14 @@ fn json_response(status: http::StatusCode, body: serde_json::Value) -> Response 
         .into_response()
 }
 
-/// On `/mcp`: check the bearer token (a bad one gets 401 and changes nothing), hand the user
-/// to the tools through the request's extensions, and limit calls per user or address.
-async fn mcp_gate(
+/// On `/mcp`, after sign-in: limit calls per user, or per address for anonymous callers.
+async fn mcp_rate_limit(
     State(state): State<HttpState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
-    let viewer = match bearer_viewer(&state.catalog, &request) {
-        Ok(viewer) => viewer,
-        Err(message) => {
-            let mut response = backchannel::serve::jsonrpc_error(
-                http::StatusCode::UNAUTHORIZED,
-                -32001,
-                message,
-                None,
-            );
-            response.headers_mut().insert(
-                http::header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
-            );
-            return response;
-        }
-    };
+    let viewer = request.extensions().get::<Viewer>();
     if request.method() == http::Method::POST {
         let key = viewer.as_ref().map_or_else(
             || format!("addr:{}", peer.ip()),
@@ -152,13 +164,6 @@ async fn mcp_gate(
             );
             return response;
         }
-    }
-    if let Some(viewer) = viewer {
-        // Sessions, sealed state and tasks are bound to the signed-in user.
-        request
-            .extensions_mut()
-            .insert(serve::Principal(viewer.username.clone()));
-        request.extensions_mut().insert(viewer);
     }
     next.run(request).await
 }
@@ -316,8 +321,10 @@ pub(crate) fn router(
         options: Arc::new(options.clone()),
     };
     let mcp = serve::router(move || server.clone(), options, shutdown).layer(
-        axum::middleware::from_fn_with_state(state.clone(), mcp_gate),
+        axum::middleware::from_fn_with_state(state.clone(), mcp_rate_limit),
     );
+    // Sessions, sealed state and tasks are bound to the signed-in user.
+    let mcp = serve::require_sign_in(mcp, JwtSignIn(state.catalog.clone()));
     let graphql = axum::Router::new()
         .route("/", axum::routing::get(crate::front::index))
         .route("/favicon.ico", axum::routing::get(crate::front::favicon))

@@ -148,64 +148,37 @@ fn router_with(
     let health = crate::rest::health(service.clone());
     let app = serve::router(move || server.clone(), &config.http, shutdown)
         .merge(crate::rest::routes(service));
-    let app = match config.tokens.clone() {
-        None => match config.oauth.clone() {
-            None => app,
-            Some(oauth) => {
-                let check = oauth.clone();
-                app.layer(axum::middleware::from_fn(
-                    move |request: axum::extract::Request, next: axum::middleware::Next| {
-                        let oauth = check.clone();
-                        async move { oauth_signed_in(&oauth, request, next).await }
-                    },
-                ))
-                .merge(resource_metadata(oauth))
-            }
-        },
-        Some(tokens) => {
-            let tokens = std::sync::Arc::new(tokens);
-            app.layer(axum::middleware::from_fn(
-                move |request: axum::extract::Request, next: axum::middleware::Next| {
-                    let tokens = tokens.clone();
-                    async move { signed_in(&tokens, request, next).await }
-                },
-            ))
+    let app = match (config.tokens.clone(), config.oauth.clone()) {
+        (Some(tokens), _) => serve::require_sign_in(app, TokenFile(tokens)),
+        (None, Some(oauth)) => {
+            serve::require_sign_in(app, OAuthSignIn(oauth.clone())).merge(resource_metadata(oauth))
         }
+        (None, None) => app,
     };
     // The health check needs no token (a load balancer has none) and tells nothing else.
     app.merge(health)
 }
 
-/// Let the request through with its principal, or answer 401.
-async fn signed_in(
-    tokens: &crate::auth::Tokens,
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let principal = serve::bearer_token(request.headers())
-        .ok()
-        .flatten()
-        .and_then(|token| tokens.principal(token));
-    match principal {
-        Some(name) => {
-            let principal = serve::Principal(name.to_owned());
-            request.extensions_mut().insert(principal);
-            next.run(request).await
-        }
-        None => {
-            let mut response = serve::jsonrpc_error(
-                http::StatusCode::UNAUTHORIZED,
-                -32001,
-                "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
-                 service's token file",
-                None,
-            );
-            response.headers_mut().insert(
-                http::header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer"),
-            );
-            response
-        }
+/// Signing in with a token from the service's token file (`--tokens`): required on every route.
+struct TokenFile(crate::auth::Tokens);
+
+impl serve::SignIn for TokenFile {
+    async fn sign_in(
+        &self,
+        token: Result<Option<String>, serve::BearerError>,
+        _request: &mut http::request::Parts,
+    ) -> Result<Option<serve::Principal>, serve::Refusal> {
+        token
+            .ok()
+            .flatten()
+            .and_then(|token| self.0.principal(&token))
+            .map(|name| Some(serve::Principal(name.to_owned())))
+            .ok_or_else(|| {
+                serve::Refusal::new(
+                    "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
+                     service's token file",
+                )
+            })
     }
 }
 
@@ -213,9 +186,9 @@ async fn signed_in(
 const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource/mcp";
 
 /// This service's MCP URL as the request reached it (its `Host` passed the host policy).
-fn resource_url(request: &axum::extract::Request) -> String {
+fn resource_url(request: &http::request::Parts) -> String {
     let host = request
-        .headers()
+        .headers
         .get(http::header::HOST)
         .and_then(|value| value.to_str().ok())
         .unwrap_or("localhost");
@@ -226,7 +199,7 @@ fn resource_url(request: &axum::extract::Request) -> String {
 fn resource_metadata(oauth: std::sync::Arc<crate::oauth::OAuthResource>) -> axum::Router {
     let serve = move |request: axum::extract::Request| {
         let oauth = oauth.clone();
-        async move { axum::Json(oauth.metadata(&resource_url(&request))) }
+        async move { axum::Json(oauth.metadata(&resource_url(&request.into_parts().0))) }
     };
     axum::Router::new()
         .route(RESOURCE_METADATA, axum::routing::get(serve.clone()))
@@ -236,44 +209,35 @@ fn resource_metadata(oauth: std::sync::Arc<crate::oauth::OAuthResource>) -> axum
         )
 }
 
-/// Let the request through with the principal its OAuth token stands for, or answer 401 with
-/// a challenge that names the protected-resource metadata.
-async fn oauth_signed_in(
-    oauth: &crate::oauth::OAuthResource,
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let resource = resource_url(&request);
-    let token = serve::bearer_token(request.headers())
-        .ok()
-        .flatten()
-        .map(str::to_owned);
-    let principal = match token {
-        Some(token) => oauth.principal(&token, &resource).await,
-        None => None,
-    };
-    if let Some(name) = principal {
-        request
-            .extensions_mut()
-            .insert(serve::Principal(name.clone()));
-        return next.run(request).await;
+/// Signing in with an OAuth access token from the configured issuer (`--oauth-issuer`): the
+/// principal is the one its introspection names; a refusal's challenge points to the
+/// protected-resource metadata.
+struct OAuthSignIn(std::sync::Arc<crate::oauth::OAuthResource>);
+
+impl serve::SignIn for OAuthSignIn {
+    async fn sign_in(
+        &self,
+        token: Result<Option<String>, serve::BearerError>,
+        request: &mut http::request::Parts,
+    ) -> Result<Option<serve::Principal>, serve::Refusal> {
+        let resource = resource_url(request);
+        if let Some(token) = token.ok().flatten()
+            && let Some(name) = self.0.principal(&token, &resource).await
+        {
+            return Ok(Some(serve::Principal(name)));
+        }
+        let metadata = resource.trim_end_matches("/mcp").to_owned() + RESOURCE_METADATA;
+        let refusal = serve::Refusal::new(
+            "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
+             authorization server named in the protected-resource metadata",
+        );
+        Err(
+            match http::HeaderValue::try_from(format!("Bearer resource_metadata=\"{metadata}\"")) {
+                Ok(challenge) => refusal.with_challenge(challenge),
+                Err(_) => refusal,
+            },
+        )
     }
-    let metadata = resource.trim_end_matches("/mcp").to_owned() + RESOURCE_METADATA;
-    let mut response = serve::jsonrpc_error(
-        http::StatusCode::UNAUTHORIZED,
-        -32001,
-        "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
-         authorization server named in the protected-resource metadata",
-        None,
-    );
-    if let Ok(challenge) =
-        http::HeaderValue::try_from(format!("Bearer resource_metadata=\"{metadata}\""))
-    {
-        response
-            .headers_mut()
-            .insert(http::header::WWW_AUTHENTICATE, challenge);
-    }
-    response
 }
 
 /// Serve REST and MCP on `listener` until `shutdown` is cancelled.

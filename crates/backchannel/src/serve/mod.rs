@@ -8,12 +8,14 @@ pub mod jsonrpc;
 mod listener;
 mod mcp_route;
 mod session_manager;
+mod sign_in;
 mod standard_headers;
 mod stateless;
 
 pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
 pub use jsonrpc::jsonrpc_error;
 pub use mcp_route::Principal;
+pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
 
 use std::future::Future;
 use std::sync::Arc;
