@@ -9,10 +9,7 @@
 // rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the
 // protocol the host answers.
 #![warn(missing_docs)]
-#![expect(
-    deprecated,
-    reason = "sampling, roots and logging are the protocol (SEP-2577)"
-)]
+#![expect(deprecated, reason = "SEP-2577 deprecates what the host answers")]
 
 mod config;
 #[cfg(feature = "fuzzing")]

@@ -77,16 +77,7 @@ impl TestServer {
     #[tool(description = "Asks to confirm, then writes")]
     async fn confirm(&self, ctx: Ctx) -> ToolResult {
         self.observed.runs_before_ask.fetch_add(1, Ordering::SeqCst);
-        let outcome = ctx.elicit::<Confirmation>("confirm", "Go ahead?").await?;
-        if matches!(
-            outcome,
-            Elicited::Accepted(Confirmation {
-                confirmed: true,
-                ..
-            })
-        ) {
-            self.observed.writes.fetch_add(1, Ordering::SeqCst);
-        }
+        let outcome = self.ask_to_confirm(&ctx).await?;
         Ok(text(elicited(&outcome)))
     }
 
@@ -193,16 +184,7 @@ impl TestServer {
     async fn task_confirm(&self, ctx: Ctx) -> ToolResult {
         self.observed.runs_before_ask.fetch_add(1, Ordering::SeqCst);
         ctx.escalate().await?;
-        let outcome = ctx.elicit::<Confirmation>("confirm", "Go ahead?").await?;
-        if matches!(
-            outcome,
-            Elicited::Accepted(Confirmation {
-                confirmed: true,
-                ..
-            })
-        ) {
-            self.observed.writes.fetch_add(1, Ordering::SeqCst);
-        }
+        let outcome = self.ask_to_confirm(&ctx).await?;
         Ok(text(format!(
             "in task={}: {}",
             ctx.in_task(),
@@ -225,6 +207,18 @@ impl std::fmt::Debug for TestServer {
 }
 
 impl TestServer {
+    /// Ask "Go ahead?" and write (count a write) after a yes.
+    async fn ask_to_confirm(&self, ctx: &Ctx) -> Result<Elicited<Confirmation>, crate::Suspend> {
+        let outcome = ctx.elicit::<Confirmation>("confirm", "Go ahead?").await?;
+        if let Elicited::Accepted(Confirmation {
+            confirmed: true, ..
+        }) = outcome
+        {
+            self.observed.writes.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(outcome)
+    }
+
     /// The server over `layer`.
     pub fn new(layer: Backchannel) -> Self {
         Self {
