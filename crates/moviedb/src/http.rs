@@ -312,7 +312,8 @@ pub(crate) fn router(
 ) -> axum::Router {
     let shared = catalog.store().shared_state();
     let state = HttpState {
-        schema: graphql::schema(catalog.clone()),
+        // One schema for both endpoints, built once (with the server).
+        schema: server.schema().clone(),
         catalog,
         limiter: Arc::new(RateLimiter::new(limits.mcp_per_minute).shared_by(shared.clone(), "mcp")),
         graphql_limiter: Arc::new(

@@ -97,6 +97,11 @@ impl std::fmt::Debug for MovieServer {
 }
 
 impl MovieServer {
+    /// The schema the tools run their documents through (the one `/graphql` serves too).
+    pub fn schema(&self) -> &MovieSchema {
+        &self.schema
+    }
+
     /// The server over `schema`, with its own layer.
     pub fn new(schema: MovieSchema, layer: Backchannel, config: McpConfig) -> Self {
         let mut tools = Self::tool_router();
