@@ -676,7 +676,7 @@ impl Desk {
         message: &str,
         order_id: Option<&str>,
     ) -> String {
-        use crate::llm::{LlmError, Message, ToolSpec};
+        use crate::llm::{LlmError, Message};
         let spent = |this: &Self| {
             *this
                 .spent
@@ -698,55 +698,8 @@ impl Desk {
             Ok(host) if host.connection("orders").is_ok() => host,
             _ => return "Not connected to order-service. Is it running on port 8080?".into(),
         };
-        let mut tools: Vec<ToolSpec> = Vec::new();
-        if self.config.knowledge.is_some() {
-            tools.push(ToolSpec::function(
-                NOTES_TOOL,
-                "Find the passages of the support notes (refunds and returns, carriers, when to \
-                 escalate) that answer a question. Set archive to true for the rules in force \
-                 before 2024.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "question": {"type": "string", "description": "The policy question"},
-                        "archive": {"type": "boolean", "description": "Rules before 2024"}
-                    },
-                    "required": ["question"]
-                }),
-            ));
-        }
-        for connection in host.connections() {
-            if connection.name().starts_with("knowledge-base") {
-                continue;
-            }
-            match connection.tools().await {
-                Ok(list) => tools.extend(list.iter().map(|t| {
-                    ToolSpec::function(
-                        &t.name,
-                        t.description.as_deref().unwrap_or(""),
-                        serde_json::to_value(&*t.input_schema).unwrap_or_default(),
-                    )
-                })),
-                Err(error) => {
-                    tracing::warn!(connection = connection.name(), %error, "no tools from this server")
-                }
-            }
-        }
-        let mut messages = vec![Message::text("system", SYSTEM)];
-        {
-            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-            for (user, agent) in memory.get(conversation).into_iter().flatten() {
-                messages.push(Message::text("user", user.clone()));
-                messages.push(Message::text("assistant", agent.clone()));
-            }
-        }
-        let user = match order_id {
-            Some(order) => format!(
-                "{message}\n\n(The person is looking at order {order}; \"this order\" means it.)"
-            ),
-            None => message.to_owned(),
-        };
-        messages.push(Message::text("user", user));
+        let tools = self.model_tools(&host).await;
+        let mut messages = self.opening_messages(conversation, message, order_id);
         // The loop takes typed steps from a queue: asking the model, what the model said, what
         // a tool returned. Questions and progress travel as events to the person meanwhile, and
         // a stop drops the whole loop (`Desk::chat`).
@@ -807,6 +760,74 @@ impl Desk {
         }
         "I could not finish that in a reasonable number of steps. Please ask again more simply."
             .into()
+    }
+
+    /// The tools the model may call: the notes search (with a knowledge base) and every tool
+    /// of the connected servers but the knowledge base's own.
+    async fn model_tools(&self, host: &Host<DeskHandler>) -> Vec<crate::llm::ToolSpec> {
+        use crate::llm::ToolSpec;
+        let mut tools: Vec<ToolSpec> = Vec::new();
+        if self.config.knowledge.is_some() {
+            tools.push(ToolSpec::function(
+                NOTES_TOOL,
+                "Find the passages of the support notes (refunds and returns, carriers, when to \
+             escalate) that answer a question. Set archive to true for the rules in force \
+             before 2024.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string", "description": "The policy question"},
+                        "archive": {"type": "boolean", "description": "Rules before 2024"}
+                    },
+                    "required": ["question"]
+                }),
+            ));
+        }
+        for connection in host.connections() {
+            if connection.name().starts_with("knowledge-base") {
+                continue;
+            }
+            match connection.tools().await {
+                Ok(list) => tools.extend(list.iter().map(|t| {
+                    ToolSpec::function(
+                        &t.name,
+                        t.description.as_deref().unwrap_or(""),
+                        serde_json::to_value(&*t.input_schema).unwrap_or_default(),
+                    )
+                })),
+                Err(error) => {
+                    tracing::warn!(connection = connection.name(), %error, "no tools from this server")
+                }
+            }
+        }
+        tools
+    }
+
+    /// The conversation so far as the model reads it: the system rules, the remembered
+    /// turns, and the person's new message (naming the order on screen, if any).
+    fn opening_messages(
+        &self,
+        conversation: &str,
+        message: &str,
+        order_id: Option<&str>,
+    ) -> Vec<crate::llm::Message> {
+        use crate::llm::Message;
+        let mut messages = vec![Message::text("system", SYSTEM)];
+        {
+            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+            for (user, agent) in memory.get(conversation).into_iter().flatten() {
+                messages.push(Message::text("user", user.clone()));
+                messages.push(Message::text("assistant", agent.clone()));
+            }
+        }
+        let user = match order_id {
+            Some(order) => format!(
+                "{message}\n\n(The person is looking at order {order}; \"this order\" means it.)"
+            ),
+            None => message.to_owned(),
+        };
+        messages.push(Message::text("user", user));
+        messages
     }
 
     /// Read every note of the current (or archived) knowledge base.

@@ -604,6 +604,70 @@ impl<H: HostHandler> std::fmt::Debug for Connection<H> {
     }
 }
 
+/// The lifecycle rmcp runs for a connection: `initialize` for a session revision, discovery for
+/// a stateless one, and with no preference the newest first, falling back to 2025-11-25.
+fn lifecycle_for(protocol: Option<backchannel::Revision>) -> ClientLifecycleMode {
+    match protocol {
+        Some(revision) if revision.has_sessions() => ClientLifecycleMode::Initialize,
+        Some(revision) => ClientLifecycleMode::Discover {
+            preferred_versions: vec![revision.protocol_version()],
+        },
+        None => ClientLifecycleMode::Auto {
+            preferred_versions: vec![backchannel::Revision::LATEST.protocol_version()],
+            legacy_version: Some(backchannel::Revision::V2025_11_25.protocol_version()),
+        },
+    }
+}
+
+/// A connection's folders as the `file://` roots it declares, each named after its folder.
+fn declared_roots(paths: &[std::path::PathBuf]) -> Vec<Root> {
+    paths
+        .iter()
+        .map(|path| {
+            let mut root = Root::new(file_uri(path));
+            root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            root
+        })
+        .collect()
+}
+
+/// The configured extra request headers, each checked as an HTTP header name and value.
+fn custom_headers(
+    headers: &BTreeMap<String, String>,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
+    headers
+        .iter()
+        .map(|(key, value)| {
+            let key = http::HeaderName::try_from(key.as_str()).map_err(|e| e.to_string())?;
+            let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// Start a stdio server's process, its stderr kept (the last lines) in `tail`.
+fn spawn_stdio(
+    name: &str,
+    command: &str,
+    args: &[String],
+    cwd: Option<&std::path::Path>,
+    env: &BTreeMap<String, String>,
+    tail: &Arc<StderrTail>,
+) -> std::io::Result<TokioChildProcess> {
+    let mut process = tokio::process::Command::new(command);
+    process.args(args).envs(env);
+    if let Some(cwd) = cwd {
+        process.current_dir(cwd);
+    }
+    let (transport, stderr) = TokioChildProcess::builder(process)
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(stderr) = stderr {
+        keep_stderr(name, stderr, tail.clone());
+    }
+    Ok(transport)
+}
+
 /// The most rounds of questions one call may take.
 const MAX_ROUNDS: usize = 10;
 
@@ -619,15 +683,7 @@ impl<H: HostHandler> Connection<H> {
         handler: Arc<H>,
     ) -> Result<Connection<H>, HostError> {
         let routes = Arc::new(Routes::default());
-        let roots: Vec<Root> = config
-            .roots
-            .iter()
-            .map(|path| {
-                let mut root = Root::new(file_uri(path));
-                root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                root
-            })
-            .collect();
+        let roots = declared_roots(&config.roots);
         let make_routed = || Routed {
             connection: name.to_owned(),
             client_name: host.client_name.clone(),
@@ -637,16 +693,7 @@ impl<H: HostHandler> Connection<H> {
             routes: routes.clone(),
             active: Mutex::new(Vec::new()),
         };
-        let lifecycle = match config.protocol {
-            Some(revision) if revision.has_sessions() => ClientLifecycleMode::Initialize,
-            Some(revision) => ClientLifecycleMode::Discover {
-                preferred_versions: vec![revision.protocol_version()],
-            },
-            None => ClientLifecycleMode::Auto {
-                preferred_versions: vec![backchannel::Revision::LATEST.protocol_version()],
-                legacy_version: Some(backchannel::Revision::V2025_11_25.protocol_version()),
-            },
-        };
+        let lifecycle = lifecycle_for(config.protocol);
         let connect_error = |message: String| HostError::Connect {
             connection: name.to_owned(),
             message,
@@ -656,17 +703,9 @@ impl<H: HostHandler> Connection<H> {
         let mut reauth = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
-                let mut custom = HashMap::new();
-                for (key, value) in headers {
-                    let key = http::HeaderName::try_from(key.as_str())
-                        .map_err(|e| connect_error(e.to_string()))?;
-                    let value = http::HeaderValue::try_from(value.as_str())
-                        .map_err(|e| connect_error(e.to_string()))?;
-                    custom.insert(key, value);
-                }
                 let transport_config =
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom);
+                        .custom_headers(custom_headers(headers).map_err(connect_error)?);
                 #[cfg(feature = "oauth")]
                 let (service, opened) = {
                     let signing_in = SigningIn {
@@ -703,18 +742,8 @@ impl<H: HostHandler> Connection<H> {
                 cwd,
                 env,
             } => {
-                let mut process = tokio::process::Command::new(command);
-                process.args(args).envs(env);
-                if let Some(cwd) = cwd {
-                    process.current_dir(cwd);
-                }
-                let (transport, stderr) = TokioChildProcess::builder(process)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
+                let transport = spawn_stdio(name, command, args, cwd.as_deref(), env, &stderr_tail)
                     .map_err(|e| connect_error(e.to_string()))?;
-                if let Some(stderr) = stderr {
-                    keep_stderr(name, stderr, stderr_tail.clone());
-                }
                 make_routed()
                     .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await

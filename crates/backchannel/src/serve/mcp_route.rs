@@ -205,6 +205,36 @@ impl<S: rmcp::ServerHandler + Send + 'static> Next<'_, S> {
     }
 }
 
+/// The body of a POST, whole, within the size cap and the body timeout; the refusal (413 or
+/// 408) otherwise.
+async fn read_body(gate: &Gate, body: Body) -> Result<Bytes, Response> {
+    let limit = gate.max_body_bytes;
+    // A small body usually came with the head: take it without arming the timer.
+    let mut reading = std::pin::pin!(axum::body::to_bytes(body, limit));
+    let read = match futures::FutureExt::now_or_never(reading.as_mut()) {
+        Some(read) => Ok(read),
+        None => tokio::time::timeout(gate.body_timeout, reading).await,
+    };
+    match read {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(jsonrpc_error(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            -32600,
+            format!("request body is larger than {limit} bytes"),
+            None,
+        )),
+        Err(_) => Err(jsonrpc_error(
+            http::StatusCode::REQUEST_TIMEOUT,
+            -32600,
+            format!(
+                "the request body did not arrive within {} s",
+                gate.body_timeout.as_secs()
+            ),
+            None,
+        )),
+    }
+}
+
 async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     gate: Arc<Gate>,
     request: Request,
@@ -244,34 +274,9 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
         _ => return next.run(request).await,
     }
     let (mut parts, body) = request.into_parts();
-    let limit = gate.max_body_bytes;
-    // A small body usually came with the head: take it without arming the timer.
-    let mut reading = std::pin::pin!(axum::body::to_bytes(body, limit));
-    let read = match futures::FutureExt::now_or_never(reading.as_mut()) {
-        Some(read) => Ok(read),
-        None => tokio::time::timeout(gate.body_timeout, reading).await,
-    };
-    let bytes = match read {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return jsonrpc_error(
-                http::StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                format!("request body is larger than {limit} bytes"),
-                None,
-            );
-        }
-        Err(_) => {
-            return jsonrpc_error(
-                http::StatusCode::REQUEST_TIMEOUT,
-                -32600,
-                format!(
-                    "the request body did not arrive within {} s",
-                    gate.body_timeout.as_secs()
-                ),
-                None,
-            );
-        }
+    let bytes = match read_body(&gate, body).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     let (message, value) = match jsonrpc::check(&bytes) {
         Ok(checked) => checked,

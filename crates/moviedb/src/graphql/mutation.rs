@@ -2,8 +2,7 @@
 
 use async_graphql::{Context, ID, Object};
 
-use crate::domain;
-use crate::domain::DomainError;
+use crate::domain::{self, DomainError};
 use crate::graphql::enums::{DeletePersonError, WatchStatusGql};
 use crate::graphql::errors::{Classified, GqlResult, catalog, domain_error, numeric, viewer};
 use crate::graphql::inputs::{

@@ -4,8 +4,7 @@
 use async_graphql::{Context, ID, Interface, Object, SimpleObject, Union};
 use chrono::{DateTime, Utc};
 
-use crate::domain;
-use crate::domain::{DomainError, Subject};
+use crate::domain::{self, DomainError, Subject};
 use crate::graphql::enums::{DeletePersonError, GenreGql, RoleGql, WatchStatusGql};
 use crate::graphql::errors::{Classified, GqlResult, catalog, classify, viewer};
 use crate::service::ServiceError;

@@ -14,8 +14,7 @@ use crate::mcp::args::{
 use crate::mcp::confirmations::TokenRefusal;
 use crate::mcp::documents::{ADD, ITEM, Outcome, RECOMMEND, REMOVE, REVIEWS, tool_error_entry};
 use crate::mcp::{MovieServer, SIGN_IN_NEEDED};
-use crate::summary;
-use crate::summary::ReviewText;
+use crate::summary::{self, ReviewText};
 
 #[tool_router(vis = "pub(crate)")]
 impl MovieServer {
