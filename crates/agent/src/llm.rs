@@ -149,6 +149,36 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// How much the model may write and how freely: sent with every request, on both providers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Generation {
+    /// The most tokens one reply may take (both APIs' `max_tokens`; a server's own cap, such
+    /// as llama-server's `-n`, does not apply to a request that names one).
+    pub max_tokens: u32,
+    /// Sampling temperature; `None` leaves it to the server.
+    pub temperature: Option<f32>,
+}
+
+impl Default for Generation {
+    /// 1,024 tokens a reply (a support answer is a few sentences), the server's temperature.
+    fn default() -> Self {
+        Generation {
+            max_tokens: 1024,
+            temperature: None,
+        }
+    }
+}
+
+impl Generation {
+    /// Put the settings into a request body (both APIs name them alike).
+    fn apply(&self, body: &mut Value) {
+        body["max_tokens"] = Value::from(self.max_tokens);
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = Value::from(temperature);
+        }
+    }
+}
+
 /// Where a model lives and how to reach it; shared by the providers.
 #[derive(Debug, Clone)]
 struct Endpoint {
@@ -156,6 +186,7 @@ struct Endpoint {
     api_key: Option<Secret>,
     model: String,
     http: reqwest::Client,
+    generation: Generation,
 }
 
 impl Endpoint {
@@ -175,6 +206,7 @@ impl Endpoint {
             api_key,
             model,
             http,
+            generation: Generation::default(),
         })
     }
 
@@ -218,6 +250,12 @@ impl OpenAiCompatible {
         })
     }
 
+    /// The same endpoint with other [`Generation`] settings.
+    pub fn with_generation(mut self, generation: Generation) -> Self {
+        self.endpoint.generation = generation;
+        self
+    }
+
     /// One completion.
     pub async fn complete(
         &self,
@@ -226,6 +264,7 @@ impl OpenAiCompatible {
     ) -> Result<Turn, LlmError> {
         let endpoint = &self.endpoint;
         let mut body = serde_json::json!({ "model": endpoint.model, "messages": messages });
+        endpoint.generation.apply(&mut body);
         if !tools.is_empty() {
             body["tools"] = serde_json::to_value(tools).unwrap_or_default();
         }
@@ -270,7 +309,6 @@ impl OpenAiCompatible {
 #[derive(Debug, Clone)]
 pub struct AnthropicMessages {
     endpoint: Endpoint,
-    max_tokens: u32,
 }
 
 impl AnthropicMessages {
@@ -283,8 +321,13 @@ impl AnthropicMessages {
     ) -> Result<Self, LlmError> {
         Ok(Self {
             endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout)?,
-            max_tokens: 4096,
         })
+    }
+
+    /// The same endpoint with other [`Generation`] settings.
+    pub fn with_generation(mut self, generation: Generation) -> Self {
+        self.endpoint.generation = generation;
+        self
     }
 
     /// One completion. The conversation is given in the chat-completions shape and converted:
@@ -344,9 +387,9 @@ impl AnthropicMessages {
         }
         let mut body = serde_json::json!({
             "model": self.endpoint.model,
-            "max_tokens": self.max_tokens,
             "messages": turns,
         });
+        self.endpoint.generation.apply(&mut body);
         if !system.is_empty() {
             body["system"] = Value::String(system.join("\n\n"));
         }

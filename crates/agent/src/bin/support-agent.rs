@@ -59,6 +59,15 @@ struct DeskArgs {
     /// The model name to ask for.
     #[arg(long, default_value = "qwen3:8b")]
     model: String,
+    /// The most tokens one reply of the model may take.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=200_000))]
+    max_tokens: u32,
+    /// The model's sampling temperature, 0 to 2 (default: the server's).
+    #[arg(long, value_parser = temperature_arg)]
+    temperature: Option<f32>,
+    /// Seconds one model request may take before it is given up.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    model_timeout_seconds: u64,
     /// Tokens one conversation may spend with the model.
     #[arg(long, default_value_t = 20_000)]
     token_budget: u64,
@@ -137,6 +146,14 @@ fn http_options(allow_hosts: &[String]) -> backchannel::serve::HttpOptions {
     )
 }
 
+/// `--temperature`: a number from 0 to 2.
+fn temperature_arg(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        _ => Err(format!("'{text}' is not a temperature from 0 to 2")),
+    }
+}
+
 fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
     let model = match &args.model_url {
         None => None,
@@ -145,13 +162,19 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
                 .ok()
                 .filter(|key| !key.is_empty())
                 .map(agent::llm::Secret::new);
-            let timeout = Duration::from_secs(60);
+            let timeout = Duration::from_secs(args.model_timeout_seconds);
+            let generation = agent::llm::Generation {
+                max_tokens: args.max_tokens,
+                temperature: args.temperature,
+            };
             Some(match args.provider {
                 ProviderArg::Openai => agent::llm::Provider::OpenAi(
-                    agent::llm::OpenAiCompatible::new(url.as_str(), key, &args.model, timeout)?,
+                    agent::llm::OpenAiCompatible::new(url.as_str(), key, &args.model, timeout)?
+                        .with_generation(generation),
                 ),
                 ProviderArg::Anthropic => agent::llm::Provider::Anthropic(
-                    agent::llm::AnthropicMessages::new(url.as_str(), key, &args.model, timeout)?,
+                    agent::llm::AnthropicMessages::new(url.as_str(), key, &args.model, timeout)?
+                        .with_generation(generation),
                 ),
             })
         }

@@ -133,6 +133,11 @@ async fn the_model_calls_a_tool_through_the_host_and_answers_from_its_result() {
         "one call to choose the tool, one to answer"
     );
     let first = &requests[0];
+    assert_eq!(
+        (first["max_tokens"].clone(), first.get("temperature")),
+        (json!(1024), None),
+        "the default reply cap, and the server's own temperature"
+    );
     assert_eq!(first["messages"][0]["role"], "system");
     assert!(
         first["messages"][0]["content"]
@@ -324,7 +329,11 @@ async fn the_anthropic_provider_drives_the_same_loop() {
         "fake",
         Duration::from_secs(10),
     )
-    .unwrap();
+    .unwrap()
+    .with_generation(agent::llm::Generation {
+        max_tokens: 300,
+        temperature: Some(0.5),
+    });
     let desk = DeskConfig {
         protocol: Some(Revision::V2025_11_25),
         model: Some(Provider::Anthropic(model)),
@@ -343,6 +352,16 @@ async fn the_anthropic_provider_drives_the_same_loop() {
     );
     let requests = seen.lock().unwrap().clone();
     assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(
+            (
+                request["max_tokens"].clone(),
+                request["temperature"].clone()
+            ),
+            (json!(300), json!(0.5)),
+            "the configured settings on every request"
+        );
+    }
     assert!(
         requests[0]["system"]
             .as_str()
