@@ -719,7 +719,7 @@ impl Desk {
                         }
                         Err(error) => {
                             tracing::warn!(%error, "model call failed");
-                            return "Something went wrong. Please try again later.".into();
+                            return model_failure(model, &error);
                         }
                     }
                 }
@@ -1010,5 +1010,28 @@ impl Desk {
     /// Close the connections.
     pub async fn close(self) {
         self.host.close().await;
+    }
+}
+
+/// What the person reads when the model cannot answer: what went wrong, naming the endpoint
+/// and the model where that is what is wrong.
+fn model_failure(model: &crate::llm::Provider, error: &crate::llm::LlmError) -> String {
+    use crate::llm::LlmError;
+    let (url, name) = model.describe();
+    match error {
+        LlmError::Http(error) if error.is_connect() => {
+            format!("The model at {url} does not answer. Is it running?")
+        }
+        LlmError::Status {
+            status: 401 | 403, ..
+        } => format!("The model at {url} refused the API key. Check SUPPORT_AGENT_API_KEY."),
+        LlmError::Status { status: 404, .. } => format!(
+            "The model at {url} does not know a model named '{name}' (or the URL is not its API)."
+        ),
+        LlmError::Status {
+            status: 429 | 500 | 502 | 503 | 504,
+            ..
+        } => format!("The model at {url} is busy or failing. Ask again in a moment."),
+        _ => "Something went wrong. Please try again later.".into(),
     }
 }

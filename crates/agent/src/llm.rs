@@ -211,24 +211,90 @@ impl Endpoint {
     }
 
     /// Send a request; a non-success status becomes [`LlmError::Status`] with the body's start.
+    /// A busy or failing server (429, 500, 502, 503, 504) is asked again, at most
+    /// [`ATTEMPTS`] times in all, after its `Retry-After` (whole seconds, at most
+    /// [`MAX_RETRY_AFTER`]) or else after half a second per attempt made.
     async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, LlmError> {
-        let response = request.send().await?;
-        let status = response.status();
-        if !status.is_success() {
-            let body: String = response
-                .text()
-                .await
-                .unwrap_or_default()
-                .chars()
-                .take(500)
-                .collect();
-            return Err(LlmError::Status {
-                status: status.as_u16(),
-                body,
-            });
+        let mut attempt: u32 = 1;
+        loop {
+            let copy = if attempt < ATTEMPTS {
+                request.try_clone()
+            } else {
+                None
+            };
+            let Some(this) = copy else {
+                return send_once(request).await?.map_err(LlmError::from);
+            };
+            match send_once(this).await? {
+                Ok(response) => return Ok(response),
+                Err(refused) if matches!(refused.status, 429 | 500 | 502 | 503 | 504) => {
+                    let wait = refused
+                        .retry_after
+                        .unwrap_or(std::time::Duration::from_millis(500) * attempt)
+                        .min(MAX_RETRY_AFTER);
+                    tracing::info!(
+                        status = refused.status,
+                        attempt,
+                        wait_ms = wait.as_millis() as u64,
+                        "the model is busy; asking again"
+                    );
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(refused) => return Err(refused.into()),
+            }
         }
-        Ok(response)
     }
+}
+
+/// How many times one request is sent at most (the first time and the retries).
+pub const ATTEMPTS: u32 = 3;
+/// The longest wait before a retry, whatever `Retry-After` asks.
+pub const MAX_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A non-success answer: its status, the start of its body, and the wait it asked for.
+struct Refused {
+    status: u16,
+    body: String,
+    retry_after: Option<std::time::Duration>,
+}
+
+impl From<Refused> for LlmError {
+    fn from(refused: Refused) -> Self {
+        LlmError::Status {
+            status: refused.status,
+            body: refused.body,
+        }
+    }
+}
+
+/// One request: the response, or what a non-success status said.
+async fn send_once(
+    request: reqwest::RequestBuilder,
+) -> Result<Result<reqwest::Response, Refused>, LlmError> {
+    let response = request.send().await?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(Ok(response));
+    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map(std::time::Duration::from_secs);
+    let body: String = response
+        .text()
+        .await
+        .unwrap_or_default()
+        .chars()
+        .take(500)
+        .collect();
+    Ok(Err(Refused {
+        status: status.as_u16(),
+        body,
+        retry_after,
+    }))
 }
 
 /// An OpenAI-compatible chat-completions endpoint.
@@ -461,6 +527,15 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Where the model lives and which model is asked for, for messages to the person.
+    pub fn describe(&self) -> (&str, &str) {
+        let endpoint = match self {
+            Provider::OpenAi(model) => &model.endpoint,
+            Provider::Anthropic(model) => &model.endpoint,
+        };
+        (&endpoint.base_url, &endpoint.model)
+    }
+
     /// One completion.
     pub async fn complete(
         &self,

@@ -415,3 +415,87 @@ async fn the_model_gets_passages_of_the_notes_not_whole_files() {
         "not the whole file: {tool_result}"
     );
 }
+
+/// A fake that answers each request with the next `(status, Retry-After)` of its script, and
+/// once the script is spent with a plain text reply; it counts the requests.
+async fn scripted_statuses(
+    script: Vec<(u16, Option<&'static str>)>,
+) -> (String, Arc<Mutex<usize>>) {
+    let state = Arc::new(Mutex::new((script, 0usize)));
+    let count = Arc::new(Mutex::new(0usize));
+    let counted = count.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let state = state.clone();
+            let counted = counted.clone();
+            async move {
+                *counted.lock().unwrap() += 1;
+                let next = {
+                    let mut state = state.lock().unwrap();
+                    let at = state.1;
+                    state.1 += 1;
+                    state.0.get(at).copied()
+                };
+                match next {
+                    Some((status, retry_after)) => {
+                        let mut response = axum::response::IntoResponse::into_response((
+                            axum::http::StatusCode::from_u16(status).unwrap(),
+                            "scripted refusal",
+                        ));
+                        if let Some(wait) = retry_after {
+                            response
+                                .headers_mut()
+                                .insert("retry-after", wait.parse().unwrap());
+                        }
+                        response
+                    }
+                    None => axum::response::IntoResponse::into_response(Json(json!({
+                        "choices": [{"message": {"role": "assistant", "content": "fine"}}]
+                    }))),
+                }
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_model_is_asked_again_after_the_wait_it_names() {
+    let (model_url, count) = scripted_statuses(vec![(429, Some("0")), (503, Some("0"))]).await;
+    let demo = demo(&model_url, 100_000).await;
+    assert_eq!(chat(&demo.url, "hello").await, "fine");
+    assert_eq!(*count.lock().unwrap(), 3, "two refusals, then the answer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_cannot_answer_is_named_with_what_is_wrong() {
+    let cases = [
+        (
+            vec![(500, Some("0")), (500, Some("0")), (500, Some("0"))],
+            "is busy or failing",
+            agent::llm::ATTEMPTS as usize,
+        ),
+        (vec![(401, None)], "refused the API key", 1),
+        (vec![(404, None)], "does not know a model named 'fake'", 1),
+    ];
+    for (script, says, requests) in cases {
+        let (model_url, count) = scripted_statuses(script).await;
+        let demo = demo(&model_url, 100_000).await;
+        let reply = chat(&demo.url, "hello").await;
+        assert!(
+            reply.starts_with(&format!("The model at {model_url} ")) && reply.contains(says),
+            "{reply}"
+        );
+        assert_eq!(*count.lock().unwrap(), requests, "{says}");
+    }
+    // Nothing listens on port 1 of loopback.
+    let demo = demo("http://127.0.0.1:1/v1", 100_000).await;
+    assert_eq!(
+        chat(&demo.url, "hello").await,
+        "The model at http://127.0.0.1:1/v1 does not answer. Is it running?"
+    );
+}
