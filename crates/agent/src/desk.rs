@@ -1028,10 +1028,9 @@ fn model_failure(model: &crate::llm::Provider, error: &crate::llm::LlmError) -> 
         LlmError::Status { status: 404, .. } => format!(
             "The model at {url} does not know a model named '{name}' (or the URL is not its API)."
         ),
-        LlmError::Status {
-            status: 429 | 500 | 502 | 503 | 504,
-            ..
-        } => format!("The model at {url} is busy or failing. Ask again in a moment."),
+        error if error.is_busy() => {
+            format!("The model at {url} is busy or failing. Ask again in a moment.")
+        }
         _ => "Something went wrong. Please try again later.".into(),
     }
 }

@@ -227,7 +227,7 @@ impl Endpoint {
             };
             match send_once(this).await? {
                 Ok(response) => return Ok(response),
-                Err(refused) if matches!(refused.status, 429 | 500 | 502 | 503 | 504) => {
+                Err(refused) if busy(refused.status) => {
                     let wait = refused
                         .retry_after
                         .unwrap_or(std::time::Duration::from_millis(500) * attempt)
@@ -244,6 +244,19 @@ impl Endpoint {
                 Err(refused) => return Err(refused.into()),
             }
         }
+    }
+}
+
+/// Whether a status says the server is busy or failing for now (worth asking again).
+fn busy(status: u16) -> bool {
+    matches!(status, 429 | 500 | 502 | 503 | 504)
+}
+
+impl LlmError {
+    /// The server answered that it is busy or failing for now (429 or a 5xx gateway status),
+    /// after the retries.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, LlmError::Status { status, .. } if busy(*status))
     }
 }
 

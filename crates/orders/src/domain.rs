@@ -21,12 +21,6 @@ impl<'a> OrderId<'a> {
     }
 }
 
-impl fmt::Display for OrderId<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
 /// An order's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OrderStatus {

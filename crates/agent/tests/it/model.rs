@@ -492,10 +492,14 @@ async fn a_model_that_cannot_answer_is_named_with_what_is_wrong() {
         );
         assert_eq!(*count.lock().unwrap(), requests, "{says}");
     }
-    // Nothing listens on port 1 of loopback.
-    let demo = demo("http://127.0.0.1:1/v1", 100_000).await;
+    // A port held by a socket that does not listen: a connection to it is refused.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let down = format!("http://{}/v1", held.local_addr().unwrap());
+    let demo = demo(&down, 100_000).await;
     assert_eq!(
         chat(&demo.url, "hello").await,
-        "The model at http://127.0.0.1:1/v1 does not answer. Is it running?"
+        format!("The model at {down} does not answer. Is it running?")
     );
+    drop(held);
 }
