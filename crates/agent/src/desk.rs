@@ -705,6 +705,8 @@ impl Desk {
         // a stop drops the whole loop (`Desk::chat`).
         let mut steps = VecDeque::from([Step::AskModel]);
         let mut asked = 0;
+        // What the model wrote beside its tool calls, in order.
+        let mut said: Vec<String> = Vec::new();
         while let Some(step) = steps.pop_front() {
             match step {
                 Step::AskModel => {
@@ -730,13 +732,23 @@ impl Desk {
                         .unwrap_or_else(|e| e.into_inner())
                         .entry(conversation.to_owned())
                         .or_default() += turn.tokens;
+                    let text = turn.message.content.as_deref().map(str::trim).unwrap_or("");
                     let calls = turn.message.tool_calls.clone();
                     if calls.is_empty() {
-                        return turn.message.content.unwrap_or_default();
+                        if text.is_empty() && said.is_empty() {
+                            tracing::warn!(conversation, "the model gave an empty reply");
+                            return EMPTY_REPLY.into();
+                        }
+                        return joined(&said, text);
+                    }
+                    // Words beside tool calls ("Let me look that up") are the person's too:
+                    // they lead the final answer rather than being lost.
+                    if !text.is_empty() {
+                        said.push(text.to_owned());
                     }
                     messages.push(turn.message);
                     for call in calls {
-                        let text = match serde_json::from_str::<Value>(&call.function.arguments) {
+                        let text = match checked_call(&tools, &call) {
                             Ok(arguments) => match self
                                 .call_routed(conversation, &call.function.name, arguments)
                                 .await
@@ -744,7 +756,15 @@ impl Desk {
                                 Ok(result) => text_of(&result),
                                 Err(error) => format!("error: {error}"),
                             },
-                            Err(error) => format!("error: the arguments are not JSON: {error}"),
+                            Err(refusal) => {
+                                tracing::info!(
+                                    conversation,
+                                    tool = call.function.name,
+                                    %refusal,
+                                    "a tool call of the model was not made"
+                                );
+                                format!("error: {refusal}")
+                            }
                         };
                         steps.push_back(Step::ToolResult {
                             call_id: call.id,
@@ -1015,6 +1035,90 @@ impl Desk {
 
 /// What the person reads when the model cannot answer: what went wrong, naming the endpoint
 /// and the model where that is what is wrong.
+/// What the person reads when the model answers with neither words nor tool calls.
+pub const EMPTY_REPLY: &str =
+    "The model gave an empty answer. Please ask again, perhaps in other words.";
+
+/// The final answer: what the model said beside its tool calls, then its last words (not
+/// repeated when a small model echoes itself).
+fn joined(said: &[String], last: &str) -> String {
+    let mut parts: Vec<&str> = said.iter().map(String::as_str).collect();
+    if !last.is_empty() && parts.last() != Some(&last) {
+        parts.push(last);
+    }
+    parts.join("\n\n")
+}
+
+/// Why a tool call of the model is not made.
+#[derive(Debug, thiserror::Error, PartialEq)]
+enum CallRefusal {
+    /// The name is not one the model was offered.
+    #[error("there is no tool named '{name}'; the tools are: {offered}")]
+    UnknownTool {
+        /// The name the model used.
+        name: String,
+        /// The names offered, comma-separated.
+        offered: String,
+    },
+    /// The arguments do not parse as JSON.
+    #[error("the arguments of {tool} are not JSON ({reason}); send a JSON object")]
+    NotJson {
+        /// The tool called.
+        tool: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The arguments are JSON but not an object.
+    #[error("the arguments of {tool} must be a JSON object, not {found}")]
+    NotAnObject {
+        /// The tool called.
+        tool: String,
+        /// What kind of JSON value came.
+        found: &'static str,
+    },
+}
+
+/// A tool call the model made, checked before anything is done: the name must be one offered
+/// and the arguments a JSON object (an empty string counts as no arguments). Nothing a model
+/// invents reaches a server.
+fn checked_call(
+    offered: &[crate::llm::ToolSpec],
+    call: &crate::llm::ToolCall,
+) -> Result<Value, CallRefusal> {
+    let name = &call.function.name;
+    if !offered.iter().any(|tool| tool.name() == name) {
+        return Err(CallRefusal::UnknownTool {
+            name: name.clone(),
+            offered: offered
+                .iter()
+                .map(crate::llm::ToolSpec::name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let raw = call.function.arguments.trim();
+    if raw.is_empty() {
+        return Ok(json!({}));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(arguments @ Value::Object(_)) => Ok(arguments),
+        Ok(other) => Err(CallRefusal::NotAnObject {
+            tool: name.clone(),
+            found: match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                _ => "an array",
+            },
+        }),
+        Err(error) => Err(CallRefusal::NotJson {
+            tool: name.clone(),
+            reason: error.to_string(),
+        }),
+    }
+}
+
 fn model_failure(model: &crate::llm::Provider, error: &crate::llm::LlmError) -> String {
     use crate::llm::LlmError;
     let (url, name) = model.describe();

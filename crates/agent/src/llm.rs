@@ -83,6 +83,11 @@ struct FunctionSpec {
 }
 
 impl ToolSpec {
+    /// The function's name, as the model calls it.
+    pub fn name(&self) -> &str {
+        &self.function.name
+    }
+
     /// A function tool.
     pub fn function(name: &str, description: &str, parameters: Value) -> Self {
         Self {

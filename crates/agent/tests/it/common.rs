@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use agent::app::{self, DemoConfig};
 use agent::desk::DeskConfig;
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -99,4 +100,97 @@ pub fn knowledge() -> agent::desk::Knowledge {
         current: repo.join("support-kb"),
         archive: repo.join("support-kb-archive"),
     }
+}
+
+/// The event stream of one conversation, parsed.
+pub struct Events {
+    lines: std::pin::Pin<Box<dyn futures::Stream<Item = Value> + Send>>,
+}
+
+impl Events {
+    /// Open the stream; returns it and the conversation's secret (from its `hello`).
+    pub async fn open(demo: &Demo, conversation: &str) -> (Events, String) {
+        Self::open_at(&demo.url, conversation).await
+    }
+
+    /// [`Events::open`] for a web UI at `url` (ending in `/`).
+    pub async fn open_at(url: &str, conversation: &str) -> (Events, String) {
+        let response = reqwest::get(format!("{url}api/events?conversationId={conversation}"))
+            .await
+            .unwrap();
+        let bytes = response.bytes_stream();
+        let lines = bytes
+            .scan(String::new(), |buffer, chunk| {
+                buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+                let mut events = Vec::new();
+                while let Some(end) = buffer.find("\n\n") {
+                    let block: String = buffer.drain(..end + 2).collect();
+                    for line in block.lines() {
+                        if let Some(data) = line.strip_prefix("data: ") {
+                            events.push(serde_json::from_str::<Value>(data).unwrap());
+                        }
+                    }
+                }
+                futures::future::ready(Some(futures::stream::iter(events)))
+            })
+            .flatten();
+        let mut events = Events {
+            lines: Box::pin(lines),
+        };
+        let hello = events.next().await;
+        assert_eq!(hello["event"], "hello");
+        let secret = hello["secret"].as_str().unwrap().to_owned();
+        (events, secret)
+    }
+
+    /// The next event (at most 20 s away).
+    pub async fn next(&mut self) -> Value {
+        tokio::time::timeout(Duration::from_secs(20), self.lines.next())
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    /// The next event of this kind, skipping others.
+    pub async fn next_of(&mut self, kind: &str) -> Value {
+        loop {
+            let event = self.next().await;
+            if event["event"] == kind {
+                return event;
+            }
+        }
+    }
+}
+
+/// Answer a question of the page: yes or no, with the conversation's secret; the status.
+pub async fn answer(url: &str, id: &str, secret: &str, confirmed: bool) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{url}api/confirmations/{id}"))
+        .json(&json!({"secret": secret, "confirmed": confirmed, "note": "from the test"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The status of an order, read through the demo's own API (the tab it is listed in).
+pub async fn status_of(url: &str, id: &str) -> String {
+    for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
+        let orders: Value = reqwest::get(format!("{url}api/orders?status={status}"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if orders
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["orderId"] == id)
+        {
+            return status.to_owned();
+        }
+    }
+    panic!("{id} is in no tab");
 }

@@ -3,4 +3,6 @@
 mod cli;
 mod common;
 mod model;
+mod odd_replies;
+mod real_model;
 mod web;

@@ -4,13 +4,12 @@
 //! progress to 100 %.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::Demo;
+use crate::common::{Demo, Events};
 
 use std::time::Duration;
 
 use agent::desk::DeskConfig;
 use backchannel::Revision;
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 async fn demo(protocol: Revision, person_deadline: Duration) -> Demo {
@@ -23,94 +22,16 @@ async fn demo(protocol: Revision, person_deadline: Duration) -> Demo {
     crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await
 }
 
-/// The event stream of one conversation, parsed.
-struct Events {
-    lines: std::pin::Pin<Box<dyn futures::Stream<Item = Value> + Send>>,
-}
-
-impl Events {
-    async fn open(demo: &Demo, conversation: &str) -> (Events, String) {
-        let response = reqwest::get(format!(
-            "{}api/events?conversationId={conversation}",
-            demo.url
-        ))
-        .await
-        .unwrap();
-        let bytes = response.bytes_stream();
-        let lines = bytes
-            .scan(String::new(), |buffer, chunk| {
-                buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-                let mut events = Vec::new();
-                while let Some(end) = buffer.find("\n\n") {
-                    let block: String = buffer.drain(..end + 2).collect();
-                    for line in block.lines() {
-                        if let Some(data) = line.strip_prefix("data: ") {
-                            events.push(serde_json::from_str::<Value>(data).unwrap());
-                        }
-                    }
-                }
-                futures::future::ready(Some(futures::stream::iter(events)))
-            })
-            .flatten();
-        let mut events = Events {
-            lines: Box::pin(lines),
-        };
-        let hello = events.next().await;
-        assert_eq!(hello["event"], "hello");
-        let secret = hello["secret"].as_str().unwrap().to_owned();
-        (events, secret)
-    }
-
-    async fn next(&mut self) -> Value {
-        tokio::time::timeout(Duration::from_secs(20), self.lines.next())
-            .await
-            .unwrap()
-            .unwrap()
-    }
-
-    async fn next_of(&mut self, kind: &str) -> Value {
-        loop {
-            let event = self.next().await;
-            if event["event"] == kind {
-                return event;
-            }
-        }
-    }
-}
-
 async fn chat(demo: &Demo, conversation: &str, message: &str) -> String {
     crate::common::chat(&demo.url, conversation, message).await
 }
 
 async fn answer(demo: &Demo, id: &str, secret: &str, confirmed: bool) -> u16 {
-    reqwest::Client::new()
-        .post(format!("{}api/confirmations/{id}", demo.url))
-        .json(&json!({"secret": secret, "confirmed": confirmed, "note": "from the test"}))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    crate::common::answer(&demo.url, id, secret, confirmed).await
 }
 
 async fn status_of(demo: &Demo, id: &str) -> String {
-    for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
-        let orders: Value = reqwest::get(format!("{}api/orders?status={status}", demo.url))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if orders
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|o| o["orderId"] == id)
-        {
-            return status.to_owned();
-        }
-    }
-    panic!("{id} is in no tab");
+    crate::common::status_of(&demo.url, id).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

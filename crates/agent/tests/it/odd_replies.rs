@@ -1,0 +1,194 @@
+//! What real small models send and the main script never does: a tool name that was not
+//! offered, arguments that are not JSON or not an object, an empty reply, and words beside tool
+//! calls. A scripted fake of the chat-completions API (over HTTP, port 0) answers each request
+//! with the next reply of its script; the real order service sits behind the host.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent::desk::DeskConfig;
+use agent::llm::{OpenAiCompatible, Provider};
+use axum::Json;
+use axum::extract::State;
+use axum::routing::post;
+use backchannel::Revision;
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Value>,
+    seen: Vec<Value>,
+}
+
+type Shared = Arc<Mutex<Script>>;
+
+async fn completions(State(script): State<Shared>, Json(request): Json<Value>) -> Json<Value> {
+    let mut script = script.lock().unwrap();
+    script.seen.push(request);
+    let message = script
+        .replies
+        .pop_front()
+        .unwrap_or_else(|| json!({"role": "assistant", "content": "(the script has ended)"}));
+    Json(json!({
+        "id": "chatcmpl-odd", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    }))
+}
+
+/// The demo with a model that answers `replies` in order; returns it and the script.
+async fn demo_answering(replies: Vec<Value>) -> (crate::common::Demo, Shared) {
+    let script: Shared = Arc::new(Mutex::new(Script {
+        replies: replies.into(),
+        seen: Vec::new(),
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state(script.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let model = OpenAiCompatible::new(&url, None, "fake", Duration::from_secs(10)).unwrap();
+    let desk = DeskConfig {
+        protocol: Some(Revision::V2026_07_28),
+        model: Some(Provider::OpenAi(model)),
+        ..DeskConfig::default()
+    };
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::from_millis(5)),
+        desk,
+    )
+    .await;
+    (demo, script)
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [{
+        "id": id, "type": "function", "function": {"name": name, "arguments": arguments}
+    }]})
+}
+
+fn words(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+/// The tool message the desk sent back for the call `id` (in the last request that has it).
+fn tool_answer(script: &Shared, id: &str) -> String {
+    let script = script.lock().unwrap();
+    script
+        .seen
+        .iter()
+        .rev()
+        .flat_map(|request| request["messages"].as_array().unwrap().iter())
+        .find(|message| message["role"] == "tool" && message["tool_call_id"] == id)
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_else(|| panic!("no tool message for {id}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_was_not_offered_is_not_called_and_the_model_hears_which_are() {
+    let (demo, script) = demo_answering(vec![
+        call("c1", "delete_all_orders", "{}"),
+        words("Sorry, I cannot do that."),
+    ])
+    .await;
+    let reply = crate::common::chat(&demo.url, "c1", "Wipe everything").await;
+    assert_eq!(reply, "Sorry, I cannot do that.");
+    let told = tool_answer(&script, "c1");
+    assert!(
+        told.starts_with("error: there is no tool named 'delete_all_orders'; the tools are: "),
+        "{told}"
+    );
+    assert!(
+        told.contains("get_order") && told.contains("cancel_order"),
+        "{told}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_that_are_not_a_json_object_take_no_action() {
+    let (demo, script) = demo_answering(vec![
+        // A small model's placeholder, a bare string, and an array: none is made.
+        call("c1", "cancel_order", "{\"orderId\": ...}"),
+        call("c2", "cancel_order", "\"ORD-10002\""),
+        call("c3", "cancel_order", "[\"ORD-10002\"]"),
+        words("I could not cancel it."),
+    ])
+    .await;
+    let before = crate::common::status_of(&demo.url, "ORD-10002").await;
+    let reply = crate::common::chat(&demo.url, "c1", "Cancel ORD-10002").await;
+    assert_eq!(reply, "I could not cancel it.");
+    let not_json = tool_answer(&script, "c1");
+    assert!(
+        not_json.starts_with("error: the arguments of cancel_order are not JSON ("),
+        "{not_json}"
+    );
+    assert_eq!(
+        tool_answer(&script, "c2"),
+        "error: the arguments of cancel_order must be a JSON object, not a string"
+    );
+    assert_eq!(
+        tool_answer(&script, "c3"),
+        "error: the arguments of cancel_order must be a JSON object, not an array"
+    );
+    assert_eq!(
+        crate::common::status_of(&demo.url, "ORD-10002").await,
+        before
+    );
+    assert_ne!(before, "CANCELLED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_says_so() {
+    let (demo, _) = demo_answering(vec![
+        json!({"role": "assistant", "content": "  \n"}),
+        json!({"role": "assistant", "content": null}),
+    ])
+    .await;
+    for conversation in ["blank", "null"] {
+        let reply = crate::common::chat(&demo.url, conversation, "Hello?").await;
+        assert_eq!(reply, agent::desk::EMPTY_REPLY);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_beside_tool_calls_lead_the_answer_and_the_calls_are_made() {
+    let (demo, script) = demo_answering(vec![
+        json!({"role": "assistant", "content": "Let me look that up.", "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "get_order", "arguments": "{\"orderId\":\"ORD-10001\"}"}
+        }]}),
+        words("It is on its way with DHL."),
+    ])
+    .await;
+    let reply = crate::common::chat(&demo.url, "c1", "Where is ORD-10001?").await;
+    assert_eq!(reply, "Let me look that up.\n\nIt is on its way with DHL.");
+    let result = tool_answer(&script, "c1");
+    assert!(
+        result.contains("ORD-10001") && result.contains("DHL-88213"),
+        "{result}"
+    );
+    // The words went back to the model with the calls, as the API shapes a turn.
+    let script = script.lock().unwrap();
+    let turn = &script.seen[1]["messages"].as_array().unwrap();
+    let assistant = turn.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(assistant["content"], "Let me look that up.");
+    assert_eq!(assistant["tool_calls"][0]["function"]["name"], "get_order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_repeats_itself_is_not_echoed_twice() {
+    let (demo, _) = demo_answering(vec![
+        json!({"role": "assistant", "content": "Checking.", "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "get_order", "arguments": "{\"orderId\":\"ORD-10001\"}"}
+        }]}),
+        words("Checking."),
+    ])
+    .await;
+    let reply = crate::common::chat(&demo.url, "c1", "Where is ORD-10001?").await;
+    assert_eq!(reply, "Checking.");
+}
