@@ -62,6 +62,8 @@ pub async fn run_with(
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
     let mut question: Option<String> = None;
     let mut busy = false;
+    // The reply printed so far while the model streams it.
+    let mut streamed = String::new();
     loop {
         tokio::select! {
             // Events first: a long tool's last progress is queued before its reply, so the
@@ -104,11 +106,28 @@ pub async fn run_with(
                         writeln!(out, "\rThe sign-in to {server} was not finished in time.")?;
                     }
                 }
+                Event::Reply { text, .. } => {
+                    // The words as they come (the Markdown as the model writes it); the final
+                    // answer below adds only what has not been printed.
+                    match text.strip_prefix(streamed.as_str()) {
+                        Some(new) if !streamed.is_empty() => write!(out, "{new}")?,
+                        _ => write!(out, "\rAgent: {text}")?,
+                    }
+                    out.flush()?;
+                    streamed = text;
+                }
                 Event::Hello { .. } => {}
             },
             Some(reply) = replies.recv() => {
                 busy = false;
-                writeln!(out, "\rAgent: {}", crate::render::plain(&reply))?;
+                let printed = std::mem::take(&mut streamed);
+                match reply.strip_prefix(printed.trim()) {
+                    Some(rest) if !printed.is_empty() => writeln!(out, "{rest}")?,
+                    _ if !printed.is_empty() => {
+                        writeln!(out, "\nAgent: {}", crate::render::plain(&reply))?
+                    }
+                    _ => writeln!(out, "\rAgent: {}", crate::render::plain(&reply))?,
+                }
             }
             line = lines.recv() => {
                 let Some(line) = line else { break };

@@ -714,7 +714,11 @@ impl Desk {
                         break;
                     }
                     asked += 1;
-                    match model.complete(&messages, &tools).await {
+                    let shown = StreamedReply::new(&self.events, conversation, &said);
+                    match model
+                        .stream(&messages, &tools, &|piece| shown.push(piece))
+                        .await
+                    {
                         Ok(turn) => steps.push_back(Step::ModelOutput(turn)),
                         Err(LlmError::Http(error)) if error.is_timeout() => {
                             return "The model did not answer in time, so the request was stopped. Ask again in a moment.".into();
@@ -1035,6 +1039,49 @@ impl Desk {
 
 /// What the person reads when the model cannot answer: what went wrong, naming the endpoint
 /// and the model where that is what is wrong.
+/// A reply as the person watches it grow: what the model said beside earlier tool calls, then
+/// this turn's words as they stream, sent as [`Event::Reply`] at most every
+/// [`REPLY_EVERY`].
+struct StreamedReply<'a> {
+    events: &'a Events,
+    conversation: &'a str,
+    state: std::sync::Mutex<(String, Option<std::time::Instant>)>,
+}
+
+/// How often a growing reply is sent to the page and the terminal, at most.
+const REPLY_EVERY: Duration = Duration::from_millis(40);
+
+impl<'a> StreamedReply<'a> {
+    fn new(events: &'a Events, conversation: &'a str, said: &[String]) -> Self {
+        let mut text = said.join("\n\n");
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        StreamedReply {
+            events,
+            conversation,
+            state: std::sync::Mutex::new((text, None)),
+        }
+    }
+
+    fn push(&self, piece: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (text, last) = &mut *state;
+        text.push_str(piece);
+        if last.is_some_and(|at| at.elapsed() < REPLY_EVERY) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+        self.events.emit(
+            self.conversation,
+            Event::Reply {
+                text: text.clone(),
+                html: crate::render::html(text),
+            },
+        );
+    }
+}
+
 /// What the person reads when the model answers with neither words nor tool calls.
 pub const EMPTY_REPLY: &str =
     "The model gave an empty answer. Please ask again, perhaps in other words.";

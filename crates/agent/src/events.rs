@@ -41,6 +41,14 @@ pub enum Event {
         /// How long the person has.
         seconds: u64,
     },
+    /// The model's reply so far, growing as it streams (a few times a second at most); the
+    /// chat's answer, when it comes, is the whole reply and replaces it.
+    Reply {
+        /// The reply's Markdown so far.
+        text: String,
+        /// The same, rendered and sanitised for the page (`render::html`).
+        html: String,
+    },
     /// A question closed without an answer (its deadline passed, or the work that asked it
     /// stopped): the page closes its dialog, the terminal stops waiting for a yes.
     Closed {

@@ -130,6 +130,12 @@ pub enum LlmError {
     /// The answer had no choice.
     #[error("the model's answer had no message")]
     Empty,
+    /// The answer was not the API's shape.
+    #[error("the model's answer could not be read: {0}")]
+    Unreadable(String),
+    /// A streamed answer broke off or said it failed.
+    #[error("the model's streamed answer failed: {0}")]
+    Stream(String),
 }
 
 /// An API key: sent in a header, never printed (`{:?}` shows `Secret(<redacted>)`).
@@ -346,47 +352,225 @@ impl OpenAiCompatible {
         messages: &[Message],
         tools: &[ToolSpec],
     ) -> Result<Turn, LlmError> {
+        let response = Endpoint::send(self.request(messages, tools, false)).await?;
+        openai_answer(response.json().await?)
+    }
+
+    /// One completion, streamed: `on_text` gets each piece of the reply's words as it comes.
+    /// A server that answers whole (JSON, not an event stream) is read as by
+    /// [`OpenAiCompatible::complete`].
+    pub async fn stream(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_text: OnText<'_>,
+    ) -> Result<Turn, LlmError> {
+        let response = Endpoint::send(self.request(messages, tools, true)).await?;
+        if !is_event_stream(&response) {
+            return openai_answer(response.json().await?);
+        }
+        let mut turn = OpenAiStream::default();
+        each_event(response, |data| turn.take(data, on_text)).await?;
+        turn.finish()
+    }
+
+    fn request(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        stream: bool,
+    ) -> reqwest::RequestBuilder {
         let endpoint = &self.endpoint;
         let mut body = serde_json::json!({ "model": endpoint.model, "messages": messages });
         endpoint.generation.apply(&mut body);
         if !tools.is_empty() {
             body["tools"] = serde_json::to_value(tools).unwrap_or_default();
         }
-        let mut request = endpoint
+        if stream {
+            body["stream"] = Value::Bool(true);
+            body["stream_options"] = serde_json::json!({ "include_usage": true });
+        }
+        let request = endpoint
             .http
             .post(format!("{}/chat/completions", endpoint.base_url))
             .json(&body);
-        if let Some(key) = &endpoint.api_key {
-            request = request.bearer_auth(key.expose());
+        match &endpoint.api_key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
         }
-        let response = Endpoint::send(request).await?;
-        #[derive(Deserialize)]
-        struct Answer {
-            choices: Vec<Choice>,
-            #[serde(default)]
-            usage: Option<Usage>,
+    }
+}
+
+/// A whole chat-completions answer.
+fn openai_answer(answer: Value) -> Result<Turn, LlmError> {
+    #[derive(Deserialize)]
+    struct Answer {
+        choices: Vec<Choice>,
+        #[serde(default)]
+        usage: Option<Usage>,
+    }
+    #[derive(Deserialize)]
+    struct Choice {
+        message: Message,
+    }
+    #[derive(Deserialize)]
+    struct Usage {
+        #[serde(default)]
+        total_tokens: u64,
+    }
+    let answer: Answer =
+        serde_json::from_value(answer).map_err(|e| LlmError::Unreadable(e.to_string()))?;
+    let message = answer
+        .choices
+        .into_iter()
+        .next()
+        .ok_or(LlmError::Empty)?
+        .message;
+    Ok(Turn {
+        message,
+        tokens: answer.usage.map_or(0, |u| u.total_tokens),
+    })
+}
+
+/// Where streamed words go as they arrive.
+pub type OnText<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// The most one event of a streamed answer may hold, in bytes; a longer one ends the stream.
+pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"))
+}
+
+/// Read a server-sent event stream, handing `take` each `data:` payload; `take` returns
+/// `true` when the answer is complete. Lines are capped at [`MAX_EVENT_BYTES`] before they
+/// are parsed.
+async fn each_event(
+    response: reqwest::Response,
+    mut take: impl FnMut(&str) -> Result<bool, LlmError>,
+) -> Result<(), LlmError> {
+    use futures::StreamExt;
+    let mut bytes = response.bytes_stream();
+    let mut buffer: Vec<u8> = Vec::new();
+    while let Some(chunk) = bytes.next().await {
+        buffer.extend_from_slice(&chunk?);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if let Some(data) = line.strip_prefix("data:")
+                && take(data.trim_start())?
+            {
+                return Ok(());
+            }
         }
-        #[derive(Deserialize)]
-        struct Choice {
-            message: Message,
+        if buffer.len() > MAX_EVENT_BYTES {
+            return Err(LlmError::Stream(format!(
+                "an event is longer than {MAX_EVENT_BYTES} bytes"
+            )));
         }
-        #[derive(Deserialize)]
-        struct Usage {
-            #[serde(default)]
-            total_tokens: u64,
+    }
+    // Some servers end the stream without a last marker; what came is the answer.
+    Ok(())
+}
+
+/// A chat-completions answer being streamed: words, and tool calls by index.
+#[derive(Default)]
+struct OpenAiStream {
+    text: String,
+    calls: Vec<ToolCall>,
+    tokens: u64,
+}
+
+impl OpenAiStream {
+    fn take(&mut self, data: &str, on_text: OnText<'_>) -> Result<bool, LlmError> {
+        if data == "[DONE]" {
+            return Ok(true);
         }
-        let answer: Answer = response.json().await?;
-        let message = answer
-            .choices
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| LlmError::Stream(e.to_string()))?;
+        if let Some(error) = chunk.get("error") {
+            return Err(LlmError::Stream(error_text(error)));
+        }
+        if let Some(total) = chunk["usage"]["total_tokens"].as_u64() {
+            self.tokens = total;
+        }
+        let delta = &chunk["choices"][0]["delta"];
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            on_text(text);
+        }
+        for (position, part) in delta["tool_calls"]
+            .as_array()
             .into_iter()
-            .next()
-            .ok_or(LlmError::Empty)?
-            .message;
+            .flatten()
+            .enumerate()
+        {
+            let index = part["index"].as_u64().map_or(position, |i| i as usize);
+            if index > 64 {
+                return Err(LlmError::Stream("more than 64 tool calls".into()));
+            }
+            while self.calls.len() <= index {
+                self.calls.push(ToolCall {
+                    id: String::new(),
+                    kind: function_type(),
+                    function: FunctionCall {
+                        name: String::new(),
+                        arguments: String::new(),
+                    },
+                });
+            }
+            let call = &mut self.calls[index];
+            if let Some(id) = part["id"].as_str() {
+                call.id = id.to_owned();
+            }
+            if let Some(name) = part["function"]["name"].as_str() {
+                call.function.name.push_str(name);
+            }
+            if let Some(arguments) = part["function"]["arguments"].as_str() {
+                call.function.arguments.push_str(arguments);
+            }
+        }
+        Ok(false)
+    }
+
+    fn finish(self) -> Result<Turn, LlmError> {
+        let calls: Vec<ToolCall> = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{index}");
+                }
+                call
+            })
+            .collect();
         Ok(Turn {
-            message,
-            tokens: answer.usage.map_or(0, |u| u.total_tokens),
+            message: Message {
+                role: "assistant".into(),
+                content: (!self.text.is_empty()).then_some(self.text),
+                tool_calls: calls,
+                tool_call_id: None,
+            },
+            tokens: self.tokens,
         })
     }
+}
+
+/// The message of an error object in a stream (`{"message": ...}` or a bare string).
+fn error_text(error: &Value) -> String {
+    error["message"]
+        .as_str()
+        .or_else(|| error.as_str())
+        .map_or_else(|| error.to_string(), str::to_owned)
+        .chars()
+        .take(500)
+        .collect()
 }
 
 /// Anthropic's Messages API, with tool use.
@@ -422,6 +606,34 @@ impl AnthropicMessages {
         messages: &[Message],
         tools: &[ToolSpec],
     ) -> Result<Turn, LlmError> {
+        let response = Endpoint::send(self.request(messages, tools, false)).await?;
+        anthropic_answer(response.json().await?)
+    }
+
+    /// One completion, streamed (Anthropic's message events): `on_text` gets each piece of the
+    /// reply's words as it comes. A server that answers whole is read as by
+    /// [`AnthropicMessages::complete`].
+    pub async fn stream(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_text: OnText<'_>,
+    ) -> Result<Turn, LlmError> {
+        let response = Endpoint::send(self.request(messages, tools, true)).await?;
+        if !is_event_stream(&response) {
+            return anthropic_answer(response.json().await?);
+        }
+        let mut turn = AnthropicStream::default();
+        each_event(response, |data| turn.take(data, on_text)).await?;
+        Ok(turn.finish())
+    }
+
+    fn request(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        stream: bool,
+    ) -> reqwest::RequestBuilder {
         let system: Vec<&str> = messages
             .iter()
             .filter(|m| m.role == "system")
@@ -473,6 +685,9 @@ impl AnthropicMessages {
             "model": self.endpoint.model,
             "messages": turns,
         });
+        if stream {
+            body["stream"] = Value::Bool(true);
+        }
         self.endpoint.generation.apply(&mut body);
         if !system.is_empty() {
             body["system"] = Value::String(system.join("\n\n"));
@@ -492,46 +707,159 @@ impl AnthropicMessages {
             );
         }
         let endpoint = &self.endpoint;
-        let mut request = endpoint
+        let request = endpoint
             .http
             .post(format!("{}/v1/messages", endpoint.base_url))
             .header("anthropic-version", "2023-06-01")
             .json(&body);
-        if let Some(key) = &endpoint.api_key {
-            request = request.header("x-api-key", key.expose());
+        match &endpoint.api_key {
+            Some(key) => request.header("x-api-key", key.expose()),
+            None => request,
         }
-        let response = Endpoint::send(request).await?;
-        let answer: Value = response.json().await?;
-        let blocks = answer["content"].as_array().ok_or(LlmError::Empty)?;
-        let text: Vec<&str> = blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect();
-        let tool_calls = blocks
-            .iter()
-            .filter(|b| b["type"] == "tool_use")
-            .map(|b| ToolCall {
-                id: b["id"].as_str().unwrap_or_default().to_owned(),
-                kind: "function".into(),
-                function: FunctionCall {
-                    name: b["name"].as_str().unwrap_or_default().to_owned(),
-                    arguments: b["input"].to_string(),
-                },
-            })
-            .collect();
-        let usage = &answer["usage"];
-        let tokens = usage["input_tokens"].as_u64().unwrap_or(0)
-            + usage["output_tokens"].as_u64().unwrap_or(0);
-        Ok(Turn {
+    }
+}
+
+/// A whole Messages answer.
+fn anthropic_answer(answer: Value) -> Result<Turn, LlmError> {
+    let blocks = answer["content"].as_array().ok_or(LlmError::Empty)?;
+    let text: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    let tool_calls = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| ToolCall {
+            id: b["id"].as_str().unwrap_or_default().to_owned(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: b["name"].as_str().unwrap_or_default().to_owned(),
+                arguments: b["input"].to_string(),
+            },
+        })
+        .collect();
+    let usage = &answer["usage"];
+    let tokens =
+        usage["input_tokens"].as_u64().unwrap_or(0) + usage["output_tokens"].as_u64().unwrap_or(0);
+    Ok(Turn {
+        message: Message {
+            role: "assistant".into(),
+            content: (!text.is_empty()).then(|| text.join("\n")),
+            tool_calls,
+            tool_call_id: None,
+        },
+        tokens,
+    })
+}
+
+/// One content block of a streamed Messages answer.
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        input: String,
+    },
+}
+
+/// A Messages answer being streamed: its blocks by index, and the tokens counted.
+#[derive(Default)]
+struct AnthropicStream {
+    blocks: Vec<Block>,
+    tokens: u64,
+}
+
+impl AnthropicStream {
+    fn take(&mut self, data: &str, on_text: OnText<'_>) -> Result<bool, LlmError> {
+        let event: Value =
+            serde_json::from_str(data).map_err(|e| LlmError::Stream(e.to_string()))?;
+        let index = event["index"].as_u64().unwrap_or(0) as usize;
+        match event["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                self.tokens += event["message"]["usage"]["input_tokens"]
+                    .as_u64()
+                    .unwrap_or(0);
+            }
+            "content_block_start" => {
+                if index > 64 {
+                    return Err(LlmError::Stream("more than 64 content blocks".into()));
+                }
+                let block = &event["content_block"];
+                let block = if block["type"] == "tool_use" {
+                    Block::ToolUse {
+                        id: block["id"].as_str().unwrap_or_default().to_owned(),
+                        name: block["name"].as_str().unwrap_or_default().to_owned(),
+                        input: String::new(),
+                    }
+                } else {
+                    Block::Text(block["text"].as_str().unwrap_or_default().to_owned())
+                };
+                while self.blocks.len() < index {
+                    self.blocks.push(Block::Text(String::new()));
+                }
+                if self.blocks.len() == index {
+                    self.blocks.push(block);
+                } else {
+                    self.blocks[index] = block;
+                }
+            }
+            "content_block_delta" => {
+                let delta = &event["delta"];
+                match self.blocks.get_mut(index) {
+                    Some(Block::Text(text)) => {
+                        if let Some(piece) = delta["text"].as_str().filter(|t| !t.is_empty()) {
+                            text.push_str(piece);
+                            on_text(piece);
+                        }
+                    }
+                    Some(Block::ToolUse { input, .. }) => {
+                        input.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                    }
+                    None => return Err(LlmError::Stream("a delta of no block".into())),
+                }
+            }
+            "message_delta" => {
+                self.tokens += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
+            }
+            "message_stop" => return Ok(true),
+            "error" => return Err(LlmError::Stream(error_text(&event["error"]))),
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn finish(self) -> Turn {
+        let mut text: Vec<String> = Vec::new();
+        let mut tool_calls = Vec::new();
+        for block in self.blocks {
+            match block {
+                Block::Text(words) if !words.is_empty() => text.push(words),
+                Block::Text(_) => {}
+                Block::ToolUse { id, name, input } => tool_calls.push(ToolCall {
+                    id,
+                    kind: function_type(),
+                    function: FunctionCall {
+                        name,
+                        // A tool called without arguments streams no input at all.
+                        arguments: if input.trim().is_empty() {
+                            "{}".into()
+                        } else {
+                            input
+                        },
+                    },
+                }),
+            }
+        }
+        Turn {
             message: Message {
                 role: "assistant".into(),
                 content: (!text.is_empty()).then(|| text.join("\n")),
                 tool_calls,
                 tool_call_id: None,
             },
-            tokens,
-        })
+            tokens: self.tokens,
+        }
     }
 }
 
@@ -563,6 +891,19 @@ impl Provider {
         match self {
             Provider::OpenAi(model) => model.complete(messages, tools).await,
             Provider::Anthropic(model) => model.complete(messages, tools).await,
+        }
+    }
+
+    /// One completion, its words handed to `on_text` as they arrive.
+    pub async fn stream(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_text: OnText<'_>,
+    ) -> Result<Turn, LlmError> {
+        match self {
+            Provider::OpenAi(model) => model.stream(messages, tools, on_text).await,
+            Provider::Anthropic(model) => model.stream(messages, tools, on_text).await,
         }
     }
 }

@@ -245,6 +245,7 @@ async fn events(
                 crate::events::Event::Closed { .. } => "closed",
                 crate::events::Event::SignIn { .. } => "signin",
                 crate::events::Event::SignInEnded { .. } => "signinended",
+                crate::events::Event::Reply { .. } => "reply",
             };
             let data = serde_json::to_string(&event).unwrap_or_default();
             if yielder

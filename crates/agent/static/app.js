@@ -122,6 +122,43 @@ function say(role, text, html) {
   $("messages").scrollTop = $("messages").scrollHeight;
 }
 
+// The model's reply as it streams: one bubble, its HTML replaced by each `reply` event (the
+// desk renders and sanitises it, like every reply), then by the chat's final answer. The
+// number of updates each reply got is recorded for the browser test.
+let growing = null;
+let growingText = "";
+const replyUpdates = [];
+function growReply({ text, html }) {
+  if (!growing) {
+    growing = document.createElement("div");
+    growing.className = "msg agent rendered streaming";
+    $("messages").append(growing);
+    replyUpdates.push(0);
+  }
+  growing.innerHTML = html;
+  growingText = text;
+  replyUpdates[replyUpdates.length - 1] += 1;
+  document.body.dataset.replyUpdates = replyUpdates.join(",");
+  $("messages").scrollTop = $("messages").scrollHeight;
+}
+// The final answer completes the growing bubble; an answer that is not its continuation (the
+// person pressed Stop, or the desk gave up) is said apart, and the words so far stay.
+function finishReply(text, html) {
+  if (!growing) return say("agent", text, html);
+  growing.classList.remove("streaming");
+  const continues = text.startsWith(growingText.trim());
+  if (continues) {
+    if (html) growing.innerHTML = html; else growing.textContent = text;
+  }
+  growing = null;
+  if (!continues) say("agent", text, html);
+  $("messages").scrollTop = $("messages").scrollHeight;
+}
+function dropReply() {
+  if (growing) growing.remove();
+  growing = null;
+}
+
 async function greet() {
   try {
     const body = await (await fetch("/api/greeting")).json();
@@ -157,9 +194,10 @@ $("chat-form").onsubmit = async (event) => {
       body: JSON.stringify({ conversationId, message, orderId: selected ? selected.orderId : null }),
     });
     const body = await res.json();
-    if (res.ok) say("agent", body.reply, body.html);
-    else say("error", body.message || res.statusText);
+    if (res.ok) finishReply(body.reply, body.html);
+    else { dropReply(); say("error", body.message || res.statusText); }
   } catch (e) {
+    dropReply();
     say("error", "The agent is not reachable: " + e.message);
   } finally {
     $("chat-input").disabled = $("chat-send").disabled = false;
@@ -180,6 +218,7 @@ function connectEvents() {
   const source = new EventSource("/api/events?conversationId=" + conversationId);
   source.addEventListener("hello", (e) => { secret = JSON.parse(e.data).secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; });
   source.addEventListener("progress", (e) => setProgress(JSON.parse(e.data).percent));
+  source.addEventListener("reply", (e) => growReply(JSON.parse(e.data)));
   source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data), "Confirm"));
   source.addEventListener("sampling", (e) => ask(JSON.parse(e.data), "Let the model answer this?"));
   source.addEventListener("closed", (e) => closed(JSON.parse(e.data).id));

@@ -5,4 +5,5 @@ mod common;
 mod model;
 mod odd_replies;
 mod real_model;
+mod streaming;
 mod web;

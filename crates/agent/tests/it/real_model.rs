@@ -5,6 +5,8 @@
 //! arguments parse, the MCP call the desk makes for it (the order service's confirmation), and a
 //! final turn of words. Greedy decoding (temperature 0) keeps each run's choices the same.
 #![allow(clippy::unwrap_used)]
+// The timings are this test's report: scripts/real-model prints them.
+#![allow(clippy::print_stdout)]
 
 use std::time::{Duration, Instant};
 
