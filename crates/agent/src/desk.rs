@@ -40,6 +40,9 @@ pub struct DeskConfig {
     pub model: Option<crate::llm::Provider>,
     /// Tokens one conversation may spend with the model.
     pub token_budget: u64,
+    /// The model's context, in tokens: what is sent (the rules, the tools, the conversation)
+    /// and the reply's `max_tokens` must fit in it, so the oldest turns are left out first.
+    pub context_tokens: u32,
     /// The knowledge base; `None` runs without it.
     pub knowledge: Option<Knowledge>,
     /// Where the authorization server sends the browser back to (the desk's
@@ -95,6 +98,7 @@ impl Default for DeskConfig {
             agent_id: "support-agent".into(),
             model: None,
             token_budget: 20_000,
+            context_tokens: 8192,
             knowledge: None,
             sign_in_callback: None,
             token_file: None,
@@ -386,6 +390,8 @@ pub struct Desk {
     events: Arc<Events>,
     config: DeskConfig,
     memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
+    /// Conversations told that their oldest turns no longer fit the model's context.
+    trimmed: Mutex<std::collections::HashSet<String>>,
     spent: Mutex<HashMap<String, u64>>,
     /// The stop button of each conversation's message in flight.
     running: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
@@ -522,6 +528,7 @@ impl Desk {
             events,
             config,
             memory: Mutex::new(HashMap::new()),
+            trimmed: Mutex::new(std::collections::HashSet::new()),
             spent: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
@@ -632,11 +639,15 @@ impl Desk {
             return "I can only help with orders and deliveries. Please contact support directly for anything else.".into();
         }
         if let Some(model) = self.config.model.clone() {
-            let reply = self
+            let (reply, note) = self
                 .model_chat(&model, conversation, message, order_id)
                 .await;
+            // The model reads its own answers back, not the desk's notes to the person.
             self.remember(conversation, message, &reply);
-            return reply;
+            return match note {
+                Some(note) => format!("{reply}\n\n{note}"),
+                None => reply,
+            };
         }
         let reply = match rules::plan(message, order_id) {
             Plan::Say(text) => text,
@@ -668,15 +679,16 @@ impl Desk {
     }
 
     /// The tool-calling loop: the model sees the order service's tools, calls them through the
-    /// host (questions and progress reach the person as events), and answers in words.
+    /// host (questions and progress reach the person as events), and answers in words. Returns
+    /// the answer and, the first time this conversation no longer fits the model's context, a
+    /// note for the person.
     async fn model_chat(
         &self,
         model: &crate::llm::Provider,
         conversation: &str,
         message: &str,
         order_id: Option<&str>,
-    ) -> String {
-        use crate::llm::{LlmError, Message};
+    ) -> (String, Option<String>) {
         let spent = |this: &Self| {
             *this
                 .spent
@@ -692,14 +704,51 @@ impl Desk {
                 budget = self.config.token_budget,
                 "token budget spent"
             );
-            return "This conversation has reached its limit. Please start a new one.".into();
+            return (
+                "This conversation has reached its limit. Please start a new one.".into(),
+                None,
+            );
         }
         let host = match self.host.host().await {
             Ok(host) if host.connection("orders").is_ok() => host,
-            _ => return "Not connected to order-service. Is it running on port 8080?".into(),
+            _ => {
+                return (
+                    "Not connected to order-service. Is it running on port 8080?".into(),
+                    None,
+                );
+            }
         };
         let tools = self.model_tools(&host).await;
-        let mut messages = self.opening_messages(conversation, message, order_id);
+        let reserved = model.generation().max_tokens as usize
+            + estimated_tokens(&serde_json::to_string(&tools).unwrap_or_default());
+        let (messages, left_out) = self.opening_messages(conversation, message, order_id, reserved);
+        let note = (left_out > 0
+            && self
+                .trimmed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(conversation.to_owned()))
+        .then(|| {
+            tracing::info!(
+                conversation,
+                left_out,
+                "the oldest turns no longer fit the model's context"
+            );
+            crate::messages::context_trimmed(left_out)
+        });
+        let reply = self.model_loop(model, conversation, messages, &tools).await;
+        (reply, note)
+    }
+
+    /// Ask the model, make the tool calls it asks for, and ask again, until it answers in words.
+    async fn model_loop(
+        &self,
+        model: &crate::llm::Provider,
+        conversation: &str,
+        mut messages: Vec<crate::llm::Message>,
+        tools: &[crate::llm::ToolSpec],
+    ) -> String {
+        use crate::llm::{LlmError, Message};
         // The loop takes typed steps from a queue: asking the model, what the model said, what
         // a tool returned. Questions and progress travel as events to the person meanwhile, and
         // a stop drops the whole loop (`Desk::chat`).
@@ -716,7 +765,7 @@ impl Desk {
                     asked += 1;
                     let shown = StreamedReply::new(&self.events, conversation, &said);
                     match model
-                        .stream(&messages, &tools, &|piece| shown.push(piece))
+                        .stream(&messages, tools, &|piece| shown.push(piece))
                         .await
                     {
                         Ok(turn) => steps.push_back(Step::ModelOutput(turn)),
@@ -752,7 +801,7 @@ impl Desk {
                     }
                     messages.push(turn.message);
                     for call in calls {
-                        let text = match checked_call(&tools, &call) {
+                        let text = match checked_call(tools, &call) {
                             Ok(arguments) => match self
                                 .call_routed(conversation, &call.function.name, arguments)
                                 .await
@@ -828,30 +877,56 @@ impl Desk {
     }
 
     /// The conversation so far as the model reads it: the system rules, the remembered
-    /// turns, and the person's new message (naming the order on screen, if any).
+    /// turns, and the person's new message (naming the order on screen, if any). Turns that
+    /// would not fit the model's context (with the tools and the reply's tokens) are left out,
+    /// oldest first, and the rules say so; the count left out is returned.
     fn opening_messages(
         &self,
         conversation: &str,
         message: &str,
         order_id: Option<&str>,
-    ) -> Vec<crate::llm::Message> {
+        reserved: usize,
+    ) -> (Vec<crate::llm::Message>, usize) {
         use crate::llm::Message;
-        let mut messages = vec![Message::text("system", SYSTEM)];
-        {
-            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-            for (user, agent) in memory.get(conversation).into_iter().flatten() {
-                messages.push(Message::text("user", user.clone()));
-                messages.push(Message::text("assistant", agent.clone()));
-            }
-        }
         let user = match order_id {
             Some(order) => format!(
                 "{message}\n\n(The person is looking at order {order}; \"this order\" means it.)"
             ),
             None => message.to_owned(),
         };
+        let remembered: Vec<(String, String)> = self
+            .memory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(conversation)
+            .map(|turns| turns.iter().cloned().collect())
+            .unwrap_or_default();
+        let budget = (self.config.context_tokens as usize).saturating_sub(reserved);
+        let mut used =
+            estimated_tokens(SYSTEM) + estimated_tokens(TRIMMED_NOTE) + estimated_tokens(&user);
+        // Newest first, while they fit.
+        let mut kept = 0;
+        for (asked, answered) in remembered.iter().rev() {
+            let cost = estimated_tokens(asked) + estimated_tokens(answered);
+            if used + cost > budget {
+                break;
+            }
+            used += cost;
+            kept += 1;
+        }
+        let left_out = remembered.len() - kept;
+        let system = if left_out > 0 {
+            format!("{SYSTEM}\n\n{TRIMMED_NOTE}")
+        } else {
+            SYSTEM.to_owned()
+        };
+        let mut messages = vec![Message::text("system", system)];
+        for (asked, answered) in &remembered[left_out..] {
+            messages.push(Message::text("user", asked.clone()));
+            messages.push(Message::text("assistant", answered.clone()));
+        }
         messages.push(Message::text("user", user));
-        messages
+        (messages, left_out)
     }
 
     /// Read every note of the current (or archived) knowledge base.
@@ -1080,6 +1155,15 @@ impl<'a> StreamedReply<'a> {
             },
         );
     }
+}
+
+/// What the model reads when older turns were left out.
+const TRIMMED_NOTE: &str = "(The oldest turns of this conversation were left out to fit your context; if the person refers to them, ask.)";
+
+/// Tokens a text takes, estimated without the model's tokenizer: four bytes a token (about
+/// right for English and JSON), and a few for the message around it.
+fn estimated_tokens(text: &str) -> usize {
+    text.len().div_ceil(4) + 4
 }
 
 /// What the person reads when the model answers with neither words nor tool calls.

@@ -882,6 +882,14 @@ impl Provider {
         (&endpoint.base_url, &endpoint.model)
     }
 
+    /// How much each reply may write and how freely.
+    pub fn generation(&self) -> Generation {
+        match self {
+            Provider::OpenAi(model) => model.endpoint.generation,
+            Provider::Anthropic(model) => model.endpoint.generation,
+        }
+    }
+
     /// One completion.
     pub async fn complete(
         &self,

@@ -58,6 +58,19 @@ pub fn refund_email(name: &str, order_id: &str, total: &str, reason: &str) -> St
     )
 }
 
+/// Told once a conversation: its oldest turns no longer fit the model's context.
+pub fn context_trimmed(left_out: usize) -> String {
+    let turns = if left_out == 1 {
+        "message".to_owned()
+    } else {
+        format!("{left_out} messages")
+    };
+    format!(
+        "_(This conversation is now longer than the model can read at once: it no longer sees \
+         the oldest {turns}. Start a new conversation for a fresh topic.)_"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,6 +71,9 @@ struct DeskArgs {
     /// Tokens one conversation may spend with the model.
     #[arg(long, default_value_t = 20_000)]
     token_budget: u64,
+    /// The model's context in tokens: longer conversations are trimmed, oldest turn first.
+    #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(512..=10_000_000))]
+    context_tokens: u32,
     /// The filesystem MCP server that reads the notes in support-kb/ and support-kb-archive/
     /// (default: `npx -y @modelcontextprotocol/server-filesystem`).
     #[arg(long)]
@@ -195,6 +198,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         person_deadline: Duration::from_secs(args.answer_seconds),
         model,
         token_budget: args.token_budget,
+        context_tokens: args.context_tokens,
         knowledge,
         token_file: args.token_file.clone(),
         ..DeskConfig::default()

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent::desk::DeskConfig;
-use agent::llm::{OpenAiCompatible, Provider};
+use agent::llm::{Generation, OpenAiCompatible, Provider};
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
@@ -40,6 +40,20 @@ async fn completions(State(script): State<Shared>, Json(request): Json<Value>) -
 
 /// The demo with a model that answers `replies` in order; returns it and the script.
 async fn demo_answering(replies: Vec<Value>) -> (crate::common::Demo, Shared) {
+    demo_with_context(
+        replies,
+        DeskConfig::default().context_tokens,
+        Generation::default(),
+    )
+    .await
+}
+
+/// [`demo_answering`] with a model of this context and these reply settings.
+async fn demo_with_context(
+    replies: Vec<Value>,
+    context_tokens: u32,
+    generation: Generation,
+) -> (crate::common::Demo, Shared) {
     let script: Shared = Arc::new(Mutex::new(Script {
         replies: replies.into(),
         seen: Vec::new(),
@@ -50,10 +64,14 @@ async fn demo_answering(replies: Vec<Value>) -> (crate::common::Demo, Shared) {
         .route("/v1/chat/completions", post(completions))
         .with_state(script.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let model = OpenAiCompatible::new(&url, None, "fake", Duration::from_secs(10)).unwrap();
+    let model = OpenAiCompatible::new(&url, None, "fake", Duration::from_secs(10))
+        .unwrap()
+        .with_generation(generation);
     let desk = DeskConfig {
         protocol: Some(Revision::V2026_07_28),
         model: Some(Provider::OpenAi(model)),
+        context_tokens,
+        token_budget: 1_000_000,
         ..DeskConfig::default()
     };
     let demo = crate::common::start(
@@ -191,4 +209,57 @@ async fn a_model_that_repeats_itself_is_not_echoed_twice() {
     .await;
     let reply = crate::common::chat(&demo.url, "c1", "Where is ORD-10001?").await;
     assert_eq!(reply, "Checking.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_longer_than_the_context_loses_its_oldest_turns_and_says_so_once() {
+    // About 1,000 tokens a question; a 3,500-token context with the tools and a 256-token
+    // reply leaves room for the new question and one earlier turn.
+    let question = |i: usize| format!("Question {i}: {}", "tell me more ".repeat(300));
+    let replies = (0..4).map(|i| words(&format!("answer {i}"))).collect();
+    let generation = Generation {
+        max_tokens: 256,
+        temperature: None,
+    };
+    let (demo, script) = demo_with_context(replies, 3500, generation).await;
+    let mut said = Vec::new();
+    for i in 0..4 {
+        said.push(crate::common::chat(&demo.url, "long", &question(i)).await);
+    }
+    let script = script.lock().unwrap();
+    let users = |request: &Value| -> Vec<String> {
+        request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap()[..11].to_owned())
+            .collect()
+    };
+    assert_eq!(users(&script.seen[0]), ["Question 0:"]);
+    assert_eq!(users(&script.seen[1]), ["Question 0:", "Question 1:"]);
+    // From the third question on, only the turn before it is sent, and the model is told.
+    assert_eq!(users(&script.seen[2]), ["Question 1:", "Question 2:"]);
+    assert_eq!(users(&script.seen[3]), ["Question 2:", "Question 3:"]);
+    let system = script.seen[3]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("oldest turns of this conversation were left out"),
+        "{system}"
+    );
+    assert!(
+        !script.seen[1]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("left out")
+    );
+    // The person is told once, the first time.
+    assert_eq!(said[0], "answer 0");
+    assert_eq!(said[1], "answer 1");
+    assert!(
+        said[2].starts_with("answer 2\n\n(This conversation is now longer"),
+        "{}",
+        said[2]
+    );
+    assert!(said[2].contains("the oldest message."), "{}", said[2]);
+    assert_eq!(said[3], "answer 3");
 }
