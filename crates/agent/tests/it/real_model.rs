@@ -276,3 +276,126 @@ async fn openai_a_real_model_answers_a_greeting_in_words() {
 async fn anthropic_a_real_model_answers_a_greeting_in_words() {
     a_chat_turn_ends_in_words(true).await;
 }
+
+/// Answers a server's sampling request with the real model, as the desk does once the person
+/// has approved (the approval itself is tested against the scripted fake).
+struct RealModelHost {
+    model: Provider,
+    asked: Mutex<Vec<String>>,
+}
+
+impl backchannel_host::HostHandler for RealModelHost {
+    async fn sample(
+        &self,
+        _connection: &str,
+        question: backchannel_host::SamplingQuestion,
+        _caller: Option<rmcp::model::ProgressToken>,
+    ) -> Result<backchannel_host::SamplingAnswer, rmcp::ErrorData> {
+        use agent::llm::Message;
+        let mut messages = Vec::new();
+        if let Some(system) = &question.system_prompt {
+            messages.push(Message::text("system", system.clone()));
+        }
+        for turn in &question.messages {
+            let role = if turn.assistant { "assistant" } else { "user" };
+            messages.push(Message::text(role, turn.text.clone()));
+        }
+        self.asked
+            .lock()
+            .unwrap()
+            .extend(question.messages.iter().map(|t| t.text.clone()));
+        let turn = self
+            .model
+            .complete(&messages, &[])
+            .await
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        Ok(backchannel_host::SamplingAnswer {
+            text: turn.message.content.unwrap_or_default(),
+            model: "smollm2".into(),
+        })
+    }
+}
+
+/// The Movie Database's review summary borrows the client's model (sampling), answered by the
+/// real model on each provider: the summary is the model's words or, when its reply cannot be
+/// used, the server's own, and the answer names which (`source`). Either is a pass; the shape is
+/// what is checked.
+async fn a_summary_borrows_the_real_model(anthropic: bool) {
+    use backchannel_host::{CallContext, Host, HostConfig};
+    let label = if anthropic { "anthropic" } else { "openai" };
+    let stop = tokio_util::sync::CancellationToken::new();
+    let movies = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let movies_url = format!("http://{}/mcp", movies.local_addr().unwrap());
+    let config = moviedb::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { moviedb::app::serve_http(movies, &config, stop).await }
+    });
+    let sent = Sent::default();
+    let handler = Arc::new(RealModelHost {
+        model: provider(recorded(sent.clone()).await, anthropic),
+        asked: Mutex::new(Vec::new()),
+    });
+    let config = HostConfig::from_toml(&format!(
+        "[connections.movies]\ntransport = \"http\"\nurl = \"{movies_url}\"\n\
+         capabilities = {{ sampling = true }}\n"
+    ))
+    .unwrap();
+    let host = Host::open(&config, handler.clone()).await.unwrap();
+    let started = Instant::now();
+    let result = host
+        .connection("movies")
+        .unwrap()
+        .call_tool(
+            "summarizeMovieReviews",
+            serde_json::json!({"movieId": "1"}).as_object().cloned(),
+            &CallContext::new(),
+        )
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let summary = result.structured_content.clone().unwrap();
+    let source = summary["source"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        ["CLIENT_MODEL", "SERVER"].contains(&source.as_str()),
+        "the summary names its writer: {summary}"
+    );
+    assert!(
+        !summary["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .is_empty(),
+        "{summary}"
+    );
+    let asked = handler.asked.lock().unwrap().clone();
+    assert!(
+        asked.iter().any(|text| text.contains("review")),
+        "moviedb asked the model about the reviews: {asked:?}"
+    );
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "one sampling request, no tools offered");
+    assert!(offered(&sent[0]).is_empty());
+    host.close().await;
+    stop.cancel();
+    println!(
+        "real-model {label}: a review summary through sampling by {source}, {} ms",
+        took.as_millis()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real model server: scripts/real-model"]
+async fn openai_a_review_summary_borrows_the_real_model() {
+    a_summary_borrows_the_real_model(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real model server: scripts/real-model"]
+async fn anthropic_a_review_summary_borrows_the_real_model() {
+    a_summary_borrows_the_real_model(true).await;
+}
