@@ -3,7 +3,7 @@
 //! server and sets `REAL_MODEL_URL`; ignored otherwise. A real model's words are never
 //! asserted, only the shapes of what it does: a tool call whose name was offered and whose
 //! arguments parse, the MCP call the desk makes for it (the order service answers it), and a
-//! final turn of words. Greedy decoding (temperature 0) keeps each run's choices the same.
+//! final turn of words; and Stop ending the real generation (the server's slots go idle).
 #![allow(clippy::unwrap_used)]
 // The timings are this test's report: scripts/real-model prints them.
 #![allow(clippy::print_stdout)]
@@ -76,27 +76,39 @@ async fn recorded(sent: Sent) -> String {
 }
 
 fn provider(url: String, anthropic: bool) -> Provider {
+    provider_with(url, anthropic, GENERATION)
+}
+
+fn provider_with(url: String, anthropic: bool, generation: Generation) -> Provider {
     let timeout = Duration::from_secs(60);
     if anthropic {
         Provider::Anthropic(
             AnthropicMessages::new(url, None, "smollm2", timeout)
                 .unwrap()
-                .with_generation(GENERATION),
+                .with_generation(generation),
         )
     } else {
         Provider::OpenAi(
             OpenAiCompatible::new(format!("{url}/v1"), None, "smollm2", timeout)
                 .unwrap()
-                .with_generation(GENERATION),
+                .with_generation(generation),
         )
     }
 }
 
 async fn demo(anthropic: bool) -> (Demo, Sent) {
+    demo_with(anthropic, GENERATION).await
+}
+
+async fn demo_with(anthropic: bool, generation: Generation) -> (Demo, Sent) {
     let sent = Sent::default();
     let desk = DeskConfig {
         protocol: Some(Revision::V2026_07_28),
-        model: Some(provider(recorded(sent.clone()).await, anthropic)),
+        model: Some(provider_with(
+            recorded(sent.clone()).await,
+            anthropic,
+            generation,
+        )),
         token_budget: 1_000_000,
         ..DeskConfig::default()
     };
@@ -398,4 +410,76 @@ async fn openai_a_review_summary_borrows_the_real_model() {
 #[ignore = "needs a real model server: scripts/real-model"]
 async fn anthropic_a_review_summary_borrows_the_real_model() {
     a_summary_borrows_the_real_model(true).await;
+}
+
+/// Whether the real server is generating for any request now (`/slots`).
+async fn generating() -> bool {
+    let slots: Value = reqwest::get(format!("{}/slots", server()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    slots
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|slot| slot["is_processing"] == true)
+}
+
+/// Stop during a long reply: the desk drops the model's request and the real server stops
+/// generating (its slots go idle) well before the reply's 600 tokens are written.
+async fn stop_ends_the_real_generation(anthropic: bool) {
+    let label = if anthropic { "anthropic" } else { "openai" };
+    let long = Generation {
+        max_tokens: 600,
+        temperature: Some(0.0),
+    };
+    let (demo, _) = demo_with(anthropic, long).await;
+    let (mut events, secret) = Events::open(&demo, "long").await;
+    let reply = tokio::spawn({
+        let url = demo.url.clone();
+        async move { crate::common::chat(&url, "long", "Write a very long story about the sea.").await }
+    });
+    let first = events.next_of("reply").await;
+    assert!(!first["text"].as_str().unwrap().is_empty());
+    assert!(generating().await, "the server is writing the reply");
+    let stopped = Instant::now();
+    let status = reqwest::Client::new()
+        .post(format!("{}api/chat/stop", demo.url))
+        .json(&serde_json::json!({"conversationId": "long", "secret": secret}))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(status.is_success(), "{status}");
+    assert_eq!(reply.await.unwrap(), agent::desk::STOPPED);
+    while generating().await {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(5),
+            "the server was still generating 5 s after Stop"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let idle = stopped.elapsed();
+    assert!(
+        idle < Duration::from_secs(1),
+        "generation ended {idle:?} after Stop"
+    );
+    println!(
+        "real-model {label}: Stop during a reply, the server idle {} ms later",
+        idle.as_millis()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real model server: scripts/real-model"]
+async fn openai_stop_ends_the_real_generation() {
+    stop_ends_the_real_generation(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real model server: scripts/real-model"]
+async fn anthropic_stop_ends_the_real_generation() {
+    stop_ends_the_real_generation(true).await;
 }
