@@ -310,3 +310,75 @@ async fn stop_drops_the_model_request_while_it_writes() {
         "dropped {after:?} after Stop"
     );
 }
+
+/// The terminal: each write kept apart, so a reply printed as it came shows as several writes.
+#[derive(Clone, Default)]
+struct Terminal(Arc<Mutex<Vec<String>>>);
+
+impl std::io::Write for Terminal {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(buf).into_owned());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminal_prints_the_reply_as_it_comes_and_once() {
+    let fake = Shared::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(openai))
+        .with_state(fake.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let stop = tokio_util::sync::CancellationToken::new();
+    let orders = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", orders.local_addr().unwrap());
+    let config = crate::common::orders_in_memory(Duration::ZERO);
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(orders, &config, shutdown).await });
+    let model = OpenAiCompatible::new(base, None, "fake", Duration::from_secs(30)).unwrap();
+    let desk = agent::desk::Desk::start(DeskConfig {
+        orders_url,
+        protocol: Some(Revision::V2026_07_28),
+        model: Some(Provider::OpenAi(model)),
+        ..DeskConfig::default()
+    })
+    .await
+    .unwrap();
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let terminal = Terminal::default();
+    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, terminal.clone()));
+    lines.send("Where is ORD-10001?".into()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !terminal.0.lock().unwrap().concat().contains("with DHL.\n") {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}",
+            terminal.0.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+    let writes = terminal.0.lock().unwrap().clone();
+    let all = writes.concat();
+    let reply = "ORD-10001 is on its way with DHL.";
+    assert_eq!(all.matches("Agent: ").count(), 1, "{all}");
+    assert_eq!(all.matches("with DHL.").count(), 1, "printed once: {all}");
+    assert!(all.contains(&format!("Agent: {reply}\n")), "{all}");
+    let pieces = writes
+        .iter()
+        .filter(|w| {
+            reply.contains(w.trim_start_matches("\rAgent: ").trim_end()) && !w.trim().is_empty()
+        })
+        .count();
+    assert!(pieces >= 2, "the reply came in pieces: {writes:?}");
+}
