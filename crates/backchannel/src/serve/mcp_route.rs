@@ -2,6 +2,8 @@
 //! time limit and checked ([`super::jsonrpc`]), and the 2025-11-25 session rules rmcp does not
 //! keep itself: a cap on open sessions, each session usable only by the principal that opened
 //! it, one request per id in flight per session, and 404 for a session that does not exist.
+//! Plain 2026-07-28 requests then go to the fast path (`stateless`), plain messages to an open
+//! 2025-11-25 session to `session_post`, both from the body parsed here; the rest to rmcp.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -14,6 +16,7 @@ use axum::extract::Request;
 use axum::response::Response;
 
 use super::jsonrpc::{self, Message};
+use super::session_post::SessionPost;
 use super::stateless::FastPath;
 
 /// Who is calling, as established by the application's own authentication (a bearer token,
@@ -42,6 +45,8 @@ pub(super) struct Gate {
     in_flight: Arc<Mutex<HashSet<(String, String)>>>,
     /// Serves 2026-07-28 requests without rmcp's per-request machinery (see `stateless`).
     fast: Option<Arc<dyn FastPath>>,
+    /// Serves messages to open 2025-11-25 sessions from the parsed body (see `session_post`).
+    session_post: SessionPost,
 }
 
 impl Gate {
@@ -49,9 +54,14 @@ impl Gate {
         sessions: Arc<LeanSessions>,
         options: &super::HttpOptions,
         fast: Option<Arc<dyn FastPath>>,
+        shutdown: tokio_util::sync::CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Self {
             fast,
+            session_post: SessionPost {
+                keep_alive: options.sse_keep_alive,
+                shutdown,
+            },
             sessions,
             max_sessions: options.max_sessions,
             max_body_bytes: options.max_body_bytes,
@@ -289,12 +299,16 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
             );
         }
     };
-    if let (None, Message::Request { .. }, Some(fast)) = (&session, &message, &gate.fast) {
-        match fast.serve(parts, value) {
+    let value = match (&session, &message, &gate.fast) {
+        (None, Message::Request { .. }, Some(fast)) => match fast.serve(parts, value) {
             Ok(reply) => return reply.await,
-            Err(back) => parts = *back,
-        }
-    }
+            Err(back) => {
+                parts = *back;
+                None
+            }
+        },
+        _ => Some(value),
+    };
     if let (None, Message::Request { method, id }) = (&session, &message)
         && method == "initialize"
         && gate.sessions.len() >= gate.max_sessions
@@ -327,9 +341,24 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     }
     let opening = session.is_none();
     detach(&mut parts);
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    let served_here = match (&session, value) {
+        (Some(session), Some(value)) if gate.sessions.contains(session) => gate
+            .session_post
+            .message(&parts.headers, value)
+            .map(|typed| (session.clone(), typed)),
+        _ => None,
+    };
+    let response = match served_here {
+        Some((session, typed)) => {
+            gate.session_post
+                .serve(&gate.sessions, &session, typed, parts)
+                .await
+        }
+        None => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    };
     if opening
         && let Some(id) = response
             .headers()

@@ -8,6 +8,7 @@ pub mod jsonrpc;
 mod listener;
 mod mcp_route;
 mod session_manager;
+mod session_post;
 mod sign_in;
 mod standard_headers;
 mod stateless;
@@ -154,7 +155,7 @@ where
     let sessions = Arc::new(session_manager::LeanSessions::new(config.sse_retry));
     let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
     let endpoint = mcp_route::Endpoint {
-        gate: mcp_route::Gate::new(sessions, options, fast),
+        gate: mcp_route::Gate::new(sessions, options, fast, shutdown.clone()),
         rmcp: Arc::new(service),
     };
     axum::Router::new().nest_service("/mcp", endpoint)

@@ -194,7 +194,7 @@ fn stateless_version(headers: &HeaderMap) -> Option<ProtocolVersion> {
 
 /// `Accept` names both media types, with no parameters (anything fancier goes to rmcp,
 /// which reads quality values).
-fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(http::header::ACCEPT) {
         let Ok(value) = value.to_str() else {
@@ -212,7 +212,7 @@ fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     json && sse
 }
 
-fn sends_json(headers: &HeaderMap) -> bool {
+pub(super) fn sends_json(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(http::header::CONTENT_TYPE).iter();
     let Some(Ok(value)) = values.next().map(|value| value.to_str()) else {
         return false;
