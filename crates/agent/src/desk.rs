@@ -218,14 +218,7 @@ impl HostHandler for DeskHandler {
                 None,
             ));
         };
-        let mut messages = Vec::new();
-        if let Some(system) = &question.system_prompt {
-            messages.push(Message::text("system", system.clone()));
-        }
-        for turn in &question.messages {
-            let role = if turn.assistant { "assistant" } else { "user" };
-            messages.push(Message::text(role, turn.text.clone()));
-        }
+        let messages = Message::sampled(&question);
         let shown: Vec<&str> = question.messages.iter().map(|t| t.text.as_str()).collect();
         let ask = format!("{connection} asks the model: {}", shown.join(" / "));
         match self

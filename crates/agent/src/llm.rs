@@ -31,6 +31,19 @@ impl Message {
         }
     }
 
+    /// A server's sampling request as a conversation: its system prompt, then its turns.
+    pub fn sampled(question: &backchannel_host::SamplingQuestion) -> Vec<Message> {
+        let system = question
+            .system_prompt
+            .iter()
+            .map(|system| Message::text("system", system.clone()));
+        let turns = question.messages.iter().map(|turn| {
+            let role = if turn.assistant { "assistant" } else { "user" };
+            Message::text(role, turn.text.clone())
+        });
+        system.chain(turns).collect()
+    }
+
     /// The result of a tool call.
     pub fn tool_result(call_id: &str, content: impl Into<String>) -> Self {
         Self {
@@ -353,7 +366,7 @@ impl OpenAiCompatible {
         tools: &[ToolSpec],
     ) -> Result<Turn, LlmError> {
         let response = Endpoint::send(self.request(messages, tools, false)).await?;
-        openai_answer(response.json().await?)
+        openai_answer(&response.bytes().await?)
     }
 
     /// One completion, streamed: `on_text` gets each piece of the reply's words as it comes.
@@ -367,7 +380,7 @@ impl OpenAiCompatible {
     ) -> Result<Turn, LlmError> {
         let response = Endpoint::send(self.request(messages, tools, true)).await?;
         if !is_event_stream(&response) {
-            return openai_answer(response.json().await?);
+            return openai_answer(&response.bytes().await?);
         }
         let mut turn = OpenAiStream::default();
         each_event(response, |data| turn.take(data, on_text)).await?;
@@ -402,7 +415,7 @@ impl OpenAiCompatible {
 }
 
 /// A whole chat-completions answer.
-fn openai_answer(answer: Value) -> Result<Turn, LlmError> {
+fn openai_answer(answer: &[u8]) -> Result<Turn, LlmError> {
     #[derive(Deserialize)]
     struct Answer {
         choices: Vec<Choice>,
@@ -419,7 +432,7 @@ fn openai_answer(answer: Value) -> Result<Turn, LlmError> {
         total_tokens: u64,
     }
     let answer: Answer =
-        serde_json::from_value(answer).map_err(|e| LlmError::Unreadable(e.to_string()))?;
+        serde_json::from_slice(answer).map_err(|e| LlmError::Unreadable(e.to_string()))?;
     let message = answer
         .choices
         .into_iter()

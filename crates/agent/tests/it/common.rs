@@ -34,6 +34,14 @@ pub fn orders_in_memory(carrier_latency: Duration) -> orders::app::Config {
     }
 }
 
+/// Serve `app` (a scripted fake) on a free loopback port; its base URL, `http://ADDR`.
+pub async fn serve_fake(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
 /// Start the demo on free ports; returns once the web UI listens.
 pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
     let stop = CancellationToken::new();

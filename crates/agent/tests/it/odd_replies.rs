@@ -58,12 +58,10 @@ async fn demo_with_context(
         replies: replies.into(),
         seen: Vec::new(),
     }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let app = axum::Router::new()
         .route("/v1/chat/completions", post(completions))
         .with_state(script.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = format!("{}/v1", crate::common::serve_fake(app).await);
     let model = OpenAiCompatible::new(&url, None, "fake", Duration::from_secs(10))
         .unwrap()
         .with_generation(generation);

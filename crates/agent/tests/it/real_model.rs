@@ -66,13 +66,10 @@ async fn pass_through(
 
 /// The real server behind a recording pass-through on port 0; its base URL.
 async fn recorded(sent: Sent) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let app = axum::Router::new()
         .route("/{*path}", axum::routing::post(pass_through))
         .with_state((server(), sent));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    crate::common::serve_fake(app).await
 }
 
 fn provider(url: String, anthropic: bool) -> Provider {
@@ -303,15 +300,7 @@ impl backchannel_host::HostHandler for RealModelHost {
         question: backchannel_host::SamplingQuestion,
         _caller: Option<rmcp::model::ProgressToken>,
     ) -> Result<backchannel_host::SamplingAnswer, rmcp::ErrorData> {
-        use agent::llm::Message;
-        let mut messages = Vec::new();
-        if let Some(system) = &question.system_prompt {
-            messages.push(Message::text("system", system.clone()));
-        }
-        for turn in &question.messages {
-            let role = if turn.assistant { "assistant" } else { "user" };
-            messages.push(Message::text(role, turn.text.clone()));
-        }
+        let messages = agent::llm::Message::sampled(&question);
         self.asked
             .lock()
             .unwrap()

@@ -26,7 +26,15 @@ struct Fake {
     dropped: Option<Instant>,
 }
 
-type Shared = Arc<Mutex<Fake>>;
+/// The fake's record, and a bell rung when a connection is dropped.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Fake>>, Arc<tokio::sync::Notify>);
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Fake> {
+        self.0.lock().unwrap()
+    }
+}
 
 /// Sets `dropped` when the response body is dropped before it was read to its end.
 struct DropWatch {
@@ -44,7 +52,8 @@ impl DropWatch {
 impl Drop for DropWatch {
     fn drop(&mut self) {
         if !self.finished {
-            self.fake.lock().unwrap().dropped = Some(Instant::now());
+            self.fake.lock().dropped = Some(Instant::now());
+            self.fake.1.notify_waiters();
         }
     }
 }
@@ -85,7 +94,7 @@ fn chunk(delta: Value) -> String {
 /// OpenAI: a user turn gets `get_order` called in three pieces; a tool result gets words in
 /// pieces; "write forever" gets words for a long time (until the request is dropped).
 async fn openai(State(fake): State<Shared>, Json(request): Json<Value>) -> Response {
-    fake.lock().unwrap().requests.push(request.clone());
+    fake.lock().requests.push(request.clone());
     assert_eq!(request["stream"], true, "the desk asks for a stream");
     let last = request["messages"].as_array().unwrap().last().unwrap();
     let pause = Duration::from_millis(60);
@@ -128,7 +137,7 @@ async fn openai(State(fake): State<Shared>, Json(request): Json<Value>) -> Respo
 /// Anthropic: a user turn gets words and a `tool_use` of get_order whose input comes in two
 /// pieces; a tool result gets words in pieces.
 async fn anthropic(State(fake): State<Shared>, Json(request): Json<Value>) -> Response {
-    fake.lock().unwrap().requests.push(request.clone());
+    fake.lock().requests.push(request.clone());
     assert_eq!(request["stream"], true, "the desk asks for a stream");
     let last = request["messages"].as_array().unwrap().last().unwrap();
     let answered = last["content"][0]["type"] == "tool_result";
@@ -164,13 +173,11 @@ async fn anthropic(State(fake): State<Shared>, Json(request): Json<Value>) -> Re
 
 async fn demo(anthropic_api: bool) -> (Demo, Shared) {
     let fake = Shared::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let app = axum::Router::new()
         .route("/v1/chat/completions", post(openai))
         .route("/v1/messages", post(anthropic))
         .with_state(fake.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let base = crate::common::serve_fake(app).await;
     let timeout = Duration::from_secs(30);
     let model = if anthropic_api {
         Provider::Anthropic(AnthropicMessages::new(base, None, "fake", timeout).unwrap())
@@ -234,7 +241,7 @@ async fn openai_words_stream_to_the_page_and_a_tool_call_in_pieces_is_made() {
     let (reply, grown) = chat_watching(&demo, "Where is ORD-10001?").await;
     assert_eq!(reply, "ORD-10001 is on its way with DHL.");
     assert_grows(&grown, &reply);
-    let fake = fake.lock().unwrap();
+    let fake = fake.lock();
     assert_eq!(fake.requests.len(), 2);
     assert_eq!(fake.requests[0]["stream_options"]["include_usage"], true);
     let answer = fake.requests[1]["messages"]
@@ -257,7 +264,7 @@ async fn anthropic_words_stream_and_a_tool_use_in_pieces_is_made() {
     let (reply, grown) = chat_watching(&demo, "Where is ORD-10001?").await;
     assert_eq!(reply, "Looking it up.\n\nIt is on its way.");
     assert_grows(&grown, &reply);
-    let fake = fake.lock().unwrap();
+    let fake = fake.lock();
     assert_eq!(fake.requests.len(), 2);
     let result = &fake.requests[1]["messages"]
         .as_array()
@@ -295,14 +302,13 @@ async fn stop_drops_the_model_request_while_it_writes() {
     // The fake saw its connection dropped, well before its 400 words (24 s) were written.
     let deadline = Instant::now() + Duration::from_secs(5);
     let dropped = loop {
-        if let Some(at) = fake.lock().unwrap().dropped {
+        let rung = fake.1.notified();
+        if let Some(at) = fake.lock().dropped {
             break at;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the model's request was not dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::timeout_at(deadline.into(), rung)
+            .await
+            .expect("the model's request was not dropped");
     };
     let after = dropped.saturating_duration_since(stopped_at);
     assert!(
@@ -311,9 +317,10 @@ async fn stop_drops_the_model_request_while_it_writes() {
     );
 }
 
-/// The terminal: each write kept apart, so a reply printed as it came shows as several writes.
+/// The terminal: each write kept apart, so a reply printed as it came shows as several writes;
+/// a bell rung on every write.
 #[derive(Clone, Default)]
-struct Terminal(Arc<Mutex<Vec<String>>>);
+struct Terminal(Arc<Mutex<Vec<String>>>, Arc<tokio::sync::Notify>);
 
 impl std::io::Write for Terminal {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -321,6 +328,7 @@ impl std::io::Write for Terminal {
             .lock()
             .unwrap()
             .push(String::from_utf8_lossy(buf).into_owned());
+        self.1.notify_waiters();
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -331,12 +339,10 @@ impl std::io::Write for Terminal {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_terminal_prints_the_reply_as_it_comes_and_once() {
     let fake = Shared::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/v1", listener.local_addr().unwrap());
     let app = axum::Router::new()
         .route("/v1/chat/completions", post(openai))
         .with_state(fake.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let base = format!("{}/v1", crate::common::serve_fake(app).await);
     let stop = tokio_util::sync::CancellationToken::new();
     let orders = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let orders_url = format!("http://{}/mcp", orders.local_addr().unwrap());
@@ -357,13 +363,17 @@ async fn the_terminal_prints_the_reply_as_it_comes_and_once() {
     let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, terminal.clone()));
     lines.send("Where is ORD-10001?".into()).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !terminal.0.lock().unwrap().concat().contains("with DHL.\n") {
-        assert!(
-            Instant::now() < deadline,
-            "{:?}",
-            terminal.0.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    loop {
+        let written = terminal.1.notified();
+        if terminal.0.lock().unwrap().concat().contains("with DHL.\n") {
+            break;
+        }
+        if tokio::time::timeout_at(deadline.into(), written)
+            .await
+            .is_err()
+        {
+            panic!("{:?}", terminal.0.lock().unwrap());
+        }
     }
     lines.send("quit".into()).await.unwrap();
     cli.await.unwrap().unwrap();
