@@ -28,6 +28,7 @@ import urllib.request
 
 import bench_cluster
 import bench_sessions
+import kit
 
 BODY = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -47,12 +48,6 @@ HEADERS = {
     "Mcp-Method": "tools/call",
     "Mcp-Name": "get_order",
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def call_once(port):
@@ -111,10 +106,10 @@ def wait_for_sessions(proc, port, seconds=30):
     raise SystemExit("server never opened a session")
 
 
-def hold_2025(name, cmd, port, ids):
+def hold_2025(name, cmd, log, ids):
     """A fresh server holding one open 2025-11-25 confirmation per order (a session each, the
     `elicitation/create` unanswered): (held, RSS before MiB, RSS with them MiB)."""
-    proc, _ = start(cmd)
+    proc, port, _ = start(cmd, log)
     try:
         wait_for_sessions(proc, port)
         time.sleep(0.5)
@@ -196,12 +191,18 @@ def export_orders(port, path, extra_ids):
         json.dump(orders, f)
 
 
-def start(cmd):
-    env = dict(os.environ, TOKIO_WORKER_THREADS="1", RUST_LOG="warn")
+def start(cmd, log):
+    """`cmd` (told to listen on port 0) pinned to core 0 with one tokio worker, its output in
+    the file `log`: (proc, port, t0), once it says where it listens; t0 is when it was started."""
+    # Logs as shipped but for dependencies at WARN; the order service's start-up lines (where
+    # it listens) at INFO.
+    env = dict(os.environ, TOKIO_WORKER_THREADS="1", RUST_LOG="warn,orders::app=info")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(["taskset", "-c", "0", *cmd], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc, t0
+    try:
+        proc, port = kit.start_server(["taskset", "-c", "0", *cmd], log, env=env)
+    except kit.ServerFailed as failed:
+        raise SystemExit(str(failed)) from None
+    return proc, port, t0
 
 
 def first_answer(proc, t0, port):
@@ -296,8 +297,8 @@ def main():
                                "--max-connections", cap]
         # The peers' copy of the orders, and the bytes of our answer for the ceiling, from a
         # process of its own (so exporting the orders leaves nothing in the measured servers).
-        port = free_port()
-        proc, t0 = start([f"{args.target}/order-service", "serve", "--database", db, "--listen", f"127.0.0.1:{port}"])
+        proc, port, t0 = start([f"{args.target}/order-service", "serve", "--database", db, "--listen", "127.0.0.1:0"],
+                               f"{tmp}/export.log")
         try:
             first_answer(proc, t0, port)
             export_orders(port, orders_json, peer_ids)
@@ -309,15 +310,17 @@ def main():
         commands.insert(3, ("plain hyper, canned reply (ceiling)",
                             [f"{args.target}/examples/ceiling", "{port}", f"{tmp}/reply.json"], None))
 
-        def with_port(cmd, port):
+        def on_port_0(cmd):
             if "{port}" in cmd:
-                return [str(port) if part == "{port}" else part for part in cmd]
-            return [*cmd, "--listen", f"127.0.0.1:{port}"]
+                return ["0" if part == "{port}" else part for part in cmd]
+            return [*cmd, "--listen", "127.0.0.1:0"]
+
+        def log_of(name, load):
+            return f"{tmp}/{re.sub('[^a-z0-9]+', '-', name.lower())}-{load}.log"
 
         try:
             for name, cmd, ids in commands:
-                port = free_port()
-                proc, t0 = start(with_port(cmd, port))
+                proc, port, t0 = start(on_port_0(cmd), log_of(name, "calls"))
                 servers.append({"name": name, "proc": proc, "port": port, "ids": ids,
                                 "first_ms": first_answer(proc, t0, port), "runs": {1: [], 16: []}})
             time.sleep(1.0)
@@ -350,14 +353,12 @@ def main():
         held_2025, held_2026 = {}, {}
         for name, cmd in sessions.items():
             ids = extra[30000:30000 + holds] if name == ours_name else peer_ids
-            port = free_port()
-            held_2025[name] = hold_2025(name, with_port(cmd, port), port, ids)
+            held_2025[name] = hold_2025(name, on_port_0(cmd), log_of(name, "hold-2025"), ids)
         for name, cmd, ids in commands:
             # (The no-cache run shares our database, and holds nothing different.)
             if ids is None or name == "order-service, no order cache":
                 continue
-            port = free_port()
-            proc, t0 = start(with_port(cmd, port))
+            proc, port, t0 = start(on_port_0(cmd), log_of(name, "hold-2026"))
             try:
                 first_answer(proc, t0, port)
                 time.sleep(0.5)

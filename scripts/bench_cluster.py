@@ -10,13 +10,17 @@ order of its own (the benchmark adds cancellable orders to the database first).
 
 import argparse
 import asyncio
-import resource
 import json
 import os
+import re
+import resource
+import signal
 import socket
 import subprocess
 import tempfile
 import time
+
+import kit
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -24,12 +28,6 @@ META = {
     "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
 }
 EXTRA_ORDERS = 20000
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def call(name, arguments, extra=None):
@@ -153,6 +151,7 @@ def client_cpu():
 
 
 def wait_healthy(port, timeout=60):
+    """Wait until 127.0.0.1:`port` answers /healthz with 200 (kit.ServerFailed when the time is up)."""
     end = time.time() + timeout
     while time.time() < end:
         try:
@@ -163,7 +162,7 @@ def wait_healthy(port, timeout=60):
         except OSError:
             pass
         time.sleep(0.1)
-    raise SystemExit(f"port {port} did not become healthy")
+    raise kit.ServerFailed(f"port {port} did not become healthy")
 
 
 def add_orders(database, work, count=EXTRA_ORDERS):
@@ -190,25 +189,37 @@ def add_orders(database, work, count=EXTRA_ORDERS):
 
 def run_setup(label, binary, database, instances, keys, work, seconds):
     procs = []
+    daemons = []
     servers = ""
     try:
         for i in range(instances):
-            port = free_port()
-            log = open(os.path.join(work, f"{label}-{i}.log"), "w")
-            procs.append(subprocess.Popen(
-                [binary, "serve", "--listen", f"127.0.0.1:{port}", "--database", database,
+            proc, port = kit.start_server(
+                [binary, "serve", "--listen", "127.0.0.1:0", "--database", database,
                  "--state-keys", keys, "--carrier-latency-ms", "0"],
-                stdout=subprocess.DEVNULL, stderr=log, env=dict(os.environ, RUST_LOG="warn")))
+                os.path.join(work, f"{label}-{i}.log"), env=dict(os.environ, RUST_LOG="warn,orders::app=info"))
+            procs.append(proc)
             wait_healthy(port)
             servers += f"    server order-{i + 1} 127.0.0.1:{port} check\n"
-        balancer = free_port()
-        config = open("deploy/haproxy.cfg").read()
-        config = config.replace("@PORT@", str(balancer)).replace("@STATS@", str(free_port()))
-        config = config.replace("@SERVERS@\n", servers).replace("@ROUTES@\n", "")
-        cfg = os.path.join(work, f"{label}.cfg")
-        open(cfg, "w").write(config)
-        procs.append(subprocess.Popen(["haproxy", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_healthy(balancer)
+
+        def balancer_on(port):
+            """HAProxy on `port` (stats on the next one), as a daemon (it exits non-zero once it
+            cannot bind, and zero once it listens); PortTaken when either port is taken."""
+            config = open("deploy/haproxy.cfg").read()
+            config = config.replace("@PORT@", str(port)).replace("@STATS@", str(port + 1))
+            config = config.replace("@SERVERS@\n", servers).replace("@ROUTES@\n", "")
+            cfg = os.path.join(work, f"{label}.cfg")
+            open(cfg, "w").write(config)
+            pidfile = os.path.join(work, f"{label}-haproxy.pid")
+            done = subprocess.run(["haproxy", "-f", cfg, "-D", "-p", pidfile], capture_output=True, text=True)
+            if done.returncode != 0:
+                if re.search("cannot bind|Address already in use", done.stdout + done.stderr):
+                    raise kit.PortTaken()
+                raise kit.ServerFailed(f"haproxy exited with {done.returncode}:\n{done.stderr}")
+            daemons.append(int(open(pidfile).read().split()[0]))
+            wait_healthy(port)
+            return port
+
+        balancer = kit.on_a_port(balancer_on)
         orders = add_orders(database, work)
         asyncio.run(get_order_load(balancer, 1, 16))  # warm up
         cpu0 = client_cpu()
@@ -218,6 +229,8 @@ def run_setup(label, binary, database, instances, keys, work, seconds):
         flows, failed = asyncio.run(cancel_load(balancer, seconds, 16, orders))
         return rps, p50, p99, errors, client, flows, failed
     finally:
+        for pid in daemons:
+            os.kill(pid, signal.SIGKILL)
         for proc in procs:
             proc.kill()
             proc.wait()

@@ -1,7 +1,8 @@
 """The order service's two benchmark tools on the Python MCP SDK (mcp 2.3), for scripts/bench.
 
 python server.py PORT ORDERS_JSON [sessions] serves `get_order` and a confirmed `cancel_order`
-over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's own
+over Streamable HTTP on 127.0.0.1:PORT (0: a port of its own; it prints `listening on
+http://ADDR/mcp` once bound), from the orders in ORDERS_JSON (the order service's own
 seed, exported by the benchmark). The confirmation is the SDK's own idiom: a resolver returns
 `Elicit`, which becomes an `input_required` round on 2026-07-28 and an elicitation request on
 2025-11-25. Stateless and JSON by default; with `sessions`, 2025-11-25 sessions answered on SSE
@@ -63,11 +64,18 @@ def cancel_order(
 
 
 if __name__ == "__main__":
+    # `server.run` binds the port it is given and does not say which one it got, so the socket
+    # is bound here (port 0 allowed), announced, and handed to uvicorn with the app `run` would
+    # build (`run_streamable_http_async`: the same app, the same uvicorn settings).
+    import anyio
+    import socket
+    import uvicorn
+
     sessions = len(sys.argv) > 3 and sys.argv[3] == "sessions"
-    server.run(
-        transport="streamable-http",
-        host="127.0.0.1",
-        port=int(sys.argv[1]),
-        stateless_http=not sessions,
-        json_response=not sessions,
-    )
+    app = server.streamable_http_app(stateless_http=not sessions, json_response=not sessions)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", int(sys.argv[1])))
+    sock.listen(2048)
+    print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level=server.settings.log_level.lower())
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))

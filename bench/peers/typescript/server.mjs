@@ -1,7 +1,8 @@
 // The order service's two benchmark tools on the TypeScript MCP SDK v2, for scripts/bench.
 //
 // node server.mjs PORT ORDERS_JSON [sessions] serves `get_order` and a confirmed `cancel_order`
-// over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the order service's
+// over Streamable HTTP on 127.0.0.1:PORT (0: a port of its own; it prints `listening on
+// http://ADDR/mcp` once bound), from the orders in ORDERS_JSON (the order service's
 // own seed, exported by the benchmark). The confirmation is the SDK's own idiom: the tool
 // returns `inputRequired(...)` on 2026-07-28 and reads the answer from `inputResponses` on the
 // retry; 2025-era requests are served by the SDK's stateless legacy fallback. With `sessions`
@@ -94,9 +95,10 @@ function sessionFactory() {
     return server;
 }
 
+let listener;
 if (mode === 'sessions') {
     const transports = new Map();
-    http.createServer(async (req, res) => {
+    listener = http.createServer(async (req, res) => {
         const id = req.headers['mcp-session-id'];
         let transport = id === undefined ? undefined : transports.get(id);
         if (transport === undefined) {
@@ -112,8 +114,13 @@ if (mode === 'sessions') {
             await sessionFactory().connect(transport);
         }
         await transport.handleRequest(req, res);
-    }).listen(Number(port), '127.0.0.1');
+    });
 } else {
     const handler = createMcpHandler(factory);
-    http.createServer(toNodeHandler(handler)).listen(Number(port), '127.0.0.1');
+    listener = http.createServer(toNodeHandler(handler));
 }
+// PORT 0: a port of its own; where it listens is printed once bound, as our servers print it.
+listener.listen(Number(port), '127.0.0.1', () => {
+    const { address, port: bound } = listener.address();
+    console.error(`listening on http://${address}:${bound}/mcp`);
+});

@@ -1,5 +1,6 @@
 //! `orders-turbomcp PORT ORDERS_JSON [MAX_REQUESTS]`: `get_order` and a confirmed `cancel_order`
-//! on turbomcp 4 over Streamable HTTP on 127.0.0.1:PORT, from the orders in ORDERS_JSON (the
+//! on turbomcp 4 over Streamable HTTP on 127.0.0.1:PORT (0: a port of its own; it prints
+//! `listening on http://ADDR/mcp` once bound), from the orders in ORDERS_JSON (the
 //! order service's own seed, exported by the benchmark). The confirmation is the framework's
 //! own idiom: `ctx.client.elicit`, which becomes an `input_required` round on 2026-07-28 and an
 //! elicitation request on 2025-11-25. MAX_REQUESTS raises the framework's cap on requests in
@@ -12,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use turbomcp::http::{HttpConfig, serve_http};
+use turbomcp::http::{HttpConfig, router};
 use turbomcp::prelude::*;
 
 #[derive(Clone)]
@@ -100,8 +101,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Orders {
         orders: Arc::new(Mutex::new(orders)),
     };
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    eprintln!("orders-turbomcp listening on http://{addr}/mcp");
-    serve_http(addr, server.into_server().build(), config).await?;
+    // turbomcp's `serve_http` binds an address it is given and does not say which port it got,
+    // so the listener is bound here (port 0 allowed) and served as `serve_http` serves it: its
+    // public `router`, with the peer address for its rate limiter.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    eprintln!("orders-turbomcp listening on http://{}/mcp", listener.local_addr()?);
+    let app = router(server.into_server().build(), config);
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await?;
     Ok(())
 }

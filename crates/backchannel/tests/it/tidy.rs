@@ -237,10 +237,6 @@ fn every_file_architecture_names_exists() {
     );
 }
 
-/// Scripts that still pick a port and release it for a server to take: the benchmarks, whose
-/// peers (bench/peers/) take a port number on their command line.
-const PORT_PICKERS_ALLOWED_IN: [&str; 2] = ["scripts/bench.py", "scripts/bench_cluster.py"];
-
 #[test]
 fn scripts_start_servers_on_port_0_or_let_them_bind_their_own() {
     let picker =
@@ -259,11 +255,10 @@ fn scripts_start_servers_on_port_0_or_let_them_bind_their_own() {
     let offenders = scripts
         .into_iter()
         .map(|path| format!("scripts/{}", path.file_name().unwrap().to_string_lossy()))
-        .filter(|name| !PORT_PICKERS_ALLOWED_IN.contains(&name.as_str()))
         .filter(|name| picker.is_match(&std::fs::read_to_string(workspace().join(name)).unwrap()))
         .collect();
     assert_none(
-        "scripts that pick a free port and release it (use scripts/lib.sh: start_server, on_a_port)",
+        "scripts that pick a free port and release it (use scripts/lib.sh or scripts/kit.py: start_server, on_a_port)",
         offenders,
     );
 }
@@ -596,6 +591,32 @@ fn moviedb_writes_only_through_the_catalogue() {
         .collect();
     assert_none(
         "moviedb store writes built outside the catalogue",
+        offenders,
+    );
+}
+
+/// The published libraries hold every public item to a doc comment: `missing_docs` at warn
+/// (or stricter) in each crate root, which the clippy step (`-D warnings`) and the rustdoc
+/// step (`RUSTDOCFLAGS=-D warnings`) turn into errors; scripts/check-libraries relies on it.
+#[test]
+fn the_published_libraries_lint_undocumented_public_items() {
+    let offenders = ["backchannel", "backchannel-host"]
+        .into_iter()
+        .filter(|name| {
+            let root = source(&workspace().join("crates").join(name).join("src/lib.rs"));
+            !code_lines(&root).any(|line| {
+                [
+                    "#![warn(missing_docs)]",
+                    "#![deny(missing_docs)]",
+                    "#![forbid(missing_docs)]",
+                ]
+                .contains(&line.trim())
+            })
+        })
+        .map(str::to_owned)
+        .collect();
+    assert_none(
+        "published libraries whose lib.rs does not say #![warn(missing_docs)]",
         offenders,
     );
 }
