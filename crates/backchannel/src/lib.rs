@@ -41,6 +41,7 @@ mod keys;
 mod layer;
 #[cfg(feature = "logging")]
 pub mod logging;
+pub mod metrics;
 mod outbox;
 mod outcome;
 #[cfg(feature = "postgres")]

@@ -66,6 +66,8 @@ pub struct Config {
     /// How long an instance holds a task it runs before another may take it over; `None` for
     /// the library's default (10 s).
     pub task_lease: Option<std::time::Duration>,
+    /// Serve Prometheus metrics at `/metrics` (`backchannel::serve::metrics_router`).
+    pub metrics: bool,
 }
 
 /// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
@@ -146,8 +148,11 @@ fn router_with(
     shutdown: CancellationToken,
 ) -> axum::Router {
     let health = crate::rest::health(service.clone());
-    let app = serve::router(move || server.clone(), &config.http, shutdown)
+    let mut app = serve::router(move || server.clone(), &config.http, shutdown)
         .merge(crate::rest::routes(service));
+    if config.metrics {
+        app = app.merge(serve::metrics_router());
+    }
     let app = match (config.tokens.clone(), config.oauth.clone()) {
         (Some(tokens), _) => serve::require_sign_in(app, TokenFile(tokens)),
         (None, Some(oauth)) => {

@@ -672,6 +672,7 @@ impl Backchannel {
     ) -> Result<(), ErrorData> {
         let peer = call.peer();
         let asks = pending.into_iter().map(|(key, pending)| async move {
+            let _waiting = crate::metrics::Waiting::start();
             let answer =
                 sampling_roots_logging::fulfil(peer, pending.request, pending.timeout).await;
             (key, answer)

@@ -478,6 +478,11 @@ pub(super) async fn ask_in_task(
             }
         }
     }
+    // One waiting question per open key until the answers are in (or the body is stopped).
+    let _waiting: Vec<_> = wanted
+        .keys()
+        .map(|_| crate::metrics::Waiting::start())
+        .collect();
     let responses = loop {
         let woken = task.local.wake.notified();
         tokio::pin!(woken);

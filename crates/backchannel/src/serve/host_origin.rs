@@ -40,18 +40,29 @@ impl HttpOptions {
             })
     }
 
-    /// Why a request may not be served, if it may not.
-    pub fn refusal(&self, headers: &http::HeaderMap) -> Option<&'static str> {
+    /// Why a request may not be served (what was wrong, and the message for the caller), if it
+    /// may not.
+    pub fn refusal(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Option<(crate::metrics::Reason, &'static str)> {
+        use crate::metrics::Reason;
         let host = headers
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok());
         if !host.is_some_and(|host| self.host_allowed(host)) {
-            return Some("This server does not answer to that Host name.");
+            return Some((
+                Reason::Host,
+                "This server does not answer to that Host name.",
+            ));
         }
         match headers.get(http::header::ORIGIN).map(|o| o.to_str()) {
             None => None,
             Some(Ok(origin)) if self.origin_allowed(origin) => None,
-            Some(_) => Some("Pages from that Origin may not call this server."),
+            Some(_) => Some((
+                Reason::Origin,
+                "Pages from that Origin may not call this server.",
+            )),
         }
     }
 }

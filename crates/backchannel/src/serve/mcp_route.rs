@@ -182,7 +182,22 @@ where
         let (gate, rmcp) = (self.gate.clone(), self.rmcp.clone());
         Box::pin(async move {
             let next = Next(&rmcp);
-            Ok(gate_request(gate, request, next).await)
+            if !crate::metrics::enabled() {
+                return Ok(gate_request(gate, request, next, &mut None).await);
+            }
+            let started = std::time::Instant::now();
+            let revision = crate::metrics::revision_label(
+                request
+                    .headers()
+                    .get("mcp-protocol-version")
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let mut method = None;
+            let response = gate_request(gate, request, next, &mut method).await;
+            Ok(match method {
+                Some(method) => timed(response, started, method, revision),
+                None => response,
+            })
         })
     }
 }
@@ -227,28 +242,106 @@ async fn read_body(gate: &Gate, body: Body) -> Result<Bytes, Response> {
     };
     match read {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(jsonrpc_error(
-            http::StatusCode::PAYLOAD_TOO_LARGE,
-            -32600,
-            format!("request body is larger than {limit} bytes"),
-            None,
-        )),
-        Err(_) => Err(jsonrpc_error(
-            http::StatusCode::REQUEST_TIMEOUT,
-            -32600,
-            format!(
-                "the request body did not arrive within {} s",
-                gate.body_timeout.as_secs()
-            ),
-            None,
-        )),
+        Ok(Err(_)) => Err({
+            crate::metrics::refused(crate::metrics::Reason::Size);
+            jsonrpc_error(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("request body is larger than {limit} bytes"),
+                None,
+            )
+        }),
+        Err(_) => Err({
+            crate::metrics::refused(crate::metrics::Reason::BodyTimeout);
+            jsonrpc_error(
+                http::StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                format!(
+                    "the request body did not arrive within {} s",
+                    gate.body_timeout.as_secs()
+                ),
+                None,
+            )
+        }),
     }
 }
 
+/// `response` with a body that records the operation (`method` in `revision`) once it ends:
+/// an answer streamed as SSE lasts as long as its stream.
+fn timed(
+    response: Response,
+    started: std::time::Instant,
+    method: &'static str,
+    revision: &'static str,
+) -> Response {
+    let error = crate::metrics::status_error(response.status());
+    let (parts, body) = response.into_parts();
+    Response::from_parts(
+        parts,
+        Body::new(Timed {
+            inner: body,
+            _timer: OperationTimer {
+                started,
+                method,
+                revision,
+                error,
+            },
+        }),
+    )
+}
+
+/// Records an operation when dropped (its answer ended, or the client went away).
+struct OperationTimer {
+    started: std::time::Instant,
+    method: &'static str,
+    revision: &'static str,
+    error: Option<&'static str>,
+}
+
+impl Drop for OperationTimer {
+    fn drop(&mut self) {
+        crate::metrics::operation(
+            self.method,
+            self.revision,
+            self.error,
+            self.started.elapsed(),
+        );
+    }
+}
+
+/// A response body that holds an [`OperationTimer`] until it ends.
+struct Timed {
+    inner: Body,
+    _timer: OperationTimer,
+}
+
+impl HttpBody for Timed {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// `method` is set to the operation's label once the body is parsed (POSTs only: a GET stream
+/// or a DELETE is not an MCP operation).
 async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     gate: Arc<Gate>,
     request: Request,
     next: Next<'_, S>,
+    method: &mut Option<&'static str>,
 ) -> Response {
     let principal = request.extensions().get::<Principal>().cloned();
     let session = request
@@ -289,7 +382,15 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
         Err(refused) => return refused,
     };
     let (message, value) = match jsonrpc::check(&bytes) {
-        Ok(checked) => checked,
+        Ok(checked) => {
+            *method = match &checked.0 {
+                Message::Request { method, .. } | Message::Notification { method } => {
+                    Some(crate::metrics::method_label(method))
+                }
+                Message::Response => None,
+            };
+            checked
+        }
         Err(error) => {
             return jsonrpc_error(
                 http::StatusCode::BAD_REQUEST,
@@ -313,6 +414,7 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
         && method == "initialize"
         && gate.sessions.len() >= gate.max_sessions
     {
+        crate::metrics::refused(crate::metrics::Reason::Sessions);
         return jsonrpc_error(
             http::StatusCode::SERVICE_UNAVAILABLE,
             -32000,

@@ -181,7 +181,10 @@ pub async fn http(
             async move {
                 match policy.refusal(request.headers()) {
                     None => next.run(request).await,
-                    Some(reason) => host_origin::refused(request.uri().path(), reason),
+                    Some((kind, reason)) => {
+                        crate::metrics::refused(kind);
+                        host_origin::refused(request.uri().path(), reason)
+                    }
                 }
             }
         },
@@ -232,4 +235,24 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+/// `GET /metrics`: the process's [`crate::metrics`] in Prometheus's text format. Building it
+/// calls [`crate::metrics::enable`], so the duration histograms are kept from then on. Merge
+/// it into the app [`http`] serves, so the Host/Origin policy holds for it as for every route
+/// (and put it inside the application's sign-in, if it has one).
+pub fn metrics_router() -> axum::Router {
+    crate::metrics::enable();
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(|| async {
+            (
+                [(
+                    http::header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                crate::metrics::render(),
+            )
+        }),
+    )
 }

@@ -142,6 +142,7 @@ impl LeanSessions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(id);
         if let Some(session) = removed {
+            crate::metrics::session_closed(session.opened.elapsed());
             session.close();
         }
     }
@@ -150,6 +151,8 @@ impl LeanSessions {
 /// One session: its state behind one lock.
 struct Session {
     state: Mutex<State>,
+    /// When it opened (for the session-duration histogram).
+    opened: Instant,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -524,6 +527,7 @@ impl SessionManager for LeanSessions {
                 shadows: Vec::new(),
                 last_used: Instant::now(),
             }),
+            opened: Instant::now(),
         });
         let transport = SessionTransport {
             session: Arc::downgrade(&session),
@@ -532,6 +536,7 @@ impl SessionManager for LeanSessions {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(id.clone(), session);
+        crate::metrics::session_opened();
         Ok((id, transport))
     }
 

@@ -95,7 +95,10 @@ async fn signed_in<S: SignIn>(sign_in: &S, request: Request, next: Next) -> Resp
             }
             next.run(Request::from_parts(parts, body)).await
         }
-        Err(refusal) => refusal.into_response(),
+        Err(refusal) => {
+            crate::metrics::refused(crate::metrics::Reason::Auth);
+            refusal.into_response()
+        }
     }
 }
 

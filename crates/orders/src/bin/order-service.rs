@@ -76,6 +76,11 @@ enum Command {
         /// Connections served at once; further ones wait to be accepted.
         #[arg(long, default_value_t = 4096)]
         max_connections: usize,
+        /// Serve Prometheus metrics at /metrics (behind the same Host checks and sign-in as
+        /// every route): operation and session durations, open sessions, questions waiting for
+        /// a person, refused requests by reason.
+        #[arg(long)]
+        metrics: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -125,9 +130,11 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             max_sessions,
             max_connections,
+            metrics,
             common,
         } => {
             let mut config = config(common)?;
+            config.metrics = metrics;
             config.http.max_sessions = max_sessions;
             config.http.max_connections = max_connections;
             if let Some(path) = &token_file {

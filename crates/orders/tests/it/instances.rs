@@ -357,3 +357,188 @@ async fn a_confirmation_task_of_a_killed_server_fails_and_cancels_nothing() {
     assert_eq!(task_at(second.addr, &id).await["status"], "failed");
     assert_ne!(status_via(&second, &order).await, "CANCELLED");
 }
+
+/// `/metrics` of `instance`, read with a Prometheus text parser.
+async fn scrape(instance: &Instance) -> prometheus_parse::Scrape {
+    let response = reqwest::get(format!("http://{}/metrics", instance.addr))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response.headers()["content-type"].to_str().unwrap();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    let text = response.text().await.unwrap();
+    prometheus_parse::Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).unwrap()
+}
+
+/// The value of the counter, gauge or untyped sample `metric` whose labels include `labels`
+/// (0 when there is none yet: a histogram's series appear with their first operation).
+fn sample(scrape: &prometheus_parse::Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
+    let mut found = scrape.samples.iter().filter(|sample| {
+        sample.metric == metric
+            && labels
+                .iter()
+                .all(|(name, value)| sample.labels.get(name) == Some(*value))
+    });
+    let value = match found.next() {
+        None => return 0.0,
+        Some(sample) => match sample.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            ref other => panic!("{metric} is not a single value: {other:?}"),
+        },
+    };
+    assert!(found.next().is_none(), "more than one {metric} {labels:?}");
+    value
+}
+
+/// Scrape `instance` until `done` holds (an operation is recorded when its answer's body has
+/// ended, which may be a moment after the client read the answer); at most 10 s.
+async fn scrape_until(
+    instance: &Instance,
+    done: impl Fn(&prometheus_parse::Scrape) -> bool,
+) -> prometheus_parse::Scrape {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let scrape = scrape(instance).await;
+        if done(&scrape) || std::time::Instant::now() > deadline {
+            return scrape;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A 2025-11-25 client that says yes to a confirmation once told to: until then the question
+/// waits.
+#[derive(Clone, Default)]
+struct HoldsThenSaysYes {
+    asked: std::sync::Arc<tokio::sync::Notify>,
+    answer: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for HoldsThenSaysYes {
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        caps.elicitation =
+            Some(rmcp::model::ElicitationCapability::default().with_form(Default::default()));
+        rmcp::model::ClientInfo::new(caps, rmcp::model::Implementation::new("metrics", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asked.notify_one();
+        self.answer.notified().await;
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"confirmed": true})),
+        )
+    }
+}
+
+#[tokio::test]
+async fn metrics_count_each_call_once_a_refusal_by_reason_and_a_question_while_it_waits() {
+    let scratch = Scratch::new("metrics");
+    let database = scratch.database().await;
+    let instance = start_with(&database, None, &["--metrics"]);
+    let calls_2026 = [
+        ("mcp_method_name", "tools/call"),
+        ("mcp_protocol_version", "2026-07-28"),
+    ];
+    let first = scrape(&instance).await;
+    assert_eq!(sample(&first, "mcp_server_questions_waiting", &[]), 0.0);
+    assert_eq!(sample(&first, "mcp_server_sessions_open", &[]), 0.0);
+    assert_eq!(
+        sample(
+            &first,
+            "mcp_server_operation_duration_seconds_count",
+            &calls_2026
+        ),
+        0.0
+    );
+
+    for id in 1..=5 {
+        let call = modern_call(id, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+        let (status, answer) = post(instance.addr, &call, &[]).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let counted = |scrape: &prometheus_parse::Scrape| {
+        sample(
+            scrape,
+            "mcp_server_operation_duration_seconds_count",
+            &calls_2026,
+        )
+    };
+    let after = scrape_until(&instance, |s| counted(s) >= 5.0).await;
+    assert_eq!(counted(&after), 5.0, "each call counted once");
+    let buckets = after
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric == "mcp_server_operation_duration_seconds"
+                && s.labels.get("mcp_method_name") == Some("tools/call")
+        })
+        .unwrap();
+    let prometheus_parse::Value::Histogram(buckets) = &buckets.value else {
+        panic!("not a histogram: {buckets:?}");
+    };
+    assert_eq!(buckets.last().map(|b| b.count), Some(5.0), "{buckets:?}");
+
+    // A foreign Host is refused, counted by its reason, and is no operation.
+    let refused = reqwest::Client::new()
+        .post(format!("http://{}/mcp", instance.addr))
+        .header("Host", "attacker.example")
+        .header("Content-Type", "application/json")
+        .body(modern_call(9, "get_order", json!({"orderId": "ORD-10001"}), json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let after_refusal = scrape(&instance).await;
+    let host = [("reason", "host")];
+    assert_eq!(
+        sample(&after_refusal, "mcp_server_refused_requests_total", &host),
+        1.0
+    );
+    assert_eq!(counted(&after_refusal), 5.0);
+
+    // A 2025-11-25 session whose confirmation waits for the person: one session open, one
+    // question waiting, until the answer; then none waiting and the order cancelled.
+    let order = cancellable(&instance, 1).await.remove(0);
+    let client = HoldsThenSaysYes::default();
+    let session = backchannel::testing::connect_http(
+        client.clone(),
+        &format!("http://{}/mcp", instance.addr),
+        backchannel::testing::Revision::V2025_11_25,
+        None,
+    )
+    .await;
+    let peer = session.peer().clone();
+    let arguments = json!({"orderId": order});
+    let cancel = tokio::spawn(async move {
+        peer.call_tool(backchannel::testing::call("cancel_order", arguments))
+            .await
+    });
+    client.asked.notified().await;
+    let waiting = scrape(&instance).await;
+    assert_eq!(sample(&waiting, "mcp_server_questions_waiting", &[]), 1.0);
+    assert_eq!(sample(&waiting, "mcp_server_sessions_open", &[]), 1.0);
+    client.answer.notify_one();
+    let result = cancel.await.unwrap().unwrap();
+    assert!(
+        backchannel::testing::text_of(&result).contains("is cancelled"),
+        "{result:?}"
+    );
+    let answered = scrape_until(&instance, |s| {
+        sample(s, "mcp_server_questions_waiting", &[]) == 0.0
+    })
+    .await;
+    assert_eq!(sample(&answered, "mcp_server_questions_waiting", &[]), 0.0);
+    session.cancel().await.unwrap();
+    assert_eq!(status_via(&instance, &order).await, "CANCELLED");
+}

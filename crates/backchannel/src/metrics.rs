@@ -1,0 +1,367 @@
+//! What an operator watches, in Prometheus's text format, named after OpenTelemetry's semantic
+//! conventions for MCP (`mcp.server.operation.duration` becomes
+//! `mcp_server_operation_duration_seconds`, attribute `mcp.method.name` the label
+//! `mcp_method_name`).
+//!
+//! One registry per process: the layer and the HTTP edge record into it wherever they are, and
+//! a server shows it with [`serve::metrics_router`](crate::serve::metrics_router). Counters and
+//! gauges are single atomics and always kept; the duration histograms take a lock per
+//! operation and are kept only once [`enable`] was called (a server does so when it serves
+//! `/metrics`), so a server without metrics pays one relaxed load per operation.
+//!
+//! Label values come from fixed lists (methods MCP defines, the revisions we serve, HTTP
+//! statuses), never from what a client sent, so no client can grow the registry.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The bucket boundaries (seconds) OpenTelemetry's MCP conventions give for operation and
+/// session durations.
+pub const BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The methods an operation is labelled with; anything else is `other`.
+const METHODS: [&str; 22] = [
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/list",
+    "tasks/cancel",
+    "tasks/result",
+    "tasks/update",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/roots/list_changed",
+];
+
+/// Why a request was refused before any handler saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Reason {
+    /// A `Host` header outside the allowed hosts.
+    Host,
+    /// An `Origin` header outside the allowed origins.
+    Origin,
+    /// A body over the size cap.
+    Size,
+    /// A body that did not arrive in time.
+    BodyTimeout,
+    /// A new session over the cap on open sessions.
+    Sessions,
+    /// No valid sign-in.
+    Auth,
+}
+
+impl Reason {
+    const ALL: [Reason; 6] = [
+        Reason::Host,
+        Reason::Origin,
+        Reason::Size,
+        Reason::BodyTimeout,
+        Reason::Sessions,
+        Reason::Auth,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Host => "host",
+            Reason::Origin => "origin",
+            Reason::Size => "size",
+            Reason::BodyTimeout => "body_timeout",
+            Reason::Sessions => "sessions",
+            Reason::Auth => "auth",
+        }
+    }
+}
+
+/// Counts per bucket (the last for +Inf), the sum in nanoseconds.
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    buckets: [u64; BUCKETS.len() + 1],
+    sum_nanos: u128,
+    count: u64,
+}
+
+impl Histogram {
+    fn record(&mut self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let at = BUCKETS
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(BUCKETS.len());
+        self.buckets[at] += 1;
+        self.sum_nanos += elapsed.as_nanos();
+        self.count += 1;
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (at, count) in self.buckets.iter().enumerate() {
+            cumulative += count;
+            let le = BUCKETS
+                .get(at)
+                .map_or_else(|| "+Inf".to_owned(), |bound| bound.to_string());
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
+            );
+        }
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        let _ = writeln!(out, "{name}_sum{braces} {}", self.sum_nanos as f64 / 1e9);
+        let _ = writeln!(out, "{name}_count{braces} {}", self.count);
+    }
+}
+
+/// An operation's labels: method, revision, and the error type when it failed.
+type OperationKey = (&'static str, &'static str, Option<&'static str>);
+
+struct Registry {
+    enabled: AtomicBool,
+    operations: Mutex<BTreeMap<OperationKey, Histogram>>,
+    sessions: Mutex<Histogram>,
+    open_sessions: AtomicI64,
+    waiting_questions: AtomicI64,
+    refused: [AtomicU64; Reason::ALL.len()],
+}
+
+static REGISTRY: Registry = Registry {
+    enabled: AtomicBool::new(false),
+    operations: Mutex::new(BTreeMap::new()),
+    sessions: Mutex::new(Histogram {
+        buckets: [0; BUCKETS.len() + 1],
+        sum_nanos: 0,
+        count: 0,
+    }),
+    open_sessions: AtomicI64::new(0),
+    waiting_questions: AtomicI64::new(0),
+    refused: [const { AtomicU64::new(0) }; Reason::ALL.len()],
+};
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Keep the duration histograms from now on (counters and gauges are always kept).
+pub fn enable() {
+    REGISTRY.enabled.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`enable`] was called.
+pub fn enabled() -> bool {
+    REGISTRY.enabled.load(Ordering::Relaxed)
+}
+
+/// The label value for a method name: itself when MCP defines it, `other` otherwise.
+pub fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|known| **known == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// The label value for a protocol revision: one we serve, or `other`.
+pub fn revision_label(revision: Option<&str>) -> &'static str {
+    crate::Revision::ALL
+        .into_iter()
+        .map(crate::Revision::date)
+        .find(|date| Some(*date) == revision)
+        .unwrap_or("other")
+}
+
+/// The `error.type` of an HTTP status: `None` below 400, its number otherwise.
+pub fn status_error(status: http::StatusCode) -> Option<&'static str> {
+    if status.as_u16() < 400 {
+        return None;
+    }
+    Some(match status.as_u16() {
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        406 => "406",
+        408 => "408",
+        409 => "409",
+        413 => "413",
+        415 => "415",
+        429 => "429",
+        500 => "500",
+        503 => "503",
+        _ if status.is_client_error() => "4xx",
+        _ => "5xx",
+    })
+}
+
+/// One MCP operation served (a request or notification, from its arrival to the end of its
+/// answer), when the histograms are kept.
+pub fn operation(
+    method: &'static str,
+    revision: &'static str,
+    error: Option<&'static str>,
+    elapsed: Duration,
+) {
+    if !enabled() {
+        return;
+    }
+    lock(&REGISTRY.operations)
+        .entry((method, revision, error))
+        .or_default()
+        .record(elapsed);
+}
+
+/// A request refused for `reason`.
+pub fn refused(reason: Reason) {
+    let at = Reason::ALL
+        .iter()
+        .position(|r| *r == reason)
+        .unwrap_or_default();
+    REGISTRY.refused[at].fetch_add(1, Ordering::Relaxed);
+}
+
+/// A 2025-11-25 session opened.
+pub(crate) fn session_opened() {
+    REGISTRY.open_sessions.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A 2025-11-25 session closed after `lasted`.
+pub(crate) fn session_closed(lasted: Duration) {
+    REGISTRY.open_sessions.fetch_sub(1, Ordering::Relaxed);
+    if enabled() {
+        lock(&REGISTRY.sessions).record(lasted);
+    }
+}
+
+/// Counts a question as waiting for a person's answer (elicitation, sampling or roots sent
+/// to the client) while it lives.
+#[derive(Debug)]
+#[must_use = "the question counts as waiting only while this lives"]
+pub struct Waiting(());
+
+impl Waiting {
+    /// One more question waiting, until the value is dropped.
+    pub fn start() -> Self {
+        REGISTRY.waiting_questions.fetch_add(1, Ordering::Relaxed);
+        Waiting(())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        REGISTRY.waiting_questions.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The registry in Prometheus's text exposition format (version 0.0.4).
+pub fn render() -> String {
+    let mut out = String::new();
+    let name = "mcp_server_operation_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} MCP requests and notifications served, from arrival to the end of the answer."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for ((method, revision, error), histogram) in lock(&REGISTRY.operations).iter() {
+        let mut labels =
+            format!("mcp_method_name=\"{method}\",mcp_protocol_version=\"{revision}\"");
+        if let Some(error) = error {
+            let _ = write!(labels, ",error_type=\"{error}\"");
+        }
+        histogram.render(&mut out, name, &labels);
+    }
+    let name = "mcp_server_session_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} 2025-11-25 sessions, from opening to closing."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    let sessions = lock(&REGISTRY.sessions).clone();
+    sessions.render(&mut out, name, "");
+    let gauges = [
+        (
+            "mcp_server_sessions_open",
+            "2025-11-25 sessions open now.",
+            &REGISTRY.open_sessions,
+        ),
+        (
+            "mcp_server_questions_waiting",
+            "Questions sent to a client (elicitation, sampling, roots) waiting for the answer.",
+            &REGISTRY.waiting_questions,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+    }
+    let name = "mcp_server_refused_requests_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Requests refused before a handler saw them, by reason."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (reason, count) in Reason::ALL.iter().zip(&REGISTRY.refused) {
+        let _ = writeln!(
+            out,
+            "{name}{{reason=\"{}\"}} {}",
+            reason.as_str(),
+            count.load(Ordering::Relaxed)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_counts_cumulatively_with_an_infinite_bucket() {
+        let mut histogram = Histogram::default();
+        histogram.record(Duration::from_millis(5));
+        histogram.record(Duration::from_millis(15));
+        histogram.record(Duration::from_secs(400));
+        let mut out = String::new();
+        histogram.render(&mut out, "x", "a=\"b\"");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"0.01\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"0.02\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"300\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{a=\"b\",le=\"+Inf\"} 3\n"), "{out}");
+        assert!(out.contains("x_count{a=\"b\"} 3\n"), "{out}");
+        assert!(out.contains("x_sum{a=\"b\"} 400.02\n"), "{out}");
+    }
+
+    #[test]
+    fn labels_come_from_fixed_lists() {
+        assert_eq!(method_label("tools/call"), "tools/call");
+        assert_eq!(method_label("tools/call\"} 1\nevil"), "other");
+        assert_eq!(revision_label(Some("2026-07-28")), "2026-07-28");
+        assert_eq!(revision_label(Some("1999-01-01")), "other");
+        assert_eq!(status_error(http::StatusCode::OK), None);
+        assert_eq!(status_error(http::StatusCode::IM_A_TEAPOT), Some("4xx"));
+    }
+}
