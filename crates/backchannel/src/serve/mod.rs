@@ -239,7 +239,7 @@ pub async fn shutdown_signal() {
 
 /// `GET /metrics`: the process's [`crate::metrics`] in Prometheus's text format. Building it
 /// calls [`crate::metrics::enable`], so the duration histograms are kept from then on. Merge
-/// it into the app [`http`] serves, so the Host/Origin policy holds for it as for every route
+/// it into the app [`http()`] serves, so the Host/Origin policy holds for it as for every route
 /// (and put it inside the application's sign-in, if it has one).
 pub fn metrics_router() -> axum::Router {
     crate::metrics::enable();
