@@ -66,16 +66,19 @@ pub enum Reason {
     Sessions,
     /// No valid sign-in.
     Auth,
+    /// Over the caller's rate limit.
+    RateLimit,
 }
 
 impl Reason {
-    const ALL: [Reason; 6] = [
+    const ALL: [Reason; 7] = [
         Reason::Host,
         Reason::Origin,
         Reason::Size,
         Reason::BodyTimeout,
         Reason::Sessions,
         Reason::Auth,
+        Reason::RateLimit,
     ];
 
     /// The label value.
@@ -87,6 +90,7 @@ impl Reason {
             Reason::BodyTimeout => "body_timeout",
             Reason::Sessions => "sessions",
             Reason::Auth => "auth",
+            Reason::RateLimit => "rate_limit",
         }
     }
 }

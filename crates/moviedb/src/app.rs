@@ -60,6 +60,8 @@ pub struct Config {
     pub mcp_calls_per_minute: u32,
     /// GraphQL requests allowed per minute per user (or address).
     pub graphql_calls_per_minute: u32,
+    /// Serve Prometheus metrics at `/metrics` (`backchannel::serve::metrics_router`).
+    pub metrics: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -75,6 +77,7 @@ impl std::fmt::Debug for Config {
             .field("http", &self.http)
             .field("mcp_calls_per_minute", &self.mcp_calls_per_minute)
             .field("graphql_calls_per_minute", &self.graphql_calls_per_minute)
+            .field("metrics", &self.metrics)
             .finish()
     }
 }
@@ -89,6 +92,7 @@ impl Default for Config {
             http: HttpOptions::default(),
             mcp_calls_per_minute: 60,
             graphql_calls_per_minute: 600,
+            metrics: false,
         }
     }
 }
@@ -149,7 +153,14 @@ fn router_with(
         mcp_per_minute: config.mcp_calls_per_minute,
         graphql_per_minute: config.graphql_calls_per_minute,
     };
-    http::router(catalog, server, &config.http, limits, shutdown)
+    http::router(
+        catalog,
+        server,
+        &config.http,
+        limits,
+        http::WithMetrics(config.metrics),
+        shutdown,
+    )
 }
 
 /// Serve GraphQL and MCP on `listener` until `shutdown` is cancelled.

@@ -148,6 +148,7 @@ async fn mcp_rate_limit(
             |v| format!("user:{}", v.username),
         );
         if let Err(wait) = state.limiter.take(&key).await {
+            backchannel::metrics::refused(backchannel::metrics::Reason::RateLimit);
             let mut response = backchannel::serve::jsonrpc_error(
                 http::StatusCode::TOO_MANY_REQUESTS,
                 -32000,
@@ -194,6 +195,7 @@ async fn graphql_post(
         |v| format!("user:{}", v.username),
     );
     if let Err(wait) = state.graphql_limiter.take(&key).await {
+        backchannel::metrics::refused(backchannel::metrics::Reason::RateLimit);
         let mut response = graphql_error(
             http::StatusCode::TOO_MANY_REQUESTS,
             "TOO_MANY_REQUESTS",
@@ -301,6 +303,11 @@ pub(crate) struct RateLimits {
     pub(crate) graphql_per_minute: u32,
 }
 
+/// Whether the router serves `/metrics` (Prometheus text; no sign-in, like `/healthz`, behind
+/// the same Host checks; the server listens on loopback unless told otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WithMetrics(pub(crate) bool);
+
 /// GraphQL at `/graphql` (GraphiQL on GET), the front page, `/healthz`, and `server` at `/mcp`
 /// behind sign-in and the rate limit, on one router.
 pub(crate) fn router(
@@ -308,6 +315,7 @@ pub(crate) fn router(
     server: MovieServer,
     options: &HttpOptions,
     limits: RateLimits,
+    metrics: WithMetrics,
     shutdown: CancellationToken,
 ) -> axum::Router {
     let shared = catalog.store().shared_state();
@@ -343,7 +351,12 @@ pub(crate) fn router(
             graphql_cors,
         ))
         .with_state(state);
-    mcp.merge(graphql)
+    let app = mcp.merge(graphql);
+    if metrics.0 {
+        app.merge(serve::metrics_router())
+    } else {
+        app
+    }
 }
 
 /// `GET /healthz`: 200 when the database answers, 503 otherwise (for a load balancer's checks;

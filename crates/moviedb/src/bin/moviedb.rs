@@ -28,6 +28,10 @@ enum Command {
         /// MCP calls allowed per minute per user (or address).
         #[arg(long, default_value_t = 60)]
         mcp_calls_per_minute: u32,
+        /// Serve Prometheus metrics at /metrics (no sign-in, like /healthz; the same Host
+        /// checks as every route).
+        #[arg(long)]
+        metrics: bool,
     },
     /// Serve MCP over stdin/stdout as one local user (for Claude Desktop). Logs go to stderr.
     Stdio {
@@ -93,9 +97,11 @@ async fn main() -> anyhow::Result<()> {
             listen,
             common,
             mcp_calls_per_minute,
+            metrics,
         } => {
             let config = Config {
                 mcp_calls_per_minute,
+                metrics,
                 ..config(&common)?
             };
             let listener = tokio::net::TcpListener::bind(listen)

@@ -443,6 +443,57 @@ async fn mcp_allows_sixty_calls_a_minute_per_user() {
     assert!(text.contains("hello, x"), "{text}");
 }
 
+/// The value of the sample line `series` (name and labels, as written) in Prometheus text.
+fn series(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn metrics_count_rate_limited_calls_by_their_reason() {
+    let db = Db::new().await;
+    let config = Config {
+        metrics: true,
+        ..Config::default()
+    };
+    let catalog = db.catalog.clone();
+    let served = backchannel::testing::serve_with(
+        |stop| app::router(catalog, &config, stop).unwrap(),
+        &Config::default().http,
+    )
+    .await;
+    let running = Running {
+        addr: served.addr,
+        db,
+        _served: served,
+    };
+    let metrics = || async {
+        let response = reqwest::get(format!("http://{}/metrics", running.addr))
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.text().await.unwrap()
+    };
+    let limited = r#"mcp_server_refused_requests_total{reason="rate_limit"}"#;
+    // One registry per process, shared with the tests running beside this one: counters only
+    // go up, so this one's calls are seen as increases.
+    let before = series(&metrics().await, limited);
+    let ana = running.token("ana");
+    let mut calls = 0;
+    while running.raw_mcp(Some(&ana)).await.status().as_u16() != 429 {
+        calls += 1;
+        assert!(calls <= 1_000, "never limited");
+    }
+    let after = metrics().await;
+    assert!(series(&after, limited) >= before + 1.0, "{after}");
+    let served = r#"mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",mcp_protocol_version="2026-07-28"}"#;
+    // (Exact counts per call are the order service's metrics test, on a process of its own.)
+    assert!(series(&after, served) >= 1.0, "{after}");
+}
+
 #[tokio::test]
 async fn a_question_asked_of_one_user_cannot_be_answered_by_another() {
     use rmcp::model::CallToolResponse;
