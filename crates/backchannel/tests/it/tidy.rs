@@ -620,3 +620,74 @@ fn the_published_libraries_lint_undocumented_public_items() {
         offenders,
     );
 }
+
+/// Targets built without a test harness (`test = false`, `doctest = false` in their
+/// Cargo.toml, which saves a link per target in every test run) hold no test that would then
+/// silently never run: no `#[test]` in a binary or library without unit tests, no code block
+/// in the doc comments of a library without doc tests.
+#[test]
+fn targets_without_a_test_harness_hold_no_tests() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(workspace())
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "cargo metadata failed");
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut checked = 0;
+    let mut offenders = Vec::new();
+    for target in metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|package| package["targets"].as_array().unwrap())
+    {
+        let kind = target["kind"][0].as_str().unwrap_or_default();
+        let path = PathBuf::from(target["src_path"].as_str().unwrap());
+        // A binary is its file; a library, every file under its root's folder but src/bin.
+        let files = || match kind {
+            "lib" => rust_files(path.parent().unwrap())
+                .into_iter()
+                .filter(|file| !file.components().any(|c| c.as_os_str() == "bin"))
+                .collect(),
+            _ => vec![path.clone()],
+        };
+        if target["test"] == false && matches!(kind, "lib" | "bin") {
+            checked += 1;
+            for file in files() {
+                let text = source(&file);
+                if code_lines(&text)
+                    .any(|line| line.contains("#[test]") || line.contains("#[tokio::test"))
+                {
+                    offenders.push(format!("{} (test = false)", file.display()));
+                }
+            }
+        }
+        if target["doctest"] == false && kind == "lib" {
+            checked += 1;
+            for file in files() {
+                let text = source(&file);
+                if text.lines().any(|line| {
+                    let line = line.trim_start();
+                    (line.starts_with("///") || line.starts_with("//!")) && line.contains("```")
+                }) {
+                    offenders.push(format!("{} (doctest = false)", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 10,
+        "the harness-less targets are read ({checked})"
+    );
+    assert_none(
+        "tests in targets built without a test harness (set test/doctest back to true)",
+        offenders,
+    );
+}
