@@ -73,7 +73,9 @@ if __name__ == "__main__":
 
     sessions = len(sys.argv) > 3 and sys.argv[3] == "sessions"
     app = server.streamable_http_app(stateless_http=not sessions, json_response=not sessions)
-    sock = socket.socket()
+    # IPPROTO_TCP named, as uvicorn's own bind has it: asyncio sets TCP_NODELAY on accepted
+    # sockets only when their protocol says TCP (with 0, Nagle and delayed ACKs cost 40 ms a call).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", int(sys.argv[1])))
     sock.listen(2048)
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
