@@ -1,14 +1,13 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
-Servers: ours (order-service, with and without its order cache), a bare rmcp server, plain hyper
-answering a canned reply (the ceiling), and the peers in bench/peers/ (the Python MCP SDK, the
-TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders. Loads:
-`get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
+Servers: ours (order-service, with and without its order cache, and with /metrics served), a bare
+rmcp server, plain hyper answering a canned reply (the ceiling), and the peers in bench/peers/ (the
+Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders.
+Loads: `get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
 `input_required` round, then the retry with a yes) at 16, driven by examples/load.rs (a Rust
-client: the Python one saturated its core below what the servers do); then, for every server on
-a fresh process, 10,000 open 2025-11-25 confirmations (a session each, its question unanswered)
-and 10,000 open 2026-07-28 confirmations (the first round each, never retried), with the RSS
-they cost.
+client: the Python one saturated its core below what the servers do); then, for every server on a
+fresh process, 10,000 open 2025-11-25 confirmations (a session each, its question unanswered) and
+10,000 open 2026-07-28 confirmations (the first round each, never retried), with the RSS they cost.
 """
 
 import argparse
@@ -29,6 +28,8 @@ import urllib.request
 import bench_cluster
 import bench_sessions
 import kit
+
+METRICS_ON = "order-service --metrics"
 
 BODY = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -276,6 +277,8 @@ def main():
             ("order-service, no order cache",
              [f"{args.target}/order-service", "serve", "--database", db, "--no-order-cache"], extra[10000:20000]),
             ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"], None),
+            # The same server with /metrics served, so its duration histograms are kept.
+            (METRICS_ON, [f"{args.target}/order-service", "serve", "--database", db, "--metrics"], None),
         ]
         orders_json = f"{tmp}/orders.json"
         sessions = {}  # name -> the command serving 2025-11-25 sessions with elicitation
@@ -423,6 +426,10 @@ def main():
     if ours_name in held_2026:
         ours = held_2026[ours_name]
         print(f"{holds} open 2026 confirmations, extra RSS: ours {ours[2] - ours[1]:.1f} MiB (target < 5)")
+    if METRICS_ON in by_name:
+        on = [summary[(METRICS_ON, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
+        print(f"get_order with --metrics / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
+              "(the cost of keeping the duration histograms)")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")
