@@ -119,13 +119,14 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body that holds an [`InFlight`] until it ends.
-struct Guarded {
+/// A response body that holds `guard` (an [`InFlight`], an [`OperationTimer`]) until the body
+/// ends or is dropped.
+struct Holding<G> {
     inner: Body,
-    _in_flight: InFlight,
+    _guard: G,
 }
 
-impl HttpBody for Guarded {
+impl<G: Send + Unpin + 'static> HttpBody for Holding<G> {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -278,9 +279,9 @@ fn timed(
     let (parts, body) = response.into_parts();
     Response::from_parts(
         parts,
-        Body::new(Timed {
+        Body::new(Holding {
             inner: body,
-            _timer: OperationTimer {
+            _guard: OperationTimer {
                 started,
                 method,
                 revision,
@@ -306,32 +307,6 @@ impl Drop for OperationTimer {
             self.error,
             self.started.elapsed(),
         );
-    }
-}
-
-/// A response body that holds an [`OperationTimer`] until it ends.
-struct Timed {
-    inner: Body,
-    _timer: OperationTimer,
-}
-
-impl HttpBody for Timed {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 
@@ -475,9 +450,9 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
             let (parts, body) = response.into_parts();
             Response::from_parts(
                 parts,
-                Body::new(Guarded {
+                Body::new(Holding {
                     inner: body,
-                    _in_flight: in_flight,
+                    _guard: in_flight,
                 }),
             )
         }
