@@ -4,6 +4,14 @@
 # cannot take port 0 (PostgreSQL, HAProxy) bind a random port themselves through `on_a_port`,
 # which tries another when that one is taken.
 
+# build_bins: every binary of the workspace, built the one way the test command builds them
+# (all features, as `cargo test --workspace --all-features` does). A script building only the
+# binaries it runs, with their default features, would build the crates under them a second
+# time with another feature set, and the next script a third.
+build_bins() {
+    cargo build --workspace --all-features --locked --bins --quiet
+}
+
 # wait_for PATTERN FILE [SECONDS]: wait until FILE holds a match of PATTERN (grep -E), at most
 # SECONDS (default 10); print the first match, or show FILE and fail.
 wait_for() {
