@@ -41,10 +41,32 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// A fresh random nonce (128 bits, hex).
+/// A fresh random nonce (128 bits, hex), from the operating system's random source.
+///
+/// Every call that asks needs one, and a system call each was a percent of a confirmed
+/// cancel's CPU: the bytes are fetched [`NONCE_BATCH`] nonces at a time into a buffer of this
+/// thread's, and each is handed out once.
 pub(crate) fn fresh_nonce() -> String {
-    hex(&random_bytes::<16>())
+    const BUFFER: usize = 16 * NONCE_BATCH;
+    thread_local! {
+        static RANDOM: std::cell::RefCell<([u8; BUFFER], usize)> =
+            const { std::cell::RefCell::new(([0; BUFFER], BUFFER)) };
+    }
+    RANDOM.with_borrow_mut(|(bytes, used)| {
+        if *used == BUFFER {
+            *bytes = random_bytes::<BUFFER>();
+            *used = 0;
+        }
+        let nonce = hex(&bytes[*used..*used + 16]);
+        // Handed out once: nothing of it stays to be read again.
+        bytes[*used..*used + 16].fill(0);
+        *used += 16;
+        nonce
+    })
 }
+
+/// How many nonces one read of the operating system's random source makes.
+const NONCE_BATCH: usize = 64;
 
 /// Run `check` on every input in `fuzz/corpus/<target>` and `fuzz/regressions/<target>`;
 /// panics naming the first input that makes `check` panic, or when there are none. Shared by

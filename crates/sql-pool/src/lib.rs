@@ -395,15 +395,36 @@ impl Direct {
     }
 }
 
+/// How many turns of the scheduler a batch stays open at most while writes keep joining it.
+const MAX_TURNS_OPEN: usize = 4;
+
 /// Commit batch `number` once the writes that are ready to run have joined it (unless a read
 /// committed it first).
+///
+/// The batch stays open for one turn of the scheduler (every task that is ready runs, and the
+/// I/O that arrived meanwhile is read), and for another while the last turn brought it more
+/// writes, at most [`MAX_TURNS_OPEN`]: a lone write commits after one turn, as before, while
+/// a busy server commits its writes in fewer, larger batches (the pages they share written
+/// once, the locks taken once).
 async fn commit_soon(
     state: std::sync::Arc<std::sync::Mutex<Writer>>,
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
     number: u64,
 ) {
-    // Every task that is ready now runs before this one does again.
-    tokio::task::yield_now().await;
+    let mut writes = 1;
+    for _ in 0..MAX_TURNS_OPEN {
+        // Every task that is ready now runs before this one does again.
+        tokio::task::yield_now().await;
+        let joined = match &lock(&state).open {
+            Some(batch) if batch.number == number => batch.keys.len(),
+            // A read committed it already.
+            _ => return,
+        };
+        if joined == writes {
+            break;
+        }
+        writes = joined;
+    }
     lock(&state).commit(Some(number), &commits);
 }
 
@@ -579,6 +600,60 @@ mod tests {
             .await
             .expect("the pool reads");
         assert_eq!(outside, 2);
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn writes_that_keep_coming_share_a_batch_and_a_lone_write_commits_alone() {
+        let (dir, file) = fresh_file("batches");
+        let url = format!("sqlite://{}", file.display());
+        let pool = connect(&url).await.expect("pool");
+        sqlx::query("CREATE TABLE t (k TEXT PRIMARY KEY)")
+            .execute(&pool)
+            .await
+            .expect("create");
+        let direct = Direct::open(&url).expect("open").expect("a file");
+        let insert = |key: &'static str| {
+            direct.write(key, move |c| c.execute("INSERT INTO t VALUES (?)", [key]))
+        };
+        // A write in each of three turns of the scheduler: the batch stays open for them.
+        let (mut a, mut b, mut c) = (
+            std::pin::pin!(insert("a")),
+            std::pin::pin!(insert("b")),
+            std::pin::pin!(insert("c")),
+        );
+        assert!(futures::poll!(a.as_mut()).is_pending());
+        tokio::task::yield_now().await;
+        assert!(futures::poll!(b.as_mut()).is_pending());
+        tokio::task::yield_now().await;
+        assert!(futures::poll!(c.as_mut()).is_pending());
+        assert_eq!(direct.batches_committed(), 0, "open while writes keep coming");
+        for write in [a, b, c] {
+            assert_eq!(write.await.expect("committed"), 1);
+        }
+        assert_eq!(direct.batches_committed(), 1, "one commit for the three");
+        // A lone write is not kept waiting for company.
+        insert("d").await.expect("committed");
+        assert_eq!(direct.batches_committed(), 2);
+        // Writes that keep coming are committed after at most MAX_TURNS_OPEN turns each.
+        let keys: Vec<&'static str> = (0..3 * MAX_TURNS_OPEN)
+            .map(|n| &*format!("e{n}").leak())
+            .collect();
+        let mut writes: Vec<_> = keys.iter().map(|key| Box::pin(insert(key))).collect();
+        for write in &mut writes {
+            assert!(futures::poll!(write.as_mut()).is_pending());
+            tokio::task::yield_now().await;
+        }
+        for write in writes {
+            write.await.expect("committed");
+        }
+        assert!(direct.batches_committed() >= 4, "{}", direct.batches_committed());
+        let (rows,): (i64,) = sqlx::query_as("SELECT count(*) FROM t")
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+        assert_eq!(rows, 4 + 3 * MAX_TURNS_OPEN as i64);
         pool.close().await;
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -58,23 +58,29 @@ pub enum Message {
 }
 
 /// How deep arrays and objects nest, counted over the raw bytes (strings skipped), stopping
-/// as soon as `limit` is passed. Linear, and safe on any bytes.
+/// as soon as `limit` is passed. Linear, and safe on any bytes. A string's bytes are skipped
+/// in one search for its end (they are most of a body: texts, sealed state), not one by one.
 fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in bytes {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        at += 1;
         match byte {
-            b'"' => in_string = true,
+            b'"' => loop {
+                // The string's end: the next quote that no backslash escapes.
+                let Some(found) = bytes
+                    .get(at..)
+                    .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                else {
+                    return false;
+                };
+                at += found + 1;
+                if bytes[at - 1] == b'"' {
+                    break;
+                }
+                // A backslash escapes the byte after it.
+                at += 1;
+            },
             b'[' | b'{' => {
                 depth += 1;
                 if depth > limit {
@@ -298,5 +304,78 @@ mod tests {
             "[".repeat(500)
         );
         assert!(check_body(text.as_bytes()).is_ok());
+    }
+
+    /// The byte-by-byte count the string-skipping scan replaced, as the oracle.
+    fn nesting_exceeds_byte_by_byte(bytes: &[u8], limit: usize) -> bool {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for &byte in bytes {
+            if in_string {
+                match (escaped, byte) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn the_nesting_scan_agrees_with_a_byte_by_byte_count() {
+        // Every string of up to seven bytes over the bytes that matter, and some longer ones
+        // (a fixed generator, so a failure names its input again on the next run).
+        let alphabet = b"[]{}\"\\a";
+        let mut inputs: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut frontier = inputs.clone();
+        for _ in 0..7 {
+            frontier = frontier
+                .iter()
+                .flat_map(|prefix| {
+                    alphabet.iter().map(move |&b| {
+                        let mut next = prefix.clone();
+                        next.push(b);
+                        next
+                    })
+                })
+                .collect();
+            inputs.extend(frontier.iter().cloned());
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..2000 {
+            let len = (seed % 200) as usize;
+            let input = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    alphabet[(seed % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            inputs.push(input);
+        }
+        for input in &inputs {
+            for limit in [0, 1, 2, 3] {
+                assert_eq!(
+                    nesting_exceeds(input, limit),
+                    nesting_exceeds_byte_by_byte(input, limit),
+                    "{:?} at limit {limit}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+        }
     }
 }
