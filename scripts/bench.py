@@ -87,6 +87,10 @@ def rust_cancels(load_client, port, seconds, ids, tmp, revision="2026"):
     out = subprocess.run(["taskset", "-c", "1", load_client, revision, str(port), str(seconds), "16", path],
                          check=True, capture_output=True, text=True).stdout
     result = json.loads(out)
+    if result.get("ran_out_after_s") is not None:
+        print(f"warning: the confirmed-cancel run on port {port} ran out of its {len(ids)} orders after "
+              f"{result['ran_out_after_s']:.2f} of {seconds} s; its figure measures the start more than the "
+              "steady state (raise --cancel-orders)", file=sys.stderr)
     return result["flows_per_s"], result["failed"], result["p99_ms"]
 
 
@@ -252,6 +256,10 @@ def main():
     parser.add_argument("--typescript", help="the TypeScript peer's folder (server.mjs and node_modules)")
     parser.add_argument("--turbomcp", help="the turbomcp peer's binary (bench/peers/turbomcp, release)")
     parser.add_argument("--holds", type=int, default=10000, help="open confirmations per hold load")
+    parser.add_argument("--cancel-seconds", type=float, default=2.0,
+                        help="length of each confirmed-cancel run (each gets orders enough for it)")
+    parser.add_argument("--cancel-orders", type=int, default=40000,
+                        help="cancellable orders per confirmed-cancel run of a Rust server (the others get fewer)")
     args = parser.parse_args()
     # The driver (its clients) and oha share core 1; every server gets core 0.
     os.sched_setaffinity(0, {1})
@@ -266,34 +274,47 @@ def main():
         db = f"sqlite://{path}"
         subprocess.run([f"{args.target}/order-service", "reset", "--database", db], check=True,
                        stderr=subprocess.DEVNULL)
-        # Cancellable copies of ORD-10002: [0, 10k) our cancels, [10k, 20k) the no-cache run's,
-        # [20k, 30k) our 2025 flows, [30k, 40k) our 2025 hold, [40k, 50k) our 2026 hold; the
-        # peers load [0, 10k) (the same ids, in orders of their own) and hold them on fresh processes.
-        extra = bench_cluster.add_orders(path, tmp, 40000 + holds)
+        # Cancellable copies of ORD-10002, so that no confirmed-cancel run runs out of orders
+        # before its time is up (a run that does measures its start-up, and says so): per run
+        # `per_run` for a Rust server; ours take [0, R) and the no-cache run [R, 2R) (R =
+        # rounds x per_run), our 2025 flows the next `legacy_ids`, then our 2025 hold and our
+        # 2026 hold `holds` each. The peers serve copies of the same ids in orders of their own:
+        # turbomcp [0, max(R, holds)); the Python and TypeScript peers, which cancel below
+        # 1,000 a second, [0, max(slow, holds)).
+        per_run = args.cancel_orders
+        rounds_ids = args.rounds * per_run
+        legacy_ids = 40000
+        slow = args.rounds * 5000
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds)
+        legacy_start = 2 * rounds_ids
+        hold_2025_ids = extra[legacy_start + legacy_ids:legacy_start + legacy_ids + holds]
+        hold_2026_ids = extra[legacy_start + legacy_ids + holds:legacy_start + legacy_ids + 2 * holds]
         peer_ids = extra[:holds]
         cap = str(holds + 1000)
         commands = [
-            (ours_name, [f"{args.target}/order-service", "serve", "--database", db], extra[:10000]),
+            (ours_name, [f"{args.target}/order-service", "serve", "--database", db], extra[:rounds_ids]),
             ("order-service, no order cache",
-             [f"{args.target}/order-service", "serve", "--database", db, "--no-order-cache"], extra[10000:20000]),
+             [f"{args.target}/order-service", "serve", "--database", db, "--no-order-cache"],
+             extra[rounds_ids:2 * rounds_ids]),
             ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"], None),
             # The same server with /metrics served, so its duration histograms are kept.
             (METRICS_ON, [f"{args.target}/order-service", "serve", "--database", db, "--metrics"], None),
         ]
         orders_json = f"{tmp}/orders.json"
+        slow_json = f"{tmp}/orders-slow-peers.json"
         sessions = {}  # name -> the command serving 2025-11-25 sessions with elicitation
         if args.python:
             commands.append(("Python mcp 2.3 (MCPServer)",
-                             [args.python, "bench/peers/python/server.py", "{port}", orders_json], extra[:10000]))
+                             [args.python, "bench/peers/python/server.py", "{port}", slow_json], extra[:slow]))
             sessions["Python mcp 2.3 (MCPServer)"] = [args.python, "bench/peers/python/server.py", "{port}",
-                                                     orders_json, "sessions"]
+                                                     slow_json, "sessions"]
         if args.node and args.typescript:
             commands.append(("TypeScript SDK 2.4 on Node 22",
-                             [args.node, f"{args.typescript}/server.mjs", "{port}", orders_json], extra[:10000]))
+                             [args.node, f"{args.typescript}/server.mjs", "{port}", slow_json], extra[:slow]))
             sessions["TypeScript SDK 2.4 on Node 22"] = [args.node, f"{args.typescript}/server.mjs", "{port}",
-                                                        orders_json, "sessions"]
+                                                        slow_json, "sessions"]
         if args.turbomcp:
-            commands.append((turbo_name, [args.turbomcp, "{port}", orders_json], extra[:10000]))
+            commands.append((turbo_name, [args.turbomcp, "{port}", orders_json], extra[:rounds_ids]))
             # Its cap on requests in flight raised, as ours are, for the held questions.
             sessions[turbo_name] = [args.turbomcp, "{port}", orders_json, cap]
         sessions[ours_name] = [f"{args.target}/order-service", "serve", "--database", db, "--max-sessions", cap,
@@ -304,7 +325,8 @@ def main():
                                f"{tmp}/export.log")
         try:
             first_answer(proc, t0, port)
-            export_orders(port, orders_json, peer_ids)
+            export_orders(port, orders_json, extra[:max(rounds_ids, holds)])
+            export_orders(port, slow_json, extra[:max(slow, holds)])
             with open(f"{tmp}/reply.json", "wb") as f:
                 f.write(reply_body(port))
         finally:
@@ -336,7 +358,8 @@ def main():
                     for c in (1, 16):
                         server["runs"][c].append(load(args.oha, server["port"], c, args.seconds))
             recheck_ms = recheck_wall_ms(servers[0]["port"])
-            legacy = rust_cancels(load_client, servers[0]["port"], args.seconds, extra[20000:30000], tmp, "2025")
+            legacy = rust_cancels(load_client, servers[0]["port"], args.cancel_seconds,
+                                  extra[legacy_start:legacy_start + legacy_ids], tmp, "2025")
             # Cancels interleaved too: each server's ids split across the rounds.
             for server in servers:
                 server["cancel_runs"] = []
@@ -345,7 +368,8 @@ def main():
                     if server["ids"] is not None:
                         share = len(server["ids"]) // args.rounds
                         ids = server["ids"][r * share:(r + 1) * share]
-                        server["cancel_runs"].append(rust_cancels(load_client, server["port"], args.seconds, ids, tmp))
+                        server["cancel_runs"].append(
+                            rust_cancels(load_client, server["port"], args.cancel_seconds, ids, tmp))
             for server in servers:
                 server["peak_mib"] = rss_kib(server["proc"].pid, "VmHWM") / 1024
         finally:
@@ -355,7 +379,7 @@ def main():
         # Open confirmations, each load on a fresh process.
         held_2025, held_2026 = {}, {}
         for name, cmd in sessions.items():
-            ids = extra[30000:30000 + holds] if name == ours_name else peer_ids
+            ids = hold_2025_ids if name == ours_name else peer_ids
             held_2025[name] = hold_2025(name, on_port_0(cmd), log_of(name, "hold-2025"), ids)
         for name, cmd, ids in commands:
             # (The no-cache run shares our database, and holds nothing different.)
@@ -365,7 +389,7 @@ def main():
             try:
                 first_answer(proc, t0, port)
                 time.sleep(0.5)
-                ids = extra[40000:40000 + holds] if name == ours_name else peer_ids
+                ids = hold_2026_ids if name == ours_name else peer_ids
                 held_2026[name] = hold_2026(port, proc.pid, ids)
             finally:
                 proc.terminate()
@@ -374,7 +398,7 @@ def main():
     by_name = {server["name"]: server for server in servers}
     print(f"{os.cpu_count()} cores. tools/call over 2026-07-28 HTTP; get_order: median of {args.rounds} "
           f"interleaved runs of {args.seconds} s (oha); confirmed cancels: median of {args.rounds} interleaved "
-          f"runs of {args.seconds} s, 16 flows from examples/load.rs, each a fresh cancellable order. Every "
+          f"runs of {args.cancel_seconds} s, 16 flows from examples/load.rs, each a fresh cancellable order. Every "
           "server pinned to core 0 (tokio: 1 worker); the clients on core 1. Default settings (logs as shipped).")
     print(f"{'server':38} {'c':>3} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  all runs' req/s")
     summary = {}
