@@ -16,6 +16,7 @@ use crate::clock::Clock;
 use crate::outbox::Outbox;
 use crate::revision::Revision;
 use crate::sampling_roots_logging::LogLevel;
+use crate::serve::session_manager::SessionLink;
 use crate::sessions::Sessions;
 use crate::state::{Answer, AskKind};
 use crate::util::lock;
@@ -97,11 +98,16 @@ impl Call {
     }
 
     /// Send a notification to the client: on the request's own response stream when it came
-    /// through the stateless fast path (its [`Outbox`]), else through the rmcp peer. Returns
+    /// through the stateless fast path (its [`Outbox`]), through its session when `serve`
+    /// serves that session itself (its [`SessionLink`]), else through the rmcp peer. Returns
     /// whether it was sent.
     pub(crate) async fn notify(&self, notification: ServerNotification) -> bool {
-        match self.rc().extensions.get::<Arc<Outbox>>() {
-            Some(outbox) => outbox.send(notification),
+        let extensions = &self.rc().extensions;
+        if let Some(outbox) = extensions.get::<Arc<Outbox>>() {
+            return outbox.send(notification);
+        }
+        match extensions.get::<SessionLink>() {
+            Some(link) => link.notify(notification),
             None => self.peer().send_notification(notification).await.is_ok(),
         }
     }

@@ -21,9 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::{Call, Escalation, Pending};
 use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
+use crate::reach::Reach;
 use crate::revision::Revision;
 use crate::sampling_roots_logging::{self, LogLevel};
-use crate::sessions::SessionKey;
 use crate::state::{Answer, AskKind};
 use crate::util::lock;
 
@@ -171,7 +171,11 @@ impl Ctx {
                 self.call
                     .shared
                     .sessions
-                    .log_level(SessionKey::of(self.call.peer()).as_ref())
+                    .log_level(
+                        Reach::of(&self.call.rc().extensions, self.call.peer())
+                            .session_key()
+                            .as_ref(),
+                    )
                     .unwrap_or(self.call.shared.default_log_level),
             )
         } else {
@@ -214,7 +218,32 @@ impl Ctx {
                 return Ok(Elicited::Unsupported);
             }
         };
-        let message = message.into();
+        self.ask_form(key, message.into(), schema).await
+    }
+
+    /// Ask the person to fill in a form whose schema is made at run time (fields known only
+    /// then, or wire details written by hand), the way [`Ctx::elicit`] asks one described by a
+    /// type. The accepted content comes back as the JSON the client sent (`{}` when it sent
+    /// none), for the caller to read.
+    pub async fn elicit_form(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+        schema: ElicitationSchema,
+    ) -> Result<Elicited<serde_json::Value>, Suspend> {
+        if !self.can_elicit(AskKind::Form) {
+            return Ok(Elicited::Unsupported);
+        }
+        self.ask_form(key, message.into(), Arc::new(schema)).await
+    }
+
+    /// Ask for the form `schema` describes and read an accepted one as `T`.
+    async fn ask_form<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        message: String,
+        schema: Arc<ElicitationSchema>,
+    ) -> Result<Elicited<T>, Suspend> {
         // Built only when the question goes out (an answered one needs none).
         let request = || {
             InputRequest::Elicitation(ElicitRequest::new(

@@ -46,6 +46,7 @@ mod outbox;
 mod outcome;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod reach;
 mod revision;
 mod sampling_roots_logging;
 pub mod schema;

@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use rmcp::RoleServer;
 use rmcp::model::{
-    ClientResult, CustomNotification, InputRequest, ServerNotification, ServerRequest,
+    ClientResult, CustomNotification, InputRequest, RequestId, ServerNotification, ServerRequest,
 };
-use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
+use rmcp::service::{PeerRequestOptions, ServiceError};
 
+use crate::reach::Reach;
+use crate::serve::session_manager::NoAnswer;
 use crate::state::Answer;
 
 /// Log severity, least to most severe (the protocol's syslog levels). Ours, so code that logs
@@ -147,9 +148,11 @@ pub(crate) fn list_roots_request() -> InputRequest {
     })
 }
 
-/// Send one question as a real server-to-client request (2025-11-25) and wait at most `timeout`.
+/// Send one question as a real server-to-client request (2025-11-25) to the session `reach`
+/// names, on behalf of its request `origin`, and wait at most `timeout`.
 pub(crate) async fn fulfil(
-    peer: &Peer<RoleServer>,
+    reach: &Reach,
+    origin: &RequestId,
     request: InputRequest,
     timeout: Duration,
 ) -> Answer {
@@ -165,12 +168,22 @@ pub(crate) async fn fulfil(
             };
         }
     };
-    let sent = peer
-        .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
-        .await;
-    let response = match sent {
-        Ok(handle) => handle.await_response().await,
-        Err(error) => Err(error),
+    let response = match reach {
+        Reach::Link(link) => match link.ask(request, origin, timeout).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(ServiceError::McpError(error)),
+            Err(NoAnswer::TimedOut) => return Answer::TimedOut,
+            Err(NoAnswer::Closed) => Err(ServiceError::TransportClosed),
+        },
+        Reach::Peer(peer) => {
+            let sent = peer
+                .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+                .await;
+            match sent {
+                Ok(handle) => handle.await_response().await,
+                Err(error) => Err(error),
+            }
+        }
     };
     match response {
         Ok(ClientResult::ElicitResult(result)) => Answer::Elicit {

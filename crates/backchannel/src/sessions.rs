@@ -2,36 +2,41 @@
 //! 2026-07-28 `subscriptions/listen` streams. A [`Change`] (a list changed, a resource was
 //! updated) fans out over both, to those that asked for it.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::collections::HashMap;
+use std::sync::{Mutex, Weak};
 
-use rmcp::RoleServer;
-use rmcp::model::{InitializeRequestParams, ResourceUpdatedNotificationParam};
-use rmcp::service::{Peer, SubscriptionSink};
+use rmcp::model::{
+    InitializeRequestParams, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+    ServerNotification,
+};
+use rmcp::service::SubscriptionSink;
 
+use crate::reach::{Reach, SessionKey};
 use crate::sampling_roots_logging::LogLevel;
 use crate::util::lock;
 
-/// Identifies a 2025-11-25 session by the `initialize` parameters rmcp keeps for it.
-#[derive(Debug, Clone)]
-pub(crate) struct SessionKey(Weak<InitializeRequestParams>);
-
-impl SessionKey {
-    pub(crate) fn of(peer: &Peer<RoleServer>) -> Option<Self> {
-        peer.peer_info().map(|info| Self(Arc::downgrade(&info)))
-    }
-
-    fn same(&self, other: &SessionKey) -> bool {
-        Weak::ptr_eq(&self.0, &other.0)
-    }
-}
-
 #[derive(Debug)]
 struct LegacySession {
-    key: SessionKey,
-    peer: Peer<RoleServer>,
+    reach: Reach,
+    /// For a peer's session: gone once rmcp dropped its parameters.
+    info: Option<Weak<InitializeRequestParams>>,
     level: Option<LogLevel>,
     /// URIs this session subscribed to (`resources/subscribe`).
     resources: Vec<String>,
+}
+
+impl LegacySession {
+    fn is_open(&self) -> bool {
+        match &self.reach {
+            Reach::Link(link) => link.is_open(),
+            Reach::Peer(peer) => {
+                self.info
+                    .as_ref()
+                    .is_some_and(|info| info.strong_count() > 0)
+                    && !peer.is_transport_closed()
+            }
+        }
+    }
 }
 
 /// Most resource subscriptions one 2025-11-25 session may hold.
@@ -45,7 +50,9 @@ struct Listener {
 
 #[derive(Debug, Default)]
 struct Inner {
-    legacy: Vec<LegacySession>,
+    legacy: HashMap<SessionKey, LegacySession>,
+    /// How many sessions were left after the last look for closed ones.
+    kept: usize,
     listeners: Vec<Listener>,
     next_listener: u64,
 }
@@ -78,58 +85,59 @@ pub enum Change {
 
 impl Sessions {
     fn prune(inner: &mut Inner) {
-        inner
-            .legacy
-            .retain(|s| s.key.0.strong_count() > 0 && !s.peer.is_transport_closed());
+        inner.legacy.retain(|_, session| session.is_open());
+        inner.kept = inner.legacy.len();
     }
 
-    /// Remember a 2025-11-25 session (idempotent).
-    pub(crate) fn register(&self, peer: &Peer<RoleServer>) {
-        let Some(key) = SessionKey::of(peer) else {
+    /// Remember a 2025-11-25 session (idempotent). Closed sessions are forgotten whenever the
+    /// registry has doubled since the last look, so registering stays cheap with many open.
+    pub(crate) fn register(&self, reach: &Reach) {
+        let Some((key, info)) = reach.key() else {
             return;
         };
         let mut inner = lock(&self.inner);
-        Self::prune(&mut inner);
-        if !inner.legacy.iter().any(|s| s.key.same(&key)) {
-            inner.legacy.push(LegacySession {
-                key,
-                peer: peer.clone(),
+        if inner.legacy.len() >= 2 * inner.kept.max(32) {
+            Self::prune(&mut inner);
+        }
+        // A peer's parameters may sit where a closed session's were: that one is replaced.
+        if inner.legacy.get(&key).is_some_and(LegacySession::is_open) {
+            return;
+        }
+        inner.legacy.insert(
+            key,
+            LegacySession {
+                reach: reach.clone(),
+                info,
                 level: None,
                 resources: Vec::new(),
-            });
-        }
+            },
+        );
     }
 
-    pub(crate) fn set_log_level(&self, peer: &Peer<RoleServer>, level: LogLevel) {
-        self.register(peer);
-        let Some(key) = SessionKey::of(peer) else {
+    pub(crate) fn set_log_level(&self, reach: &Reach, level: LogLevel) {
+        self.register(reach);
+        let Some(key) = reach.session_key() else {
             return;
         };
-        let mut inner = lock(&self.inner);
-        if let Some(session) = inner.legacy.iter_mut().find(|s| s.key.same(&key)) {
+        if let Some(session) = lock(&self.inner).legacy.get_mut(&key) {
             session.level = Some(level);
         }
     }
 
     pub(crate) fn log_level(&self, key: Option<&SessionKey>) -> Option<LogLevel> {
-        let key = key?;
         let inner = lock(&self.inner);
-        inner
-            .legacy
-            .iter()
-            .find(|s| s.key.same(key))
-            .and_then(|s| s.level)
+        inner.legacy.get(key?).and_then(|s| s.level)
     }
 
     /// Subscribe a 2025-11-25 session to `uri`. `false` when it already holds the most
     /// subscriptions a session may.
-    pub(crate) fn subscribe(&self, peer: &Peer<RoleServer>, uri: &str) -> bool {
-        self.register(peer);
-        let Some(key) = SessionKey::of(peer) else {
+    pub(crate) fn subscribe(&self, reach: &Reach, uri: &str) -> bool {
+        self.register(reach);
+        let Some(key) = reach.session_key() else {
             return false;
         };
         let mut inner = lock(&self.inner);
-        let Some(session) = inner.legacy.iter_mut().find(|s| s.key.same(&key)) else {
+        let Some(session) = inner.legacy.get_mut(&key) else {
             return false;
         };
         if session.resources.iter().any(|r| r == uri) {
@@ -142,12 +150,11 @@ impl Sessions {
         true
     }
 
-    pub(crate) fn unsubscribe(&self, peer: &Peer<RoleServer>, uri: &str) {
-        let Some(key) = SessionKey::of(peer) else {
+    pub(crate) fn unsubscribe(&self, reach: &Reach, uri: &str) {
+        let Some(key) = reach.session_key() else {
             return;
         };
-        let mut inner = lock(&self.inner);
-        if let Some(session) = inner.legacy.iter_mut().find(|s| s.key.same(&key)) {
+        if let Some(session) = lock(&self.inner).legacy.get_mut(&key) {
             session.resources.retain(|r| r != uri);
         }
     }
@@ -186,9 +193,9 @@ impl Sessions {
             Self::prune(&mut inner);
             let peers: Vec<_> = inner
                 .legacy
-                .iter()
+                .values()
                 .filter(|s| s.resources.iter().any(|r| r == uri))
-                .map(|s| s.peer.clone())
+                .map(|s| s.reach.clone())
                 .collect();
             let sinks: Vec<_> = inner
                 .listeners
@@ -206,8 +213,12 @@ impl Sessions {
         };
         let mut sent = 0;
         for peer in peers {
-            let params = ResourceUpdatedNotificationParam::new(uri);
-            sent += usize::from(peer.notify_resource_updated(params).await.is_ok());
+            let updated =
+                ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri));
+            sent += usize::from(
+                peer.notify(ServerNotification::ResourceUpdatedNotification(updated))
+                    .await,
+            );
         }
         for sink in sinks {
             sent += usize::from(sink.notify_resource_updated(uri).await.is_ok());
@@ -221,18 +232,24 @@ impl Sessions {
         let (peers, sinks) = {
             let mut inner = lock(&self.inner);
             Self::prune(&mut inner);
-            let peers: Vec<_> = inner.legacy.iter().map(|s| s.peer.clone()).collect();
+            let peers: Vec<_> = inner.legacy.values().map(|s| s.reach.clone()).collect();
             let sinks: Vec<_> = inner.listeners.iter().map(|l| l.sink.clone()).collect();
             (peers, sinks)
         };
         let mut sent = 0;
         for peer in peers {
-            let result = match kind {
-                ListKind::Tools => peer.notify_tool_list_changed().await,
-                ListKind::Prompts => peer.notify_prompt_list_changed().await,
-                ListKind::Resources => peer.notify_resource_list_changed().await,
+            let notification = match kind {
+                ListKind::Tools => {
+                    ServerNotification::ToolListChangedNotification(Default::default())
+                }
+                ListKind::Prompts => {
+                    ServerNotification::PromptListChangedNotification(Default::default())
+                }
+                ListKind::Resources => {
+                    ServerNotification::ResourceListChangedNotification(Default::default())
+                }
             };
-            sent += usize::from(result.is_ok());
+            sent += usize::from(peer.notify(notification).await);
         }
         for sink in sinks {
             let accepted = sink.accepted();

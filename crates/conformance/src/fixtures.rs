@@ -282,13 +282,10 @@ impl ConformanceServer {
     }
 
     #[tool(description = "Asks a form whose every field has a default (SEP-1034)")]
-    async fn test_elicitation_sep1034_defaults(
-        &self,
-        rc: RequestContext<RoleServer>,
-    ) -> ToolResult {
+    async fn test_elicitation_sep1034_defaults(&self, ctx: Ctx) -> ToolResult {
         // Wire detail: `default` values in the schema, written out by hand.
         raw_elicit(
-            &rc,
+            &ctx,
             "Please provide values (all have defaults)",
             json!({
                 "type": "object",
@@ -306,10 +303,10 @@ impl ConformanceServer {
     }
 
     #[tool(description = "Asks a form with all five enum shapes (SEP-1330)")]
-    async fn test_elicitation_sep1330_enums(&self, rc: RequestContext<RoleServer>) -> ToolResult {
+    async fn test_elicitation_sep1330_enums(&self, ctx: Ctx) -> ToolResult {
         // Wire detail: the five enum schema shapes, written out by hand.
         raw_elicit(
-            &rc,
+            &ctx,
             "Please pick from each kind of list",
             json!({
                 "type": "object",
@@ -619,30 +616,29 @@ fn json_schema_2020_12_input() -> Arc<JsonObject> {
     }
 }
 
-/// Send a hand-written form schema (2025-11-25 only: these scenarios test schema wire details).
-async fn raw_elicit(rc: &RequestContext<RoleServer>, message: &str, schema: Value) -> ToolResult {
+/// Ask a hand-written form schema (these scenarios test schema wire details).
+async fn raw_elicit(ctx: &Ctx, message: &str, schema: Value) -> ToolResult {
     let schema: ElicitationSchema = serde_json::from_value(schema)
         .map_err(|e| ToolError::failed(format!("bad fixture schema: {e}")))?;
-    let result = rc
-        .peer
-        .create_elicitation_with_timeout(
-            ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: message.into(),
-                requested_schema: schema,
-            },
-            Some(Duration::from_secs(30)),
-        )
-        .await
-        .map_err(|e| ToolError::failed(format!("Elicitation error: {e}")))?;
-    let action = match result.action {
-        ElicitationAction::Accept => "accept",
-        ElicitationAction::Decline => "decline",
-        _ => "cancel",
+    let outcome = ctx
+        .with_timeout(Duration::from_secs(30))
+        .elicit_form("form", message, schema)
+        .await?;
+    let (action, content) = match outcome {
+        Elicited::Accepted(content) => ("accept", content),
+        Elicited::Declined => ("decline", Value::Null),
+        Elicited::Cancelled => ("cancel", Value::Null),
+        Elicited::TimedOut => {
+            return Err(ToolError::failed("Elicitation error: no answer in time"));
+        }
+        Elicited::Unsupported => {
+            return Err(ToolError::failed(
+                "this client does not support elicitation",
+            ));
+        }
     };
     Ok(text(format!(
-        "Elicitation completed: action={action}, content={}",
-        result.content.unwrap_or(Value::Null)
+        "Elicitation completed: action={action}, content={content}"
     )))
 }
 

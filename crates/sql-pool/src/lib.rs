@@ -628,7 +628,11 @@ mod tests {
         assert!(futures::poll!(b.as_mut()).is_pending());
         tokio::task::yield_now().await;
         assert!(futures::poll!(c.as_mut()).is_pending());
-        assert_eq!(direct.batches_committed(), 0, "open while writes keep coming");
+        assert_eq!(
+            direct.batches_committed(),
+            0,
+            "open while writes keep coming"
+        );
         for write in [a, b, c] {
             assert_eq!(write.await.expect("committed"), 1);
         }
@@ -648,7 +652,11 @@ mod tests {
         for write in writes {
             write.await.expect("committed");
         }
-        assert!(direct.batches_committed() >= 4, "{}", direct.batches_committed());
+        assert!(
+            direct.batches_committed() >= 4,
+            "{}",
+            direct.batches_committed()
+        );
         let (rows,): (i64,) = sqlx::query_as("SELECT count(*) FROM t")
             .fetch_one(&pool)
             .await

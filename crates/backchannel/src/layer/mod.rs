@@ -24,6 +24,7 @@ use rmcp::{ErrorData, RoleServer};
 use crate::call::{Call, Escalation, Pending, Shared};
 use crate::clock::Clock;
 use crate::ctx::{Ctx, insert_ctx};
+use crate::reach::Reach;
 use crate::revision::Revision;
 use crate::sampling_roots_logging::{self, LogLevel, SetLevelParams};
 use crate::sessions::{Change, ListKind, Sessions};
@@ -670,12 +671,17 @@ impl Backchannel {
         call: &Call,
         pending: BTreeMap<String, Pending>,
     ) -> Result<(), ErrorData> {
-        let peer = call.peer();
-        let asks = pending.into_iter().map(|(key, pending)| async move {
-            let _waiting = crate::metrics::Waiting::start();
-            let answer =
-                sampling_roots_logging::fulfil(peer, pending.request, pending.timeout).await;
-            (key, answer)
+        let reach = Reach::of(&call.rc().extensions, call.peer());
+        let origin = &call.rc().id;
+        let asks = pending.into_iter().map(|(key, pending)| {
+            let reach = &reach;
+            async move {
+                let _waiting = crate::metrics::Waiting::start();
+                let answer =
+                    sampling_roots_logging::fulfil(reach, origin, pending.request, pending.timeout)
+                        .await;
+                (key, answer)
+            }
         });
         let answers = tokio::select! {
             answers = futures::future::join_all(asks) => answers,
@@ -734,13 +740,16 @@ impl Backchannel {
     /// Remember a 2025-11-25 session for list-changed broadcasts. Call it from
     /// `ServerHandler::on_initialized`.
     pub fn on_initialized(&self, context: &NotificationContext<RoleServer>) {
-        self.inner.shared.sessions.register(&context.peer);
+        self.inner
+            .shared
+            .sessions
+            .register(&Reach::of(&context.extensions, &context.peer));
     }
 
     /// Store a session's `logging/setLevel`. Call it from `ServerHandler::set_level`.
     pub fn set_level(&self, params: &SetLevelParams, context: &RequestContext<RoleServer>) {
         self.inner.shared.sessions.set_log_level(
-            &context.peer,
+            &Reach::of(&context.extensions, &context.peer),
             sampling_roots_logging::requested_level(params),
         );
     }
@@ -819,7 +828,8 @@ impl Backchannel {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if self.inner.shared.sessions.subscribe(&context.peer, uri) {
+        let reach = Reach::of(&context.extensions, &context.peer);
+        if self.inner.shared.sessions.subscribe(&reach, uri) {
             Ok(())
         } else {
             Err(ErrorData::invalid_params(
@@ -831,7 +841,8 @@ impl Backchannel {
 
     /// Undo [`Self::subscribe_resource`] (`resources/unsubscribe`).
     pub fn unsubscribe_resource(&self, uri: &str, context: &RequestContext<RoleServer>) {
-        self.inner.shared.sessions.unsubscribe(&context.peer, uri);
+        let reach = Reach::of(&context.extensions, &context.peer);
+        self.inner.shared.sessions.unsubscribe(&reach, uri);
     }
 
     /// How many (2025-11-25 sessions, 2026-07-28 listen streams) are registered.

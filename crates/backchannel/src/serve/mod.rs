@@ -7,7 +7,8 @@ mod host_origin;
 pub mod jsonrpc;
 mod listener;
 mod mcp_route;
-mod session_manager;
+mod session_driver;
+pub(crate) mod session_manager;
 mod session_post;
 mod sign_in;
 mod standard_headers;
@@ -84,6 +85,12 @@ pub struct HttpOptions {
     /// sends its notifications through [`crate::Ctx`]; a message sent through
     /// `RequestContext::peer` during one is dropped. Off, rmcp serves every request.
     pub stateless_fast_path: bool,
+    /// Serve a 2025-11-25 session's messages by calling the handler directly once rmcp has
+    /// answered its `initialize` (default true), instead of through a serve loop of rmcp's for
+    /// each session (a task and two channels: about 33 KiB a session). Such a handler sends its
+    /// notifications and questions through [`crate::Ctx`]; a message sent through
+    /// `RequestContext::peer` is dropped. Off, rmcp serves every session to its end.
+    pub direct_sessions: bool,
 }
 
 impl Default for HttpOptions {
@@ -109,6 +116,7 @@ impl Default for HttpOptions {
             json_response: true,
             sse_keep_alive: Some(Duration::from_secs(15)),
             stateless_fast_path: true,
+            direct_sessions: true,
         }
     }
 }
@@ -152,7 +160,14 @@ where
             shutdown.clone(),
         )) as Arc<dyn stateless::FastPath>
     });
-    let sessions = Arc::new(session_manager::LeanSessions::new(config.sse_retry));
+    let drivers = options.direct_sessions.then(|| {
+        Arc::new(session_driver::Drivers::new(factory.clone()))
+            as Arc<dyn session_manager::DriverFactory>
+    });
+    let sessions = Arc::new(session_manager::LeanSessions::new(
+        config.sse_retry,
+        drivers,
+    ));
     let service = StreamableHttpService::new(move || Ok(factory()), sessions.clone(), config);
     let endpoint = mcp_route::Endpoint {
         gate: mcp_route::Gate::new(sessions, options, fast, shutdown.clone()),

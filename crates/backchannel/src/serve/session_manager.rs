@@ -14,6 +14,15 @@
 //! on the GET stream) and the last 16 of each stream are kept, so a client that lost a stream
 //! resumes it with `Last-Event-ID` (a call's stream for a minute after it ended). A session
 //! nobody used for five minutes is closed.
+//!
+//! rmcp's serve loop runs a session only through `initialize`: rmcp checks and answers it as
+//! it always does, and when its answer passes through here the session is handed to a
+//! [`Dispatch`] of its own (`session_driver`), which serves every later message by calling the
+//! server's handler directly; the serve loop reads the end of its input and stops. A session
+//! then costs a map entry and what it holds, not a serve loop with its task and two channels
+//! (about 33 KiB a session, heaptrack). The handler answers through a [`SessionLink`] in the
+//! request's extensions: `Ctx` sends its notifications and questions through it, and the
+//! client's answers come back here by id.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -23,15 +32,18 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, GetMeta, ProgressToken, RequestId,
-    ServerJsonRpcMessage, ServerNotification,
+    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
+    ClientRequest, ClientResult, GetExtensions, GetMeta, InitializeRequestParams, NumberOrString,
+    ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification, ServerRequest,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::util::lock;
 
@@ -58,10 +70,36 @@ pub(crate) enum SessionError {
     UnknownEvent,
 }
 
+/// Serves a session's messages once `initialize` is answered (see the module's documentation).
+pub(crate) trait Dispatch: Send + Sync {
+    /// Serve a client request, in a task of its own: its answer goes to
+    /// [`SessionLink::finish_call`]. `ct` is cancelled when the client cancels the request or
+    /// the session ends.
+    fn request(
+        &self,
+        link: SessionLink,
+        id: RequestId,
+        request: ClientRequest,
+        ct: CancellationToken,
+    );
+    /// Hand the handler a client notification.
+    fn notification(&self, link: SessionLink, notification: ClientNotification);
+}
+
+/// Makes the [`Dispatch`] of a session whose `initialize` was answered, from the parameters
+/// the client sent with the version agreed on.
+pub(crate) trait DriverFactory: Send + Sync {
+    /// The session's dispatch.
+    fn driver(&self, client: InitializeRequestParams) -> Arc<dyn Dispatch>;
+}
+
 /// The sessions of one endpoint.
 pub(crate) struct LeanSessions {
     sessions: std::sync::RwLock<HashMap<SessionId, Arc<Session>>>,
     sse_retry: Option<Duration>,
+    /// Takes sessions over from rmcp's serve loop once they are initialized (none: the serve
+    /// loop serves them to their end).
+    drivers: Option<Arc<dyn DriverFactory>>,
     /// When idle sessions were last looked for.
     swept: Mutex<Instant>,
 }
@@ -75,10 +113,14 @@ impl std::fmt::Debug for LeanSessions {
 }
 
 impl LeanSessions {
-    pub(crate) fn new(sse_retry: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        sse_retry: Option<Duration>,
+        drivers: Option<Arc<dyn DriverFactory>>,
+    ) -> Self {
         Self {
             sessions: Default::default(),
             sse_retry,
+            drivers,
             swept: Mutex::new(Instant::now()),
         }
     }
@@ -135,6 +177,41 @@ impl LeanSessions {
         }
     }
 
+    /// A message to a session served by its dispatch: a notification to the handler, an
+    /// answer to the question that waits for it.
+    fn accept(session: &Arc<Session>, id: &SessionId, message: ClientJsonRpcMessage) {
+        let mut state = lock(&session.state);
+        match message {
+            ClientJsonRpcMessage::Notification(notification) => {
+                let Some(driver) = state.driver.clone() else {
+                    return;
+                };
+                drop(state);
+                driver.notification(SessionLink::of(session, id), notification.notification);
+            }
+            ClientJsonRpcMessage::Response(response) => {
+                if let Some(waiting) = state.asked.remove(&response.id) {
+                    let _ = waiting.send(Ok(response.result));
+                }
+            }
+            ClientJsonRpcMessage::Error(error) => {
+                if let Some(waiting) = error.id.as_ref().and_then(|id| state.asked.remove(id)) {
+                    let _ = waiting.send(Err(error.error));
+                }
+            }
+            ClientJsonRpcMessage::Request(request) => {
+                // A request reaches here only without a stream of its own: nobody would read
+                // its answer, so it is refused on the session's GET stream.
+                drop(state);
+                let refused = ServerJsonRpcMessage::error(
+                    ErrorData::invalid_request("a request needs a POST of its own", None),
+                    Some(request.id),
+                );
+                let _ = session.post(refused);
+            }
+        }
+    }
+
     fn remove(&self, id: &SessionId) {
         let removed = self
             .sessions
@@ -153,6 +230,19 @@ struct Session {
     state: Mutex<State>,
     /// When it opened (for the session-duration histogram).
     opened: Instant,
+    /// Cancelled when it closes: the requests it serves end with it.
+    ct: CancellationToken,
+}
+
+/// What a server request waits for: the client's result or error.
+type Answered = tokio::sync::oneshot::Sender<Result<ClientResult, ErrorData>>;
+
+/// The `initialize` in flight: its id, who waits for its answer, and (when sessions are taken
+/// over) the client's parameters and the factory of the session's dispatch.
+struct Initializing {
+    id: RequestId,
+    answer: tokio::sync::oneshot::Sender<ServerJsonRpcMessage>,
+    takeover: Option<(InitializeRequestParams, Arc<dyn DriverFactory>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -166,11 +256,18 @@ struct State {
     inbound: VecDeque<ClientJsonRpcMessage>,
     waiting: Option<Waker>,
     closed: bool,
-    /// The `initialize` in flight: its id and who waits for its answer.
-    initializing: Option<(
-        RequestId,
-        tokio::sync::oneshot::Sender<ServerJsonRpcMessage>,
-    )>,
+    /// The `initialize` in flight.
+    initializing: Option<Initializing>,
+    /// Serves the session once it is initialized; rmcp's serve loop has then been told to end.
+    driver: Option<Arc<dyn Dispatch>>,
+    /// The serve loop's worker closes the session when the loop ends; after a takeover that
+    /// close is not the client's, and is ignored once.
+    ignore_close: bool,
+    /// Questions sent to the client (server requests), by id, waiting for its answer.
+    asked: HashMap<RequestId, Answered>,
+    next_asked: i64,
+    /// The client's requests being served, by id: what cancels each.
+    serving: HashMap<RequestId, CancellationToken>,
     next_stream: u64,
     /// The POST streams of calls, by stream number.
     calls: HashMap<u64, CallStream>,
@@ -239,10 +336,14 @@ struct CallStream {
 
 impl Session {
     fn close(&self) {
+        self.ct.cancel();
         let waker = {
             let mut state = lock(&self.state);
             state.closed = true;
             state.inbound.clear();
+            // Questions still waiting learn that no answer will come.
+            state.asked.clear();
+            state.serving.clear();
             for call in state.calls.values() {
                 call.replay.queue.end();
             }
@@ -311,12 +412,23 @@ impl Session {
             return Err(SessionError::Closed);
         }
         let answers_initialize = match (&state.initializing, &message) {
-            (Some((id, _)), ServerJsonRpcMessage::Response(response)) => *id == response.id,
-            (Some((id, _)), ServerJsonRpcMessage::Error(error)) => error.id.as_ref() == Some(id),
+            (Some(init), ServerJsonRpcMessage::Response(response)) => init.id == response.id,
+            (Some(init), ServerJsonRpcMessage::Error(error)) => error.id.as_ref() == Some(&init.id),
             _ => false,
         };
-        if answers_initialize && let Some((_, answer)) = state.initializing.take() {
-            let _ = answer.send(message);
+        if answers_initialize && let Some(init) = state.initializing.take() {
+            if let (Some((mut client, drivers)), ServerJsonRpcMessage::Response(response)) =
+                (init.takeover, &message)
+                && let rmcp::model::ServerResult::InitializeResult(result) = &response.result
+            {
+                // From now on the session is served here; the serve loop reads the end of its
+                // input and stops.
+                client.protocol_version = result.protocol_version.clone();
+                state.driver = Some(drivers.driver(client));
+                state.ignore_close = true;
+                wake(state.waiting.take());
+            }
+            let _ = init.answer.send(message);
             return Ok(());
         }
         let (stream, ends) = Self::route(&state, &message);
@@ -357,6 +469,145 @@ impl Session {
             call.finished
                 .is_none_or(|finished| finished.elapsed() < FINISHED_KEPT)
         });
+    }
+}
+
+/// A handle on one session, for the handler serving its requests (in a request's extensions)
+/// and for the registry of sessions: what goes to the client goes through it, and the
+/// client's answers to its questions come back through it.
+#[derive(Clone)]
+pub(crate) struct SessionLink {
+    session: Weak<Session>,
+    id: SessionId,
+}
+
+impl std::fmt::Debug for SessionLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLink").field("id", &self.id).finish()
+    }
+}
+
+/// Why a question sent through a [`SessionLink`] has no answer.
+#[derive(Debug)]
+pub(crate) enum NoAnswer {
+    /// None came within the time given (the client was told the question is withdrawn).
+    TimedOut,
+    /// The session ended.
+    Closed,
+}
+
+impl SessionLink {
+    fn of(session: &Arc<Session>, id: &SessionId) -> Self {
+        Self {
+            session: Arc::downgrade(session),
+            id: id.clone(),
+        }
+    }
+
+    /// The session's id (the registry of sessions knows it by this).
+    pub(crate) fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// Whether the session is still open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.session
+            .upgrade()
+            .is_some_and(|session| !lock(&session.state).closed)
+    }
+
+    /// Send a message to the client, routed as every message of the session is.
+    pub(crate) fn send(&self, message: ServerJsonRpcMessage) -> bool {
+        self.session
+            .upgrade()
+            .is_some_and(|session| session.post(message).is_ok())
+    }
+
+    /// Send a notification to the client.
+    pub(crate) fn notify(&self, notification: ServerNotification) -> bool {
+        self.send(ServerJsonRpcMessage::notification(notification))
+    }
+
+    /// The answer of the client's request `id`: sent on its stream, which it ends, unless the
+    /// client cancelled the request (then nothing is sent, as the cancellation asks).
+    pub(crate) fn finish_call(&self, id: &RequestId, message: ServerJsonRpcMessage) {
+        let Some(session) = self.session.upgrade() else {
+            return;
+        };
+        let Some(ct) = lock(&session.state).serving.remove(id) else {
+            tracing::debug!(%id, "not answering a cancelled request");
+            return;
+        };
+        let _ = session.post(message);
+        // What the request started and left running ends with it.
+        ct.cancel();
+    }
+
+    /// Ask the client `request` on behalf of its request `origin` (the question goes out on
+    /// that request's stream) and wait at most `timeout` for the answer. Each question gets
+    /// the next id of the session and, as rmcp numbers them, the same progress token.
+    pub(crate) async fn ask(
+        &self,
+        mut request: ServerRequest,
+        origin: &RequestId,
+        timeout: Duration,
+    ) -> Result<Result<ClientResult, ErrorData>, NoAnswer> {
+        let session = self.session.upgrade().ok_or(NoAnswer::Closed)?;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let id = {
+            let mut state = lock(&session.state);
+            if state.closed {
+                return Err(NoAnswer::Closed);
+            }
+            let number = state.next_asked;
+            state.next_asked += 1;
+            let id = RequestId::Number(number);
+            state.asked.insert(id.clone(), answer);
+            request
+                .get_meta_mut()
+                .set_progress_token(ProgressToken(NumberOrString::Number(number)));
+            id
+        };
+        request
+            .extensions_mut()
+            .insert(rmcp::service::OriginatingRequestId(origin.clone()));
+        // Forgotten if this wait is dropped (its call was cancelled) or ends.
+        let _forget = Forget {
+            session: &session,
+            id: &id,
+        };
+        if session
+            .post(ServerJsonRpcMessage::request(request, id.clone()))
+            .is_err()
+        {
+            return Err(NoAnswer::Closed);
+        }
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) => Err(NoAnswer::Closed),
+            Err(_) => {
+                let withdrawn = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id.clone()),
+                    Some("request timeout".to_owned()),
+                ));
+                let _ = session.post(ServerJsonRpcMessage::notification(
+                    ServerNotification::CancelledNotification(withdrawn),
+                ));
+                Err(NoAnswer::TimedOut)
+            }
+        }
+    }
+}
+
+/// Removes a question from the waiting ones when its wait ends, however it ends.
+struct Forget<'a> {
+    session: &'a Arc<Session>,
+    id: &'a RequestId,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(&self.session.state).asked.remove(self.id);
     }
 }
 
@@ -480,7 +731,7 @@ impl Transport<RoleServer> for SessionTransport {
                 }
                 return Poll::Ready(Some(message));
             }
-            if state.closed {
+            if state.closed || state.driver.is_some() {
                 return Poll::Ready(None);
             }
             crate::util::keep_waker(&mut state.waiting, cx);
@@ -490,7 +741,11 @@ impl Transport<RoleServer> for SessionTransport {
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         if let Some(session) = self.session.upgrade() {
-            session.close();
+            // A serve loop that ends because the session was taken over leaves it open.
+            let taken_over = lock(&session.state).driver.is_some();
+            if !taken_over {
+                session.close();
+            }
         }
         std::future::ready(Ok(()))
     }
@@ -515,6 +770,11 @@ impl SessionManager for LeanSessions {
                 waiting: None,
                 closed: false,
                 initializing: None,
+                driver: None,
+                ignore_close: false,
+                asked: HashMap::new(),
+                next_asked: 0,
+                serving: HashMap::new(),
                 next_stream: 0,
                 calls: HashMap::new(),
                 routes: HashMap::new(),
@@ -528,6 +788,7 @@ impl SessionManager for LeanSessions {
                 last_used: Instant::now(),
             }),
             opened: Instant::now(),
+            ct: CancellationToken::new(),
         });
         let transport = SessionTransport {
             session: Arc::downgrade(&session),
@@ -552,7 +813,17 @@ impl SessionManager for LeanSessions {
             let ClientJsonRpcMessage::Request(request) = &message else {
                 return Err(SessionError::Closed);
             };
-            state.initializing = Some((request.id.clone(), answer));
+            let takeover = match (&request.request, &self.drivers) {
+                (ClientRequest::InitializeRequest(init), Some(drivers)) => {
+                    Some((init.params.clone(), drivers.clone()))
+                }
+                _ => None,
+            };
+            state.initializing = Some(Initializing {
+                id: request.id.clone(),
+                answer,
+                takeover,
+            });
             Session::deliver(&mut state, message)
         };
         wake(waker);
@@ -564,7 +835,15 @@ impl SessionManager for LeanSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.remove(id);
+        let taken_over = self
+            .sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .is_some_and(|session| std::mem::take(&mut lock(&session.state).ignore_close));
+        if !taken_over {
+            self.remove(id);
+        }
         Ok(())
     }
 
@@ -603,7 +882,23 @@ impl SessionManager for LeanSessions {
                 }
             }
             state.calls.insert(number, call);
-            (queue, Session::deliver(&mut state, message))
+            match (state.driver.clone(), message) {
+                (Some(driver), ClientJsonRpcMessage::Request(request)) => {
+                    let ct = session.ct.child_token();
+                    state.serving.insert(request.id.clone(), ct.clone());
+                    drop(state);
+                    let link = SessionLink::of(&session, id);
+                    driver.request(link, request.id, request.request, ct);
+                    return Ok(Reader(queue));
+                }
+                (Some(_), other) => {
+                    // Only requests open a stream; anything else goes where it would as a POST.
+                    drop(state);
+                    Self::accept(&session, id, other);
+                    return Ok(Reader(queue));
+                }
+                (None, message) => (queue, Session::deliver(&mut state, message)),
+            }
         };
         wake(waker);
         Ok(Reader(queue))
@@ -626,6 +921,14 @@ impl SessionManager for LeanSessions {
                 && let Some(request) = &cancelled.params.request_id
             {
                 Session::cancelled(&mut state, request);
+                if let Some(ct) = state.serving.remove(request) {
+                    ct.cancel();
+                }
+            }
+            if state.driver.is_some() {
+                drop(state);
+                Self::accept(&session, id, message);
+                return Ok(());
             }
             Session::deliver(&mut state, message)
         };
@@ -750,7 +1053,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_stream_carries_its_progress_and_ends_with_its_answer() {
-        let sessions = LeanSessions::new(None);
+        let sessions = LeanSessions::new(None, None);
         let (id, mut serve_loop) = sessions.create_session().await.expect("session");
         let stream = sessions
             .create_stream(&id, call(7, "p"))
@@ -794,7 +1097,7 @@ mod tests {
 
     #[tokio::test]
     async fn last_event_id_sends_what_came_after_it_and_nothing_twice() {
-        let sessions = LeanSessions::new(None);
+        let sessions = LeanSessions::new(None, None);
         let (id, mut serve_loop) = sessions.create_session().await.expect("session");
         let mut stream = sessions
             .create_stream(&id, call(1, "p"))
@@ -826,7 +1129,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_second_get_stream_stays_open_without_taking_the_first_ones_events() {
-        let sessions = LeanSessions::new(None);
+        let sessions = LeanSessions::new(None, None);
         let (id, mut serve_loop) = sessions.create_session().await.expect("session");
         let mut first = sessions.create_standalone_stream(&id).await.expect("GET");
         let mut second = sessions.create_standalone_stream(&id).await.expect("GET");
@@ -852,9 +1155,172 @@ mod tests {
         ));
     }
 
+    /// A dispatch that hands each request's link to the test, and answers nothing itself.
+    struct Links(tokio::sync::mpsc::UnboundedSender<(SessionLink, RequestId)>);
+
+    impl Dispatch for Links {
+        fn request(
+            &self,
+            link: SessionLink,
+            id: RequestId,
+            _: ClientRequest,
+            _: CancellationToken,
+        ) {
+            let _ = self.0.send((link, id));
+        }
+        fn notification(&self, _: SessionLink, _: ClientNotification) {}
+    }
+
+    impl DriverFactory for Links {
+        fn driver(&self, _: InitializeRequestParams) -> Arc<dyn Dispatch> {
+            Arc::new(Links(self.0.clone()))
+        }
+    }
+
+    fn initialize() -> ClientJsonRpcMessage {
+        client(json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}
+        }))
+    }
+
+    /// A session taken over once initialized; its serve loop has seen the end of its input.
+    async fn taken_over() -> (
+        Arc<LeanSessions>,
+        SessionId,
+        tokio::sync::mpsc::UnboundedReceiver<(SessionLink, RequestId)>,
+    ) {
+        let (links, calls) = tokio::sync::mpsc::unbounded_channel();
+        let sessions = Arc::new(LeanSessions::new(None, Some(Arc::new(Links(links)))));
+        let (id, mut serve_loop) = sessions.create_session().await.expect("session");
+        let waiting = tokio::spawn({
+            let (sessions, id) = (sessions.clone(), id.clone());
+            async move { sessions.initialize_session(&id, initialize()).await }
+        });
+        assert!(serve_loop.receive().await.is_some(), "the initialize");
+        let initialized = server(json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}}}));
+        serve_loop.send(initialized).await.expect("sent");
+        waiting.await.expect("joined").expect("answered");
+        assert!(
+            serve_loop.receive().await.is_none(),
+            "the serve loop is told to end"
+        );
+        serve_loop.close().await.expect("its close");
+        // The worker's close after its serve loop ended leaves the session open.
+        sessions.close_session(&id).await.expect("closed");
+        assert!(sessions.contains(&id));
+        (sessions, id, calls)
+    }
+
+    fn elicit() -> ServerRequest {
+        serde_json::from_value(json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Go ahead?", "requestedSchema": {"type": "object", "properties": {}}}}))
+        .expect("a server request")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_taken_over_session_asks_through_its_link_and_hears_the_answer_or_withdraws() {
+        let (sessions, id, mut calls) = taken_over().await;
+        let stream = sessions
+            .create_stream(&id, call(7, "p"))
+            .await
+            .expect("stream");
+        let (link, call_id) = calls
+            .recv()
+            .await
+            .expect("the request reached the dispatch");
+        assert_eq!(call_id, RequestId::Number(7));
+        // Answered: the question goes out on the call's stream and the answer comes back.
+        let asking = tokio::spawn({
+            let link = link.clone();
+            async move {
+                link.ask(elicit(), &RequestId::Number(7), Duration::from_secs(90))
+                    .await
+            }
+        });
+        tokio::task::yield_now().await;
+        let declined = client(json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "decline"}}));
+        sessions
+            .accept_message(&id, declined)
+            .await
+            .expect("accepted");
+        let answered = asking.await.expect("joined").expect("an answer");
+        assert!(
+            matches!(answered, Ok(ClientResult::ElicitResult(_))),
+            "{answered:?}"
+        );
+        // Unanswered: after the timeout the question is withdrawn (on the GET stream, as rmcp
+        // routes a cancellation of a server request) and the wait ends.
+        let mut common = sessions.create_standalone_stream(&id).await.expect("GET");
+        let late = link
+            .ask(elicit(), &RequestId::Number(7), Duration::from_secs(90))
+            .await;
+        assert!(matches!(late, Err(NoAnswer::TimedOut)), "{late:?}");
+        assert_eq!(
+            shown(&[common.next().await.expect("an event")]),
+            ["0 notifications/cancelled"]
+        );
+        // The call's answer ends its stream, after its two questions.
+        link.finish_call(&RequestId::Number(7), answer(7));
+        let events: Vec<_> = stream.collect().await;
+        assert_eq!(
+            shown(&events),
+            [
+                "0/0 elicitation/create",
+                "1/0 elicitation/create",
+                "2/0 answer 7"
+            ]
+        );
+        // Once the session closes, a question waiting for an answer hears it never will.
+        let second = sessions
+            .create_stream(&id, call(8, "q"))
+            .await
+            .expect("stream");
+        let (link, _) = calls.recv().await.expect("the request");
+        let waiting = tokio::spawn(async move {
+            link.ask(elicit(), &RequestId::Number(8), Duration::from_secs(90))
+                .await
+        });
+        tokio::task::yield_now().await;
+        sessions
+            .close_session(&id)
+            .await
+            .expect("the client's close");
+        assert!(!sessions.contains(&id));
+        assert!(matches!(
+            waiting.await.expect("joined"),
+            Err(NoAnswer::Closed)
+        ));
+        drop(second);
+    }
+
+    #[tokio::test]
+    async fn a_call_the_client_cancels_is_not_answered() {
+        let (sessions, id, mut calls) = taken_over().await;
+        let stream = sessions
+            .create_stream(&id, call(3, "p"))
+            .await
+            .expect("stream");
+        let (link, _) = calls.recv().await.expect("the request");
+        let cancel = client(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                   "params": {"requestId": 3}}),
+        );
+        sessions
+            .accept_message(&id, cancel)
+            .await
+            .expect("accepted");
+        link.finish_call(&RequestId::Number(3), answer(3));
+        let events: Vec<_> = stream.collect().await;
+        assert!(events.is_empty(), "{:?}", shown(&events));
+    }
+
     #[tokio::test]
     async fn the_initialize_answer_goes_to_whoever_waits_for_it() {
-        let sessions = Arc::new(LeanSessions::new(None));
+        let sessions = Arc::new(LeanSessions::new(None, None));
         let (id, mut serve_loop) = sessions.create_session().await.expect("session");
         let initialize = client(json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",

@@ -88,20 +88,14 @@ impl<F> Stateless<F> {
     }
 }
 
-/// A peer with no one at the other end, as a `RequestContext` must hold one. It knows its
-/// client as a 2026-07-28 one (as rmcp's own stateless path does), so rmcp refuses to send a
-/// server-to-client request through it; a notification sent through it reports the transport
-/// closed. What a stateless handler sends goes through `Ctx` and the request's [`Outbox`].
+/// A peer with no one at the other end ([`super::session_driver::closed_peer`]) that knows
+/// its client as a 2026-07-28 one (as rmcp's own stateless path does), so rmcp refuses to send
+/// a server-to-client request through it. What a stateless handler sends goes through `Ctx`
+/// and the request's [`Outbox`].
 fn closed_peer() -> Peer<RoleServer> {
-    /// Serves nothing: its only use is the peer it comes with.
-    struct Nobody;
-    impl ServerHandler for Nobody {}
     let mut info = InitializeRequestParams::default();
     info.protocol_version = ProtocolVersion::V_2026_07_28;
-    let (transport, _other_end) = tokio::io::duplex(64);
-    rmcp::service::serve_directly(Nobody, transport, Some(info))
-        .peer()
-        .clone()
+    super::session_driver::closed_peer(info)
 }
 
 impl<S, F> FastPath for Stateless<F>

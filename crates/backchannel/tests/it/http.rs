@@ -562,3 +562,210 @@ async fn a_body_that_stops_arriving_gets_408_and_one_in_pieces_is_read_whole() {
         "half a body, then nothing: {status}"
     );
 }
+
+/// One 2025-11-25 session over raw HTTP, step by step.
+struct Session2025 {
+    addr: SocketAddr,
+    client: reqwest::Client,
+    id: String,
+}
+
+/// A response's events, read as they come.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next event's text (its `id:` and `data:` lines), or `None` at the stream's end.
+    async fn next(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                return Some(event.trim_end().to_owned());
+            }
+            match self.response.chunk().await.unwrap() {
+                Some(chunk) => self.buffer.push_str(&String::from_utf8_lossy(&chunk)),
+                None => return None,
+            }
+        }
+    }
+
+    /// The events up to and including the first server request, and that request.
+    async fn question(&mut self) -> (Vec<String>, serde_json::Value) {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            let data = event
+                .lines()
+                .find_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .unwrap_or_default()
+                .to_owned();
+            events.push(event);
+            if let Ok(message) = serde_json::from_str::<serde_json::Value>(&data)
+                && message.get("method").is_some()
+                && message.get("id").is_some()
+            {
+                return (events, message);
+            }
+        }
+        panic!("the call's stream ended without a question: {events:?}");
+    }
+
+    async fn rest(mut self) -> Vec<String> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            events.push(event);
+        }
+        events
+    }
+}
+
+impl Session2025 {
+    fn post(&self, body: serde_json::Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(url(self.addr))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .header("Mcp-Session-Id", &self.id)
+            .body(body.to_string())
+    }
+
+    /// Status, content type and whole body of a POST, the session id masked.
+    async fn exchange(&self, body: serde_json::Value) -> (u16, String, String) {
+        let response = self.post(body).send().await.unwrap();
+        self.shown(response).await
+    }
+
+    async fn shown(&self, response: reqwest::Response) -> (u16, String, String) {
+        let status = response.status().as_u16();
+        let kind = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let body = response.text().await.unwrap().replace(&self.id, "SESSION");
+        (status, kind, body)
+    }
+
+    /// A call whose stream is read as it comes.
+    async fn call(&self, id: u64, tool: &str, meta: serde_json::Value) -> Events {
+        let response = self
+            .post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": tool, "arguments": {}, "_meta": meta}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{tool}");
+        Events {
+            response,
+            buffer: String::new(),
+        }
+    }
+}
+
+/// Every step of one 2025-11-25 session as the client sees it: initialize, a list, a log level,
+/// calls that log, report progress, ask a question answered with yes, ask one and are
+/// cancelled, fail, and change the tool list; a ping; the session deleted, and used after.
+async fn a_session_as_the_client_sees_it(addr: SocketAddr) -> Vec<String> {
+    let client = reqwest::Client::new();
+    let mut seen = Vec::new();
+    let initialize = client
+        .post(url(addr))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {"form": {}}, "roots": {}},
+                "clientInfo": {"name": "raw", "version": "0"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let id = initialize.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let session = Session2025 { addr, client, id };
+    seen.push(format!("{:?}", session.shown(initialize).await));
+    let steps = [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "logs", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "progress", "arguments": {}, "_meta": {"progressToken": "p"}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+               "params": {"name": "fails", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+               "params": {"name": "touch_tools", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "nonsense/method"}),
+    ];
+    for step in steps {
+        seen.push(format!(
+            "{step} -> {:?}",
+            session.exchange(step.clone()).await
+        ));
+    }
+    // A question, answered yes on another connection while its call's stream is open.
+    let mut call = session
+        .call(9, "confirm", json!({"progressToken": 9}))
+        .await;
+    let (asked, question) = call.question().await;
+    seen.push(format!("asked: {asked:?}"));
+    let yes = json!({"jsonrpc": "2.0", "id": question["id"],
+                     "result": {"action": "accept", "content": {"confirmed": true}}});
+    seen.push(format!("answer -> {:?}", session.exchange(yes).await));
+    seen.push(format!("then: {:?}", call.rest().await));
+    // A question, and the call cancelled by the client: its stream ends with no answer.
+    let mut call = session.call(10, "confirm", json!({})).await;
+    seen.push(format!("asked: {:?}", call.question().await.0));
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 10, "reason": "changed my mind"}});
+    seen.push(format!("cancel -> {:?}", session.exchange(cancel).await));
+    seen.push(format!("then: {:?}", call.rest().await));
+    let deleted = session
+        .client
+        .delete(url(addr))
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Mcp-Session-Id", &session.id)
+        .send()
+        .await
+        .unwrap();
+    seen.push(format!("delete -> {:?}", session.shown(deleted).await));
+    let after = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/list"});
+    seen.push(format!("after -> {:?}", session.exchange(after).await));
+    seen
+}
+
+#[tokio::test]
+async fn a_2025_session_is_served_as_rmcps_serve_loop_serves_it() {
+    let direct = start(HttpOptions::default()).await;
+    let through_rmcp = start(HttpOptions {
+        direct_sessions: false,
+        ..HttpOptions::default()
+    })
+    .await;
+    let a = a_session_as_the_client_sees_it(direct.addr).await;
+    let b = a_session_as_the_client_sees_it(through_rmcp.addr).await;
+    for (n, (a, b)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(a, b, "step {n}");
+    }
+    assert_eq!(a.len(), b.len());
+    assert!(
+        a.iter()
+            .any(|step| step.starts_with("then:") && step.contains("confirmed: true")),
+        "the answered question reached the tool: {a:#?}"
+    );
+    assert!(
+        a.contains(&"then: []".to_owned()),
+        "a cancelled call is not answered: {a:#?}"
+    );
+    // The session is gone after the DELETE, on both.
+    assert!(a.last().unwrap().contains("404"), "{a:#?}");
+}
