@@ -70,7 +70,10 @@ impl Default for ServiceConfig {
 /// [`OrderCache::MAX_ENTRIES`], the oldest going first.
 ///
 /// A read that raced with a write must not put the old order back: every write bumps the
-/// generation, and a read stores its result only if no write happened since it started.
+/// generation and notes it against the order it wrote, and a read stores its result only if
+/// no write to that order happened since it started. (Writes to other orders do not stop it:
+/// on a busy server some write is always under way, and a read of an order being confirmed
+/// must still be kept for the confirmation's second round.)
 #[derive(Debug, Default)]
 struct OrderCache {
     entries: std::sync::RwLock<Entries>,
@@ -82,6 +85,11 @@ struct Entries {
     orders: std::collections::HashMap<String, Order>,
     /// Insertion order, for eviction (an ID may appear after its entry left; it is skipped).
     age: std::collections::VecDeque<String>,
+    /// The generation of the latest write to each order written lately.
+    written: std::collections::HashMap<String, u64>,
+    /// Writes older than `written` remembers: a read that started before this generation
+    /// stores nothing.
+    floor: u64,
 }
 
 impl OrderCache {
@@ -101,9 +109,17 @@ impl OrderCache {
         self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// How many written orders are remembered before they are forgotten all at once.
+    const MAX_WRITTEN: usize = 4 * Self::MAX_ENTRIES;
+
     fn store(&self, order: &Order, read_started_at: u64) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if self.generation() != read_started_at {
+        let written_since = entries.floor > read_started_at
+            || entries
+                .written
+                .get(&order.order_id)
+                .is_some_and(|&at| at > read_started_at);
+        if written_since {
             return;
         }
         while entries.orders.len() >= Self::MAX_ENTRIES {
@@ -121,24 +137,36 @@ impl OrderCache {
         }
         // IDs of entries forgotten since are dropped as they reach the front.
         if entries.age.len() > 2 * Self::MAX_ENTRIES {
-            let Entries { orders, age } = &mut *entries;
+            let Entries { orders, age, .. } = &mut *entries;
             age.retain(|id| orders.contains_key(id));
         }
     }
 
     fn forget(&self, order_id: &str) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
         entries.orders.remove(order_id);
+        if entries.written.len() >= Self::MAX_WRITTEN {
+            entries.written.clear();
+            entries.floor = generation;
+        } else {
+            entries.written.insert(order_id.to_owned(), generation);
+        }
     }
 
     fn clear(&self) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
         entries.orders.clear();
         entries.age.clear();
+        entries.written.clear();
+        entries.floor = generation;
     }
 }
 
@@ -344,5 +372,25 @@ mod tests {
         cache.forget("ORD-X");
         cache.store(&order("ORD-X"), started);
         assert!(cache.get("ORD-X").is_none());
+        // A write to another order does not stop it.
+        let started = cache.generation();
+        cache.forget("ORD-Y");
+        cache.store(&order("ORD-X"), started);
+        assert!(cache.get("ORD-X").is_some());
+        // Once more orders were written than are remembered one by one, every read that
+        // started before the last of those writes stores nothing.
+        let started = cache.generation();
+        for n in 0..=OrderCache::MAX_WRITTEN {
+            cache.forget(&format!("ORD-W{n}"));
+        }
+        cache.store(&order("ORD-Z"), started);
+        assert!(cache.get("ORD-Z").is_none());
+        cache.store(&order("ORD-Z"), cache.generation());
+        assert!(cache.get("ORD-Z").is_some());
+        // After a reset, no read that started before it stores anything.
+        let started = cache.generation();
+        cache.clear();
+        cache.store(&order("ORD-Z"), started);
+        assert!(cache.get("ORD-Z").is_none());
     }
 }

@@ -60,7 +60,7 @@ pub enum Message {
 /// How deep arrays and objects nest, counted over the raw bytes (strings skipped), stopping
 /// as soon as `limit` is passed. Linear, and safe on any bytes. A string's bytes are skipped
 /// in one search for its end (they are most of a body: texts, sealed state), not one by one.
-fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
+pub(super) fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
     let mut depth = 0usize;
     let mut at = 0;
     while let Some(&byte) = bytes.get(at) {

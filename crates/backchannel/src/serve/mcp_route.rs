@@ -356,6 +356,18 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
         Ok(bytes) => bytes,
         Err(refused) => return refused,
     };
+    // A plain 2026-07-28 `tools/call` is parsed once, into its typed request, by the fast path.
+    if session.is_none()
+        && let Some(fast) = &gate.fast
+    {
+        match fast.serve_call(parts, &bytes) {
+            Ok(reply) => {
+                *method = Some(crate::metrics::method_label("tools/call"));
+                return reply.await;
+            }
+            Err(back) => parts = *back,
+        }
+    }
     let (message, value) = match jsonrpc::check(&bytes) {
         Ok(checked) => {
             *method = match &checked.0 {

@@ -31,10 +31,24 @@ pub(super) fn agree(
     params: Option<&Value>,
     schema: Option<&JsonObject>,
 ) -> bool {
+    let arguments = params
+        .and_then(|params| params.get("arguments"))
+        .and_then(Value::as_object);
+    agree_with(headers, method, name_of(method, params), arguments, schema)
+}
+
+/// [`agree`], with the body's name (or URI, or task id) and arguments already read out.
+pub(super) fn agree_with(
+    headers: &HeaderMap,
+    method: &str,
+    name: Option<&str>,
+    arguments: Option<&JsonObject>,
+    schema: Option<&JsonObject>,
+) -> bool {
     if single(headers, METHOD) != Ok(Some(method)) {
         return false;
     }
-    if let Some(expected) = name_of(method, params) {
+    if let Some(expected) = name {
         match single(headers, NAME) {
             Ok(Some(raw)) if decoded(raw).as_deref() == Some(expected) => {}
             _ => return false,
@@ -46,7 +60,6 @@ pub(super) fn agree(
     let Some(schema) = schema else {
         return true;
     };
-    let arguments = params.and_then(|params| params.get("arguments"));
     let mut annotations = Vec::new();
     collect(schema.get("properties"), &mut Vec::new(), &mut annotations);
     annotations.into_iter().all(|(path, header)| {
@@ -54,8 +67,12 @@ pub(super) fn agree(
         let Ok(sent) = single(headers, &name) else {
             return false;
         };
-        let value = arguments
-            .and_then(|arguments| path.iter().try_fold(arguments, |v, key| v.get(*key)))
+        let value = path
+            .split_first()
+            .and_then(|(first, rest)| {
+                let top = arguments?.get(*first)?;
+                rest.iter().try_fold(top, |v, key| v.get(*key))
+            })
             .filter(|value| !value.is_null())
             .and_then(primitive_text);
         match (sent, value) {

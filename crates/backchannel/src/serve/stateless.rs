@@ -34,7 +34,7 @@ use http::HeaderMap;
 use http::request::Parts;
 use rmcp::model::{
     ClientRequest, ErrorCode, Extensions, GetExtensions, GetMeta, InitializeRequestParams,
-    ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+    JsonObject, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, ServerHandler, Service};
@@ -59,6 +59,46 @@ pub(super) trait FastPath: Send + Sync {
         parts: Parts,
         message: Value,
     ) -> Result<BoxFuture<'static, Response>, Box<Parts>>;
+
+    /// [`FastPath::serve`] for a plain `tools/call` (the body's only fields those the check
+    /// and rmcp read, each of its type), parsed here straight from `bytes` into rmcp's typed
+    /// request: one parse instead of one into a `Value` and one from it. Anything else, and
+    /// anything unusual (a field more, one repeated, a `null` where the check wants an object),
+    /// comes back for the gate's own check, which then answers it as before.
+    fn serve_call(
+        &self,
+        parts: Parts,
+        bytes: &[u8],
+    ) -> Result<BoxFuture<'static, Response>, Box<Parts>>;
+}
+
+/// A `tools/call` with nothing but what a plain one holds (see [`FastPath::serve_call`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainCall {
+    jsonrpc: String,
+    id: RequestId,
+    method: String,
+    params: PlainParams,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainParams {
+    name: String,
+    #[serde(default, deserialize_with = "object")]
+    arguments: Option<JsonObject>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<JsonObject>,
+    #[serde(rename = "inputResponses", default)]
+    input_responses: Option<JsonObject>,
+    #[serde(rename = "requestState", default)]
+    request_state: Option<String>,
+}
+
+/// An object, never `null` (the check refuses `"arguments": null`).
+fn object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<JsonObject>, D::Error> {
+    JsonObject::deserialize(d).map(Some)
 }
 
 /// The fast path for one endpoint: the handler factory and the response settings.
@@ -129,9 +169,81 @@ where
         if !standard_headers::agree(&parts.headers, method, params, schema.as_deref()) {
             return Err(Box::new(parts));
         }
-        let Some((id, mut request)) = typed_request(message, &version) else {
+        let Some((id, request)) = typed_request(message, &version) else {
             return Err(Box::new(parts));
         };
+        Ok(self.run(parts, id, request, handler))
+    }
+
+    fn serve_call(
+        &self,
+        parts: Parts,
+        bytes: &[u8],
+    ) -> Result<BoxFuture<'static, Response>, Box<Parts>> {
+        let Some(version) = stateless_version(&parts.headers) else {
+            return Err(Box::new(parts));
+        };
+        let says_call = parts
+            .headers
+            .get("mcp-method")
+            .is_some_and(|method| method == "tools/call");
+        if !says_call || super::jsonrpc::nesting_exceeds(bytes, super::jsonrpc::MAX_DEPTH) {
+            return Err(Box::new(parts));
+        }
+        let Ok(call) = serde_json::from_slice::<PlainCall>(bytes) else {
+            return Err(Box::new(parts));
+        };
+        if call.jsonrpc != "2.0" || call.method != "tools/call" {
+            return Err(Box::new(parts));
+        }
+        let handler = (self.factory)();
+        let PlainParams {
+            name,
+            arguments,
+            meta,
+            input_responses,
+            request_state,
+        } = call.params;
+        let schema = handler.get_tool(&name).map(|tool| tool.input_schema);
+        let agree = standard_headers::agree_with(
+            &parts.headers,
+            "tools/call",
+            Some(&name),
+            arguments.as_ref(),
+            schema.as_deref(),
+        );
+        if !agree {
+            return Err(Box::new(parts));
+        }
+        // As `plain_call` builds it from a `Value`, and rmcp's own parse would.
+        let mut params = rmcp::model::CallToolRequestParams::new(name);
+        params.arguments = arguments;
+        params.input_responses = input_responses.map(|map| map.into_iter().collect());
+        params.request_state = request_state;
+        let mut request = rmcp::model::CallToolRequest::new(params);
+        if let Some(meta) = meta {
+            request.extensions.insert(RequestMetaObject::from(meta));
+        }
+        let request = ClientRequest::CallToolRequest(request);
+        let meta = request.get_meta();
+        if meta.protocol_version().as_ref() != Some(&version)
+            || !meta.missing_required_keys(&version).is_empty()
+        {
+            return Err(Box::new(parts));
+        }
+        Ok(self.run(parts, call.id, request, handler))
+    }
+}
+
+impl<F> Stateless<F> {
+    /// Run `request` through `handler` in the request's own task and answer it.
+    fn run<S: ServerHandler + Send + 'static>(
+        &self,
+        parts: Parts,
+        id: RequestId,
+        mut request: ClientRequest,
+        handler: S,
+    ) -> BoxFuture<'static, Response> {
         // As rmcp builds the context of a request it serves: the HTTP head in the request's
         // extensions, then `_meta` and the extensions moved into the context.
         request.extensions_mut().insert(parts);
@@ -164,7 +276,7 @@ where
             keep_alive: self.keep_alive,
             shutdown: self.shutdown.clone(),
         };
-        Ok(Box::pin(reply.respond(self.json_response)))
+        Box::pin(reply.respond(self.json_response))
     }
 }
 

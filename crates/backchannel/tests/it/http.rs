@@ -459,6 +459,27 @@ fn corpus() -> Vec<Raw> {
         headers: modern_headers("tools/call", Some("confirm")),
         body: request(json!(30), "tools/call", retry),
     });
+    // Calls the one-parse path must hand back to the check: fields it does not know, a field
+    // twice, `null` where the check wants an object, an envelope the check refuses.
+    let meta_text = meta.to_string();
+    let odd = [
+        r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"fails","arguments":null,"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"fails","arguments":[],"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":33,"method":"tools/call","extra":1,"params":{"name":"fails","arguments":{},"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":34,"method":"tools/call","params":{"name":"fails","name":"confirm","arguments":{},"_meta":META}}"#,
+        r#"{"jsonrpc":"1.0","id":35,"method":"tools/call","params":{"name":"fails","arguments":{},"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":36.5,"method":"tools/call","params":{"name":"fails","arguments":{},"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"fails","arguments":{},"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":37,"method":"tools/call","params":{"name":"fails","arguments":{},"requestState":null,"inputResponses":null,"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":38,"method":"tools/call","params":{"name":"fails","arguments":{},"task":{"ttl":1000},"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":39,"method":"tools/list","params":{"name":"fails","arguments":{},"_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":"forty","method":"tools/call","params":{"name":"fails","_meta":META}}"#,
+        r#"{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"fails","arguments":{},"_meta":null}}"#,
+    ];
+    corpus.extend(odd.iter().map(|body| Raw {
+        headers: modern_headers("tools/call", Some("fails")),
+        body: body.replace("META", &meta_text),
+    }));
     corpus
 }
 
