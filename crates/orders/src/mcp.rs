@@ -152,25 +152,29 @@ pub struct OrderServer {
 /// was made from, so what is shown is always what was read.
 #[derive(Debug, Default)]
 struct Rendered {
-    results: std::sync::Mutex<std::collections::HashMap<String, (Order, CallToolResult)>>,
+    results: std::sync::Mutex<
+        std::collections::HashMap<String, (std::sync::Arc<Order>, CallToolResult)>,
+    >,
 }
 
 impl Rendered {
     /// Enough for the orders in play; a scan of every order empties it instead of growing it.
     const MAX_ENTRIES: usize = 256;
 
-    fn result(&self, order: Order) -> Result<CallToolResult, ErrorData> {
+    /// The result showing `order`. The order cache hands out the same `Arc` until the order is
+    /// written, so the comparison is usually a pointer's.
+    fn result(&self, order: std::sync::Arc<Order>) -> Result<CallToolResult, ErrorData> {
         let mut results = self
             .results
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((shown, result)) = results.get(&order.order_id)
-            && *shown == order
+            && (std::sync::Arc::ptr_eq(shown, &order) || **shown == *order)
         {
             return Ok(result.clone());
         }
         // What rmcp makes of a `Json<OrderView>`: the structured content and its text.
-        let value = serde_json::to_value(OrderView::from(order.clone())).map_err(|error| {
+        let value = serde_json::to_value(OrderView::from((*order).clone())).map_err(|error| {
             ErrorData::internal_error(format!("an order could not be shown: {error}"), None)
         })?;
         let result = CallToolResult::structured(value);
@@ -214,7 +218,7 @@ impl OrderServer {
         tracing::info!("get_order {} requested by {agent}", args.order_id.trim());
         let order = self
             .service
-            .order(OrderId::new(&args.order_id))
+            .shared_order(OrderId::new(&args.order_id))
             .await
             .map_err(failed)?;
         // What `Json<OrderView>` would give, made once per version of the order.
@@ -340,7 +344,7 @@ impl OrderServer {
     ))]
     async fn cancel_order(&self, ctx: Ctx, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
         let order_id = OrderId::new(&args.order_id);
-        let order = self.service.order(order_id).await.map_err(failed)?;
+        let order = self.service.shared_order(order_id).await.map_err(failed)?;
         let id = order_id.as_str();
         if !order.status.is_cancellable() {
             return Ok(text(
@@ -648,7 +652,9 @@ mod tests {
             let text = result.content[0].as_text().expect("text").text.clone();
             (structured, text)
         };
-        let first = rendered.result(order.clone()).expect("rendered");
+        let first = rendered
+            .result(std::sync::Arc::new(order.clone()))
+            .expect("rendered");
         let (structured, text) = shown(&first);
         assert_eq!(
             structured,
@@ -660,7 +666,7 @@ mod tests {
             "the text is the structured content"
         );
         assert_eq!(
-            shown(&rendered.result(order.clone()).unwrap()),
+            shown(&rendered.result(std::sync::Arc::new(order.clone())).unwrap()),
             (structured.clone(), text)
         );
         let mut changed = order;
@@ -668,7 +674,11 @@ mod tests {
             crate::domain::OrderStatus::Delivered => crate::domain::OrderStatus::Pending,
             _ => crate::domain::OrderStatus::Delivered,
         };
-        let (after, _) = shown(&rendered.result(changed.clone()).unwrap());
+        let (after, _) = shown(
+            &rendered
+                .result(std::sync::Arc::new(changed.clone()))
+                .unwrap(),
+        );
         assert_ne!(after, structured, "a changed order is not shown as it was");
         assert_eq!(
             after,

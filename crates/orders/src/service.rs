@@ -82,7 +82,8 @@ struct OrderCache {
 
 #[derive(Debug, Default)]
 struct Entries {
-    orders: std::collections::HashMap<String, Order>,
+    /// Shared: a read hands out the cached order itself, not a copy.
+    orders: std::collections::HashMap<String, std::sync::Arc<Order>>,
     /// Insertion order, for eviction (an ID may appear after its entry left; it is skipped).
     age: std::collections::VecDeque<String>,
     /// The generation of the latest write to each order written lately.
@@ -96,7 +97,7 @@ impl OrderCache {
     /// About a megabyte of orders: the orders in play stay, a scan of every order does not.
     const MAX_ENTRIES: usize = 1024;
 
-    fn get(&self, order_id: &str) -> Option<Order> {
+    fn get(&self, order_id: &str) -> Option<std::sync::Arc<Order>> {
         self.entries
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -112,7 +113,7 @@ impl OrderCache {
     /// How many written orders are remembered before they are forgotten all at once.
     const MAX_WRITTEN: usize = 4 * Self::MAX_ENTRIES;
 
-    fn store(&self, order: &Order, read_started_at: u64) {
+    fn store(&self, order: &std::sync::Arc<Order>, read_started_at: u64) {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         let written_since = entries.floor > read_started_at
             || entries
@@ -130,7 +131,7 @@ impl OrderCache {
         }
         if entries
             .orders
-            .insert(order.order_id.clone(), order.clone())
+            .insert(order.order_id.clone(), std::sync::Arc::clone(order))
             .is_none()
         {
             entries.age.push_back(order.order_id.clone());
@@ -208,6 +209,17 @@ impl OrderService {
 
     /// One order, or [`OrderError::NotFound`].
     pub async fn order(&self, order_id: OrderId<'_>) -> Result<Order, OrderError> {
+        self.shared_order(order_id)
+            .await
+            .map(std::sync::Arc::unwrap_or_clone)
+    }
+
+    /// [`OrderService::order`], shared with the cache: two reads of an order nobody wrote in
+    /// between give the same `Arc` (a caller may compare by pointer before comparing orders).
+    pub async fn shared_order(
+        &self,
+        order_id: OrderId<'_>,
+    ) -> Result<std::sync::Arc<Order>, OrderError> {
         let order_id = order_id.as_str();
         if self.config.order_cache
             && let Some(order) = self.cache.get(order_id)
@@ -215,11 +227,12 @@ impl OrderService {
             return Ok(order);
         }
         let generation = self.cache.generation();
-        let order = self
-            .store
-            .get(order_id)
-            .await?
-            .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))?;
+        let order = std::sync::Arc::new(
+            self.store
+                .get(order_id)
+                .await?
+                .ok_or_else(|| OrderError::NotFound(order_id.to_owned()))?,
+        );
         if self.config.order_cache {
             self.cache.store(&order, generation);
         }
@@ -359,7 +372,10 @@ mod tests {
         let cache = OrderCache::default();
         let total = OrderCache::MAX_ENTRIES + 10;
         for n in 0..total {
-            cache.store(&order(&format!("ORD-{n}")), cache.generation());
+            cache.store(
+                &std::sync::Arc::new(order(&format!("ORD-{n}"))),
+                cache.generation(),
+            );
         }
         let kept = (0..total)
             .filter(|n| cache.get(&format!("ORD-{n}")).is_some())
@@ -370,12 +386,12 @@ mod tests {
         // A read that started before a write does not store what it read.
         let started = cache.generation();
         cache.forget("ORD-X");
-        cache.store(&order("ORD-X"), started);
+        cache.store(&std::sync::Arc::new(order("ORD-X")), started);
         assert!(cache.get("ORD-X").is_none());
         // A write to another order does not stop it.
         let started = cache.generation();
         cache.forget("ORD-Y");
-        cache.store(&order("ORD-X"), started);
+        cache.store(&std::sync::Arc::new(order("ORD-X")), started);
         assert!(cache.get("ORD-X").is_some());
         // Once more orders were written than are remembered one by one, every read that
         // started before the last of those writes stores nothing.
@@ -383,14 +399,14 @@ mod tests {
         for n in 0..=OrderCache::MAX_WRITTEN {
             cache.forget(&format!("ORD-W{n}"));
         }
-        cache.store(&order("ORD-Z"), started);
+        cache.store(&std::sync::Arc::new(order("ORD-Z")), started);
         assert!(cache.get("ORD-Z").is_none());
-        cache.store(&order("ORD-Z"), cache.generation());
+        cache.store(&std::sync::Arc::new(order("ORD-Z")), cache.generation());
         assert!(cache.get("ORD-Z").is_some());
         // After a reset, no read that started before it stores anything.
         let started = cache.generation();
         cache.clear();
-        cache.store(&order("ORD-Z"), started);
+        cache.store(&std::sync::Arc::new(order("ORD-Z")), started);
         assert!(cache.get("ORD-Z").is_none());
     }
 }
