@@ -1,6 +1,7 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
-Servers: ours (order-service, with and without its order cache, and with /metrics served), a bare
+Servers: ours (order-service, with and without its order cache, with /metrics served, and with
+its spans exported over OTLP to a sink here), a bare
 rmcp server, plain hyper answering a canned reply (the ceiling), and the peers in bench/peers/ (the
 Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders.
 Loads: `get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
@@ -30,6 +31,37 @@ import bench_sessions
 import kit
 
 METRICS_ON = "order-service --metrics"
+EXPORT_ON = "order-service, spans exported"
+
+
+class OtlpSink:
+    """An OTLP/HTTP endpoint that takes every batch of spans and throws it away (answering 200,
+    as a collector does), counting the batches and bytes: what exporting costs the server, not
+    what a collector costs. A thread of this process (the driver's core)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        sink = self
+        self.batches = 0
+        self.bytes = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                sink.batches += 1
+                sink.bytes += len(body)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 BODY = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -269,6 +301,7 @@ def main():
     holds = args.holds
     servers = []
     ours_name, turbo_name = "order-service (backchannel + SQLite)", "turbomcp 4.0.0-alpha.5 (Rust)"
+    sink = OtlpSink()
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/orders.sqlite"
         db = f"sqlite://{path}"
@@ -299,6 +332,9 @@ def main():
             ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"], None),
             # The same server with /metrics served, so its duration histograms are kept.
             (METRICS_ON, [f"{args.target}/order-service", "serve", "--database", db, "--metrics"], None),
+            # The same server exporting a span per request (and its writes') over OTLP.
+            (EXPORT_ON, ["env", f"OTEL_EXPORTER_OTLP_ENDPOINT={sink.url}",
+                         f"{args.target}/order-service", "serve", "--database", db], None),
         ]
         orders_json = f"{tmp}/orders.json"
         slow_json = f"{tmp}/orders-slow-peers.json"
@@ -454,6 +490,10 @@ def main():
         on = [summary[(METRICS_ON, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
         print(f"get_order with --metrics / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
               "(the cost of keeping the duration histograms)")
+    if EXPORT_ON in by_name:
+        on = [summary[(EXPORT_ON, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
+        print(f"get_order with spans exported / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
+              f"(OTLP/HTTP to a sink that discards them: {sink.batches} batches, {sink.bytes / 1e6:.1f} MB)")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")

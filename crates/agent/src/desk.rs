@@ -594,8 +594,19 @@ impl Desk {
             .insert(conversation.to_owned(), (run, stop.clone()));
         // Stopping drops the work: the host's request is dropped with it, and rmcp tells the
         // server the request was cancelled, so a long tool stops there too.
+        // The turn's span (OpenTelemetry's agent conventions): the model's calls and the tool
+        // calls, with the servers' spans under them, are one trace from here.
+        let turn = tracing::info_span!(
+            target: "agent::telemetry",
+            "invoke_agent",
+            otel.name = "invoke_agent support-desk",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = "support-desk",
+            gen_ai.conversation.id = conversation,
+        );
+        let answered = self.answer(conversation, message, order_id);
         let reply = tokio::select! {
-            reply = self.answer(conversation, message, order_id) => reply,
+            reply = tracing::Instrument::instrument(answered, turn) => reply,
             () = stop.cancelled() => STOPPED.to_owned(),
         };
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
@@ -757,10 +768,21 @@ impl Desk {
                     }
                     asked += 1;
                     let shown = StreamedReply::new(&self.events, conversation, &said);
-                    match model
-                        .stream(&messages, tools, &|piece| shown.push(piece))
-                        .await
-                    {
+                    let span = model_span(model);
+                    let on_text = |piece: &str| shown.push(piece);
+                    let streamed = model.stream(&messages, tools, &on_text);
+                    let streamed = tracing::Instrument::instrument(streamed, span.clone()).await;
+                    match &streamed {
+                        Ok(turn) => {
+                            span.record("gen_ai.usage.input_tokens", turn.usage.input);
+                            span.record("gen_ai.usage.output_tokens", turn.usage.output);
+                        }
+                        Err(_) => {
+                            span.record("error.type", "_OTHER");
+                            span.record("otel.status_code", "ERROR");
+                        }
+                    }
+                    match streamed {
                         Ok(turn) => steps.push_back(Step::ModelOutput(turn)),
                         Err(LlmError::Http(error)) if error.is_timeout() => {
                             return "The model did not answer in time, so the request was stopped. Ask again in a moment.".into();
@@ -777,7 +799,7 @@ impl Desk {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .entry(conversation.to_owned())
-                        .or_default() += turn.tokens;
+                        .or_default() += turn.usage.total();
                     let text = turn.message.content.as_deref().map(str::trim).unwrap_or("");
                     let calls = turn.message.tool_calls.clone();
                     if calls.is_empty() {
@@ -1261,4 +1283,27 @@ fn model_failure(model: &crate::llm::Provider, error: &crate::llm::LlmError) -> 
         }
         _ => "Something went wrong. Please try again later.".into(),
     }
+}
+
+/// The span of one call of the model (OpenTelemetry's `gen_ai` conventions: `chat {model}`,
+/// the provider and model asked for; the tokens are recorded when the reply is in).
+fn model_span(model: &crate::llm::Provider) -> tracing::Span {
+    let (base_url, name) = model.describe();
+    tracing::info_span!(
+        target: "agent::telemetry",
+        "chat",
+        otel.name = format!("chat {name}"),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = match model {
+            crate::llm::Provider::OpenAi(_) => "openai",
+            crate::llm::Provider::Anthropic(_) => "anthropic",
+        },
+        gen_ai.request.model = name,
+        server.address = base_url,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
 }

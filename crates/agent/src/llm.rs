@@ -119,8 +119,24 @@ impl ToolSpec {
 pub struct Turn {
     /// The assistant message (text and/or tool calls).
     pub message: Message,
-    /// Tokens the call used (prompt + completion), if the server said.
-    pub tokens: u64,
+    /// The tokens the call used, as far as the server said.
+    pub usage: Usage,
+}
+
+/// Tokens one model call used (0 where the server did not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens read: the prompt, the tools, the conversation.
+    pub input: u64,
+    /// Tokens written: the reply.
+    pub output: u64,
+}
+
+impl Usage {
+    /// Both together, what a conversation's budget counts.
+    pub fn total(self) -> u64 {
+        self.input + self.output
+    }
 }
 
 /// Errors talking to a model.
@@ -429,7 +445,9 @@ fn openai_answer(answer: &[u8]) -> Result<Turn, LlmError> {
     #[derive(Deserialize)]
     struct Usage {
         #[serde(default)]
-        total_tokens: u64,
+        prompt_tokens: u64,
+        #[serde(default)]
+        completion_tokens: u64,
     }
     let answer: Answer =
         serde_json::from_slice(answer).map_err(|e| LlmError::Unreadable(e.to_string()))?;
@@ -441,7 +459,10 @@ fn openai_answer(answer: &[u8]) -> Result<Turn, LlmError> {
         .message;
     Ok(Turn {
         message,
-        tokens: answer.usage.map_or(0, |u| u.total_tokens),
+        usage: answer.usage.map_or_else(Default::default, |u| self::Usage {
+            input: u.prompt_tokens,
+            output: u.completion_tokens,
+        }),
     })
 }
 
@@ -496,7 +517,7 @@ async fn each_event(
 struct OpenAiStream {
     text: String,
     calls: Vec<ToolCall>,
-    tokens: u64,
+    usage: Usage,
 }
 
 impl OpenAiStream {
@@ -509,8 +530,12 @@ impl OpenAiStream {
         if let Some(error) = chunk.get("error") {
             return Err(LlmError::Stream(error_text(error)));
         }
-        if let Some(total) = chunk["usage"]["total_tokens"].as_u64() {
-            self.tokens = total;
+        if let Some(usage) = chunk["usage"].as_object() {
+            let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Usage {
+                input: count("prompt_tokens"),
+                output: count("completion_tokens"),
+            };
         }
         let delta = &chunk["choices"][0]["delta"];
         if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
@@ -570,7 +595,7 @@ impl OpenAiStream {
                 tool_calls: calls,
                 tool_call_id: None,
             },
-            tokens: self.tokens,
+            usage: self.usage,
         })
     }
 }
@@ -753,8 +778,10 @@ fn anthropic_answer(answer: Value) -> Result<Turn, LlmError> {
         })
         .collect();
     let usage = &answer["usage"];
-    let tokens =
-        usage["input_tokens"].as_u64().unwrap_or(0) + usage["output_tokens"].as_u64().unwrap_or(0);
+    let usage = Usage {
+        input: usage["input_tokens"].as_u64().unwrap_or(0),
+        output: usage["output_tokens"].as_u64().unwrap_or(0),
+    };
     Ok(Turn {
         message: Message {
             role: "assistant".into(),
@@ -762,7 +789,7 @@ fn anthropic_answer(answer: Value) -> Result<Turn, LlmError> {
             tool_calls,
             tool_call_id: None,
         },
-        tokens,
+        usage,
     })
 }
 
@@ -780,7 +807,7 @@ enum Block {
 #[derive(Default)]
 struct AnthropicStream {
     blocks: Vec<Block>,
-    tokens: u64,
+    usage: Usage,
 }
 
 impl AnthropicStream {
@@ -790,7 +817,7 @@ impl AnthropicStream {
         let index = event["index"].as_u64().unwrap_or(0) as usize;
         match event["type"].as_str().unwrap_or_default() {
             "message_start" => {
-                self.tokens += event["message"]["usage"]["input_tokens"]
+                self.usage.input += event["message"]["usage"]["input_tokens"]
                     .as_u64()
                     .unwrap_or(0);
             }
@@ -833,7 +860,7 @@ impl AnthropicStream {
                 }
             }
             "message_delta" => {
-                self.tokens += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
+                self.usage.output += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
             }
             "message_stop" => return Ok(true),
             "error" => return Err(LlmError::Stream(error_text(&event["error"]))),
@@ -871,7 +898,7 @@ impl AnthropicStream {
                 tool_calls,
                 tool_call_id: None,
             },
-            tokens: self.tokens,
+            usage: self.usage,
         }
     }
 }

@@ -28,8 +28,8 @@ use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, GetTaskParams, Implementation, InputRequest,
     InputRequests, JsonObject, ListRootsResult, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject, Root,
-    ServerResult, TaskPayload, UpdateTaskParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject,
+    RequestParamsMeta as _, Root, ServerResult, TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, NotificationContext, PeerRequestOptions, RequestContext,
@@ -928,7 +928,16 @@ impl<H: HostHandler> Connection<H> {
         let call = Call::new(caller_token);
         // Removed again on every way out, a timeout's drop included.
         let _active = InFlight::new(&self.service.service().active, &call);
-        let result = self.rounds(params, &call).await;
+        let span = backchannel::telemetry::client_span("tools/call", Some(name), &self.name);
+        let result =
+            tracing::Instrument::instrument(self.rounds(params, &call), span.clone()).await;
+        match &result {
+            Ok(result) if result.is_error == Some(true) => {
+                backchannel::telemetry::record_failure(&span, "tool_error");
+            }
+            Ok(_) => {}
+            Err(_) => backchannel::telemetry::record_failure(&span, "_OTHER"),
+        }
         // The result is not handed over before the progress that came ahead of it.
         call.drained(PROGRESS_DRAIN_BOUND).await;
         result
@@ -939,6 +948,10 @@ impl<H: HostHandler> Connection<H> {
         mut params: CallToolRequestParams,
         call: &Arc<Call>,
     ) -> Result<CallToolResult, HostError> {
+        // Every round names the call's span, so the server's spans join the caller's trace.
+        if let Some(traceparent) = backchannel::telemetry::current_traceparent() {
+            params.set_traceparent(&traceparent);
+        }
         for _ in 0..MAX_ROUNDS {
             let mut request = rmcp::model::CallToolRequest::new(params.clone());
             // Read by the transport as the request is sent: see `routes`.

@@ -78,6 +78,8 @@ pub(crate) struct Call {
     pub(crate) pending: Mutex<BTreeMap<String, Pending>>,
     pub(crate) last_progress: Mutex<Option<f64>>,
     pub(crate) runs: AtomicU32,
+    /// The trace of the call's first round, from the sealed state (2026-07-28, when exported).
+    pub(crate) trace: Option<String>,
 }
 
 impl Call {

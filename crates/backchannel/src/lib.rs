@@ -54,6 +54,7 @@ pub mod serve;
 mod sessions;
 mod state;
 pub mod tasks;
+pub mod telemetry;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod util;

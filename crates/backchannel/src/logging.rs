@@ -37,10 +37,16 @@ pub fn default_filter(ours: &[&str]) -> String {
 pub struct Guard {
     shared: Arc<Shared>,
     worker: Option<std::thread::JoinHandle<()>>,
+    /// Exports spans while held (feature `otel`, when asked for).
+    #[cfg(feature = "otel")]
+    exporter: Option<crate::telemetry::Exporter>,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // Spans still waiting go out first, while their errors can still be logged.
+        #[cfg(feature = "otel")]
+        drop(self.exporter.take());
         self.shared.lock().closing = true;
         self.shared.wake.notify_one();
         if let Some(worker) = self.worker.take() {
@@ -147,7 +153,15 @@ fn batched(mut out: Box<dyn std::io::Write + Send>) -> (Batched, Guard) {
             None
         }
     };
-    (Batched(shared.clone()), Guard { shared, worker })
+    (
+        Batched(shared.clone()),
+        Guard {
+            shared,
+            worker,
+            #[cfg(feature = "otel")]
+            exporter: None,
+        },
+    )
 }
 
 /// A filter by verbosity, for programs whose screen is not for logs: 0 warnings only, 1 also
@@ -167,6 +181,20 @@ pub fn init(ours: &[&str]) -> Guard {
         Box::new(std::io::stderr()),
         std::io::stderr().is_terminal(),
         default_filter(ours),
+        None,
+    )
+}
+
+/// [`init`], and the spans made for export sent over OTLP to `export` when it is given (a
+/// program reads the standard `OTEL_EXPORTER_OTLP_ENDPOINT` and `OTEL_SERVICE_NAME`). Export
+/// that cannot start is logged and left off.
+#[cfg(feature = "otel")]
+pub fn init_with(ours: &[&str], export: Option<&crate::telemetry::Export>) -> Guard {
+    init_to(
+        Box::new(std::io::stderr()),
+        std::io::stderr().is_terminal(),
+        default_filter(ours),
+        export,
     )
 }
 
@@ -180,18 +208,57 @@ pub fn init_file(path: &std::path::Path, filter: String) -> std::io::Result<Guar
         .create(true)
         .append(true)
         .open(path)?;
-    Ok(init_to(Box::new(file), false, filter))
+    Ok(init_to(Box::new(file), false, filter, None))
 }
 
-fn init_to(out: Box<dyn std::io::Write + Send>, ansi: bool, default: String) -> Guard {
-    let (writer, guard) = batched(out);
+#[cfg(feature = "otel")]
+type Export<'a> = Option<&'a crate::telemetry::Export>;
+#[cfg(not(feature = "otel"))]
+type Export<'a> = Option<std::convert::Infallible>;
+
+fn init_to(
+    out: Box<dyn std::io::Write + Send>,
+    ansi: bool,
+    default: String,
+    export: Export<'_>,
+) -> Guard {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+    let (writer, mut guard) = batched(out);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    // The spans made for export are not log lines, whatever `RUST_LOG` says; their callsites
+    // are off for the log once and for all (no check per span).
+    let not_exported = crate::telemetry::ExportedSpans { exported: false };
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(ansi)
-        .with_env_filter(filter)
-        .try_init();
+        .with_filter(tracing_subscriber::filter::FilterExt::and(
+            filter,
+            not_exported,
+        ));
+    let registry = tracing_subscriber::registry().with(log);
+    #[cfg(feature = "otel")]
+    if let Some(export) = export {
+        match crate::telemetry::export(export) {
+            Ok((spans, exporter)) => {
+                guard.exporter = Some(exporter);
+                let _ = registry.with(spans).try_init();
+                tracing::info!(endpoint = %export.endpoint, service = %export.service_name, "exporting spans over OTLP");
+                return guard;
+            }
+            Err(error) => {
+                let _ = registry.try_init();
+                tracing::warn!(%error, "spans are not exported");
+                return guard;
+            }
+        }
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = export;
+    let _ = registry.try_init();
     guard
 }
 

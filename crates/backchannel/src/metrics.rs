@@ -148,7 +148,13 @@ struct Registry {
     open_sessions: AtomicI64,
     waiting_questions: AtomicI64,
     refused: [AtomicU64; Reason::ALL.len()],
+    tasks_running: AtomicI64,
+    tasks_ended: [AtomicU64; ENDED.len()],
+    task_takeovers: AtomicU64,
 }
+
+/// The states a task ends in, as its metric labels them.
+const ENDED: [&str; 3] = ["completed", "failed", "cancelled"];
 
 static REGISTRY: Registry = Registry {
     enabled: AtomicBool::new(false),
@@ -161,6 +167,9 @@ static REGISTRY: Registry = Registry {
     open_sessions: AtomicI64::new(0),
     waiting_questions: AtomicI64::new(0),
     refused: [const { AtomicU64::new(0) }; Reason::ALL.len()],
+    tasks_running: AtomicI64::new(0),
+    tasks_ended: [const { AtomicU64::new(0) }; ENDED.len()],
+    task_takeovers: AtomicU64::new(0),
 };
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -260,6 +269,23 @@ pub(crate) fn session_closed(lasted: Duration) {
     }
 }
 
+/// A task's body started (`1`) or stopped (`-1`) on this instance.
+pub(crate) fn task_running(change: i64) {
+    REGISTRY.tasks_running.fetch_add(change, Ordering::Relaxed);
+}
+
+/// This instance recorded a task's end in `state` (`completed`, `failed`, `cancelled`).
+pub(crate) fn task_ended(state: &str) {
+    if let Some(at) = ENDED.iter().position(|s| *s == state) {
+        REGISTRY.tasks_ended[at].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// This instance took over a task whose instance stopped (its lease ran out).
+pub(crate) fn task_taken_over() {
+    REGISTRY.task_takeovers.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Counts a question as waiting for a person's answer (elicitation, sampling or roots sent
 /// to the client) while it lives.
 #[derive(Debug)]
@@ -316,6 +342,11 @@ pub fn render() -> String {
             "Questions sent to a client (elicitation, sampling, roots) waiting for the answer.",
             &REGISTRY.waiting_questions,
         ),
+        (
+            "mcp_server_tasks_running",
+            "Task bodies running on this instance.",
+            &REGISTRY.tasks_running,
+        ),
     ];
     for (name, help, value) in gauges {
         let _ = writeln!(out, "# HELP {name} {help}");
@@ -336,6 +367,30 @@ pub fn render() -> String {
             count.load(Ordering::Relaxed)
         );
     }
+    let name = "mcp_server_tasks_ended_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Tasks whose end this instance recorded, by state."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (state, count) in ENDED.iter().zip(&REGISTRY.tasks_ended) {
+        let _ = writeln!(
+            out,
+            "{name}{{state=\"{state}\"}} {}",
+            count.load(Ordering::Relaxed)
+        );
+    }
+    let name = "mcp_server_task_takeovers_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Tasks this instance took over after their instance stopped."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    let _ = writeln!(
+        out,
+        "{name} {}",
+        REGISTRY.task_takeovers.load(Ordering::Relaxed)
+    );
     out
 }
 

@@ -43,6 +43,17 @@ pub(crate) enum AskKind {
     Roots,
 }
 
+impl AskKind {
+    /// The request the question goes out as.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            AskKind::Form | AskKind::Url => "elicitation/create",
+            AskKind::Sampling => "sampling/createMessage",
+            AskKind::Roots => "roots/list",
+        }
+    }
+}
+
 /// An ask that went out in the previous round and awaits its response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Asked {
@@ -72,6 +83,10 @@ pub(crate) struct Sealed {
     /// backwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) progress: Option<f64>,
+    /// The W3C `traceparent` of the call's first round, when its spans are exported: every
+    /// later round continues that trace (`telemetry::continue_call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace: Option<String>,
 }
 
 /// Why a `requestState` was refused.

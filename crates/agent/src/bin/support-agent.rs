@@ -218,7 +218,14 @@ async fn main() -> anyhow::Result<()> {
             backchannel::logging::verbosity_filter(&OURS, *verbose),
         )
         .with_context(|| format!("cannot write the log file {}", log_file.display()))?,
-        _ => backchannel::logging::init(&OURS),
+        _ => backchannel::logging::init_with(
+            &OURS,
+            backchannel::telemetry::Export::from_vars(
+                |name| std::env::var(name).ok(),
+                "support-agent",
+            )
+            .as_ref(),
+        ),
     };
     let shutdown = backchannel::serve::shutdown_on_signal();
     match cli.command {

@@ -6,4 +6,5 @@ mod model;
 mod odd_replies;
 mod real_model;
 mod streaming;
+mod telemetry;
 mod web;

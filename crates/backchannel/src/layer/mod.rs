@@ -383,6 +383,18 @@ impl Backchannel {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let span = crate::telemetry::span_for_handler(rc.extensions.get::<http::request::Parts>());
+        tracing::Instrument::instrument(self.call_tool_here(router, service, params, rc), span)
+            .await
+    }
+
+    async fn call_tool_here<S: Clone + Send + Sync + 'static>(
+        &self,
+        router: &ToolRouter<S>,
+        service: &S,
+        params: CallToolRequestParams,
+        rc: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let support = self.inner.task_tools.get(params.name.as_ref()).copied();
         // Parsing the capabilities costs; only task tools need them here.
         let client_tasks = support.is_some()
@@ -620,6 +632,14 @@ impl Backchannel {
                         }
                     }
                 }
+                if let Some(trace) = &opened.trace {
+                    let asked: Vec<(&str, &str, u64)> = opened
+                        .asked
+                        .iter()
+                        .map(|(key, asked)| (asked.kind.method(), key.as_str(), asked.at))
+                        .collect();
+                    crate::telemetry::continue_call(trace, &asked);
+                }
                 Ok(opened)
             }
             // The nonce is drawn lazily (only calls that ask need one).
@@ -657,6 +677,7 @@ impl Backchannel {
             pending: Mutex::new(BTreeMap::new()),
             last_progress: Mutex::new(sealed.progress),
             runs: AtomicU32::new(0),
+            trace: sealed.trace.take(),
             task_round: AtomicU32::new(match start.mode {
                 Mode::Task(_) => sealed.round,
                 Mode::Direct(_) => 0,
@@ -732,6 +753,10 @@ impl Backchannel {
             answers: lock(&call.answers).clone(),
             asked,
             progress: *lock(&call.last_progress),
+            trace: call
+                .trace
+                .clone()
+                .or_else(crate::telemetry::current_traceparent),
         };
         let sealed = self.inner.codec.seal(binding, &state);
         InputRequiredResult::new(Some(requests), Some(sealed))
@@ -881,6 +906,7 @@ fn escalation<R>(call: &Call) -> Driven<R> {
         Sealed {
             answers: lock(&call.answers).clone(),
             nonce: call.nonce().to_owned(),
+            trace: call.trace.clone(),
             ..Sealed::default()
         },
     )

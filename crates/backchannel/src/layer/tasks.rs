@@ -216,8 +216,18 @@ impl Backchannel {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
         binding: CallBinding<'static>,
-        sealed: Sealed,
+        mut sealed: Sealed,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The body, wherever it runs (here, or on the instance that takes the task over),
+        // continues the trace of the call that started it; the call's span ends with the call
+        // (a span lasts while a handle of it does, and the body keeps the request).
+        if sealed.trace.is_none() {
+            sealed.trace = crate::telemetry::current_traceparent();
+        }
+        let mut rc = rc;
+        if let Some(parts) = rc.extensions.get_mut::<http::request::Parts>() {
+            parts.extensions.remove::<crate::telemetry::RequestSpan>();
+        }
         let runtime = &self.inner.tasks;
         let now = runtime.now_ms();
         let stored = StoredRequest {
@@ -277,52 +287,58 @@ impl Backchannel {
         };
         let layer = self.clone();
         let id = id.to_owned();
-        tokio::spawn(async move {
-            let Body {
-                router,
-                service,
-                params,
-                rc,
-                binding,
-                sealed,
-            } = body;
-            let work = async {
-                let start = Start {
-                    binding: &binding,
-                    mode: Mode::Task(handle),
-                    escalation: Escalation::InTask,
-                    input_responses: None,
-                    request_state: None,
-                    resumed: Some(sealed),
-                };
-                match layer
-                    .drive(rc, start, |rc| tool_run(&router, &service, &params, rc))
-                    .await
-                {
-                    Ok(Driven::Complete(CallToolResponse::Complete(result))) => {
-                        (TaskState::Completed, serde_json::to_string(&result).ok())
-                    }
-                    Ok(_) => (
-                        TaskState::Failed,
-                        Some(
-                            serde_json::json!({
-                                "code": -32603,
-                                "message": "a task ended without a tool result",
-                            })
-                            .to_string(),
+        let span =
+            crate::telemetry::task_span(&body.params.name, &id, body.sealed.trace.as_deref());
+        let body = tracing::Instrument::instrument(
+            async move {
+                let Body {
+                    router,
+                    service,
+                    params,
+                    rc,
+                    binding,
+                    sealed,
+                } = body;
+                let work = async {
+                    let start = Start {
+                        binding: &binding,
+                        mode: Mode::Task(handle),
+                        escalation: Escalation::InTask,
+                        input_responses: None,
+                        request_state: None,
+                        resumed: Some(sealed),
+                    };
+                    match layer
+                        .drive(rc, start, |rc| tool_run(&router, &service, &params, rc))
+                        .await
+                    {
+                        Ok(Driven::Complete(CallToolResponse::Complete(result))) => {
+                            (TaskState::Completed, serde_json::to_string(&result).ok())
+                        }
+                        Ok(_) => (
+                            TaskState::Failed,
+                            Some(
+                                serde_json::json!({
+                                    "code": -32603,
+                                    "message": "a task ended without a tool result",
+                                })
+                                .to_string(),
+                            ),
                         ),
-                    ),
-                    Err(error) => (TaskState::Failed, serde_json::to_string(&error).ok()),
-                }
-            };
-            let (state, outcome) = tokio::select! {
-                biased;
-                () = local.cancel.cancelled() => (TaskState::Cancelled, None),
-                ended = work => ended,
-            };
-            runtime.end(&id, state, outcome).await;
-            runtime.unregister(&id);
-        });
+                        Err(error) => (TaskState::Failed, serde_json::to_string(&error).ok()),
+                    }
+                };
+                let (state, outcome) = tokio::select! {
+                    biased;
+                    () = local.cancel.cancelled() => (TaskState::Cancelled, None),
+                    ended = work => ended,
+                };
+                runtime.end(&id, state, outcome).await;
+                runtime.unregister(&id);
+            },
+            span,
+        );
+        tokio::spawn(body);
     }
 
     /// From now on, run here the resumable tasks (see [`crate::BackchannelBuilder::resumable`])
@@ -519,6 +535,7 @@ pub(super) async fn ask_in_task(
         answers,
         nonce: call.nonce().to_owned(),
         round: next_round,
+        trace: call.trace.clone(),
         ..Sealed::default()
     };
     if let Err(error) = runtime

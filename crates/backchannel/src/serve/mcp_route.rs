@@ -181,6 +181,50 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let (gate, rmcp) = (self.gate.clone(), self.rmcp.clone());
+        if crate::telemetry::exporting() && request.method() == http::Method::POST {
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let span = crate::telemetry::request_span(
+                header("mcp-protocol-version").as_deref(),
+                header(SESSION_HEADER).as_deref(),
+            );
+            let mut request = request;
+            request
+                .extensions_mut()
+                .insert(crate::telemetry::RequestSpan(span.clone()));
+            let served = Self::serve(gate, rmcp, request);
+            return Box::pin(tracing::Instrument::instrument(
+                async move {
+                    let response = served.await;
+                    if let Ok(response) = &response
+                        && (response.status().is_client_error()
+                            || response.status().is_server_error())
+                    {
+                        crate::telemetry::failed(response.status().as_str());
+                    }
+                    response
+                },
+                span,
+            ));
+        }
+        Self::serve(gate, rmcp, request)
+    }
+}
+
+impl<S> Endpoint<S>
+where
+    S: rmcp::ServerHandler + Send + 'static,
+{
+    fn serve(
+        gate: Arc<Gate>,
+        rmcp: Rmcp<S>,
+        request: Request,
+    ) -> futures::future::BoxFuture<'static, Result<Response, std::convert::Infallible>> {
         Box::pin(async move {
             let next = Next(&rmcp);
             if !crate::metrics::enabled() {
@@ -220,6 +264,32 @@ fn detach(parts: &mut http::request::Parts) {
     if let Ok(uri) = http::Uri::try_from(parts.uri.to_string()) {
         parts.uri = uri;
     }
+}
+
+/// Name the request's span after its method and target, and continue the trace its `_meta`
+/// names.
+fn describe(message: &Message, value: &serde_json::Value) {
+    let (method, id) = match message {
+        Message::Request { method, id } => (method.as_str(), Some(id)),
+        Message::Notification { method } => (method.as_str(), None),
+        Message::Response => return,
+    };
+    let params = value.get("params");
+    let field = |key: &str| params.and_then(|p| p.get(key)).and_then(|v| v.as_str());
+    let target = match method {
+        "tools/call" | "prompts/get" => field("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => field("uri"),
+        _ => None,
+    };
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.as_object());
+    crate::telemetry::describe_request(
+        method,
+        target,
+        id.map(|id| id as &dyn std::fmt::Display),
+        meta,
+    );
 }
 
 /// Hands a request on to rmcp.
@@ -387,6 +457,9 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
             );
         }
     };
+    if crate::telemetry::exporting() {
+        describe(&message, &value);
+    }
     let value = match (&session, &message, &gate.fast) {
         (None, Message::Request { .. }, Some(fast)) => match fast.serve(parts, value) {
             Ok(reply) => return reply.await,

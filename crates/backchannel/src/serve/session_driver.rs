@@ -110,13 +110,17 @@ impl<S: ServerHandler> Dispatch for Driver<S> {
         context.meta = meta;
         context.extensions = extensions;
         let service = self.service.clone();
-        tokio::spawn(async move {
-            let answer = match service.handle_request(request, context).await {
-                Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id.clone())),
-            };
-            link.finish_call(&id, answer);
-        });
+        let span = tracing::Span::current();
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let answer = match service.handle_request(request, context).await {
+                    Ok(result) => ServerJsonRpcMessage::response(result, id.clone()),
+                    Err(error) => ServerJsonRpcMessage::error(error, Some(id.clone())),
+                };
+                link.finish_call(&id, answer);
+            },
+            span,
+        ));
     }
 
     fn notification(&self, link: SessionLink, mut notification: ClientNotification) {

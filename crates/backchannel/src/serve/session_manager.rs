@@ -553,6 +553,7 @@ impl SessionLink {
         timeout: Duration,
     ) -> Result<Result<ClientResult, ErrorData>, NoAnswer> {
         let session = self.session.upgrade().ok_or(NoAnswer::Closed)?;
+        let method = method_of(&request);
         let (answer, answered) = tokio::sync::oneshot::channel();
         let id = {
             let mut state = lock(&session.state);
@@ -582,7 +583,10 @@ impl SessionLink {
         {
             return Err(NoAnswer::Closed);
         }
-        match tokio::time::timeout(timeout, answered).await {
+        let question = crate::telemetry::question_span(method);
+        let waited =
+            tracing::Instrument::instrument(tokio::time::timeout(timeout, answered), question);
+        match waited.await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(_)) => Err(NoAnswer::Closed),
             Err(_) => {
@@ -596,6 +600,16 @@ impl SessionLink {
                 Err(NoAnswer::TimedOut)
             }
         }
+    }
+}
+
+/// A question's method (spans take static names).
+fn method_of(request: &ServerRequest) -> &'static str {
+    match request {
+        ServerRequest::ElicitRequest(_) => "elicitation/create",
+        ServerRequest::CreateMessageRequest(_) => "sampling/createMessage",
+        ServerRequest::ListRootsRequest(_) => "roots/list",
+        _ => "other",
     }
 }
 

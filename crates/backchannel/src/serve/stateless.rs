@@ -196,6 +196,12 @@ where
         if call.jsonrpc != "2.0" || call.method != "tools/call" {
             return Err(Box::new(parts));
         }
+        crate::telemetry::describe_request(
+            "tools/call",
+            Some(&call.params.name),
+            Some(&call.id),
+            call.params.meta.as_ref(),
+        );
         let handler = (self.factory)();
         let PlainParams {
             name,

@@ -107,12 +107,19 @@ impl TaskRuntime {
             wake: Arc::new(Notify::new()),
             version,
         };
-        lock(&self.local).insert(id.to_owned(), local.clone());
+        if lock(&self.local)
+            .insert(id.to_owned(), local.clone())
+            .is_none()
+        {
+            crate::metrics::task_running(1);
+        }
         local
     }
 
     pub(crate) fn unregister(&self, id: &str) {
-        lock(&self.local).remove(id);
+        if lock(&self.local).remove(id).is_some() {
+            crate::metrics::task_running(-1);
+        }
     }
 
     pub(crate) fn local(&self, id: &str) -> Option<Local> {
@@ -245,6 +252,7 @@ impl TaskRuntime {
             }
         };
         for task in claimed {
+            crate::metrics::task_taken_over();
             let id = task.id.clone();
             let tool = task.tool.clone();
             if task.cancel_requested {
@@ -263,12 +271,14 @@ impl TaskRuntime {
         if self.halted() {
             return;
         }
-        if let Err(error) = self
+        match self
             .store
             .finish(id, &self.instance, state, outcome, self.now_ms())
             .await
         {
-            tracing::warn!(task = %id, %error, "a task's end could not be stored");
+            Ok(true) => crate::metrics::task_ended(state.as_str()),
+            Ok(false) => {}
+            Err(error) => tracing::warn!(task = %id, %error, "a task's end could not be stored"),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! What the workspace's tests share (feature `test-util`, the tokio pattern): the revisions to
 //! run every behaviour test on, an rmcp client connected to a server on either revision (over
 //! an in-process pipe or real HTTP), a router served on a free loopback port, and small helpers
-//! for calls, results and snapshots. Not for production code.
+//! for calls, results and snapshots, and an OTLP receiver ([`otlp`]). Not for production code.
 
+pub mod otlp;
 mod server;
 
 use std::net::SocketAddr;

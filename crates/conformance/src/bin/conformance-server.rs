@@ -26,7 +26,12 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _logs = backchannel::logging::init(&["conformance", "conformance_server"]);
+    let export = backchannel::telemetry::Export::from_vars(
+        |name| std::env::var(name).ok(),
+        "conformance-server",
+    );
+    let _logs =
+        backchannel::logging::init_with(&["conformance", "conformance_server"], export.as_ref());
     let args = Args::parse();
     let store = match &args.tasks {
         Some(url) => Some(std::sync::Arc::new(

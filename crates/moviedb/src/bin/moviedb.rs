@@ -90,7 +90,9 @@ fn config(common: &Common) -> anyhow::Result<Config> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _logs = backchannel::logging::init(&["moviedb", "audit"]);
+    let export =
+        backchannel::telemetry::Export::from_vars(|name| std::env::var(name).ok(), "moviedb");
+    let _logs = backchannel::logging::init_with(&["moviedb", "audit"], export.as_ref());
     let args = Args::parse();
     match args.command {
         Command::Serve {

@@ -120,7 +120,11 @@ fn config(common: Common) -> anyhow::Result<Config> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _logs = backchannel::logging::init(&["orders", "order_service"]);
+    let _logs = backchannel::logging::init_with(
+        &["orders", "order_service"],
+        backchannel::telemetry::Export::from_vars(|name| std::env::var(name).ok(), "order-service")
+            .as_ref(),
+    );
     match Cli::parse().command {
         Command::Serve {
             listen,

@@ -489,12 +489,22 @@ impl Cluster {
     /// Stop the instance `name` if it runs and start it again (after [`Self::kill`], or to make
     /// it read the key ring anew); returns once it is healthy.
     async fn revive(&self, name: &str) {
+        self.revive_with(name, &[]).await;
+    }
+
+    /// [`Self::revive`], the instance started with these variables set.
+    async fn revive_with(&self, name: &str, env: &[(&str, &str)]) {
         let script = std::env::var("CLUSTER_SCRIPT").unwrap();
         let dir = self.dir.clone();
         let instance = name.to_owned();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
         let status = tokio::task::spawn_blocking(move || {
             std::process::Command::new(script)
                 .args(["restart", &instance])
+                .envs(env)
                 .env("CLUSTER_DIR", dir)
                 .stdout(std::process::Stdio::null())
                 .status()
@@ -590,6 +600,96 @@ async fn a_task_of_a_killed_instance_is_resumed_by_another_within_the_lease() {
         "{done}"
     );
     cluster.revive("order-1").await;
+}
+
+#[tokio::test]
+#[ignore = "needs a cluster: scripts/test-cluster"]
+async fn a_task_taken_over_after_kill_9_continues_the_trace_of_the_call_that_started_it() {
+    use backchannel::testing::otlp::{Collector, attribute, hex_bytes};
+    let cluster = Cluster::open();
+    let collector = Collector::start().await;
+    let endpoint = collector.endpoint();
+    let exporting = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+    ];
+    let instances = ["order-1", "order-2", "order-3"];
+    // However this test ends, the cluster is left as the next test expects it.
+    let _restored = Restored(&cluster, &instances);
+    for name in instances {
+        cluster.revive_with(name, &exporting).await;
+    }
+    let trace_id = backchannel::testing::random_hex();
+    let client_span = &backchannel::testing::random_hex()[..16];
+    let mut call = crate::common::task_call(1, "recheck_shipments", json!({}));
+    call["params"]["_meta"]["traceparent"] = json!(format!("00-{trace_id}-{client_span}-01"));
+    let (status, created) = crate::common::post(cluster.addr("order-1"), &call, &[]).await;
+    assert_eq!(status, 200, "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
+        t["status"] == "working"
+    })
+    .await;
+    let trace = hex_bytes(&trace_id);
+    // The call's span is out before the kill (it ended when the task was created).
+    let started = collector
+        .wait_for(
+            |span| span.trace_id == trace && span.name == "tools/call recheck_shipments",
+            |spans| !spans.is_empty(),
+        )
+        .await
+        .remove(0);
+    assert_eq!(started.parent_span_id, hex_bytes(client_span));
+    cluster.kill("order-1");
+    let done =
+        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(30), |t| {
+            t["status"] != "working"
+        })
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let resumed = collector
+        .wait_for(
+            |span| span.trace_id == trace && span.name == "task recheck_shipments",
+            |spans| !spans.is_empty(),
+        )
+        .await
+        .remove(0);
+    // The body's span on the instance that took the task over hangs off the call that
+    // started it, on the instance that was killed.
+    assert_eq!(resumed.parent_span_id, started.span_id);
+    assert_eq!(
+        attribute(&resumed, "mcp.task.id").as_deref(),
+        Some(id.as_str())
+    );
+    let by: Vec<Option<String>> = collector
+        .received()
+        .into_iter()
+        .filter(|r| r.span.span_id == resumed.span_id)
+        .map(|r| r.instance)
+        .collect();
+    assert!(
+        by.iter()
+            .all(|instance| instance.as_deref().is_some_and(|i| i != "order-1")),
+        "{by:?}"
+    );
+}
+
+/// Restarts these instances of the cluster, as `scripts/cluster` starts them, when dropped.
+struct Restored<'a>(&'a Cluster, &'a [&'a str]);
+
+impl Drop for Restored<'_> {
+    fn drop(&mut self) {
+        for name in self.1 {
+            let status = std::process::Command::new(std::env::var("CLUSTER_SCRIPT").unwrap())
+                .args(["restart", name])
+                .env("CLUSTER_DIR", &self.0.dir)
+                .stdout(std::process::Stdio::null())
+                .status();
+            if !status.is_ok_and(|s| s.success()) {
+                eprintln!("cluster: restarting {name} failed");
+            }
+        }
+    }
 }
 
 #[tokio::test]

@@ -100,7 +100,18 @@ const WITH_ORDER_CACHE: &str = "(with its order cache)";
 
 /// [`start`], with more arguments (which may override the defaults).
 fn start_with(database: &str, keys: Option<&Path>, extra: &[&str]) -> Instance {
+    start_with_env(database, keys, extra, &[])
+}
+
+/// [`start_with`], with variables set in its environment.
+fn start_with_env(
+    database: &str,
+    keys: Option<&Path>,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Instance {
     let mut command = Command::new(env!("CARGO_BIN_EXE_order-service"));
+    command.envs(env.iter().copied());
     command.args(["serve", "--listen", "127.0.0.1:0", "--database", database]);
     if !extra.contains(&WITH_ORDER_CACHE) {
         command.arg("--no-order-cache");
@@ -304,7 +315,11 @@ async fn a_recheck_task_outlives_kill_9_and_finishes_after_the_restart() {
     first.child.kill().unwrap();
     first.child.wait().unwrap();
 
-    let second = start_with(&database, None, &SLOW_CARRIER);
+    let second = start_with(
+        &database,
+        None,
+        &[&SLOW_CARRIER[..], &["--metrics"]].concat(),
+    );
     let now = task_at(second.addr, &id).await;
     assert!(
         now["status"] == "working" || now["status"] == "completed",
@@ -318,6 +333,16 @@ async fn a_recheck_task_outlives_kill_9_and_finishes_after_the_restart() {
     let text = done["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("Rechecked 87 shipments"), "{text}");
     assert!(second.logged("resumed a task whose server stopped").await);
+    // The operator sees it: one task taken over, its end recorded here, no body left running
+    // (the body is let go of just after its end is stored).
+    let scrape = scrape_until(&second, |scrape| {
+        sample(scrape, "mcp_server_tasks_running", &[]) == 0.0
+    })
+    .await;
+    assert_eq!(sample(&scrape, "mcp_server_task_takeovers_total", &[]), 1.0);
+    let ended = |state| sample(&scrape, "mcp_server_tasks_ended_total", &[("state", state)]);
+    assert_eq!((ended("completed"), ended("failed")), (1.0, 0.0));
+    assert_eq!(sample(&scrape, "mcp_server_tasks_running", &[]), 0.0);
 }
 
 #[tokio::test]
@@ -540,4 +565,129 @@ async fn metrics_count_each_call_once_a_refusal_by_reason_and_a_question_while_i
     assert_eq!(sample(&answered, "mcp_server_questions_waiting", &[]), 0.0);
     session.cancel().await.unwrap();
     assert_eq!(status_via(&instance, &order).await, "CANCELLED");
+}
+
+#[tokio::test]
+async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to_the_update() {
+    use backchannel::testing::otlp::{CLIENT, Collector, SERVER, Span, attribute, hex_bytes};
+    let collector = Collector::start().await;
+    let scratch = Scratch::new("telemetry");
+    let database = scratch.database().await;
+    let endpoint = collector.endpoint();
+    let instance = start_with_env(
+        &database,
+        None,
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_SERVICE_NAME", "orders-under-test"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    );
+    let order = cancellable(&instance, 1).await.remove(0);
+    // The client's own trace: the first round names it in `_meta`; the retry does not, so
+    // only the sealed state can carry it over.
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_span = "00f067aa0ba902b7";
+    let first = modern_call(
+        1,
+        "cancel_order",
+        json!({"orderId": order}),
+        json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"},
+            "traceparent": format!("00-{trace_id}-{client_span}-01"),
+        }}),
+    );
+    let (_, round) = post(instance.addr, &first, &[]).await;
+    let state = round["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = yes_on(&instance, &order, &state).await;
+    assert!(says_cancelled(&answer), "{answer}");
+
+    let trace = hex_bytes(trace_id);
+    let spans = collector
+        .wait_for(
+            |span| span.trace_id == trace,
+            |spans| {
+                spans
+                    .iter()
+                    .filter(|s| s.name == "tools/call cancel_order")
+                    .count()
+                    == 2
+                    && spans.iter().any(|s| s.name == "elicitation/create")
+                    && spans.iter().any(|s| s.name == "UPDATE orders")
+            },
+        )
+        .await;
+    let calls: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "tools/call cancel_order")
+        .collect();
+    for call in &calls {
+        assert_eq!(
+            attribute(call, "mcp.method.name").as_deref(),
+            Some("tools/call")
+        );
+        assert_eq!(
+            attribute(call, "gen_ai.tool.name").as_deref(),
+            Some("cancel_order")
+        );
+        assert_eq!(
+            attribute(call, "mcp.protocol.version").as_deref(),
+            Some("2026-07-28")
+        );
+        assert_eq!(call.kind, SERVER);
+    }
+    let ids: Vec<Option<String>> = calls
+        .iter()
+        .map(|call| attribute(call, "jsonrpc.request.id"))
+        .collect();
+    assert!(
+        ids.contains(&Some("1".into())) && ids.contains(&Some("2".into())),
+        "{ids:?}"
+    );
+    let round = |id: &str| {
+        *calls
+            .iter()
+            .find(|c| attribute(c, "jsonrpc.request.id").as_deref() == Some(id))
+            .unwrap()
+    };
+    let (first, second) = (round("1"), round("2"));
+    // The first round hangs off the client's span; the second, whose request names no trace,
+    // off the first, through the sealed state; the person's wait too, from the question on.
+    assert_eq!(first.parent_span_id, hex_bytes(client_span));
+    assert_eq!(second.parent_span_id, first.span_id);
+    let wait = spans
+        .iter()
+        .find(|s| s.name == "elicitation/create")
+        .unwrap();
+    assert_eq!(wait.parent_span_id, first.span_id);
+    assert_eq!(wait.kind, CLIENT);
+    // A question's time is kept in milliseconds.
+    assert!(wait.start_time_unix_nano + 1_000_000 >= first.start_time_unix_nano);
+    assert!(wait.end_time_unix_nano <= second.end_time_unix_nano);
+    // The write is a child of the second round.
+    let update = spans.iter().find(|s| s.name == "UPDATE orders").unwrap();
+    assert_eq!(update.parent_span_id, second.span_id);
+    assert_eq!(update.kind, CLIENT);
+    let system = if database.starts_with("postgres") {
+        "postgresql"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(attribute(update, "db.system.name").as_deref(), Some(system));
+    assert_eq!(
+        attribute(update, "db.operation.name").as_deref(),
+        Some("UPDATE")
+    );
+    let services: Vec<String> = collector
+        .received()
+        .into_iter()
+        .map(|r| r.service)
+        .collect();
+    assert!(
+        services.iter().all(|s| s == "orders-under-test"),
+        "{services:?}"
+    );
 }

@@ -1,0 +1,212 @@
+//! One trace for a confirmed cancel through the desk, on each revision: the desk's chat turn,
+//! the model's calls, the host's `tools/call`, the order service's rounds (continued from the
+//! `traceparent` in `_meta`, and on 2026-07-28 from the sealed state), the person's wait and
+//! the `UPDATE`, exported over OTLP to a real receiver and decoded with OpenTelemetry's own
+//! protobuf definitions. Desk and order service run in this process, so this test sets the
+//! process's subscriber.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use agent::desk::DeskConfig;
+use agent::llm::{OpenAiCompatible, Provider};
+use axum::Json;
+use backchannel::Revision;
+use backchannel::testing::otlp::{CLIENT, Collector, SERVER, Span, attribute};
+use serde_json::{Value, json};
+use tracing_subscriber::layer::SubscriberExt as _;
+
+use crate::common::Events;
+
+/// The model: asked anything, it cancels ORD-10002; shown the tool's result, it says so.
+async fn completions(Json(body): Json<Value>) -> Json<Value> {
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    let message = if last["role"] == "tool" {
+        json!({"role": "assistant", "content": "Done."})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "cancel_order", "arguments": "{\"orderId\":\"ORD-10002\"}"}
+        }]})
+    };
+    Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
+    }))
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|span| span.name == name).collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_the_update() {
+    let collector = Collector::start().await;
+    let export = backchannel::telemetry::Export::new(
+        format!("{}/v1/traces", collector.endpoint()),
+        "desk-under-test",
+    )
+    .with_batch_delay(Duration::from_millis(50));
+    let (layer, exporter) = backchannel::telemetry::export(&export).unwrap();
+    // The process's subscriber (a subscriber scoped to this thread is not enough: tracing
+    // decides once per callsite whether anyone wants it, and with a single scoped subscriber
+    // it asks whichever thread got there first, maybe another test's, which has none).
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+        .expect("no other test of this binary sets the global subscriber");
+    let model_url = crate::common::serve_fake(
+        axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions)),
+    )
+    .await;
+    for protocol in Revision::ALL {
+        let model = OpenAiCompatible::new(
+            format!("{model_url}/v1"),
+            None,
+            "fake",
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let desk = DeskConfig {
+            protocol: Some(protocol),
+            model: Some(Provider::OpenAi(model)),
+            ..DeskConfig::default()
+        };
+        let demo =
+            crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await;
+        let conversation = format!("{protocol:?}");
+        let (mut events, secret) = Events::open(&demo, &conversation).await;
+        let reply = tokio::spawn({
+            let (url, conversation) = (demo.url.clone(), conversation.clone());
+            async move { crate::common::chat(&url, &conversation, "please cancel ORD-10002").await }
+        });
+        let question = events.next_of("confirmation").await;
+        let id = question["id"].as_str().unwrap();
+        assert_eq!(
+            crate::common::answer(&demo.url, id, &secret, true).await,
+            204
+        );
+        let reply = reply.await.unwrap();
+        assert!(reply.contains("Done."), "{protocol:?}: {reply}");
+        assert_eq!(
+            crate::common::status_of(&demo.url, "ORD-10002").await,
+            "CANCELLED"
+        );
+
+        let turn = collector
+            .wait_for(
+                |span| {
+                    span.name == "invoke_agent support-desk"
+                        && attribute(span, "gen_ai.conversation.id").as_deref()
+                            == Some(conversation.as_str())
+                },
+                |spans| !spans.is_empty(),
+            )
+            .await
+            .remove(0);
+        assert!(
+            turn.parent_span_id.is_empty(),
+            "{protocol:?}: the turn starts the trace"
+        );
+        // A 2025-11-25 call is one request; a 2026-07-28 one is asked again with the answer.
+        let rounds = match protocol {
+            Revision::V2025_11_25 => 1,
+            _ => 2,
+        };
+        let trace = turn.trace_id.clone();
+        let spans = collector
+            .wait_for(
+                |span| span.trace_id == trace,
+                |spans| {
+                    named(spans, "tools/call cancel_order").len() == 1 + rounds
+                        && named(spans, "chat fake").len() == 2
+                        && !named(spans, "elicitation/create").is_empty()
+                        && !named(spans, "UPDATE orders").is_empty()
+                },
+            )
+            .await;
+        let parent_of = |span: &Span| {
+            spans
+                .iter()
+                .find(|other| other.span_id == span.parent_span_id)
+                .unwrap_or_else(|| panic!("{protocol:?}: {}'s parent is in the trace", span.name))
+                .clone()
+        };
+        for chat in named(&spans, "chat fake") {
+            assert_eq!(chat.parent_span_id, turn.span_id, "{protocol:?}");
+            assert_eq!(chat.kind, CLIENT);
+            assert_eq!(
+                attribute(chat, "gen_ai.operation.name").as_deref(),
+                Some("chat")
+            );
+            assert_eq!(
+                attribute(chat, "gen_ai.request.model").as_deref(),
+                Some("fake")
+            );
+            assert_eq!(
+                attribute(chat, "gen_ai.usage.input_tokens").as_deref(),
+                Some("40")
+            );
+            assert_eq!(
+                attribute(chat, "gen_ai.usage.output_tokens").as_deref(),
+                Some("10")
+            );
+        }
+        let calls = named(&spans, "tools/call cancel_order");
+        let (client, served): (Vec<&Span>, Vec<&Span>) =
+            calls.iter().partition(|span| span.kind == CLIENT);
+        assert_eq!(client.len(), 1, "{protocol:?}: the host's call");
+        assert_eq!(client[0].parent_span_id, turn.span_id, "{protocol:?}");
+        assert_eq!(served.len(), rounds, "{protocol:?}: the server's rounds");
+        for round in &served {
+            assert_eq!(round.kind, SERVER);
+            assert_eq!(
+                attribute(round, "mcp.method.name").as_deref(),
+                Some("tools/call")
+            );
+            assert_eq!(
+                attribute(round, "gen_ai.tool.name").as_deref(),
+                Some("cancel_order")
+            );
+            assert_eq!(
+                attribute(round, "mcp.protocol.version").as_deref(),
+                Some(protocol.date()),
+            );
+            assert!(attribute(round, "jsonrpc.request.id").is_some());
+        }
+        // The first round continues the host's span; a later one the first round.
+        let first = served
+            .iter()
+            .find(|round| round.parent_span_id == client[0].span_id)
+            .unwrap_or_else(|| panic!("{protocol:?}: a round under the host's call"));
+        let wait = named(&spans, "elicitation/create")[0];
+        assert_eq!(wait.kind, CLIENT);
+        assert_eq!(
+            wait.parent_span_id, first.span_id,
+            "{protocol:?}: the person's wait"
+        );
+        let update = named(&spans, "UPDATE orders")[0];
+        let written_in = parent_of(update);
+        assert_eq!(written_in.name, "tools/call cancel_order", "{protocol:?}");
+        assert_eq!(written_in.kind, SERVER);
+        if rounds == 2 {
+            assert_eq!(written_in.parent_span_id, first.span_id, "{protocol:?}");
+        }
+        assert_eq!(
+            attribute(update, "db.operation.name").as_deref(),
+            Some("UPDATE")
+        );
+    }
+    // Its last flush waits for the receiver, which runs on this thread.
+    tokio::task::spawn_blocking(move || drop(exporter))
+        .await
+        .unwrap();
+    let services: Vec<String> = collector
+        .received()
+        .into_iter()
+        .map(|r| r.service)
+        .collect();
+    assert!(
+        services.iter().all(|s| s == "desk-under-test"),
+        "{services:?}"
+    );
+}

@@ -1,0 +1,161 @@
+//! An OTLP/HTTP receiver for tests: every span exported to it, decoded with OpenTelemetry's
+//! published protobuf definitions (`opentelemetry-proto`), with its resource's `service.name`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+pub use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message as _;
+
+/// `SpanKind::SERVER` in OTLP's numbering.
+pub const SERVER: i32 = 2;
+/// `SpanKind::CLIENT` in OTLP's numbering.
+pub const CLIENT: i32 = 3;
+
+type Kept = Arc<Mutex<Vec<Received>>>;
+
+/// A span as received, with what its resource says of where it came from.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// `service.name`.
+    pub service: String,
+    /// `service.instance.id`, when the exporter said.
+    pub instance: Option<String>,
+    /// The span.
+    pub span: Span,
+}
+
+/// A receiver on a free loopback port; stops when dropped.
+#[derive(Debug)]
+pub struct Collector {
+    /// Where it listens; `OTEL_EXPORTER_OTLP_ENDPOINT` is `http://{addr}`.
+    pub addr: SocketAddr,
+    spans: Kept,
+    served: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.served.abort();
+    }
+}
+
+impl Collector {
+    /// Start receiving at `POST /v1/traces`.
+    pub async fn start() -> Collector {
+        let spans = Kept::default();
+        let kept = spans.clone();
+        let app = axum::Router::new().route(
+            "/v1/traces",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let kept = kept.clone();
+                async move {
+                    let Ok(request) = ExportTraceServiceRequest::decode(body) else {
+                        return http::StatusCode::BAD_REQUEST;
+                    };
+                    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                    for resource in request.resource_spans {
+                        let of = |key: &str| {
+                            resource
+                                .resource
+                                .iter()
+                                .flat_map(|r| &r.attributes)
+                                .find(|a| a.key == key)
+                                .and_then(|a| text(a.value.as_ref()?.value.as_ref()?))
+                        };
+                        let service = of("service.name").unwrap_or_default();
+                        let instance = of("service.instance.id");
+                        for scope in resource.scope_spans {
+                            for span in scope.spans {
+                                kept.push(Received {
+                                    service: service.clone(),
+                                    instance: instance.clone(),
+                                    span,
+                                });
+                            }
+                        }
+                    }
+                    http::StatusCode::OK
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let addr = listener.local_addr().expect("its address");
+        let served = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Collector {
+            addr,
+            spans,
+            served,
+        }
+    }
+
+    /// The base URL to export to (`OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every span received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.spans.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The spans that `select` picks, once `done` holds for them; panics (listing every span
+    /// received) after twenty seconds of real time.
+    pub async fn wait_for(
+        &self,
+        select: impl Fn(&Span) -> bool,
+        done: impl Fn(&[Span]) -> bool,
+    ) -> Vec<Span> {
+        for _ in 0..200 {
+            let spans: Vec<Span> = self
+                .received()
+                .into_iter()
+                .map(|received| received.span)
+                .filter(|span| select(span))
+                .collect();
+            if done(&spans) {
+                return spans;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "the spans never came: {:#?}",
+            self.received()
+                .iter()
+                .map(|received| &received.span.name)
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// A span's attribute as text (numbers and booleans written out).
+pub fn attribute(span: &Span, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| text(a.value.as_ref()?.value.as_ref()?))
+}
+
+fn text(value: &AnyValue) -> Option<String> {
+    Some(match value {
+        AnyValue::StringValue(s) => s.clone(),
+        AnyValue::IntValue(i) => i.to_string(),
+        AnyValue::BoolValue(b) => b.to_string(),
+        AnyValue::DoubleValue(d) => d.to_string(),
+        _ => return None,
+    })
+}
+
+/// Bytes from hex (a trace or span id as W3C `traceparent` writes it).
+pub fn hex_bytes(text: &str) -> Vec<u8> {
+    (0..text.len() / 2)
+        .filter_map(|i| u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
