@@ -61,15 +61,43 @@ pub(crate) fn request_span(protocol_version: Option<&str>, session: Option<&str>
 #[derive(Debug, Clone)]
 pub(crate) struct RequestSpan(pub(crate) tracing::Span);
 
-/// The span a handler should run in: its request's (see [`RequestSpan`]) when it runs apart
-/// from it, else none (it already runs in it, or nothing is exported).
-pub(crate) fn span_for_handler(request: Option<&http::request::Parts>) -> tracing::Span {
+/// The span a `tools/call` handler should run in: its HTTP request's (see [`RequestSpan`])
+/// when it runs apart from it; a span of its own when the call came another way (stdio),
+/// continued from its `_meta`; none when it already runs in one or nothing is exported.
+pub(crate) fn span_for_call(
+    request: Option<&http::request::Parts>,
+    tool: &str,
+    id: &dyn std::fmt::Display,
+    protocol_version: Option<&str>,
+    meta: &JsonObject,
+) -> tracing::Span {
     if !exporting() || !tracing::Span::current().is_none() {
         return tracing::Span::none();
     }
-    request
-        .and_then(|parts| parts.extensions.get::<RequestSpan>())
-        .map_or_else(tracing::Span::none, |span| span.0.clone())
+    if let Some(parts) = request {
+        return parts
+            .extensions
+            .get::<RequestSpan>()
+            .map_or_else(tracing::Span::none, |span| span.0.clone());
+    }
+    let span = tracing::info_span!(
+        target: TARGET,
+        "mcp",
+        otel.name = format!("tools/call {tool}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = "tools/call",
+        gen_ai.tool.name = tool,
+        jsonrpc.request.id = %id,
+        mcp.protocol.version = protocol_version,
+        error.type = tracing::field::Empty,
+        network.transport = "pipe",
+    );
+    #[cfg(feature = "otel")]
+    otel::continue_from_meta(&span, meta);
+    #[cfg(not(feature = "otel"))]
+    let _ = meta;
+    span
 }
 
 /// A per-layer filter by [`is_exported`], decided once per callsite: `exported` keeps only

@@ -383,7 +383,13 @@ impl Backchannel {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let span = crate::telemetry::span_for_handler(rc.extensions.get::<http::request::Parts>());
+        let span = crate::telemetry::span_for_call(
+            rc.extensions.get::<http::request::Parts>(),
+            &params.name,
+            &rc.id,
+            rc.protocol_version().as_ref().map(|v| v.as_str()),
+            &rc.meta,
+        );
         tracing::Instrument::instrument(self.call_tool_here(router, service, params, rc), span)
             .await
     }

@@ -60,3 +60,56 @@ async fn the_same_asking_tool_answers_over_stdio_on_both_revisions() {
         service.cancel().await.unwrap();
     }
 }
+
+/// Over stdio too, a call's span continues the client's trace from `_meta` (no HTTP edge to
+/// make it): exported over OTLP to a real receiver.
+#[tokio::test]
+async fn a_call_over_stdio_continues_the_clients_trace() {
+    use backchannel::testing::otlp::{Collector, SERVER, attribute, hex_bytes};
+    let collector = Collector::start().await;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_conformance-server"));
+    command
+        .arg("--stdio")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
+        .env("OTEL_SERVICE_NAME", "fixture-over-stdio")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50");
+    let service = NamedClient
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let trace_id = backchannel::testing::random_hex();
+    let client_span = &backchannel::testing::random_hex()[..16];
+    let mut params = CallToolRequestParams::new("test_input_required_result_elicitation");
+    params.set_traceparent(&format!("00-{trace_id}-{client_span}-01"));
+    let result = service.call_tool(params).await.unwrap();
+    assert_eq!(result.content[0].as_text().unwrap().text, "Hello, Ada!");
+    let trace = hex_bytes(&trace_id);
+    let call = collector
+        .wait_for(|span| span.trace_id == trace, |spans| !spans.is_empty())
+        .await
+        .remove(0);
+    service.cancel().await.unwrap();
+    assert_eq!(
+        call.name,
+        "tools/call test_input_required_result_elicitation"
+    );
+    assert_eq!(call.kind, SERVER);
+    assert_eq!(call.parent_span_id, hex_bytes(client_span));
+    assert_eq!(
+        attribute(&call, "network.transport").as_deref(),
+        Some("pipe")
+    );
+    assert_eq!(
+        attribute(&call, "mcp.protocol.version").as_deref(),
+        Some("2025-11-25")
+    );
+    let services: Vec<String> = collector
+        .received()
+        .into_iter()
+        .map(|r| r.service)
+        .collect();
+    assert!(
+        services.iter().all(|s| s == "fixture-over-stdio"),
+        "{services:?}"
+    );
+}
