@@ -306,6 +306,24 @@ impl Drop for Waiting {
     }
 }
 
+/// A counter family, a sample per label value.
+fn counters<'a>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    samples: impl Iterator<Item = ((&'static str, &'static str), &'a AtomicU64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for ((label, value), count) in samples {
+        let _ = writeln!(
+            out,
+            "{name}{{{label}=\"{value}\"}} {}",
+            count.load(Ordering::Relaxed)
+        );
+    }
+}
+
 /// The registry in Prometheus's text exposition format (version 0.0.4).
 pub fn render() -> String {
     let mut out = String::new();
@@ -353,33 +371,24 @@ pub fn render() -> String {
         let _ = writeln!(out, "# TYPE {name} gauge");
         let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
     }
-    let name = "mcp_server_refused_requests_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Requests refused before a handler saw them, by reason."
+    counters(
+        &mut out,
+        "mcp_server_refused_requests_total",
+        "Requests refused before a handler saw them, by reason.",
+        Reason::ALL
+            .iter()
+            .map(|reason| ("reason", reason.as_str()))
+            .zip(&REGISTRY.refused),
     );
-    let _ = writeln!(out, "# TYPE {name} counter");
-    for (reason, count) in Reason::ALL.iter().zip(&REGISTRY.refused) {
-        let _ = writeln!(
-            out,
-            "{name}{{reason=\"{}\"}} {}",
-            reason.as_str(),
-            count.load(Ordering::Relaxed)
-        );
-    }
-    let name = "mcp_server_tasks_ended_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Tasks whose end this instance recorded, by state."
+    counters(
+        &mut out,
+        "mcp_server_tasks_ended_total",
+        "Tasks whose end this instance recorded, by state.",
+        ENDED
+            .iter()
+            .map(|state| ("state", *state))
+            .zip(&REGISTRY.tasks_ended),
     );
-    let _ = writeln!(out, "# TYPE {name} counter");
-    for (state, count) in ENDED.iter().zip(&REGISTRY.tasks_ended) {
-        let _ = writeln!(
-            out,
-            "{name}{{state=\"{state}\"}} {}",
-            count.load(Ordering::Relaxed)
-        );
-    }
     let name = "mcp_server_task_takeovers_total";
     let _ = writeln!(
         out,

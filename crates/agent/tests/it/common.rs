@@ -34,6 +34,24 @@ pub fn orders_in_memory(carrier_latency: Duration) -> orders::app::Config {
     }
 }
 
+/// A scripted fake's chat completion (OpenAI's shape) carrying `message`, 40 tokens in and 10
+/// out.
+pub fn completion(message: Value) -> axum::Json<Value> {
+    axum::Json(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
+    }))
+}
+
+/// An assistant message that calls `tool` with `arguments` (a JSON object, as text).
+pub fn tool_call(tool: &str, arguments: &str) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [{
+        "id": "call_1", "type": "function",
+        "function": {"name": tool, "arguments": arguments}
+    }]})
+}
+
 /// Serve `app` (a scripted fake) on a free loopback port; its base URL, `http://ADDR`.
 pub async fn serve_fake(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -66,6 +84,33 @@ pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
         url: rx.await.unwrap(),
         stop,
     }
+}
+
+/// The demo with `model` on 2026-07-28 (the orders in memory, a 5 ms carrier), the desk's
+/// other settings as `configure` leaves them.
+pub async fn start_with_model(
+    model: agent::llm::Provider,
+    configure: impl FnOnce(&mut DeskConfig),
+) -> Demo {
+    let mut desk = DeskConfig {
+        protocol: Some(backchannel::Revision::V2026_07_28),
+        model: Some(model),
+        ..DeskConfig::default()
+    };
+    configure(&mut desk);
+    start(orders_in_memory(Duration::from_millis(5)), desk).await
+}
+
+/// Ask the desk at `url` to stop what conversation `conversation` is doing; the status.
+pub async fn stop(url: &str, conversation: &str, secret: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{url}api/chat/stop"))
+        .json(&json!({"conversationId": conversation, "secret": secret}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 /// Post one chat message and return the reply.

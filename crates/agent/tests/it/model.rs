@@ -74,16 +74,9 @@ async fn completions(State(seen): State<Seen>, Json(request): Json<Value>) -> Js
         };
         json!({"role": "assistant", "content": answer})
     } else {
-        json!({"role": "assistant", "content": null, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "get_order", "arguments": "{\"orderId\":\"ORD-10001\"}"}
-        }]})
+        crate::common::tool_call("get_order", r#"{"orderId":"ORD-10001"}"#)
     };
-    Json(json!({
-        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
-    }))
+    crate::common::completion(message)
 }
 
 async fn fake_model(seen: Seen) -> String {

@@ -13,7 +13,6 @@ use agent::llm::{Generation, OpenAiCompatible, Provider};
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
-use backchannel::Revision;
 use serde_json::{Value, json};
 
 #[derive(Default)]
@@ -65,17 +64,10 @@ async fn demo_with_context(
     let model = OpenAiCompatible::new(&url, None, "fake", Duration::from_secs(10))
         .unwrap()
         .with_generation(generation);
-    let desk = DeskConfig {
-        protocol: Some(Revision::V2026_07_28),
-        model: Some(Provider::OpenAi(model)),
-        context_tokens,
-        token_budget: 1_000_000,
-        ..DeskConfig::default()
-    };
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::from_millis(5)),
-        desk,
-    )
+    let demo = crate::common::start_with_model(Provider::OpenAi(model), |desk| {
+        desk.context_tokens = context_tokens;
+        desk.token_budget = 1_000_000;
+    })
     .await;
     (demo, script)
 }

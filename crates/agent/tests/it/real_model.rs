@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use axum::extract::State;
 use serde_json::Value;
 
-use agent::desk::DeskConfig;
 use agent::llm::{AnthropicMessages, Generation, OpenAiCompatible, Provider};
-use backchannel::Revision;
 
 use crate::common::{Demo, Events};
 
@@ -99,21 +97,8 @@ async fn demo(anthropic: bool) -> (Demo, Sent) {
 
 async fn demo_with(anthropic: bool, generation: Generation) -> (Demo, Sent) {
     let sent = Sent::default();
-    let desk = DeskConfig {
-        protocol: Some(Revision::V2026_07_28),
-        model: Some(provider_with(
-            recorded(sent.clone()).await,
-            anthropic,
-            generation,
-        )),
-        token_budget: 1_000_000,
-        ..DeskConfig::default()
-    };
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::from_millis(5)),
-        desk,
-    )
-    .await;
+    let model = provider_with(recorded(sent.clone()).await, anthropic, generation);
+    let demo = crate::common::start_with_model(model, |desk| desk.token_budget = 1_000_000).await;
     (demo, sent)
 }
 
@@ -434,14 +419,7 @@ async fn stop_ends_the_real_generation(anthropic: bool) {
     assert!(!first["text"].as_str().unwrap().is_empty());
     assert!(generating().await, "the server is writing the reply");
     let stopped = Instant::now();
-    let status = reqwest::Client::new()
-        .post(format!("{}api/chat/stop", demo.url))
-        .json(&serde_json::json!({"conversationId": "long", "secret": secret}))
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert!(status.is_success(), "{status}");
+    assert_eq!(crate::common::stop(&demo.url, "long", &secret).await, 204);
     assert_eq!(reply.await.unwrap(), agent::desk::STOPPED);
     while generating().await {
         assert!(

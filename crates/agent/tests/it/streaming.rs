@@ -186,16 +186,7 @@ async fn demo(anthropic_api: bool) -> (Demo, Shared) {
             OpenAiCompatible::new(format!("{base}/v1"), None, "fake", timeout).unwrap(),
         )
     };
-    let desk = DeskConfig {
-        protocol: Some(Revision::V2026_07_28),
-        model: Some(model),
-        ..DeskConfig::default()
-    };
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::from_millis(5)),
-        desk,
-    )
-    .await;
+    let demo = crate::common::start_with_model(model, |_| {}).await;
     (demo, fake)
 }
 
@@ -290,14 +281,7 @@ async fn stop_drops_the_model_request_while_it_writes() {
     let first = events.next_of("reply").await;
     assert!(first["text"].as_str().unwrap().starts_with("word0"));
     let stopped_at = Instant::now();
-    let status = reqwest::Client::new()
-        .post(format!("{}api/chat/stop", demo.url))
-        .json(&json!({"conversationId": "s", "secret": secret}))
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert!(status.is_success(), "{status}");
+    assert_eq!(crate::common::stop(&demo.url, "s", &secret).await, 204);
     assert_eq!(reply.await.unwrap(), agent::desk::STOPPED);
     // The fake saw its connection dropped, well before its 400 words (24 s) were written.
     let deadline = Instant::now() + Duration::from_secs(5);

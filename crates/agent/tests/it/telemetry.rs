@@ -12,7 +12,7 @@ use agent::desk::DeskConfig;
 use agent::llm::{OpenAiCompatible, Provider};
 use axum::Json;
 use backchannel::Revision;
-use backchannel::testing::otlp::{CLIENT, Collector, SERVER, Span, attribute};
+use backchannel::testing::otlp::{CLIENT, Collector, SERVER, Span, assert_attributes, attribute};
 use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -24,16 +24,9 @@ async fn completions(Json(body): Json<Value>) -> Json<Value> {
     let message = if last["role"] == "tool" {
         json!({"role": "assistant", "content": "Done."})
     } else {
-        json!({"role": "assistant", "content": null, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "cancel_order", "arguments": "{\"orderId\":\"ORD-10002\"}"}
-        }]})
+        crate::common::tool_call("cancel_order", r#"{"orderId":"ORD-10002"}"#)
     };
-    Json(json!({
-        "id": "chatcmpl-1", "object": "chat.completion", "model": "fake",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50}
-    }))
+    crate::common::completion(message)
 }
 
 fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
@@ -134,21 +127,14 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
         for chat in named(&spans, "chat fake") {
             assert_eq!(chat.parent_span_id, turn.span_id, "{protocol:?}");
             assert_eq!(chat.kind, CLIENT);
-            assert_eq!(
-                attribute(chat, "gen_ai.operation.name").as_deref(),
-                Some("chat")
-            );
-            assert_eq!(
-                attribute(chat, "gen_ai.request.model").as_deref(),
-                Some("fake")
-            );
-            assert_eq!(
-                attribute(chat, "gen_ai.usage.input_tokens").as_deref(),
-                Some("40")
-            );
-            assert_eq!(
-                attribute(chat, "gen_ai.usage.output_tokens").as_deref(),
-                Some("10")
+            assert_attributes(
+                chat,
+                &[
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.request.model", "fake"),
+                    ("gen_ai.usage.input_tokens", "40"),
+                    ("gen_ai.usage.output_tokens", "10"),
+                ],
             );
         }
         let calls = named(&spans, "tools/call cancel_order");
@@ -159,17 +145,13 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
         assert_eq!(served.len(), rounds, "{protocol:?}: the server's rounds");
         for round in &served {
             assert_eq!(round.kind, SERVER);
-            assert_eq!(
-                attribute(round, "mcp.method.name").as_deref(),
-                Some("tools/call")
-            );
-            assert_eq!(
-                attribute(round, "gen_ai.tool.name").as_deref(),
-                Some("cancel_order")
-            );
-            assert_eq!(
-                attribute(round, "mcp.protocol.version").as_deref(),
-                Some(protocol.date()),
+            assert_attributes(
+                round,
+                &[
+                    ("mcp.method.name", "tools/call"),
+                    ("gen_ai.tool.name", "cancel_order"),
+                    ("mcp.protocol.version", protocol.date()),
+                ],
             );
             assert!(attribute(round, "jsonrpc.request.id").is_some());
         }
@@ -200,13 +182,5 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
     tokio::task::spawn_blocking(move || drop(exporter))
         .await
         .unwrap();
-    let services: Vec<String> = collector
-        .received()
-        .into_iter()
-        .map(|r| r.service)
-        .collect();
-    assert!(
-        services.iter().all(|s| s == "desk-under-test"),
-        "{services:?}"
-    );
+    collector.assert_only_service("desk-under-test");
 }

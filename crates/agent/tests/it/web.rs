@@ -240,35 +240,16 @@ async fn stop_ends_a_long_tool_and_needs_the_secret() {
     let reply =
         tokio::spawn(async move { crate::common::chat(&url, "c1", "recheck shipments").await });
     events.next_of("progress").await;
-    let stop_with = |secret: String| {
-        reqwest::Client::new()
-            .post(format!("{}api/chat/stop", demo.url))
-            .json(&json!({"conversationId": "c1", "secret": secret}))
-            .send()
-    };
-    assert_eq!(
-        stop_with("not-the-secret".into())
-            .await
-            .unwrap()
-            .status()
-            .as_u16(),
-        403
-    );
-    assert_eq!(
-        stop_with(secret.clone()).await.unwrap().status().as_u16(),
-        204
-    );
+    let stop = |secret| crate::common::stop(&demo.url, "c1", secret);
+    assert_eq!(stop("not-the-secret").await, 403);
+    assert_eq!(stop(&secret).await, 204);
     assert!(
         reply
             .await
             .unwrap()
             .ends_with("Stopped. Nothing more will be done for that message.")
     );
-    assert_eq!(
-        stop_with(secret).await.unwrap().status().as_u16(),
-        404,
-        "nothing is running now"
-    );
+    assert_eq!(stop(&secret).await, 404, "nothing is running now");
     let next = chat(&demo, "c1", "where is ORD-10001?").await;
     assert!(
         next.ends_with("ORD-10001 is SHIPPED: Ana Ruiz, €179.99. DHL DHL-88213, due 2026-05-14."),

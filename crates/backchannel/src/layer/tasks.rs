@@ -291,25 +291,18 @@ impl Backchannel {
             crate::telemetry::task_span(&body.params.name, &id, body.sealed.trace.as_deref());
         let body = tracing::Instrument::instrument(
             async move {
-                let Body {
-                    router,
-                    service,
-                    params,
-                    rc,
-                    binding,
-                    sealed,
-                } = body;
                 let work = async {
                     let start = Start {
-                        binding: &binding,
+                        binding: &body.binding,
                         mode: Mode::Task(handle),
                         escalation: Escalation::InTask,
                         input_responses: None,
                         request_state: None,
-                        resumed: Some(sealed),
+                        resumed: Some(body.sealed),
                     };
+                    let (router, service, params) = (&body.router, &body.service, &body.params);
                     match layer
-                        .drive(rc, start, |rc| tool_run(&router, &service, &params, rc))
+                        .drive(body.rc, start, |rc| tool_run(router, service, params, rc))
                         .await
                     {
                         Ok(Driven::Complete(CallToolResponse::Complete(result))) => {

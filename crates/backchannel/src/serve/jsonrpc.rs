@@ -308,30 +308,23 @@ mod tests {
 
     /// The byte-by-byte count the string-skipping scan replaced, as the oracle.
     fn nesting_exceeds_byte_by_byte(bytes: &[u8], limit: usize) -> bool {
-        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-        for &byte in bytes {
-            if in_string {
-                match (escaped, byte) {
-                    (true, _) => escaped = false,
-                    (false, b'\\') => escaped = true,
-                    (false, b'"') => in_string = false,
-                    _ => {}
-                }
-                continue;
+        let (mut depth, mut in_string, mut skip_next) = (0usize, false, false);
+        bytes.iter().any(|&byte| {
+            if skip_next {
+                skip_next = false;
+            } else if in_string {
+                skip_next = byte == b'\\';
+                in_string = byte != b'"';
+            } else {
+                in_string = byte == b'"';
+                depth = match byte {
+                    b'[' | b'{' => depth + 1,
+                    b']' | b'}' => depth.saturating_sub(1),
+                    _ => depth,
+                };
             }
-            match byte {
-                b'"' => in_string = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth > limit {
-                        return true;
-                    }
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-        }
-        false
+            depth > limit
+        })
     }
 
     #[test]

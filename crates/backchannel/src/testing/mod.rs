@@ -157,12 +157,13 @@ pub fn call(name: &str, arguments: Value) -> CallToolRequestParams {
 
 /// The text blocks of a tool result, joined by newlines.
 pub fn text_of(result: &CallToolResult) -> String {
-    result
+    let texts: Vec<&str> = result
         .content
         .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .collect();
+    texts.join("\n")
 }
 
 /// A tool result's `structuredContent` (`null` without one).

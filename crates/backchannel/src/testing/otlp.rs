@@ -106,6 +106,12 @@ impl Collector {
         self.spans.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Assert that every span received so far came from the service `name`.
+    pub fn assert_only_service(&self, name: &str) {
+        let services: Vec<String> = self.received().into_iter().map(|r| r.service).collect();
+        assert!(services.iter().all(|s| s == name), "{services:?}");
+    }
+
     /// The spans that `select` picks, once `done` holds for them; panics (listing every span
     /// received) after twenty seconds of real time.
     pub async fn wait_for(
@@ -131,6 +137,19 @@ impl Collector {
                 .iter()
                 .map(|received| &received.span.name)
                 .collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Assert that every attribute of `expected` has its value on `span` (as [`attribute`] reads
+/// it).
+pub fn assert_attributes(span: &Span, expected: &[(&str, &str)]) {
+    for (key, value) in expected {
+        assert_eq!(
+            attribute(span, key).as_deref(),
+            Some(*value),
+            "{}'s {key}",
+            span.name
         );
     }
 }

@@ -122,30 +122,17 @@ async fn contract(store: Arc<dyn TaskStore>) {
     );
 
     // Finish: only the holder, only once.
-    assert!(
-        !store
-            .finish(
-                "t1",
-                "b",
-                TaskState::Completed,
-                Some(r#"{"x":1}"#.into()),
-                now
-            )
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .finish(
-                "t1",
-                "a",
-                TaskState::Completed,
-                Some(r#"{"x":1}"#.into()),
-                now
-            )
-            .await
-            .unwrap()
-    );
+    let complete_by = |holder| {
+        store.finish(
+            "t1",
+            holder,
+            TaskState::Completed,
+            Some(r#"{"x":1}"#.into()),
+            now,
+        )
+    };
+    assert!(!complete_by("b").await.unwrap());
+    assert!(complete_by("a").await.unwrap());
     assert!(
         !store
             .finish("t1", "a", TaskState::Failed, None, now)

@@ -65,7 +65,7 @@ async fn the_same_asking_tool_answers_over_stdio_on_both_revisions() {
 /// make it): exported over OTLP to a real receiver.
 #[tokio::test]
 async fn a_call_over_stdio_continues_the_clients_trace() {
-    use backchannel::testing::otlp::{Collector, SERVER, attribute, hex_bytes};
+    use backchannel::testing::otlp::{Collector, SERVER, assert_attributes, hex_bytes};
     let collector = Collector::start().await;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_conformance-server"));
     command
@@ -95,21 +95,12 @@ async fn a_call_over_stdio_continues_the_clients_trace() {
     );
     assert_eq!(call.kind, SERVER);
     assert_eq!(call.parent_span_id, hex_bytes(client_span));
-    assert_eq!(
-        attribute(&call, "network.transport").as_deref(),
-        Some("pipe")
+    assert_attributes(
+        &call,
+        &[
+            ("network.transport", "pipe"),
+            ("mcp.protocol.version", "2025-11-25"),
+        ],
     );
-    assert_eq!(
-        attribute(&call, "mcp.protocol.version").as_deref(),
-        Some("2025-11-25")
-    );
-    let services: Vec<String> = collector
-        .received()
-        .into_iter()
-        .map(|r| r.service)
-        .collect();
-    assert!(
-        services.iter().all(|s| s == "fixture-over-stdio"),
-        "{services:?}"
-    );
+    collector.assert_only_service("fixture-over-stdio");
 }

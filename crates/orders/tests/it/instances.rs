@@ -569,7 +569,9 @@ async fn metrics_count_each_call_once_a_refusal_by_reason_and_a_question_while_i
 
 #[tokio::test]
 async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to_the_update() {
-    use backchannel::testing::otlp::{CLIENT, Collector, SERVER, Span, attribute, hex_bytes};
+    use backchannel::testing::otlp::{
+        CLIENT, Collector, SERVER, Span, assert_attributes, attribute, hex_bytes,
+    };
     let collector = Collector::start().await;
     let scratch = Scratch::new("telemetry");
     let database = scratch.database().await;
@@ -625,17 +627,13 @@ async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to
         .filter(|s| s.name == "tools/call cancel_order")
         .collect();
     for call in &calls {
-        assert_eq!(
-            attribute(call, "mcp.method.name").as_deref(),
-            Some("tools/call")
-        );
-        assert_eq!(
-            attribute(call, "gen_ai.tool.name").as_deref(),
-            Some("cancel_order")
-        );
-        assert_eq!(
-            attribute(call, "mcp.protocol.version").as_deref(),
-            Some("2026-07-28")
+        assert_attributes(
+            call,
+            &[
+                ("mcp.method.name", "tools/call"),
+                ("gen_ai.tool.name", "cancel_order"),
+                ("mcp.protocol.version", "2026-07-28"),
+            ],
         );
         assert_eq!(call.kind, SERVER);
     }
@@ -676,18 +674,9 @@ async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to
     } else {
         "sqlite"
     };
-    assert_eq!(attribute(update, "db.system.name").as_deref(), Some(system));
-    assert_eq!(
-        attribute(update, "db.operation.name").as_deref(),
-        Some("UPDATE")
+    assert_attributes(
+        update,
+        &[("db.system.name", system), ("db.operation.name", "UPDATE")],
     );
-    let services: Vec<String> = collector
-        .received()
-        .into_iter()
-        .map(|r| r.service)
-        .collect();
-    assert!(
-        services.iter().all(|s| s == "orders-under-test"),
-        "{services:?}"
-    );
+    collector.assert_only_service("orders-under-test");
 }
