@@ -52,6 +52,9 @@ pub struct DeskConfig {
     /// Where the tokens of a sign-in are kept (a file only the user can read); `None` keeps
     /// them in memory until the desk stops.
     pub token_file: Option<std::path::PathBuf>,
+    /// Serve Prometheus text at `/metrics` on the web UI (behind its Host checks): the host's
+    /// `mcp_client_*` histograms, and in the demo the order service's too.
+    pub metrics: bool,
 }
 
 /// Where the notes are and which filesystem server reads them.
@@ -102,6 +105,7 @@ impl Default for DeskConfig {
             knowledge: None,
             sign_in_callback: None,
             token_file: None,
+            metrics: false,
         }
     }
 }
@@ -630,6 +634,11 @@ impl Desk {
             }
             None => false,
         }
+    }
+
+    /// Whether the web UI serves `/metrics` ([`DeskConfig::metrics`]).
+    pub fn serves_metrics(&self) -> bool {
+        self.config.metrics
     }
 
     /// What the desk says first: who it is and what it can do.

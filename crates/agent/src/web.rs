@@ -24,9 +24,14 @@ const FAVICON: &str = include_str!("../static/favicon.svg");
 /// The longest conversation id accepted.
 const MAX_CONVERSATION_ID: usize = 128;
 
-/// The web UI and its API over `desk`.
+/// The web UI and its API over `desk` (and `/metrics` when the desk is set to serve it).
 pub fn routes(desk: Arc<Desk>) -> Router {
-    Router::new()
+    let metrics = if desk.serves_metrics() {
+        backchannel::serve::metrics_router()
+    } else {
+        Router::new()
+    };
+    let ui = Router::new()
         .route(
             "/",
             get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX) }),
@@ -54,7 +59,8 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/api/confirmations/{id}", post(confirm))
         .route("/api/orders", get(orders))
         .route(CALLBACK_PATH, get(signed_in))
-        .with_state(desk)
+        .with_state(desk);
+    ui.merge(metrics)
 }
 
 /// Where the authorization server sends the browser back to after a sign-in.

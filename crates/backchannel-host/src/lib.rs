@@ -521,6 +521,8 @@ pub struct Connection<H: HostHandler> {
     meta_allow: Arc<Vec<String>>,
     service: RunningService<RoleClient, Routed<H>>,
     stderr_tail: Arc<StderrTail>,
+    /// Times the session for `mcp.client.session.duration`.
+    _session: backchannel::metrics::ClientSession,
     #[cfg(feature = "oauth")]
     handler: Arc<H>,
     /// How to sign in again when the server refuses the credentials (HTTP connections).
@@ -756,6 +758,7 @@ impl<H: HostHandler> Connection<H> {
             meta_allow: Arc::new(host.meta_allow.clone()),
             service,
             stderr_tail,
+            _session: backchannel::metrics::ClientSession::start(),
             #[cfg(feature = "oauth")]
             handler,
             #[cfg(feature = "oauth")]
@@ -929,15 +932,18 @@ impl<H: HostHandler> Connection<H> {
         // Removed again on every way out, a timeout's drop included.
         let _active = InFlight::new(&self.service.service().active, &call);
         let span = backchannel::telemetry::client_span("tools/call", Some(name), &self.name);
+        let started = std::time::Instant::now();
         let result =
             tracing::Instrument::instrument(self.rounds(params, &call), span.clone()).await;
-        match &result {
-            Ok(result) if result.is_error == Some(true) => {
-                backchannel::telemetry::record_failure(&span, "tool_error");
-            }
-            Ok(_) => {}
-            Err(_) => backchannel::telemetry::record_failure(&span, "_OTHER"),
+        let error = match &result {
+            Ok(result) if result.is_error == Some(true) => Some("tool_error"),
+            Ok(_) => None,
+            Err(_) => Some("_OTHER"),
+        };
+        if let Some(error) = error {
+            backchannel::telemetry::record_failure(&span, error);
         }
+        backchannel::metrics::client_operation("tools/call", error, started.elapsed());
         // The result is not handed over before the progress that came ahead of it.
         call.drained(PROGRESS_DRAIN_BOUND).await;
         result

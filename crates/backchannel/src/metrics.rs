@@ -151,6 +151,8 @@ struct Registry {
     tasks_running: AtomicI64,
     tasks_ended: [AtomicU64; ENDED.len()],
     task_takeovers: AtomicU64,
+    client_operations: Mutex<BTreeMap<(&'static str, Option<&'static str>), Histogram>>,
+    client_sessions: Mutex<Histogram>,
 }
 
 /// The states a task ends in, as its metric labels them.
@@ -170,6 +172,12 @@ static REGISTRY: Registry = Registry {
     tasks_running: AtomicI64::new(0),
     tasks_ended: [const { AtomicU64::new(0) }; ENDED.len()],
     task_takeovers: AtomicU64::new(0),
+    client_operations: Mutex::new(BTreeMap::new()),
+    client_sessions: Mutex::new(Histogram {
+        buckets: [0; BUCKETS.len() + 1],
+        sum_nanos: 0,
+        count: 0,
+    }),
 };
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -245,6 +253,39 @@ pub fn operation(
         .entry((method, revision, error))
         .or_default()
         .record(elapsed);
+}
+
+/// One request this program sent as an MCP client (a host's `tools/call`), from sending to
+/// its final answer, when the histograms are kept. `error` is the conventions' `error.type`
+/// (`tool_error` for a result marked `isError`).
+pub fn client_operation(method: &str, error: Option<&'static str>, elapsed: Duration) {
+    if !enabled() {
+        return;
+    }
+    lock(&REGISTRY.client_operations)
+        .entry((method_label(method), error))
+        .or_default()
+        .record(elapsed);
+}
+
+/// A client's session with a server (a host's connection), timed from its start until the
+/// value is dropped; recorded when the histograms are kept.
+#[derive(Debug)]
+pub struct ClientSession(std::time::Instant);
+
+impl ClientSession {
+    /// The session starts now.
+    pub fn start() -> Self {
+        ClientSession(std::time::Instant::now())
+    }
+}
+
+impl Drop for ClientSession {
+    fn drop(&mut self) {
+        if enabled() {
+            lock(&REGISTRY.client_sessions).record(self.0.elapsed());
+        }
+    }
 }
 
 /// A request refused for `reason`.
@@ -348,6 +389,27 @@ pub fn render() -> String {
     );
     let _ = writeln!(out, "# TYPE {name} histogram");
     let sessions = lock(&REGISTRY.sessions).clone();
+    sessions.render(&mut out, name, "");
+    let name = "mcp_client_operation_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} MCP requests this program sent as a client, until their final answer."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for ((method, error), histogram) in lock(&REGISTRY.client_operations).iter() {
+        let mut labels = format!("mcp_method_name=\"{method}\"");
+        if let Some(error) = error {
+            let _ = write!(labels, ",error_type=\"{error}\"");
+        }
+        histogram.render(&mut out, name, &labels);
+    }
+    let name = "mcp_client_session_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Sessions this program held with servers as a client, from start to end."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    let sessions = lock(&REGISTRY.client_sessions).clone();
     sessions.render(&mut out, name, "");
     let gauges = [
         (

@@ -81,6 +81,10 @@ struct DeskArgs {
     /// Run without the knowledge base.
     #[arg(long)]
     no_knowledge_base: bool,
+    /// Serve Prometheus metrics at /metrics on the web UI (the host's MCP client histograms;
+    /// in the demo the order service's too).
+    #[arg(long)]
+    metrics: bool,
     /// Keep the tokens of a sign-in (to an order service that asks for one) in this file,
     /// readable only by you; without it they last until the desk stops.
     #[arg(long, value_name = "FILE")]
@@ -201,6 +205,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         context_tokens: args.context_tokens,
         knowledge,
         token_file: args.token_file.clone(),
+        metrics: args.metrics,
         ..DeskConfig::default()
     })
 }

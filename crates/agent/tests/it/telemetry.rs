@@ -184,3 +184,70 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
         .unwrap();
     collector.assert_only_service("desk-under-test");
 }
+
+/// `support-agent web --metrics`, a process of its own (the registry is the process's): one
+/// tool call through the host is counted once in `mcp_client_operation_duration_seconds`,
+/// read with a Prometheus text parser, and the open connection is not yet a finished session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desks_metrics_count_each_tool_call_of_its_host_once() {
+    use tokio::io::AsyncBufReadExt as _;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = crate::common::orders_in_memory(Duration::ZERO);
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
+        .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
+        .args([
+            "--protocol",
+            "2026-07-28",
+            "--no-knowledge-base",
+            "--metrics",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(desk.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the desk says where it is");
+        if let Some(url) = line.strip_prefix("Support Desk web UI: open ") {
+            break url.trim().to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let scrape = || async {
+        let response = reqwest::get(format!("{url}metrics")).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let text = response.text().await.unwrap();
+        prometheus_parse::Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).unwrap()
+    };
+    let count = |scrape: &prometheus_parse::Scrape, metric: &str| -> f64 {
+        scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == metric)
+            .map(|s| match &s.value {
+                prometheus_parse::Value::Histogram(buckets) => {
+                    buckets.iter().map(|b| b.count).fold(0.0, f64::max)
+                }
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let reply = crate::common::chat(&url, "c1", "where is ORD-10001?").await;
+    assert!(reply.contains("SHIPPED"), "{reply}");
+    let after = scrape().await;
+    assert_eq!(count(&after, "mcp_client_operation_duration_seconds"), 1.0);
+    let failed = after.samples.iter().any(|s| {
+        s.metric == "mcp_client_operation_duration_seconds" && s.labels.get("error_type").is_some()
+    });
+    assert!(!failed, "the call succeeded");
+    assert_eq!(count(&after, "mcp_client_session_duration_seconds"), 0.0);
+    stop.cancel();
+}
