@@ -239,26 +239,34 @@ fn init_to(
             filter,
             not_exported,
         ));
-    let registry = tracing_subscriber::registry().with(log);
     #[cfg(feature = "otel")]
-    if let Some(export) = export {
-        match crate::telemetry::export(export) {
-            Ok((spans, exporter)) => {
-                guard.exporter = Some(exporter);
-                let _ = registry.with(spans).try_init();
-                tracing::info!(endpoint = %export.endpoint, service = %export.service_name, "exporting spans over OTLP");
-                return guard;
-            }
-            Err(error) => {
-                let _ = registry.try_init();
-                tracing::warn!(%error, "spans are not exported");
-                return guard;
-            }
+    let (spans, failed) = match export.map(crate::telemetry::export) {
+        Some(Ok((spans, exporter))) => {
+            guard.exporter = Some(exporter);
+            (Some(spans), None)
         }
+        Some(Err(error)) => (None, Some(error)),
+        None => (None, None),
+    };
+    #[cfg(not(feature = "otel"))]
+    let spans: Option<tracing_subscriber::layer::Identity> = export.map(|never| match never {});
+    let exporting = spans.is_some();
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(spans)
+        .try_init();
+    #[cfg(feature = "otel")]
+    match (export, failed) {
+        (_, Some(error)) => tracing::warn!(%error, "spans are not exported"),
+        (Some(export), None) if exporting => tracing::info!(
+            endpoint = %export.endpoint,
+            service = %export.service_name,
+            "exporting spans over OTLP"
+        ),
+        _ => {}
     }
     #[cfg(not(feature = "otel"))]
-    let _ = export;
-    let _ = registry.try_init();
+    let _ = exporting;
     guard
 }
 

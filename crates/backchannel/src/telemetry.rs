@@ -83,7 +83,7 @@ pub(crate) fn span_for_call(
     let span = tracing::info_span!(
         target: TARGET,
         "mcp",
-        otel.name = format!("tools/call {tool}"),
+        otel.name = span_name("tools/call", Some(tool)),
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
         mcp.method.name = "tools/call",
@@ -153,11 +153,7 @@ pub(crate) fn describe_request(
         return;
     }
     let span = tracing::Span::current();
-    let name = match target {
-        Some(target) => format!("{method} {target}"),
-        None => method.to_owned(),
-    };
-    span.record("otel.name", name.as_str());
+    span.record("otel.name", span_name(method, target).as_str());
     span.record("mcp.method.name", method);
     if let Some(target) = target {
         let field = match method {
@@ -178,14 +174,12 @@ pub(crate) fn describe_request(
     let _ = meta;
 }
 
-/// Record that the current request failed (`error.type`: an HTTP status, a JSON-RPC code).
-pub(crate) fn failed(error_type: &str) {
-    if !exporting() {
-        return;
+/// A span's name in the conventions: `{mcp.method.name} {target}`, or the method alone.
+fn span_name(method: &str, target: Option<&str>) -> String {
+    match target {
+        Some(target) => format!("{method} {target}"),
+        None => method.to_owned(),
     }
-    let span = tracing::Span::current();
-    span.record("error.type", error_type);
-    span.record("otel.status_code", "ERROR");
 }
 
 /// The current span's trace context as a W3C `traceparent`: what a call's state seals, and
@@ -221,14 +215,10 @@ pub fn client_span(method: &str, target: Option<&str>, connection: &str) -> trac
     if !exporting() {
         return tracing::Span::none();
     }
-    let name = match target {
-        Some(target) => format!("{method} {target}"),
-        None => method.to_owned(),
-    };
     let span = tracing::info_span!(
         target: TARGET,
         "mcp client",
-        otel.name = name,
+        otel.name = span_name(method, target),
         otel.kind = "client",
         otel.status_code = tracing::field::Empty,
         mcp.method.name = method,
@@ -343,30 +333,16 @@ mod otel {
             if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
                 return None;
             }
-            let endpoint = match var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
-                Some(traces) if !traces.trim().is_empty() => Endpoint::Traces(traces),
-                _ => Endpoint::Base(
-                    var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.trim().is_empty())?,
+            let set = |name: &str| var(name).filter(|value| !value.trim().is_empty());
+            let endpoint = match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+                Some(traces) => traces,
+                None => format!(
+                    "{}/v1/traces",
+                    set("OTEL_EXPORTER_OTLP_ENDPOINT")?.trim_end_matches('/')
                 ),
             };
-            let service_name = var("OTEL_SERVICE_NAME")
-                .filter(|name| !name.trim().is_empty())
-                .unwrap_or_else(|| service.to_owned());
-            Some(Export::new(endpoint.traces_url(), service_name))
-        }
-    }
-
-    enum Endpoint {
-        Base(String),
-        Traces(String),
-    }
-
-    impl Endpoint {
-        fn traces_url(self) -> String {
-            match self {
-                Endpoint::Base(base) => format!("{}/v1/traces", base.trim_end_matches('/')),
-                Endpoint::Traces(url) => url,
-            }
+            let service_name = set("OTEL_SERVICE_NAME").unwrap_or_else(|| service.to_owned());
+            Some(Export::new(endpoint, service_name))
         }
     }
 
@@ -452,18 +428,22 @@ mod otel {
         }
     }
 
-    fn context_of(traceparent: &str) -> opentelemetry::Context {
+    /// The context a carrier names, if it names a valid one.
+    fn valid(context: opentelemetry::Context) -> Option<opentelemetry::Context> {
+        context.span().span_context().is_valid().then_some(context)
+    }
+
+    fn context_of(traceparent: &str) -> Option<opentelemetry::Context> {
         let carrier: HashMap<String, String> =
             HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-        TraceContextPropagator::new().extract(&carrier)
+        valid(TraceContextPropagator::new().extract(&carrier))
     }
 
     pub(super) fn continue_from_meta(span: &tracing::Span, meta: &JsonObject) {
         if !meta.contains_key("traceparent") {
             return;
         }
-        let parent = TraceContextPropagator::new().extract(&Meta(meta));
-        if parent.span().span_context().is_valid() {
+        if let Some(parent) = valid(TraceContextPropagator::new().extract(&Meta(meta))) {
             let _ = span.set_parent(parent);
         }
     }
@@ -479,17 +459,15 @@ mod otel {
     }
 
     pub(super) fn set_parent(span: &tracing::Span, traceparent: &str) {
-        let parent = context_of(traceparent);
-        if parent.span().span_context().is_valid() {
+        if let Some(parent) = context_of(traceparent) {
             let _ = span.set_parent(parent);
         }
     }
 
     pub(super) fn continue_call(traceparent: &str, asked: &[(&str, &str, u64)]) {
-        let first = context_of(traceparent);
-        if !first.span().span_context().is_valid() {
+        let Some(first) = context_of(traceparent) else {
             return;
-        }
+        };
         let _ = tracing::Span::current().set_parent(first.clone());
         let tracer = opentelemetry::global::tracer("backchannel");
         let now = SystemTime::now();

@@ -86,16 +86,12 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
         );
 
         let turn = collector
-            .wait_for(
-                |span| {
-                    span.name == "invoke_agent support-desk"
-                        && attribute(span, "gen_ai.conversation.id").as_deref()
-                            == Some(conversation.as_str())
-                },
-                |spans| !spans.is_empty(),
-            )
-            .await
-            .remove(0);
+            .first(|span| {
+                span.name == "invoke_agent support-desk"
+                    && attribute(span, "gen_ai.conversation.id").as_deref()
+                        == Some(conversation.as_str())
+            })
+            .await;
         assert!(
             turn.parent_span_id.is_empty(),
             "{protocol:?}: the turn starts the trace"

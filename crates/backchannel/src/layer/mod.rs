@@ -638,7 +638,9 @@ impl Backchannel {
                         }
                     }
                 }
-                if let Some(trace) = &opened.trace {
+                if let Some(trace) = opened.trace.as_deref()
+                    && crate::telemetry::exporting()
+                {
                     let asked: Vec<(&str, &str, u64)> = opened
                         .asked
                         .iter()

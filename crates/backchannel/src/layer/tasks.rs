@@ -214,7 +214,7 @@ impl Backchannel {
         router: ToolRouter<S>,
         service: S,
         params: CallToolRequestParams,
-        rc: RequestContext<RoleServer>,
+        mut rc: RequestContext<RoleServer>,
         binding: CallBinding<'static>,
         mut sealed: Sealed,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -224,7 +224,6 @@ impl Backchannel {
         if sealed.trace.is_none() {
             sealed.trace = crate::telemetry::current_traceparent();
         }
-        let mut rc = rc;
         if let Some(parts) = rc.extensions.get_mut::<http::request::Parts>() {
             parts.extensions.remove::<crate::telemetry::RequestSpan>();
         }

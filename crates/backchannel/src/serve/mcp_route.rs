@@ -205,7 +205,10 @@ where
                         && (response.status().is_client_error()
                             || response.status().is_server_error())
                     {
-                        crate::telemetry::failed(response.status().as_str());
+                        crate::telemetry::record_failure(
+                            &tracing::Span::current(),
+                            response.status().as_str(),
+                        );
                     }
                     response
                 },

@@ -196,12 +196,6 @@ where
         if call.jsonrpc != "2.0" || call.method != "tools/call" {
             return Err(Box::new(parts));
         }
-        crate::telemetry::describe_request(
-            "tools/call",
-            Some(&call.params.name),
-            Some(&call.id),
-            call.params.meta.as_ref(),
-        );
         let handler = (self.factory)();
         let PlainParams {
             name,
@@ -236,6 +230,18 @@ where
             || !meta.missing_required_keys(&version).is_empty()
         {
             return Err(Box::new(parts));
+        }
+        // Described once it is sure to be served here (a body sent back is described by the
+        // gate).
+        if crate::telemetry::exporting()
+            && let ClientRequest::CallToolRequest(typed) = &request
+        {
+            crate::telemetry::describe_request(
+                "tools/call",
+                Some(&typed.params.name),
+                Some(&call.id),
+                Some(meta),
+            );
         }
         Ok(self.run(parts, call.id, request, handler))
     }

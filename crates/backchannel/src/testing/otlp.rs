@@ -15,7 +15,12 @@ pub const SERVER: i32 = 2;
 /// `SpanKind::CLIENT` in OTLP's numbering.
 pub const CLIENT: i32 = 3;
 
-type Kept = Arc<Mutex<Vec<Received>>>;
+/// What came, and a wake-up for whoever waits for more.
+#[derive(Debug, Default)]
+struct Kept {
+    received: Mutex<Vec<Received>>,
+    arrived: tokio::sync::Notify,
+}
 
 /// A span as received, with what its resource says of where it came from.
 #[derive(Debug, Clone)]
@@ -33,7 +38,7 @@ pub struct Received {
 pub struct Collector {
     /// Where it listens; `OTEL_EXPORTER_OTLP_ENDPOINT` is `http://{addr}`.
     pub addr: SocketAddr,
-    spans: Kept,
+    spans: Arc<Kept>,
     served: tokio::task::JoinHandle<()>,
 }
 
@@ -46,7 +51,7 @@ impl Drop for Collector {
 impl Collector {
     /// Start receiving at `POST /v1/traces`.
     pub async fn start() -> Collector {
-        let spans = Kept::default();
+        let spans = Arc::new(Kept::default());
         let kept = spans.clone();
         let app = axum::Router::new().route(
             "/v1/traces",
@@ -56,7 +61,7 @@ impl Collector {
                     let Ok(request) = ExportTraceServiceRequest::decode(body) else {
                         return http::StatusCode::BAD_REQUEST;
                     };
-                    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut received = kept.received.lock().unwrap_or_else(|e| e.into_inner());
                     for resource in request.resource_spans {
                         let of = |key: &str| {
                             resource
@@ -70,7 +75,7 @@ impl Collector {
                         let instance = of("service.instance.id");
                         for scope in resource.scope_spans {
                             for span in scope.spans {
-                                kept.push(Received {
+                                received.push(Received {
                                     service: service.clone(),
                                     instance: instance.clone(),
                                     span,
@@ -78,6 +83,8 @@ impl Collector {
                             }
                         }
                     }
+                    drop(received);
+                    kept.arrived.notify_waiters();
                     http::StatusCode::OK
                 }
             }),
@@ -103,7 +110,11 @@ impl Collector {
 
     /// Every span received so far.
     pub fn received(&self) -> Vec<Received> {
-        self.spans.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.spans
+            .received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Assert that every span received so far came from the service `name`.
@@ -112,14 +123,17 @@ impl Collector {
         assert!(services.iter().all(|s| s == name), "{services:?}");
     }
 
-    /// The spans that `select` picks, once `done` holds for them; panics (listing every span
-    /// received) after twenty seconds of real time.
+    /// The spans that `select` picks, once `done` holds for them (checked as each batch
+    /// arrives); panics, listing every span received, after twenty seconds of real time.
     pub async fn wait_for(
         &self,
         select: impl Fn(&Span) -> bool,
         done: impl Fn(&[Span]) -> bool,
     ) -> Vec<Span> {
-        for _ in 0..200 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            // Registered before looking, so a batch that lands in between still wakes it.
+            let arrived = self.spans.arrived.notified();
             let spans: Vec<Span> = self
                 .received()
                 .into_iter()
@@ -129,15 +143,23 @@ impl Collector {
             if done(&spans) {
                 return spans;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                panic!(
+                    "the spans never came: {:#?}",
+                    self.received()
+                        .iter()
+                        .map(|received| &received.span.name)
+                        .collect::<Vec<_>>()
+                );
+            }
         }
-        panic!(
-            "the spans never came: {:#?}",
-            self.received()
-                .iter()
-                .map(|received| &received.span.name)
-                .collect::<Vec<_>>()
-        );
+    }
+
+    /// The first span that `select` picks, once one has come (see [`Collector::wait_for`]).
+    pub async fn first(&self, select: impl Fn(&Span) -> bool) -> Span {
+        self.wait_for(select, |spans| !spans.is_empty())
+            .await
+            .remove(0)
     }
 }
 

@@ -84,10 +84,7 @@ async fn a_call_over_stdio_continues_the_clients_trace() {
     let result = service.call_tool(params).await.unwrap();
     assert_eq!(result.content[0].as_text().unwrap().text, "Hello, Ada!");
     let trace = hex_bytes(&trace_id);
-    let call = collector
-        .wait_for(|span| span.trace_id == trace, |spans| !spans.is_empty())
-        .await
-        .remove(0);
+    let call = collector.first(|span| span.trace_id == trace).await;
     service.cancel().await.unwrap();
     assert_eq!(
         call.name,

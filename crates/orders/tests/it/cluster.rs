@@ -633,12 +633,8 @@ async fn a_task_taken_over_after_kill_9_continues_the_trace_of_the_call_that_sta
     let trace = hex_bytes(&trace_id);
     // The call's span is out before the kill (it ended when the task was created).
     let started = collector
-        .wait_for(
-            |span| span.trace_id == trace && span.name == "tools/call recheck_shipments",
-            |spans| !spans.is_empty(),
-        )
-        .await
-        .remove(0);
+        .first(|span| span.trace_id == trace && span.name == "tools/call recheck_shipments")
+        .await;
     assert_eq!(started.parent_span_id, hex_bytes(client_span));
     cluster.kill("order-1");
     let done =
@@ -648,12 +644,8 @@ async fn a_task_taken_over_after_kill_9_continues_the_trace_of_the_call_that_sta
         .await;
     assert_eq!(done["status"], "completed", "{done}");
     let resumed = collector
-        .wait_for(
-            |span| span.trace_id == trace && span.name == "task recheck_shipments",
-            |spans| !spans.is_empty(),
-        )
-        .await
-        .remove(0);
+        .first(|span| span.trace_id == trace && span.name == "task recheck_shipments")
+        .await;
     // The body's span on the instance that took the task over hangs off the call that
     // started it, on the instance that was killed.
     assert_eq!(resumed.parent_span_id, started.span_id);
