@@ -467,6 +467,10 @@ fn describe(order: &Value) -> String {
 impl Desk {
     /// Connect to the order service.
     pub async fn start(config: DeskConfig) -> Result<Desk, DeskError> {
+        if config.metrics {
+            // From the first connection on, so its tool listing is counted too.
+            backchannel::metrics::enable();
+        }
         if !(config.person_deadline < config.server_ask_timeout
             && config.server_ask_timeout < config.connection_timeout)
         {

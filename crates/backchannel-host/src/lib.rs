@@ -811,7 +811,17 @@ impl<H: HostHandler> Connection<H> {
     pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>, HostError> {
         let mut sign_ins = 0;
         let tools = loop {
-            match self.service.list_all_tools().await {
+            // Every page of the list is one operation, as the model sees one list.
+            let span = backchannel::telemetry::client_span("tools/list", None, &self.name);
+            let started = std::time::Instant::now();
+            let listed =
+                tracing::Instrument::instrument(self.service.list_all_tools(), span.clone()).await;
+            let error = listed.as_ref().err().map(|_| "_OTHER");
+            if let Some(error) = error {
+                backchannel::telemetry::record_failure(&span, error);
+            }
+            backchannel::metrics::client_operation("tools/list", error, started.elapsed());
+            match listed {
                 Ok(tools) => break tools,
                 Err(error) => {
                     let error = self.service_error(error);

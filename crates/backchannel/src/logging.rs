@@ -260,8 +260,9 @@ fn init_to(
         (_, Some(error)) => tracing::warn!(%error, "spans are not exported"),
         (Some(export), None) if exporting => tracing::info!(
             endpoint = %export.endpoint,
+            metrics = export.metrics_endpoint.as_deref().unwrap_or("off"),
             service = %export.service_name,
-            "exporting spans over OTLP"
+            "exporting spans and metrics over OTLP"
         ),
         _ => {}
     }

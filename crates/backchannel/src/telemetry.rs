@@ -62,41 +62,45 @@ pub(crate) fn request_span(protocol_version: Option<&str>, session: Option<&str>
 pub(crate) struct RequestSpan(pub(crate) tracing::Span);
 
 /// The span a `tools/call` handler should run in: its HTTP request's (see [`RequestSpan`])
-/// when it runs apart from it; a span of its own when the call came another way (stdio),
-/// continued from its `_meta`; none when it already runs in one or nothing is exported.
-pub(crate) fn span_for_call(
-    request: Option<&http::request::Parts>,
-    tool: &str,
-    id: &dyn std::fmt::Display,
-    protocol_version: Option<&str>,
-    meta: &JsonObject,
-) -> tracing::Span {
+/// when it runs apart from it; none when it already runs in one (the edge's, or
+/// [`Traced`](crate::serve::Traced)'s over stdio) or nothing is exported.
+pub(crate) fn span_for_call(request: Option<&http::request::Parts>) -> tracing::Span {
     if !exporting() || !tracing::Span::current().is_none() {
         return tracing::Span::none();
     }
-    if let Some(parts) = request {
-        return parts
-            .extensions
-            .get::<RequestSpan>()
-            .map_or_else(tracing::Span::none, |span| span.0.clone());
+    request
+        .and_then(|parts| parts.extensions.get::<RequestSpan>())
+        .map_or_else(tracing::Span::none, |span| span.0.clone())
+}
+
+/// The span of one MCP message that came another way than over HTTP (stdio): described and
+/// continued from its `_meta` at once, as [`describe_request`] does at the HTTP edge.
+pub(crate) fn pipe_span(
+    method: &str,
+    target: Option<&str>,
+    id: Option<&dyn std::fmt::Display>,
+    protocol_version: Option<&str>,
+    meta: Option<&JsonObject>,
+) -> tracing::Span {
+    if !exporting() {
+        return tracing::Span::none();
     }
     let span = tracing::info_span!(
         target: TARGET,
         "mcp",
-        otel.name = span_name("tools/call", Some(tool)),
+        otel.name = tracing::field::Empty,
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
-        mcp.method.name = "tools/call",
-        gen_ai.tool.name = tool,
-        jsonrpc.request.id = %id,
+        mcp.method.name = tracing::field::Empty,
+        gen_ai.tool.name = tracing::field::Empty,
+        gen_ai.prompt.name = tracing::field::Empty,
+        mcp.resource.uri = tracing::field::Empty,
+        jsonrpc.request.id = tracing::field::Empty,
         mcp.protocol.version = protocol_version,
         error.type = tracing::field::Empty,
         network.transport = "pipe",
     );
-    #[cfg(feature = "otel")]
-    otel::continue_from_meta(&span, meta);
-    #[cfg(not(feature = "otel"))]
-    let _ = meta;
+    describe(&span, method, target, id, meta);
     span
 }
 
@@ -152,7 +156,16 @@ pub(crate) fn describe_request(
     if !exporting() {
         return;
     }
-    let span = tracing::Span::current();
+    describe(&tracing::Span::current(), method, target, id, meta);
+}
+
+fn describe(
+    span: &tracing::Span,
+    method: &str,
+    target: Option<&str>,
+    id: Option<&dyn std::fmt::Display>,
+    meta: Option<&JsonObject>,
+) {
     span.record("otel.name", span_name(method, target).as_str());
     span.record("mcp.method.name", method);
     if let Some(target) = target {
@@ -168,7 +181,7 @@ pub(crate) fn describe_request(
     }
     #[cfg(feature = "otel")]
     if let Some(meta) = meta {
-        otel::continue_from_meta(&span, meta);
+        otel::continue_from_meta(span, meta);
     }
     #[cfg(not(feature = "otel"))]
     let _ = meta;
@@ -291,6 +304,7 @@ mod otel {
 
     use opentelemetry::propagation::TextMapPropagator;
     use opentelemetry::trace::{Span as _, SpanKind, TraceContextExt, Tracer, TracerProvider as _};
+    use opentelemetry_sdk::metrics::SdkMeterProvider;
     use opentelemetry_sdk::propagation::TraceContextPropagator;
     use opentelemetry_sdk::trace::SdkTracerProvider;
     use rmcp::model::JsonObject;
@@ -302,20 +316,27 @@ mod otel {
     pub struct Export {
         /// Where spans are posted: OTLP/HTTP's traces URL (`…/v1/traces`).
         pub endpoint: String,
-        /// `service.name` of every span (`OTEL_SERVICE_NAME`).
+        /// Where metrics are posted (`…/v1/metrics`), if they are exported.
+        pub metrics_endpoint: Option<String>,
+        /// `service.name` of every span and metric (`OTEL_SERVICE_NAME`).
         pub service_name: String,
         /// How long finished spans may wait to go out together (else `OTEL_BSP_SCHEDULE_DELAY`,
         /// else the SDK's 5 s).
         pub batch_delay: Option<Duration>,
+        /// How often metrics go out (else `OTEL_METRIC_EXPORT_INTERVAL`, else the SDK's 60 s).
+        pub metric_interval: Option<Duration>,
     }
 
     impl Export {
-        /// Export to `endpoint` (the traces URL) as `service_name`.
+        /// Export spans to `endpoint` (the traces URL) as `service_name`; no metrics unless
+        /// [`Export::with_metrics`] says where.
         pub fn new(endpoint: impl Into<String>, service_name: impl Into<String>) -> Export {
             Export {
                 endpoint: endpoint.into(),
+                metrics_endpoint: None,
                 service_name: service_name.into(),
                 batch_delay: None,
+                metric_interval: None,
             }
         }
 
@@ -325,24 +346,47 @@ mod otel {
             self
         }
 
+        /// Export metrics too, to `endpoint` (the metrics URL).
+        pub fn with_metrics(mut self, endpoint: impl Into<String>) -> Export {
+            self.metrics_endpoint = Some(endpoint.into());
+            self
+        }
+
+        /// Send metrics this often.
+        pub fn with_metric_interval(mut self, interval: Duration) -> Export {
+            self.metric_interval = Some(interval);
+            self
+        }
+
         /// Export as OpenTelemetry's standard variables say, read through `var`:
         /// `OTEL_EXPORTER_OTLP_ENDPOINT` (the base; unset, nothing is exported) or
-        /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the whole URL of traces),
+        /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` (the
+        /// whole URL of each), `OTEL_METRICS_EXPORTER=none` for spans only,
         /// `OTEL_SERVICE_NAME` (else `service`), and `OTEL_SDK_DISABLED=true` to turn it off.
         pub fn from_vars(var: impl Fn(&str) -> Option<String>, service: &str) -> Option<Export> {
             if var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
                 return None;
             }
             let set = |name: &str| var(name).filter(|value| !value.trim().is_empty());
-            let endpoint = match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
-                Some(traces) => traces,
-                None => format!(
-                    "{}/v1/traces",
-                    set("OTEL_EXPORTER_OTLP_ENDPOINT")?.trim_end_matches('/')
-                ),
+            let base = set("OTEL_EXPORTER_OTLP_ENDPOINT");
+            let under = |path: &str| {
+                base.as_ref()
+                    .map(|base| format!("{}/{path}", base.trim_end_matches('/')))
+            };
+            let endpoint =
+                set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| under("v1/traces"))?;
+            let metrics_off = set("OTEL_METRICS_EXPORTER")
+                .is_some_and(|exporter| exporter.trim().eq_ignore_ascii_case("none"));
+            let metrics_endpoint = if metrics_off {
+                None
+            } else {
+                set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").or_else(|| under("v1/metrics"))
             };
             let service_name = set("OTEL_SERVICE_NAME").unwrap_or_else(|| service.to_owned());
-            Some(Export::new(endpoint, service_name))
+            Some(Export {
+                metrics_endpoint,
+                ..Export::new(endpoint, service_name)
+            })
         }
     }
 
@@ -356,6 +400,7 @@ mod otel {
     #[derive(Debug)]
     pub struct Exporter {
         provider: SdkTracerProvider,
+        meters: Option<SdkMeterProvider>,
     }
 
     impl Drop for Exporter {
@@ -363,11 +408,41 @@ mod otel {
             crate::telemetry::EXPORTING.store(false, std::sync::atomic::Ordering::Relaxed);
             let _ = self.provider.force_flush();
             let _ = self.provider.shutdown();
+            if let Some(meters) = self.meters.take() {
+                crate::metrics::otel::stop();
+                let _ = meters.force_flush();
+                let _ = meters.shutdown();
+            }
         }
     }
 
+    /// Metrics every `interval` (else as the SDK's variables say) to `endpoint`.
+    fn meter_provider(
+        endpoint: &str,
+        interval: Option<Duration>,
+        resource: opentelemetry_sdk::Resource,
+    ) -> Result<SdkMeterProvider, ExportError> {
+        use opentelemetry_otlp::WithExportConfig;
+        let exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(endpoint)
+            .build()
+            .map_err(|error| ExportError(error.to_string()))?;
+        let mut reader = opentelemetry_sdk::metrics::PeriodicReader::builder(exporter);
+        if let Some(interval) = interval {
+            reader = reader.with_interval(interval);
+        }
+        Ok(SdkMeterProvider::builder()
+            .with_reader(reader.build())
+            .with_resource(resource)
+            .build())
+    }
+
     /// Start exporting spans over OTLP/HTTP (protobuf, batched on a thread of the exporter's
-    /// own; the standard `OTEL_BSP_*` variables tune the batches). Returns the layer to add to
+    /// own; the standard `OTEL_BSP_*` variables tune the batches), and the metrics of
+    /// [`crate::metrics`] when `export` says where (their histograms are kept from now on).
+    /// Returns the layer to add to
     /// the program's subscriber (it takes the spans made for export and nothing else) and the
     /// guard that keeps export running.
     pub fn export<S>(
@@ -395,10 +470,23 @@ mod otel {
         let batches = opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter)
             .with_batch_config(batches.build())
             .build();
+        let meters = match &export.metrics_endpoint {
+            Some(endpoint) => Some(meter_provider(
+                endpoint,
+                export.metric_interval,
+                resource.clone(),
+            )?),
+            None => None,
+        };
         let provider = SdkTracerProvider::builder()
             .with_span_processor(batches)
             .with_resource(resource)
             .build();
+        if let Some(meters) = &meters {
+            use opentelemetry::metrics::MeterProvider as _;
+            crate::metrics::otel::start(&meters.meter("backchannel"));
+            crate::metrics::enable();
+        }
         opentelemetry::global::set_tracer_provider(provider.clone());
         let tracer = provider.tracer("backchannel");
         // Without context activation a span starts when its first child does (or when it
@@ -413,7 +501,7 @@ mod otel {
             .with_level(false)
             .with_filter(crate::telemetry::ExportedSpans { exported: true });
         crate::telemetry::EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
-        Ok((layer, Exporter { provider }))
+        Ok((layer, Exporter { provider, meters }))
     }
 
     /// `_meta`'s `traceparent` and `tracestate`, as a propagator reads them.
@@ -509,6 +597,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(base.endpoint, "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(
+            base.metrics_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318/v1/metrics")
+        );
         assert_eq!(base.service_name, "svc");
         let traces = Export::from_vars(
             vars(&[
@@ -520,6 +612,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(traces.endpoint, "http://127.0.0.1:9/t");
+        assert_eq!(
+            traces.metrics_endpoint.as_deref(),
+            Some("http://127.0.0.1:4318/v1/metrics")
+        );
+        let spans_only = Export::from_vars(
+            vars(&[
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:9/t"),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+                ("OTEL_METRICS_EXPORTER", "none"),
+            ]),
+            "svc",
+        )
+        .unwrap();
+        assert_eq!(spans_only.metrics_endpoint, None);
+        let own_metrics = Export::from_vars(
+            vars(&[
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:9/t"),
+                (
+                    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+                    "http://127.0.0.1:9/m",
+                ),
+            ]),
+            "svc",
+        )
+        .unwrap();
+        assert_eq!(
+            own_metrics.metrics_endpoint.as_deref(),
+            Some("http://127.0.0.1:9/m")
+        );
         assert_eq!(traces.service_name, "desk");
         let off = vars(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),

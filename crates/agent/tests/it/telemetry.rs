@@ -223,11 +223,11 @@ async fn the_desks_metrics_count_each_tool_call_of_its_host_once() {
         let text = response.text().await.unwrap();
         prometheus_parse::Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).unwrap()
     };
-    let count = |scrape: &prometheus_parse::Scrape, metric: &str| -> f64 {
+    let count = |scrape: &prometheus_parse::Scrape, metric: &str, method: Option<&str>| -> f64 {
         scrape
             .samples
             .iter()
-            .filter(|s| s.metric == metric)
+            .filter(|s| s.metric == metric && s.labels.get("mcp_method_name") == method)
             .map(|s| match &s.value {
                 prometheus_parse::Value::Histogram(buckets) => {
                     buckets.iter().map(|b| b.count).fold(0.0, f64::max)
@@ -239,11 +239,15 @@ async fn the_desks_metrics_count_each_tool_call_of_its_host_once() {
     let reply = crate::common::chat(&url, "c1", "where is ORD-10001?").await;
     assert!(reply.contains("SHIPPED"), "{reply}");
     let after = scrape().await;
-    assert_eq!(count(&after, "mcp_client_operation_duration_seconds"), 1.0);
+    let operations = "mcp_client_operation_duration_seconds";
+    assert_eq!(count(&after, operations, Some("tools/call")), 1.0);
     let failed = after.samples.iter().any(|s| {
         s.metric == "mcp_client_operation_duration_seconds" && s.labels.get("error_type").is_some()
     });
     assert!(!failed, "the call succeeded");
-    assert_eq!(count(&after, "mcp_client_session_duration_seconds"), 0.0);
+    assert_eq!(
+        count(&after, "mcp_client_session_duration_seconds", None),
+        0.0
+    );
     stop.cancel();
 }

@@ -383,13 +383,7 @@ impl Backchannel {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let span = crate::telemetry::span_for_call(
-            rc.extensions.get::<http::request::Parts>(),
-            &params.name,
-            &rc.id,
-            rc.protocol_version().as_ref().map(|v| v.as_str()),
-            &rc.meta,
-        );
+        let span = crate::telemetry::span_for_call(rc.extensions.get::<http::request::Parts>());
         tracing::Instrument::instrument(self.call_tool_here(router, service, params, rc), span)
             .await
     }

@@ -13,11 +13,13 @@ mod session_post;
 mod sign_in;
 mod standard_headers;
 mod stateless;
+mod traced;
 
 pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
 pub use jsonrpc::jsonrpc_error;
 pub use mcp_route::Principal;
 pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
+pub use traced::Traced;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -43,9 +45,10 @@ pub enum ServeError {
 }
 
 /// Serve one MCP session over this process's stdin/stdout until the client disconnects.
-/// stdout carries only protocol messages: log with `tracing` to stderr.
+/// stdout carries only protocol messages: log with `tracing` to stderr. Each message gets its
+/// span and operation metric as over HTTP (see [`Traced`]).
 pub async fn stdio<S: Service<RoleServer>>(server: S) -> Result<(), ServeError> {
-    let running = server
+    let running = Traced(server)
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|error| ServeError::Start(error.to_string()))?;

@@ -1,12 +1,18 @@
-//! An OTLP/HTTP receiver for tests: every span exported to it, decoded with OpenTelemetry's
-//! published protobuf definitions (`opentelemetry-proto`), with its resource's `service.name`.
+//! An OTLP/HTTP receiver for tests: every span and metric exported to it, decoded with
+//! OpenTelemetry's published protobuf definitions (`opentelemetry-proto`), with its resource's
+//! `service.name`.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+pub use opentelemetry_proto::tonic::metrics::v1::Metric;
+pub use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::resource::v1::Resource;
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 
@@ -19,6 +25,7 @@ pub const CLIENT: i32 = 3;
 #[derive(Debug, Default)]
 struct Kept {
     received: Mutex<Vec<Received>>,
+    metrics: Mutex<Vec<Metric>>,
     arrived: tokio::sync::Notify,
 }
 
@@ -38,7 +45,7 @@ pub struct Received {
 pub struct Collector {
     /// Where it listens; `OTEL_EXPORTER_OTLP_ENDPOINT` is `http://{addr}`.
     pub addr: SocketAddr,
-    spans: Arc<Kept>,
+    kept: Arc<Kept>,
     served: tokio::task::JoinHandle<()>,
 }
 
@@ -49,46 +56,62 @@ impl Drop for Collector {
 }
 
 impl Collector {
-    /// Start receiving at `POST /v1/traces`.
+    /// Start receiving at `POST /v1/traces` and `POST /v1/metrics`.
     pub async fn start() -> Collector {
-        let spans = Arc::new(Kept::default());
-        let kept = spans.clone();
-        let app = axum::Router::new().route(
-            "/v1/traces",
-            axum::routing::post(move |body: axum::body::Bytes| {
-                let kept = kept.clone();
-                async move {
-                    let Ok(request) = ExportTraceServiceRequest::decode(body) else {
-                        return http::StatusCode::BAD_REQUEST;
-                    };
-                    let mut received = kept.received.lock().unwrap_or_else(|e| e.into_inner());
-                    for resource in request.resource_spans {
-                        let of = |key: &str| {
-                            resource
-                                .resource
-                                .iter()
-                                .flat_map(|r| &r.attributes)
-                                .find(|a| a.key == key)
-                                .and_then(|a| text(a.value.as_ref()?.value.as_ref()?))
+        let kept = Arc::new(Kept::default());
+        let on_spans = kept.clone();
+        let on_metrics = kept.clone();
+        let app = axum::Router::new()
+            .route(
+                "/v1/traces",
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    let kept = on_spans.clone();
+                    async move {
+                        let Ok(request) = ExportTraceServiceRequest::decode(body) else {
+                            return http::StatusCode::BAD_REQUEST;
                         };
-                        let service = of("service.name").unwrap_or_default();
-                        let instance = of("service.instance.id");
-                        for scope in resource.scope_spans {
-                            for span in scope.spans {
-                                received.push(Received {
-                                    service: service.clone(),
-                                    instance: instance.clone(),
-                                    span,
-                                });
+                        let mut received = lock(&kept.received);
+                        for resource in request.resource_spans {
+                            let of =
+                                |key: &str| resource_attribute(resource.resource.as_ref(), key);
+                            let service = of("service.name").unwrap_or_default();
+                            let instance = of("service.instance.id");
+                            for scope in resource.scope_spans {
+                                for span in scope.spans {
+                                    received.push(Received {
+                                        service: service.clone(),
+                                        instance: instance.clone(),
+                                        span,
+                                    });
+                                }
                             }
                         }
+                        drop(received);
+                        kept.arrived.notify_waiters();
+                        http::StatusCode::OK
                     }
-                    drop(received);
-                    kept.arrived.notify_waiters();
-                    http::StatusCode::OK
-                }
-            }),
-        );
+                }),
+            )
+            .route(
+                "/v1/metrics",
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    let kept = on_metrics.clone();
+                    async move {
+                        let Ok(request) = ExportMetricsServiceRequest::decode(body) else {
+                            return http::StatusCode::BAD_REQUEST;
+                        };
+                        lock(&kept.metrics).extend(
+                            request
+                                .resource_metrics
+                                .into_iter()
+                                .flat_map(|resource| resource.scope_metrics)
+                                .flat_map(|scope| scope.metrics),
+                        );
+                        kept.arrived.notify_waiters();
+                        http::StatusCode::OK
+                    }
+                }),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a loopback port");
@@ -96,11 +119,7 @@ impl Collector {
         let served = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Collector {
-            addr,
-            spans,
-            served,
-        }
+        Collector { addr, kept, served }
     }
 
     /// The base URL to export to (`OTEL_EXPORTER_OTLP_ENDPOINT`).
@@ -110,11 +129,32 @@ impl Collector {
 
     /// Every span received so far.
     pub fn received(&self) -> Vec<Received> {
-        self.spans
-            .received
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.kept.received).clone()
+    }
+
+    /// The newest report of the metric `name`, once one holds for which `done` does (checked
+    /// as each batch arrives); panics, naming every metric received, after twenty seconds of
+    /// real time. Reports are cumulative, so the newest holds every count so far.
+    pub async fn metric(&self, name: &str, done: impl Fn(&Metric) -> bool) -> Metric {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let arrived = self.kept.arrived.notified();
+            let newest = lock(&self.kept.metrics)
+                .iter()
+                .rev()
+                .find(|metric| metric.name == name)
+                .cloned();
+            if let Some(metric) = newest.filter(|metric| done(metric)) {
+                return metric;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                let names: std::collections::BTreeSet<String> = lock(&self.kept.metrics)
+                    .iter()
+                    .map(|metric| metric.name.clone())
+                    .collect();
+                panic!("the metric {name} never came as expected; received: {names:?}");
+            }
+        }
     }
 
     /// Assert that every span received so far came from the service `name`.
@@ -133,7 +173,7 @@ impl Collector {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
             // Registered before looking, so a batch that lands in between still wakes it.
-            let arrived = self.spans.arrived.notified();
+            let arrived = self.kept.arrived.notified();
             let spans: Vec<Span> = self
                 .received()
                 .into_iter()
@@ -163,6 +203,62 @@ impl Collector {
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn resource_attribute(resource: Option<&Resource>, key: &str) -> Option<String> {
+    find(
+        resource
+            .map(|r| r.attributes.as_slice())
+            .unwrap_or_default(),
+        key,
+    )
+}
+
+fn find(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| text(a.value.as_ref()?.value.as_ref()?))
+}
+
+fn has_all(attributes: &[KeyValue], with: &[(&str, &str)]) -> bool {
+    with.iter()
+        .all(|(key, value)| find(attributes, key).as_deref() == Some(*value))
+}
+
+/// How many operations a histogram counted in its points whose attributes include every one
+/// of `with`.
+pub fn histogram_count(metric: &Metric, with: &[(&str, &str)]) -> u64 {
+    match &metric.data {
+        Some(Data::Histogram(histogram)) => histogram
+            .data_points
+            .iter()
+            .filter(|point| has_all(&point.attributes, with))
+            .map(|point| point.count)
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// The value of a gauge's or a sum's point whose attributes include every one of `with`.
+pub fn value(metric: &Metric, with: &[(&str, &str)]) -> Option<i64> {
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
+    let points = match &metric.data {
+        Some(Data::Gauge(gauge)) => &gauge.data_points,
+        Some(Data::Sum(sum)) => &sum.data_points,
+        _ => return None,
+    };
+    let point = points
+        .iter()
+        .find(|point| has_all(&point.attributes, with))?;
+    match point.value? {
+        Value::AsInt(int) => Some(int),
+        Value::AsDouble(double) => Some(double as i64),
+    }
+}
+
 /// Assert that every attribute of `expected` has its value on `span` (as [`attribute`] reads
 /// it).
 pub fn assert_attributes(span: &Span, expected: &[(&str, &str)]) {
@@ -178,10 +274,7 @@ pub fn assert_attributes(span: &Span, expected: &[(&str, &str)]) {
 
 /// A span's attribute as text (numbers and booleans written out).
 pub fn attribute(span: &Span, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|a| a.key == key)
-        .and_then(|a| text(a.value.as_ref()?.value.as_ref()?))
+    find(&span.attributes, key)
 }
 
 fn text(value: &AnyValue) -> Option<String> {

@@ -1,6 +1,7 @@
 //! `conformance-server [--listen ADDR]`: the fixture server on `http://ADDR/mcp`.
 //! `conformance-server --stdio`: the same fixtures over stdin/stdout (logs go to stderr).
-//! `--tasks URL` keeps tasks in that SQLite or PostgreSQL database instead of memory.
+//! `--tasks URL` keeps tasks in that SQLite or PostgreSQL database instead of memory;
+//! `--metrics` serves Prometheus text at `/metrics`.
 
 use std::net::SocketAddr;
 
@@ -22,6 +23,9 @@ struct Args {
     /// Keep tasks in this database (`sqlite://FILE?mode=rwc` or `postgres://…`) instead of memory.
     #[arg(long, value_name = "URL")]
     tasks: Option<String>,
+    /// Serve Prometheus metrics at /metrics (behind the same Host checks as /mcp).
+    #[arg(long)]
+    metrics: bool,
 }
 
 #[tokio::main]
@@ -52,7 +56,10 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shutdown = CancellationToken::new();
     let options = HttpOptions::default();
-    let app = serve::router(move || server.clone(), &options, shutdown.clone());
+    let mut app = serve::router(move || server.clone(), &options, shutdown.clone());
+    if args.metrics {
+        app = app.merge(serve::metrics_router());
+    }
     eprintln!(
         "conformance-server listening on http://{}/mcp",
         listener.local_addr()?

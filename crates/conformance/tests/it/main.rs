@@ -3,4 +3,5 @@
 // (SEP-2577), though they are the protocol.
 #![expect(deprecated, reason = "the client side of sampling, roots and logging")]
 
+mod http;
 mod stdio;

@@ -61,18 +61,22 @@ async fn the_same_asking_tool_answers_over_stdio_on_both_revisions() {
     }
 }
 
-/// Over stdio too, a call's span continues the client's trace from `_meta` (no HTTP edge to
-/// make it): exported over OTLP to a real receiver.
+/// Over stdio too (no HTTP edge to do it), every message gets its span, a call's continues the
+/// client's trace from `_meta`, and each counts as an operation: exported over OTLP to a real
+/// receiver.
 #[tokio::test]
-async fn a_call_over_stdio_continues_the_clients_trace() {
-    use backchannel::testing::otlp::{Collector, SERVER, assert_attributes, hex_bytes};
+async fn every_message_over_stdio_has_its_span_and_metric_and_a_call_continues_the_clients_trace() {
+    use backchannel::testing::otlp::{
+        Collector, SERVER, assert_attributes, attribute, hex_bytes, histogram_count,
+    };
     let collector = Collector::start().await;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_conformance-server"));
     command
         .arg("--stdio")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
         .env("OTEL_SERVICE_NAME", "fixture-over-stdio")
-        .env("OTEL_BSP_SCHEDULE_DELAY", "50");
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "100");
     let service = NamedClient
         .serve(TokioChildProcess::new(command).unwrap())
         .await
@@ -85,6 +89,40 @@ async fn a_call_over_stdio_continues_the_clients_trace() {
     assert_eq!(result.content[0].as_text().unwrap().text, "Hello, Ada!");
     let trace = hex_bytes(&trace_id);
     let call = collector.first(|span| span.trace_id == trace).await;
+    let tools = service.list_all_tools().await.unwrap();
+    assert!(!tools.is_empty());
+    let unknown = service
+        .call_tool(CallToolRequestParams::new("no_such_tool"))
+        .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+    let list = collector.first(|span| span.name == "tools/list").await;
+    assert_attributes(&list, &[("network.transport", "pipe")]);
+    let initialized = collector
+        .first(|span| span.name == "notifications/initialized")
+        .await;
+    assert_eq!(initialized.kind, SERVER);
+    let failed = collector
+        .first(|span| span.name == "tools/call no_such_tool")
+        .await;
+    let error = attribute(&failed, "error.type").unwrap();
+    let on_2025 = |method| {
+        [
+            ("mcp.method.name", method),
+            ("mcp.protocol.version", "2025-11-25"),
+        ]
+    };
+    let operations = collector
+        .metric("mcp.server.operation.duration", |metric| {
+            histogram_count(metric, &on_2025("tools/call")) >= 2
+                && histogram_count(metric, &on_2025("tools/list")) >= 1
+        })
+        .await;
+    assert_eq!(histogram_count(&operations, &on_2025("tools/call")), 2);
+    let failed_calls = [
+        ("mcp.method.name", "tools/call"),
+        ("error.type", error.as_str()),
+    ];
+    assert_eq!(histogram_count(&operations, &failed_calls), 1);
     service.cancel().await.unwrap();
     assert_eq!(
         call.name,

@@ -680,3 +680,111 @@ async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to
     );
     collector.assert_only_service("orders-under-test");
 }
+
+#[tokio::test]
+async fn the_same_metrics_go_out_over_otlp_in_the_conventions_names() {
+    use backchannel::testing::otlp::{Collector, Data, histogram_count, value};
+    let collector = Collector::start().await;
+    let scratch = Scratch::new("otlp-metrics");
+    let database = scratch.database().await;
+    let endpoint = collector.endpoint();
+    let instance = start_with_env(
+        &database,
+        None,
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_SERVICE_NAME", "orders-under-test"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "100"),
+        ],
+    );
+    let calls_2026 = [
+        ("mcp.method.name", "tools/call"),
+        ("mcp.protocol.version", "2026-07-28"),
+    ];
+    for id in 1..=5 {
+        let call = modern_call(id, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+        let (status, answer) = post(instance.addr, &call, &[]).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let operations = collector
+        .metric("mcp.server.operation.duration", |metric| {
+            histogram_count(metric, &calls_2026) >= 5
+        })
+        .await;
+    assert_eq!(
+        histogram_count(&operations, &calls_2026),
+        5,
+        "each call counted once"
+    );
+    assert_eq!(operations.unit, "s");
+    let Some(Data::Histogram(histogram)) = &operations.data else {
+        panic!("not a histogram: {operations:?}");
+    };
+    assert_eq!(
+        histogram.data_points[0].explicit_bounds,
+        backchannel::metrics::BUCKETS.to_vec()
+    );
+
+    // A foreign Host is refused and counted by its reason.
+    let refused = reqwest::Client::new()
+        .post(format!("http://{}/mcp", instance.addr))
+        .header("Host", "attacker.example")
+        .header("Content-Type", "application/json")
+        .body(modern_call(9, "get_order", json!({"orderId": "ORD-10001"}), json!({})).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let host = [("reason", "host")];
+    collector
+        .metric("mcp.server.refused_requests", |metric| {
+            value(metric, &host) == Some(1)
+        })
+        .await;
+
+    // A question waiting for the person is counted while it waits, and not after.
+    let order = cancellable(&instance, 1).await.remove(0);
+    let client = HoldsThenSaysYes::default();
+    let session = backchannel::testing::connect_http(
+        client.clone(),
+        &format!("http://{}/mcp", instance.addr),
+        backchannel::testing::Revision::V2025_11_25,
+        None,
+    )
+    .await;
+    let peer = session.peer().clone();
+    let arguments = json!({"orderId": order});
+    let cancel = tokio::spawn(async move {
+        peer.call_tool(backchannel::testing::call("cancel_order", arguments))
+            .await
+    });
+    client.asked.notified().await;
+    collector
+        .metric("mcp.server.questions.waiting", |metric| {
+            value(metric, &[]) == Some(1)
+        })
+        .await;
+    collector
+        .metric("mcp.server.sessions.open", |metric| {
+            value(metric, &[]) == Some(1)
+        })
+        .await;
+    client.answer.notify_one();
+    let result = cancel.await.unwrap().unwrap();
+    assert!(
+        backchannel::testing::text_of(&result).contains("is cancelled"),
+        "{result:?}"
+    );
+    collector
+        .metric("mcp.server.questions.waiting", |metric| {
+            value(metric, &[]) == Some(0)
+        })
+        .await;
+    session.cancel().await.unwrap();
+    collector
+        .metric("mcp.server.session.duration", |metric| {
+            histogram_count(metric, &[]) == 1
+        })
+        .await;
+}

@@ -9,6 +9,9 @@
 //! operation and are kept only once [`enable`] was called (a server does so when it serves
 //! `/metrics`), so a server without metrics pays one relaxed load per operation.
 //!
+//! While OTLP export runs (`telemetry::export`, feature `otel`), the same figures go out as
+//! OpenTelemetry metrics too, named as the conventions name them.
+//!
 //! Label values come from fixed lists (methods MCP defines, the revisions we serve, HTTP
 //! statuses), never from what a client sent, so no client can grow the registry.
 
@@ -17,6 +20,9 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
+
+#[cfg(feature = "otel")]
+pub(crate) mod otel;
 
 /// The bucket boundaries (seconds) OpenTelemetry's MCP conventions give for operation and
 /// session durations.
@@ -253,6 +259,8 @@ pub fn operation(
         .entry((method, revision, error))
         .or_default()
         .record(elapsed);
+    #[cfg(feature = "otel")]
+    otel::operation(method, revision, error, elapsed);
 }
 
 /// One request this program sent as an MCP client (a host's `tools/call`), from sending to
@@ -262,10 +270,13 @@ pub fn client_operation(method: &str, error: Option<&'static str>, elapsed: Dura
     if !enabled() {
         return;
     }
+    let method = method_label(method);
     lock(&REGISTRY.client_operations)
-        .entry((method_label(method), error))
+        .entry((method, error))
         .or_default()
         .record(elapsed);
+    #[cfg(feature = "otel")]
+    otel::client_operation(method, error, elapsed);
 }
 
 /// A client's session with a server (a host's connection), timed from its start until the
@@ -283,7 +294,10 @@ impl ClientSession {
 impl Drop for ClientSession {
     fn drop(&mut self) {
         if enabled() {
-            lock(&REGISTRY.client_sessions).record(self.0.elapsed());
+            let lasted = self.0.elapsed();
+            lock(&REGISTRY.client_sessions).record(lasted);
+            #[cfg(feature = "otel")]
+            otel::client_session(lasted);
         }
     }
 }
@@ -307,6 +321,8 @@ pub(crate) fn session_closed(lasted: Duration) {
     REGISTRY.open_sessions.fetch_sub(1, Ordering::Relaxed);
     if enabled() {
         lock(&REGISTRY.sessions).record(lasted);
+        #[cfg(feature = "otel")]
+        otel::server_session(lasted);
     }
 }
 
