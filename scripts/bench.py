@@ -1,7 +1,7 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
 Servers: ours (order-service, with and without its order cache, with /metrics served, and with
-its spans exported over OTLP to a sink here), a bare
+its spans and metrics exported over OTLP to a sink here), a bare
 rmcp server, plain hyper answering a canned reply (the ceiling), and the peers in bench/peers/ (the
 Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders.
 Loads: `get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
@@ -31,7 +31,7 @@ import bench_sessions
 import kit
 
 METRICS_ON = "order-service --metrics"
-EXPORT_ON = "order-service, spans exported"
+EXPORT_ON = "order-service, spans and metrics exported"
 
 
 class OtlpSink:
@@ -332,7 +332,8 @@ def main():
             ("bare rmcp (in-memory map)", [f"{args.target}/bare-order-server"], None),
             # The same server with /metrics served, so its duration histograms are kept.
             (METRICS_ON, [f"{args.target}/order-service", "serve", "--database", db, "--metrics"], None),
-            # The same server exporting a span per request (and its writes') over OTLP.
+            # The same server exporting a span per request (and its writes') over OTLP, and its
+            # metrics (the histograms then kept, and sent every 60 s).
             (EXPORT_ON, ["env", f"OTEL_EXPORTER_OTLP_ENDPOINT={sink.url}",
                          f"{args.target}/order-service", "serve", "--database", db], None),
         ]
@@ -492,7 +493,7 @@ def main():
               "(the cost of keeping the duration histograms)")
     if EXPORT_ON in by_name:
         on = [summary[(EXPORT_ON, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
-        print(f"get_order with spans exported / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
+        print(f"get_order with spans and metrics exported / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
               f"(OTLP/HTTP to a sink that discards them: {sink.batches} batches, {sink.bytes / 1e6:.1f} MB)")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "

@@ -92,7 +92,7 @@ pub const DEFAULT_ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// Inside an `impl rmcp::ServerHandler` block, writes the methods that hand requests to the
 /// layer in the field `$layer`:
 ///
-/// - always: `set_level`, `on_initialized`, `accepted_subscription_filter`, `listen`,
+/// - always: `supported_protocol_versions` (the layer's), `set_level`, `on_initialized`, `accepted_subscription_filter`, `listen`,
 ///   `get_task`, `update_task` and `cancel_task`;
 /// - with `tools: field`: `call_tool` (driven by the layer), `list_tools` and `get_tool` over
 ///   the `ToolRouter` in that field;
@@ -156,6 +156,12 @@ macro_rules! layer_hooks {
         }
     };
     ($layer:ident) => {
+        fn supported_protocol_versions(
+            &self,
+        ) -> ::std::borrow::Cow<'static, [$crate::__rmcp::model::ProtocolVersion]> {
+            self.$layer.supported_protocol_versions()
+        }
+
         async fn set_level(
             &self,
             request: $crate::SetLevelParams,

@@ -742,7 +742,19 @@ impl ConformanceServer {
 
     /// The same, keeping its tasks in `store` (for example SQLite) when given.
     pub fn with_task_store(store: Option<Arc<dyn backchannel::tasks::TaskStore>>) -> Self {
+        Self::with_options(store, None)
+    }
+
+    /// The same, serving `only` that revision when given (the other is refused as an
+    /// unsupported version).
+    pub fn with_options(
+        store: Option<Arc<dyn backchannel::tasks::TaskStore>>,
+        only: Option<backchannel::Revision>,
+    ) -> Self {
         let mut layer = Backchannel::builder();
+        if let Some(revision) = only {
+            layer = layer.only_revision(revision);
+        }
         for (name, support) in TASK_TOOLS {
             layer = layer.task_tool(name, support);
         }

@@ -68,6 +68,9 @@ pub struct Config {
     pub task_lease: Option<std::time::Duration>,
     /// Serve Prometheus metrics at `/metrics` (`backchannel::serve::metrics_router`).
     pub metrics: bool,
+    /// Serve this protocol revision only, refusing the other as an unsupported version (for
+    /// testing bridges and clients); `None` serves both.
+    pub only_revision: Option<backchannel::Revision>,
 }
 
 /// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
@@ -106,6 +109,17 @@ pub fn mcp_server(
     Ok(OrderServer::new(service, builder.build()?))
 }
 
+/// `builder` limited to the configured revision, if any.
+fn limited(
+    builder: backchannel::BackchannelBuilder,
+    config: &Config,
+) -> backchannel::BackchannelBuilder {
+    match config.only_revision {
+        Some(revision) => builder.only_revision(revision),
+        None => builder,
+    }
+}
+
 /// The MCP server as `serve` runs it: sealing with the configured keys, and keeping its tasks
 /// in the order database, so they survive a restart and (on PostgreSQL) every instance
 /// answers for them.
@@ -114,7 +128,10 @@ pub async fn durable_mcp_server(
     config: &Config,
 ) -> Result<OrderServer, AppError> {
     let tasks = backchannel::tasks::SqlTaskStore::on(service.store().pool().clone()).await?;
-    let mut builder = OrderServer::layer_builder().task_store(std::sync::Arc::new(tasks));
+    let mut builder = limited(
+        OrderServer::layer_builder().task_store(std::sync::Arc::new(tasks)),
+        config,
+    );
     if let Some(keys) = &config.state_keys {
         builder = builder.state_keys(keys.clone());
     }
@@ -136,7 +153,11 @@ pub fn router(
     config: &Config,
     shutdown: CancellationToken,
 ) -> Result<axum::Router, AppError> {
-    let server = mcp_server(service.clone(), config.state_keys.as_ref())?;
+    let mut builder = limited(OrderServer::layer_builder(), config);
+    if let Some(keys) = &config.state_keys {
+        builder = builder.state_keys(keys.clone());
+    }
+    let server = OrderServer::new(service.clone(), builder.build()?);
     Ok(router_with(server, service, config, shutdown))
 }
 
@@ -148,8 +169,13 @@ fn router_with(
     shutdown: CancellationToken,
 ) -> axum::Router {
     let health = crate::rest::health(service.clone());
-    let mut app = serve::router(move || server.clone(), &config.http, shutdown)
-        .merge(crate::rest::routes(service));
+    let mut http = config.http.clone();
+    if config.only_revision == Some(backchannel::Revision::V2026_07_28) {
+        // No 2025-11-25 sessions to keep: every request goes the stateless way.
+        http.legacy_sessions = false;
+    }
+    let mut app =
+        serve::router(move || server.clone(), &http, shutdown).merge(crate::rest::routes(service));
     if config.metrics {
         app = app.merge(serve::metrics_router());
     }

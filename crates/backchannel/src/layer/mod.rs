@@ -49,6 +49,7 @@ struct Inner {
     resumable: std::collections::HashSet<String>,
     relay: std::sync::OnceLock<Arc<dyn Relay>>,
     spent_ledger: std::sync::OnceLock<Arc<dyn SpentLedger>>,
+    only: Option<Revision>,
 }
 
 /// Carries [`Change`]s to the other instances of this server (for example
@@ -124,6 +125,7 @@ pub struct BackchannelBuilder {
     task_tick: Duration,
     task_ttl: Option<Duration>,
     task_poll: Duration,
+    only: Option<Revision>,
 }
 
 impl std::fmt::Debug for BackchannelBuilder {
@@ -253,6 +255,16 @@ impl BackchannelBuilder {
         self
     }
 
+    /// Serve this revision only: the other is refused as an unsupported protocol version
+    /// (`initialize` of a 2026-07-28-only server fails to agree on a version; a request naming
+    /// 2026-07-28 in its `_meta` on a 2025-11-25-only server gets `-32022`). For tests of
+    /// bridges and clients; a real server serves both. Takes effect through
+    /// [`layer_hooks!`](crate::layer_hooks)' `supported_protocol_versions`.
+    pub fn only_revision(mut self, revision: Revision) -> Self {
+        self.only = Some(revision);
+        self
+    }
+
     /// Build the layer.
     pub fn build(self) -> Result<Backchannel, BuildError> {
         let key = match self.key {
@@ -304,6 +316,7 @@ impl BackchannelBuilder {
                 resumable: self.resumable,
                 relay: std::sync::OnceLock::new(),
                 spent_ledger: std::sync::OnceLock::new(),
+                only: self.only,
             }),
         })
     }
@@ -370,7 +383,31 @@ impl Backchannel {
             task_tick: Duration::from_millis(250),
             task_ttl: Some(Duration::from_secs(3600)),
             task_poll: Duration::from_millis(500),
+            only: None,
         }
+    }
+
+    /// The revision this layer is limited to, if any ([`BackchannelBuilder::only_revision`]).
+    pub fn only_revision(&self) -> Option<Revision> {
+        self.inner.only
+    }
+
+    /// The protocol versions this server agrees to: every one rmcp knows, or those of the one
+    /// revision it is limited to (2026-07-28 and later, or those before it).
+    pub fn supported_protocol_versions(
+        &self,
+    ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        use rmcp::model::ProtocolVersion;
+        let Some(only) = self.inner.only else {
+            return std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS);
+        };
+        std::borrow::Cow::Owned(
+            ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .filter(|version| Revision::of(version) == only)
+                .cloned()
+                .collect(),
+        )
     }
 
     /// Run `tools/call` through the router, driving the body's asks on either revision, and as a

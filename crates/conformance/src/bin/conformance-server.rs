@@ -1,7 +1,7 @@
 //! `conformance-server [--listen ADDR]`: the fixture server on `http://ADDR/mcp`.
 //! `conformance-server --stdio`: the same fixtures over stdin/stdout (logs go to stderr).
 //! `--tasks URL` keeps tasks in that SQLite or PostgreSQL database instead of memory;
-//! `--metrics` serves Prometheus text at `/metrics`.
+//! `--metrics` serves Prometheus text at `/metrics`; `--only-revision R` serves one revision.
 
 use std::net::SocketAddr;
 
@@ -26,6 +26,10 @@ struct Args {
     /// Serve Prometheus metrics at /metrics (behind the same Host checks as /mcp).
     #[arg(long)]
     metrics: bool,
+    /// Serve this protocol revision only (2025-11-25 or 2026-07-28), refusing the other as an
+    /// unsupported version: the fixture behind a bridge under test.
+    #[arg(long, value_name = "REVISION")]
+    only_revision: Option<backchannel::Revision>,
 }
 
 #[tokio::main]
@@ -46,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
             as std::sync::Arc<dyn backchannel::tasks::TaskStore>),
         None => None,
     };
-    let server = ConformanceServer::with_task_store(store);
+    let server = ConformanceServer::with_options(store, args.only_revision);
     if args.stdio {
         serve::stdio(server).await?;
         return Ok(());
@@ -55,7 +59,11 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shutdown = CancellationToken::new();
-    let options = HttpOptions::default();
+    let mut options = HttpOptions::default();
+    if args.only_revision == Some(backchannel::Revision::V2026_07_28) {
+        // No 2025-11-25 sessions to keep: every request goes the stateless way.
+        options.legacy_sessions = false;
+    }
     let mut app = serve::router(move || server.clone(), &options, shutdown.clone());
     if args.metrics {
         app = app.merge(serve::metrics_router());

@@ -81,6 +81,10 @@ enum Command {
         /// a person, refused requests by reason.
         #[arg(long)]
         metrics: bool,
+        /// Serve this protocol revision only (2025-11-25 or 2026-07-28), refusing the other as
+        /// an unsupported version: for testing bridges and clients.
+        #[arg(long, value_name = "REVISION")]
+        only_revision: Option<backchannel::Revision>,
         #[command(flatten)]
         common: Common,
     },
@@ -135,10 +139,12 @@ async fn main() -> anyhow::Result<()> {
             max_sessions,
             max_connections,
             metrics,
+            only_revision,
             common,
         } => {
             let mut config = config(common)?;
             config.metrics = metrics;
+            config.only_revision = only_revision;
             config.http.max_sessions = max_sessions;
             config.http.max_connections = max_connections;
             if let Some(path) = &token_file {

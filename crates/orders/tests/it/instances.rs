@@ -788,3 +788,70 @@ async fn the_same_metrics_go_out_over_otlp_in_the_conventions_names() {
         })
         .await;
 }
+
+/// `initialize` on 2025-11-25 sent to `addr` as a 2025 client opens its session (no protocol
+/// header yet): the JSON-RPC answer.
+async fn initialize_2025(addr: SocketAddr) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "prober", "version": "0"}
+    }});
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .find_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn a_service_limited_to_one_revision_refuses_the_other_as_unsupported() {
+    let scratch = Scratch::new("only-revision");
+    let database = scratch.database().await;
+    let unsupported = |answer: &Value| answer["error"]["code"] == json!(-32022);
+
+    let modern_only = start_with(&database, None, &["--only-revision", "2026-07-28"]);
+    let get = modern_call(2, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+    let (status, answer) = post(modern_only.addr, &get, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"].is_string(),
+        "{answer}"
+    );
+    let answer = initialize_2025(modern_only.addr).await;
+    assert!(unsupported(&answer), "{answer}");
+    drop(modern_only);
+
+    let legacy_only = start_with(&database, None, &["--only-revision", "2025-11-25"]);
+    let (status, answer) = post(legacy_only.addr, &get, &[]).await;
+    assert!(unsupported(&answer), "{status} {answer}");
+    let session = backchannel::testing::connect_http(
+        (),
+        &format!("http://{}/mcp", legacy_only.addr),
+        backchannel::testing::Revision::V2025_11_25,
+        None,
+    )
+    .await;
+    let result = session
+        .peer()
+        .call_tool(backchannel::testing::call(
+            "get_order",
+            json!({"orderId": "ORD-10001"}),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        backchannel::testing::text_of(&result).contains("ORD-10001"),
+        "{result:?}"
+    );
+    session.cancel().await.unwrap();
+}
