@@ -1,0 +1,132 @@
+//! `mcp-gateway serve --upstream NAME=URL [--listen ADDR]`: the upstreams' tools on one
+//! Streamable HTTP endpoint for both protocol revisions (prints `listening on http://ADDR/mcp`
+//! once ready; port 0 picks a free port). `mcp-gateway stdio --upstream NAME=URL`: the same
+//! over stdin/stdout, for desktop clients. `--config FILE` reads the upstreams from the host's
+//! TOML connection settings instead (`[connections.NAME]`, HTTP or stdio, either revision,
+//! OAuth sign-in, tool prefix and filter).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use backchannel::Revision;
+use backchannel::serve::{self, HttpOptions};
+use backchannel_host::HostConfig;
+use clap::{Args, Parser, Subcommand};
+use mcp_gateway::{Gateway, Upstream, quick_config};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Parser)]
+#[command(about = "One MCP endpoint in front of other MCP servers, on both protocol revisions")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the upstreams over Streamable HTTP (both revisions on one endpoint).
+    Serve {
+        /// Address to listen on (loopback by default; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        listen: SocketAddr,
+        /// A host name (besides loopback) clients use to reach the gateway; repeat for more.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
+        #[command(flatten)]
+        upstreams: Upstreams,
+    },
+    /// Serve the upstreams over stdin/stdout; logs go to stderr.
+    Stdio {
+        #[command(flatten)]
+        upstreams: Upstreams,
+    },
+}
+
+#[derive(Debug, Args)]
+struct Upstreams {
+    /// An upstream server: NAME=URL (Streamable HTTP); repeat for more.
+    #[arg(
+        long = "upstream",
+        value_name = "NAME=URL",
+        required_unless_present = "config"
+    )]
+    upstreams: Vec<Upstream>,
+    /// The revision to speak to an upstream: NAME=2025-11-25|2026-07-28|auto (default auto:
+    /// the newest it offers).
+    #[arg(long = "upstream-revision", value_name = "NAME=REVISION")]
+    revisions: Vec<String>,
+    /// The upstreams as the host's TOML connection settings, instead of --upstream.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["upstreams", "revisions"])]
+    config: Option<PathBuf>,
+}
+
+impl Upstreams {
+    fn host_config(&self) -> anyhow::Result<HostConfig> {
+        if let Some(path) = &self.config {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            return HostConfig::from_toml(&text).with_context(|| format!("in {}", path.display()));
+        }
+        let mut revisions = BTreeMap::new();
+        for text in &self.revisions {
+            let (name, revision) = text
+                .split_once('=')
+                .with_context(|| format!("--upstream-revision {text:?}: expected NAME=REVISION"))?;
+            if revision.trim() == "auto" {
+                continue;
+            }
+            let revision: Revision = revision
+                .trim()
+                .parse()
+                .with_context(|| format!("--upstream-revision {text:?}"))?;
+            revisions.insert(name.trim().to_owned(), revision);
+        }
+        Ok(quick_config(&self.upstreams, &revisions)?)
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let export =
+        backchannel::telemetry::Export::from_vars(|name| std::env::var(name).ok(), "mcp-gateway");
+    let _logs = backchannel::logging::init_with(&["mcp_gateway"], export.as_ref());
+    match Cli::parse().command {
+        Command::Serve {
+            listen,
+            allow_hosts,
+            upstreams,
+        } => {
+            // Nothing signs clients in yet: anyone who reaches the gateway reaches its upstreams.
+            anyhow::ensure!(
+                listen.ip().is_loopback(),
+                "refusing to listen on {listen}: the gateway does not sign clients in, so \
+                 anything that reaches that address could call every upstream's tools; listen \
+                 on a loopback address such as 127.0.0.1"
+            );
+            let gateway = Gateway::open(&upstreams.host_config()?).await?;
+            let options = allow_hosts
+                .iter()
+                .fold(HttpOptions::default(), |options, host| {
+                    options.allow_host(host)
+                });
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let shutdown = CancellationToken::new();
+            let app = serve::router(move || gateway.clone(), &options, shutdown.clone());
+            eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+            serve::http(listener, app, &options, async move {
+                serve::shutdown_signal().await;
+                shutdown.cancel();
+            })
+            .await?;
+        }
+        Command::Stdio { upstreams } => {
+            let gateway = Gateway::open(&upstreams.host_config()?).await?;
+            serve::stdio(gateway).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,383 @@
+//! `mcp-gateway`: one MCP endpoint in front of other MCP servers (upstreams), served on both
+//! protocol revisions whatever revision each upstream speaks. A 2025-11-25 client can use a
+//! 2026-07-28-only server and the reverse: the upstream's questions (form and URL elicitation,
+//! sampling) are asked of the downstream client in the downstream's revision, and the
+//! upstream's progress reaches the downstream call.
+//!
+//! The gateway is a [`Gateway`] server on `backchannel`'s layer, whose tools are the upstreams'
+//! tools; each call is forwarded through `backchannel-host`, which speaks the upstream's
+//! revision. How a question crosses:
+//!
+//! - downstream on 2025-11-25 (a session): the question goes out on the session while the
+//!   upstream call waits for it, and its answer goes back to the upstream in the upstream's
+//!   revision (a 2025 response, or a 2026 retry with `inputResponses`);
+//! - downstream on 2026-07-28 (stateless): the question goes out as `input_required`; the
+//!   gateway keeps nothing, so the upstream call started for that round ends there (an
+//!   upstream on 2025-11-25 gets `notifications/cancelled`, one on 2026-07-28 is simply not
+//!   retried). The client's retry carries the answers in the gateway's sealed state; the call
+//!   is made again upstream, and the same question, asked again, is answered from that state.
+//!   Questions are matched by what they ask (kind, text and schema) and their order, so this
+//!   holds for upstream tools that do nothing before their questions are answered (the rule
+//!   `backchannel`'s own tools follow).
+
+// Sampling is deprecated in rmcp (SEP-2577) but remains the protocol, and the gateway relays it.
+#![expect(
+    deprecated,
+    reason = "the gateway relays sampling, which rmcp marks deprecated (SEP-2577)"
+)]
+
+mod relay;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use backchannel::{Backchannel, Ctx, Revision};
+use backchannel_host::{
+    CallContext, ConnectionConfig, Declared, Host, HostConfig, HostError, Transport,
+};
+use rmcp::handler::server::common::FromContextPart as _;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolResponse, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler};
+
+pub use relay::Relay;
+
+/// How long one forwarded call may take upstream, questions to the person included.
+pub const UPSTREAM_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One upstream named on the command line: `NAME=URL` (Streamable HTTP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Its name: the connection's, and the tool prefix when there are several.
+    pub name: String,
+    /// Its MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    pub url: String,
+}
+
+impl std::str::FromStr for Upstream {
+    type Err = GatewayError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| GatewayError::BadUpstream(format!("{text:?}: {why}"));
+        let (name, url) = text
+            .split_once('=')
+            .ok_or_else(|| bad("expected NAME=URL"))?;
+        let (name, url) = (name.trim(), url.trim());
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(bad("the name must be letters, digits, '-' or '_'"));
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(bad("the URL must start with http:// or https://"));
+        }
+        Ok(Upstream {
+            name: name.to_owned(),
+            url: url.to_owned(),
+        })
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// An upstream given on the command line is not `NAME=URL`.
+    #[error("bad upstream {0}")]
+    BadUpstream(String),
+    /// A revision named for an upstream that was not given.
+    #[error("--upstream-revision names {0:?}, which is no upstream")]
+    UnknownUpstream(String),
+    /// The host could not be opened.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// No upstream could be reached.
+    #[error("no upstream could be reached: {0}")]
+    NoUpstream(String),
+    /// Two upstreams offer a tool under the same name.
+    #[error(
+        "upstreams {first:?} and {second:?} both offer a tool named {tool:?}: give one a tool_prefix"
+    )]
+    Clash {
+        /// The tool's name as the gateway would offer it.
+        tool: String,
+        /// The upstream seen first.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// The layer could not be built.
+    #[error(transparent)]
+    Layer(#[from] backchannel::BuildError),
+}
+
+/// The host configuration of the quick start: each upstream over HTTP, speaking the revision
+/// `revisions` names for it (else whichever it offers, newest first), its tools prefixed with
+/// `NAME_` when there are several upstreams.
+pub fn quick_config(
+    upstreams: &[Upstream],
+    revisions: &BTreeMap<String, Revision>,
+) -> Result<HostConfig, GatewayError> {
+    if let Some(unknown) = revisions
+        .keys()
+        .find(|name| !upstreams.iter().any(|u| &u.name == *name))
+    {
+        return Err(GatewayError::UnknownUpstream(unknown.clone()));
+    }
+    let several = upstreams.len() > 1;
+    let connections = upstreams
+        .iter()
+        .map(|upstream| {
+            let connection = ConnectionConfig {
+                transport: Transport::Http {
+                    url: upstream.url.clone(),
+                    headers: BTreeMap::new(),
+                },
+                request_timeout_secs: UPSTREAM_CALL_TIMEOUT.as_secs(),
+                roots: Vec::new(),
+                protocol: revisions.get(&upstream.name).copied(),
+                tool_prefix: several.then(|| format!("{}_", upstream.name)),
+                tools: None,
+                capabilities: relayed_capabilities(),
+                auth: None,
+            };
+            (upstream.name.clone(), connection)
+        })
+        .collect();
+    Ok(HostConfig {
+        client_name: "mcp-gateway".into(),
+        trusted_folders: Vec::new(),
+        meta_allow: vec!["progressToken".into()],
+        connections,
+    })
+}
+
+/// What the gateway declares to its upstreams: the questions it can relay.
+pub fn relayed_capabilities() -> Declared {
+    Declared {
+        elicitation: true,
+        sampling: true,
+        roots: false,
+        tasks: false,
+    }
+}
+
+/// The gateway's server: the upstreams' tools, each call forwarded (see the crate's docs).
+/// Cheap to clone; every clone serves the same upstreams.
+#[derive(Clone)]
+pub struct Gateway {
+    layer: Backchannel,
+    tools: Arc<ToolRouter<Gateway>>,
+    upstreams: Arc<Upstreams>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("host", &self.upstreams.host)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Upstreams {
+    host: Host<Relay>,
+    relay: Arc<Relay>,
+}
+
+/// Where a tool's calls go.
+#[derive(Debug, Clone)]
+struct Route {
+    connection: String,
+    tool: String,
+}
+
+impl Gateway {
+    /// Connect to every upstream of `config` and gather their tools. Upstreams that cannot be
+    /// reached are left out (logged); none reachable is an error.
+    pub async fn open(config: &HostConfig) -> Result<Gateway, GatewayError> {
+        let relay = Arc::new(Relay::default());
+        let host = Host::open(config, relay.clone()).await?;
+        for (name, why) in &host.unavailable {
+            tracing::warn!(upstream = %name, %why, "upstream left out: it cannot be reached");
+        }
+        if host.connections().next().is_none() {
+            let why = host
+                .unavailable
+                .iter()
+                .map(|(name, why)| format!("{name}: {why}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(GatewayError::NoUpstream(why));
+        }
+        let mut router = ToolRouter::new();
+        let mut offered: BTreeMap<String, String> = BTreeMap::new();
+        for connection in host.connections() {
+            let prefix = config
+                .connections
+                .get(connection.name())
+                .and_then(|c| c.tool_prefix.clone())
+                .unwrap_or_default();
+            for tool in connection.tools().await? {
+                let offered_as = tool.name.to_string();
+                if let Some(first) = offered.insert(offered_as.clone(), connection.name().into()) {
+                    return Err(GatewayError::Clash {
+                        tool: offered_as,
+                        first,
+                        second: connection.name().into(),
+                    });
+                }
+                let route = Route {
+                    connection: connection.name().to_owned(),
+                    tool: offered_as
+                        .strip_prefix(prefix.as_str())
+                        .unwrap_or(&offered_as)
+                        .to_owned(),
+                };
+                router.add_route(ToolRoute::new_dyn(tool, move |context| {
+                    let route = route.clone();
+                    Box::pin(forward(context, route))
+                }));
+            }
+        }
+        tracing::info!(
+            upstreams = host.connections().count(),
+            tools = offered.len(),
+            "gateway ready"
+        );
+        Ok(Gateway {
+            layer: Backchannel::builder().build()?,
+            tools: Arc::new(router),
+            upstreams: Arc::new(Upstreams { host, relay }),
+        })
+    }
+
+    /// The names of the tools offered, sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tools
+            .list_all()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Forward one call: the upstream's questions and progress go to this call's `Ctx` through
+/// the relay; on a 2026-07-28 downstream a question ends this run with the `Suspend` the
+/// layer turns into `input_required`.
+async fn forward(
+    mut context: ToolCallContext<'_, Gateway>,
+    route: Route,
+) -> Result<CallToolResponse, ErrorData> {
+    let ctx = Ctx::from_context_part(&mut context)?;
+    let gateway = context.service;
+    let connection = gateway
+        .upstreams
+        .host
+        .connection(&route.connection)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    let relay::Open {
+        token,
+        mut suspended,
+        mut progress,
+        registered: _registered,
+    } = gateway.upstreams.relay.open(ctx.clone());
+    let call_context = CallContext::new().with("progressToken", token);
+    let call = connection.call_tool(&route.tool, context.arguments.take(), &call_context);
+    tokio::pin!(call);
+    let cancelled = ctx.cancellation().clone();
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            suspend = suspended.wait() => return Err(suspend.into()),
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            Some(update) = progress.recv() => {
+                ctx.progress(update.progress, update.total, update.message.as_deref())
+                    .await;
+            }
+            outcome = &mut call => break outcome,
+        }
+    };
+    // The host hands over a result only after the progress ahead of it; pass that on first.
+    while let Ok(update) = progress.try_recv() {
+        ctx.progress(update.progress, update.total, update.message.as_deref())
+            .await;
+    }
+    Ok(match outcome {
+        Ok(result) => result.into(),
+        Err(error) => {
+            tracing::warn!(upstream = %route.connection, tool = %route.tool, %error, "upstream call failed");
+            backchannel::error_text(format!(
+                "the upstream server {:?} could not run {:?}: {error}",
+                route.connection, route.tool
+            ))
+            .into()
+        }
+    })
+}
+
+impl ServerHandler for Gateway {
+    backchannel::layer_hooks!(layer, tools: tools);
+
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "mcp-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "A gateway: these tools belong to the servers behind it, which may ask you \
+                 questions through it while a call runs.",
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstream_is_name_equals_url() {
+        let upstream: Upstream = "orders=http://127.0.0.1:8080/mcp".parse().unwrap();
+        assert_eq!(upstream.name, "orders");
+        assert_eq!(upstream.url, "http://127.0.0.1:8080/mcp");
+        for bad in [
+            "orders",
+            "=http://x/mcp",
+            "or ders=http://x/mcp",
+            "orders=ftp://x",
+        ] {
+            assert!(bad.parse::<Upstream>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn several_upstreams_are_prefixed_and_revisions_must_name_one() {
+        let upstreams: Vec<Upstream> = ["a=http://127.0.0.1:1/mcp", "b=http://127.0.0.1:2/mcp"]
+            .iter()
+            .map(|text| text.parse().unwrap())
+            .collect();
+        let revisions = BTreeMap::from([("b".to_owned(), Revision::V2025_11_25)]);
+        let config = quick_config(&upstreams, &revisions).unwrap();
+        assert_eq!(config.connections["a"].tool_prefix.as_deref(), Some("a_"));
+        assert_eq!(config.connections["a"].protocol, None);
+        assert_eq!(
+            config.connections["b"].protocol,
+            Some(Revision::V2025_11_25)
+        );
+        let one = quick_config(&upstreams[..1], &BTreeMap::new()).unwrap();
+        assert_eq!(one.connections["a"].tool_prefix, None);
+        let unknown = BTreeMap::from([("c".to_owned(), Revision::V2025_11_25)]);
+        assert!(matches!(
+            quick_config(&upstreams, &unknown),
+            Err(GatewayError::UnknownUpstream(name)) if name == "c"
+        ));
+    }
+}

@@ -1,0 +1,259 @@
+//! The host handler of the gateway's upstream connections: each question and progress
+//! notification of an upstream call goes to the downstream call it belongs to, found by the
+//! caller token the gateway gave that call (the `progressToken` of its [`CallContext`]
+//! (backchannel_host::CallContext)).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use backchannel::{Ctx, Elicited, Sampled, SamplingMessage, SamplingRequest, Suspend, UrlElicited};
+use backchannel_host::{HostHandler, SamplingAnswer, SamplingQuestion};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, NumberOrString,
+    ProgressNotificationParam, ProgressToken, RequestMetaObject,
+};
+use tokio::sync::{mpsc, oneshot};
+
+/// Routes upstream questions and progress to the downstream calls waiting on them.
+#[derive(Debug, Default)]
+pub struct Relay {
+    calls: Mutex<HashMap<String, Arc<Asking>>>,
+    next: AtomicU64,
+}
+
+/// One downstream call, while its upstream call runs.
+#[derive(Debug)]
+struct Asking {
+    ctx: Ctx,
+    /// Taken by the first question that cannot be answered in this run (2026-07-28
+    /// downstream): the call then ends with it.
+    suspend: Mutex<Option<oneshot::Sender<Suspend>>>,
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    /// How often each question (by its hash) was asked in this run: the same question asked
+    /// again gets a key of its own.
+    asked: Mutex<HashMap<u64, u32>>,
+}
+
+/// A downstream call registered with the relay; unregistered when dropped.
+pub(crate) struct Open {
+    /// The caller token its upstream call carries.
+    pub(crate) token: String,
+    /// The question that could not be answered in this run, when one comes.
+    pub(crate) suspended: Suspended,
+    /// The upstream's progress, in order.
+    pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    pub(crate) registered: Registered,
+}
+
+/// Waits for a [`Suspend`]; never ready when none comes.
+pub(crate) struct Suspended(oneshot::Receiver<Suspend>);
+
+impl Suspended {
+    pub(crate) async fn wait(&mut self) -> Suspend {
+        match (&mut self.0).await {
+            Ok(suspend) => suspend,
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// Removes a call's entry from the relay when dropped.
+pub(crate) struct Registered {
+    relay: Arc<Relay>,
+    token: String,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock(&self.relay.calls).remove(&self.token);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Relay {
+    /// Register a downstream call whose questions are asked through `ctx`.
+    pub(crate) fn open(self: &Arc<Self>, ctx: Ctx) -> Open {
+        let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (suspend, suspended) = oneshot::channel();
+        let (progress, progress_rx) = mpsc::unbounded_channel();
+        let asking = Asking {
+            ctx,
+            suspend: Mutex::new(Some(suspend)),
+            progress,
+            asked: Mutex::new(HashMap::new()),
+        };
+        lock(&self.calls).insert(token.clone(), Arc::new(asking));
+        Open {
+            token: token.clone(),
+            suspended: Suspended(suspended),
+            progress: progress_rx,
+            registered: Registered {
+                relay: self.clone(),
+                token,
+            },
+        }
+    }
+
+    fn asking(&self, caller: Option<&ProgressToken>) -> Option<Arc<Asking>> {
+        let ProgressToken(NumberOrString::String(token)) = caller? else {
+            return None;
+        };
+        lock(&self.calls).get(token.as_ref()).cloned()
+    }
+}
+
+impl Asking {
+    /// The key of a question in the layer's answers: what it asks, and how many times the same
+    /// was asked before in this run, so a run made again asks (and finds answered) the same
+    /// keys in the same order.
+    fn key(&self, kind: &str, question: &impl Hash) -> String {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        question.hash(&mut hasher);
+        let hash = hasher.finish();
+        let mut asked = lock(&self.asked);
+        let seen = asked.entry(hash).or_default();
+        let key = format!("{kind}-{hash:016x}-{seen}");
+        *seen += 1;
+        key
+    }
+
+    /// This run cannot answer: the downstream call ends with `suspend` (the layer sends the
+    /// questions as `input_required`).
+    fn suspend(&self, suspend: Suspend) {
+        if let Some(sender) = lock(&self.suspend).take() {
+            let _ = sender.send(suspend);
+        }
+    }
+}
+
+fn action(action: ElicitationAction) -> ElicitResult {
+    ElicitResult::new(action)
+}
+
+impl HostHandler for Relay {
+    fn elicit(
+        &self,
+        _connection: &str,
+        request: ElicitRequestParams,
+        _meta: RequestMetaObject,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = ElicitResult> + Send {
+        let asking = self.asking(caller.as_ref());
+        async move {
+            let Some(asking) = asking else {
+                return action(ElicitationAction::Decline);
+            };
+            match request {
+                ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                } => {
+                    let schema = serde_json::to_string(&requested_schema).unwrap_or_default();
+                    let key = asking.key("form", &(&message, &schema));
+                    match asking
+                        .ctx
+                        .elicit_form(&key, message, requested_schema)
+                        .await
+                    {
+                        Ok(Elicited::Accepted(content)) => {
+                            action(ElicitationAction::Accept).with_content(content)
+                        }
+                        Ok(Elicited::Declined | Elicited::Unsupported) => {
+                            action(ElicitationAction::Decline)
+                        }
+                        Ok(_) => action(ElicitationAction::Cancel),
+                        Err(suspend) => {
+                            asking.suspend(suspend);
+                            action(ElicitationAction::Cancel)
+                        }
+                    }
+                }
+                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                    let key = asking.key("url", &(&message, &url));
+                    match asking.ctx.elicit_url(&key, message, url).await {
+                        Ok(UrlElicited::Accepted { .. }) => action(ElicitationAction::Accept),
+                        Ok(UrlElicited::Declined | UrlElicited::Unsupported) => {
+                            action(ElicitationAction::Decline)
+                        }
+                        Ok(_) => action(ElicitationAction::Cancel),
+                        Err(suspend) => {
+                            asking.suspend(suspend);
+                            action(ElicitationAction::Cancel)
+                        }
+                    }
+                }
+                _ => action(ElicitationAction::Decline),
+            }
+        }
+    }
+
+    fn sample(
+        &self,
+        _connection: &str,
+        question: SamplingQuestion,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = Result<SamplingAnswer, ErrorData>> + Send {
+        let asking = self.asking(caller.as_ref());
+        async move {
+            let refused = |why: &str| ErrorData::invalid_request(why.to_owned(), None);
+            let Some(asking) = asking else {
+                return Err(refused(
+                    "no call of this gateway is waiting for this answer",
+                ));
+            };
+            let turns: Vec<(bool, &str)> = question
+                .messages
+                .iter()
+                .map(|turn| (turn.assistant, turn.text.as_str()))
+                .collect();
+            let key = asking.key(
+                "sampling",
+                &(&question.system_prompt, &turns, question.max_tokens),
+            );
+            let messages = question
+                .messages
+                .iter()
+                .map(|turn| {
+                    if turn.assistant {
+                        SamplingMessage::assistant_text(turn.text.clone())
+                    } else {
+                        SamplingMessage::user_text(turn.text.clone())
+                    }
+                })
+                .collect();
+            let mut request = SamplingRequest::new(messages, question.max_tokens);
+            request.system_prompt = question.system_prompt.clone();
+            match asking.ctx.sample(&key, request).await {
+                Ok(Sampled::Message(result)) => Ok(SamplingAnswer {
+                    text: Sampled::Message(result.clone())
+                        .text()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    model: result.model.clone(),
+                }),
+                Ok(Sampled::Refused { message, .. }) => Err(refused(&message)),
+                Ok(Sampled::Unsupported) => {
+                    Err(refused("the gateway's client does not offer sampling"))
+                }
+                Ok(_) => Err(refused("the gateway's client did not answer in time")),
+                Err(suspend) => {
+                    asking.suspend(suspend);
+                    Err(refused("the question goes to the client in a later round"))
+                }
+            }
+        }
+    }
+
+    fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
+        if let Some(asking) = self.asking(Some(&progress.progress_token)) {
+            let _ = asking.progress.send(progress);
+        }
+    }
+}

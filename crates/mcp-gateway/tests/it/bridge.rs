@@ -1,0 +1,228 @@
+//! The gateway between a client on one revision and the order service limited to the other:
+//! the confirmation of `cancel_order` crosses in both directions (yes cancels once, no leaves
+//! the order), and `recheck_shipments`' progress arrives in order.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use backchannel::Revision;
+use backchannel::serve::HttpOptions;
+use backchannel::testing::{Served, call, connect_http, serve_with, text_of};
+use mcp_gateway::{Gateway, Upstream, quick_config};
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::{Value, json};
+
+/// The order service on a free port, in memory, serving `only` one revision.
+pub(crate) async fn order_service(only: Revision) -> Served {
+    let config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        service: orders::service::ServiceConfig {
+            carrier_latency: Duration::ZERO,
+            ..Default::default()
+        },
+        only_revision: Some(only),
+        ..Default::default()
+    };
+    let service = orders::app::open_service(&config).await.unwrap();
+    serve_with(
+        |stop| orders::app::router(service, &config, stop).unwrap(),
+        &HttpOptions::default(),
+    )
+    .await
+}
+
+/// The gateway on a free port in front of `upstream`, speaking `revision` to it.
+async fn gateway(upstream: SocketAddr, revision: Revision) -> (Served, Gateway) {
+    let upstreams: Vec<Upstream> = vec![format!("orders=http://{upstream}/mcp").parse().unwrap()];
+    let revisions = BTreeMap::from([("orders".to_owned(), revision)]);
+    let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
+        .await
+        .unwrap();
+    let serving = gateway.clone();
+    let options = HttpOptions::default();
+    let served = serve_with(
+        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    (served, gateway)
+}
+
+async fn status(orders: SocketAddr, order: &str) -> String {
+    let order: Value = reqwest::get(format!("http://{orders}/api/orders/{order}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    order["status"].as_str().unwrap().to_owned()
+}
+
+async fn cancellable(orders: SocketAddr) -> Vec<String> {
+    let pending: Vec<Value> = reqwest::get(format!("http://{orders}/api/orders?status=PENDING"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    pending
+        .iter()
+        .map(|order| order["orderId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The person at the client: says yes or no to every confirmation, and notes what it was
+/// asked and the progress it saw.
+#[derive(Clone)]
+struct Person {
+    yes: bool,
+    asked: Arc<Mutex<Vec<String>>>,
+    progress: Arc<Mutex<Vec<f64>>>,
+}
+
+impl Person {
+    fn new(yes: bool) -> Self {
+        Person {
+            yes,
+            asked: Arc::default(),
+            progress: Arc::default(),
+        }
+    }
+}
+
+impl Person {
+    fn answer(&self, request: ElicitRequestParams) -> ElicitResult {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        self.asked.lock().unwrap().push(message);
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirmed": self.yes}))
+    }
+}
+
+impl ClientHandler for Person {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
+        ClientConfig::new(caps, Implementation::new("person", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.answer(request))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params.progress);
+    }
+}
+
+/// Call `tool` as `person`'s client: on 2025-11-25 one request (rmcp hands the question to
+/// the person); on 2026-07-28 each `input_required` round's questions answered by the person
+/// and the call retried with the answers and the state, as a 2026 client does.
+async fn call_as(
+    client: &rmcp::service::RunningService<RoleClient, Person>,
+    person: &Person,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let mut params = call(tool, arguments);
+    for _ in 0..5 {
+        match client.peer().call_tool_once(params.clone()).await.unwrap() {
+            CallToolResponse::Complete(result) => return result,
+            CallToolResponse::InputRequired(round) => {
+                let mut answers = BTreeMap::new();
+                for (key, request) in round.input_requests.unwrap_or_default() {
+                    let InputRequest::Elicitation(request) = request else {
+                        panic!("only forms are asked here: {request:?}");
+                    };
+                    let answer = person.answer(request.params);
+                    answers.insert(key, serde_json::to_value(answer).unwrap());
+                }
+                params.input_responses = Some(answers);
+                params.request_state = round.request_state;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    panic!("more than five rounds");
+}
+
+/// `downstream` is the client's revision; the order service serves only the other one.
+async fn confirmation_crosses(downstream: Revision) {
+    let upstream = match downstream {
+        Revision::V2025_11_25 => Revision::V2026_07_28,
+        Revision::V2026_07_28 => Revision::V2025_11_25,
+    };
+    let orders = order_service(upstream).await;
+    let (front, gateway) = gateway(orders.addr, upstream).await;
+    assert!(gateway.tool_names().contains(&"cancel_order".to_owned()));
+    let url = format!("http://{}/mcp", front.addr);
+    let pending = cancellable(orders.addr).await;
+    let (kept, cancelled) = (&pending[0], &pending[1]);
+
+    let no = Person::new(false);
+    let client = connect_http(no.clone(), &url, downstream, None).await;
+    let answer = call_as(&client, &no, "cancel_order", json!({"orderId": kept})).await;
+    assert!(!text_of(&answer).contains("is cancelled"), "{answer:?}");
+    assert_eq!(no.asked.lock().unwrap().len(), 1, "asked once");
+    assert_eq!(status(orders.addr, kept).await, "PENDING");
+    client.cancel().await.unwrap();
+
+    let yes = Person::new(true);
+    let client = connect_http(yes.clone(), &url, downstream, None).await;
+    let answer = call_as(&client, &yes, "cancel_order", json!({"orderId": cancelled})).await;
+    assert!(text_of(&answer).contains("is cancelled"), "{answer:?}");
+    assert_eq!(yes.asked.lock().unwrap().len(), 1, "asked once");
+    assert_eq!(status(orders.addr, cancelled).await, "CANCELLED");
+    // Cancelled once: a second attempt finds it cancelled already.
+    let again = call_as(&client, &yes, "cancel_order", json!({"orderId": cancelled})).await;
+    assert!(!text_of(&again).contains("is cancelled"), "{again:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_2025_client_confirms_a_cancel_on_a_2026_only_server() {
+    confirmation_crosses(Revision::V2025_11_25).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_confirms_a_cancel_on_a_2025_only_server() {
+    confirmation_crosses(Revision::V2026_07_28).await;
+}
+
+#[tokio::test]
+async fn the_upstreams_progress_reaches_a_2025_client_in_order() {
+    let orders = order_service(Revision::V2026_07_28).await;
+    let (front, _gateway) = gateway(orders.addr, Revision::V2026_07_28).await;
+    let person = Person::new(true);
+    let client = connect_http(
+        person.clone(),
+        &format!("http://{}/mcp", front.addr),
+        Revision::V2025_11_25,
+        None,
+    )
+    .await;
+    let mut params = call("recheck_shipments", json!({}));
+    params.set_progress_token(ProgressToken(NumberOrString::String("recheck".into())));
+    let answer = client.peer().call_tool(params).await.unwrap();
+    assert!(!answer.is_error.unwrap_or(false), "{answer:?}");
+    let progress = person.progress.lock().unwrap().clone();
+    assert!(!progress.is_empty(), "no progress arrived");
+    assert!(
+        progress.windows(2).all(|pair| pair[0] < pair[1]),
+        "{progress:?}"
+    );
+    client.cancel().await.unwrap();
+}
