@@ -310,6 +310,7 @@ fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
                 tools: Some(KB_TOOLS.map(String::from).to_vec()),
                 capabilities: Declared {
                     elicitation: false,
+                    url_elicitation: false,
                     sampling: false,
                     roots: true,
                     tasks: false,
@@ -493,6 +494,7 @@ impl Desk {
             tools: None,
             capabilities: Declared {
                 elicitation: true,
+                url_elicitation: false,
                 // With no model there is nothing to sample with, so sampling is not declared.
                 sampling: config.model.is_some(),
                 roots: false,

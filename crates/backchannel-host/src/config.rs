@@ -53,6 +53,9 @@ pub enum Transport {
 pub struct Declared {
     /// Form elicitation.
     pub elicitation: bool,
+    /// URL elicitation (the handler sees `UrlElicitationParams`; a gateway passing questions
+    /// on declares it).
+    pub url_elicitation: bool,
     /// Sampling (the host answers with its model, after the person approves).
     pub sampling: bool,
     /// Roots (the connection's `roots` list).
@@ -65,6 +68,7 @@ impl Default for Declared {
     fn default() -> Self {
         Self {
             elicitation: true,
+            url_elicitation: false,
             sampling: false,
             roots: false,
             tasks: true,

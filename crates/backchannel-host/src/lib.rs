@@ -387,8 +387,15 @@ impl ParamsMeta for rmcp::model::ElicitRequest {
 impl<H: HostHandler> ClientHandler for Routed<H> {
     fn get_info(&self) -> ClientInfo {
         let mut caps = ClientCapabilities::default();
-        if self.declared.elicitation {
-            caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
+        if self.declared.elicitation || self.declared.url_elicitation {
+            let mut elicitation = ElicitationCapability::default();
+            if self.declared.elicitation {
+                elicitation = elicitation.with_form(Default::default());
+            }
+            if self.declared.url_elicitation {
+                elicitation = elicitation.with_url(Default::default());
+            }
+            caps.elicitation = Some(elicitation);
         }
         if self.declared.sampling {
             caps.sampling = Some(Default::default());
@@ -972,7 +979,7 @@ impl<H: HostHandler> Connection<H> {
             let mut request = rmcp::model::CallToolRequest::new(params.clone());
             // Read by the transport as the request is sent: see `routes`.
             request.extensions.insert(CallTag(call.clone()));
-            let response = self
+            let handle = self
                 .service
                 .peer()
                 .send_request_with_option(
@@ -980,10 +987,11 @@ impl<H: HostHandler> Connection<H> {
                     PeerRequestOptions::no_options(),
                 )
                 .await
-                .map_err(|e| self.service_error(e))?
-                .await_response()
-                .await
                 .map_err(|e| self.service_error(e))?;
+            let mut abandoned = Abandoned::armed(self.service.peer(), handle.id.clone());
+            let response = handle.await_response().await;
+            abandoned.disarm();
+            let response = response.map_err(|e| self.service_error(e))?;
             match response {
                 ServerResult::CallToolResult(result) => return Ok(result),
                 ServerResult::InputRequiredResult(round) => {
@@ -1061,6 +1069,53 @@ impl<H: HostHandler> Connection<H> {
     /// Close the connection.
     pub async fn close(self) {
         let _ = self.service.cancel().await;
+    }
+}
+
+/// Tells the server that a request its caller stopped waiting for (a timeout, a lost
+/// `select!`, a caller that went away) is abandoned: dropped while armed, it sends
+/// `notifications/cancelled` for the request, so the server stops the call instead of going on
+/// with a result nobody reads (or with answers to its questions that were never given).
+struct Abandoned {
+    peer: rmcp::service::Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Abandoned {
+    fn armed(peer: &rmcp::service::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
+        Abandoned {
+            peer: peer.clone(),
+            id: Some(id),
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let cancelled = rmcp::model::CancelledNotification::new(
+                rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the caller stopped waiting".to_owned()),
+                ),
+            );
+            let _ = peer
+                .send_notification(rmcp::model::ClientNotification::CancelledNotification(
+                    cancelled,
+                ))
+                .await;
+        });
     }
 }
 

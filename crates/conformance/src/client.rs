@@ -101,6 +101,7 @@ impl Scenario {
             tools: None,
             capabilities: Declared {
                 elicitation: true,
+                url_elicitation: false,
                 sampling: true,
                 roots: false,
                 tasks: true,

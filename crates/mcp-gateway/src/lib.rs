@@ -8,17 +8,16 @@
 //! tools; each call is forwarded through `backchannel-host`, which speaks the upstream's
 //! revision. How a question crosses:
 //!
-//! - downstream on 2025-11-25 (a session): the question goes out on the session while the
-//!   upstream call waits for it, and its answer goes back to the upstream in the upstream's
-//!   revision (a 2025 response, or a 2026 retry with `inputResponses`);
-//! - downstream on 2026-07-28 (stateless): the question goes out as `input_required`; the
-//!   gateway keeps nothing, so the upstream call started for that round ends there (an
-//!   upstream on 2025-11-25 gets `notifications/cancelled`, one on 2026-07-28 is simply not
-//!   retried). The client's retry carries the answers in the gateway's sealed state; the call
-//!   is made again upstream, and the same question, asked again, is answered from that state.
-//!   Questions are matched by what they ask (kind, text and schema) and their order, so this
-//!   holds for upstream tools that do nothing before their questions are answered (the rule
-//!   `backchannel`'s own tools follow).
+//! The layer runs a tool body again once its questions are answered, and the gateway's body
+//! is a call upstream, so a question ends the run: the layer asks it of the downstream client
+//! (on a 2025-11-25 session as a request, on 2026-07-28 as `input_required`, keeping nothing
+//! between rounds), the run's upstream call is dropped, which cancels it upstream, and the next
+//! run calls upstream again and finds that question answered (the answer goes upstream in the
+//! upstream's revision: a 2025 response, or a 2026 retry with `inputResponses`). Questions are
+//! matched by what they ask (kind, text and schema) and their order, so this holds for upstream
+//! tools that act only after their questions (the rule `backchannel`'s own tools follow). No
+//! answer reaches an upstream before its call is dropped: a question of an abandoned run is
+//! answered only once the run has ended and the cancellation had time to arrive.
 
 // Sampling is deprecated in rmcp (SEP-2577) but remains the protocol, and the gateway relays it.
 #![expect(
@@ -155,10 +154,12 @@ pub fn quick_config(
     })
 }
 
-/// What the gateway declares to its upstreams: the questions it can relay.
+/// What the gateway declares to its upstreams: the questions it can relay (forms, URLs and
+/// sampling).
 pub fn relayed_capabilities() -> Declared {
     Declared {
         elicitation: true,
+        url_elicitation: true,
         sampling: true,
         roots: false,
         tasks: false,

@@ -17,6 +17,11 @@ use rmcp::model::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+/// How long the answer to a question of an abandoned run is held back (see
+/// [`Asking::suspend`]): a 2025-11-25 upstream's question waits at most this long after its
+/// call was cancelled.
+const ABANDONED_ANSWER_HOLD: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Routes upstream questions and progress to the downstream calls waiting on them.
 #[derive(Debug, Default)]
 pub struct Relay {
@@ -35,6 +40,8 @@ struct Asking {
     /// How often each question (by its hash) was asked in this run: the same question asked
     /// again gets a key of its own.
     asked: Mutex<HashMap<u64, u32>>,
+    /// Cancelled when the run has ended (its upstream call dropped, and so cancelled upstream).
+    ended: tokio_util::sync::CancellationToken,
 }
 
 /// A downstream call registered with the relay; unregistered when dropped.
@@ -68,7 +75,9 @@ pub(crate) struct Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        lock(&self.relay.calls).remove(&self.token);
+        if let Some(asking) = lock(&self.relay.calls).remove(&self.token) {
+            asking.ended.cancel();
+        }
     }
 }
 
@@ -87,6 +96,7 @@ impl Relay {
             suspend: Mutex::new(Some(suspend)),
             progress,
             asked: Mutex::new(HashMap::new()),
+            ended: tokio_util::sync::CancellationToken::new(),
         };
         lock(&self.calls).insert(token.clone(), Arc::new(asking));
         Open {
@@ -123,12 +133,21 @@ impl Asking {
         key
     }
 
-    /// This run cannot answer: the downstream call ends with `suspend` (the layer sends the
-    /// questions as `input_required`).
-    fn suspend(&self, suspend: Suspend) {
+    /// This run cannot answer: the downstream call ends with `suspend` (the layer asks the
+    /// questions and runs the call again with the answers). Returns once the run has ended:
+    /// no answer may reach the upstream before its call is dropped, or the upstream would go on
+    /// with an answer the person never gave. (Asked inside a 2026-07-28 upstream round, the
+    /// question's future is dropped with the call; asked by a 2025-11-25 upstream, the answer
+    /// that follows finds the call cancelled.)
+    async fn suspend(&self, suspend: Suspend) {
         if let Some(sender) = lock(&self.suspend).take() {
             let _ = sender.send(suspend);
         }
+        self.ended.cancelled().await;
+        // The host sends the upstream `notifications/cancelled` as the call is dropped, on a
+        // request of its own that may arrive after this answer would: hold the answer back
+        // long enough for the cancellation to land first.
+        tokio::time::sleep(ABANDONED_ANSWER_HOLD).await;
     }
 }
 
@@ -170,7 +189,7 @@ impl HostHandler for Relay {
                         }
                         Ok(_) => action(ElicitationAction::Cancel),
                         Err(suspend) => {
-                            asking.suspend(suspend);
+                            asking.suspend(suspend).await;
                             action(ElicitationAction::Cancel)
                         }
                     }
@@ -184,7 +203,7 @@ impl HostHandler for Relay {
                         }
                         Ok(_) => action(ElicitationAction::Cancel),
                         Err(suspend) => {
-                            asking.suspend(suspend);
+                            asking.suspend(suspend).await;
                             action(ElicitationAction::Cancel)
                         }
                     }
@@ -244,7 +263,7 @@ impl HostHandler for Relay {
                 }
                 Ok(_) => Err(refused("the gateway's client did not answer in time")),
                 Err(suspend) => {
-                    asking.suspend(suspend);
+                    asking.suspend(suspend).await;
                     Err(refused("the question goes to the client in a later round"))
                 }
             }

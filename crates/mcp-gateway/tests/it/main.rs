@@ -1,5 +1,9 @@
 //! Every integration test of the gateway, in one binary.
 #![allow(clippy::unwrap_used)]
+// The tests play the client, which answers sampling: rmcp marks it deprecated (SEP-2577),
+// though it is the protocol.
+#![expect(deprecated, reason = "the client side of sampling")]
 
 mod bridge;
 mod stdio;
+mod two_way;

@@ -1,0 +1,173 @@
+//! Every kind of question the gateway relays, in both directions: `backchannel`'s test server
+//! (a tool per two-way feature) limited to one revision, the gateway in front of it, and a
+//! client on the other revision answering forms, a URL and sampling.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use backchannel::serve::HttpOptions;
+use backchannel::testing::TestServer;
+use backchannel::testing::{Served, call, connect_http, serve_with, text_of};
+use backchannel::{Backchannel, Revision};
+use mcp_gateway::{Gateway, Upstream, quick_config};
+use rmcp::model::*;
+use rmcp::service::{RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::{Value, json};
+
+async fn test_server(only: Revision) -> (Served, TestServer) {
+    let server = TestServer::new(Backchannel::builder().only_revision(only).build().unwrap());
+    let serving = server.clone();
+    let options = HttpOptions::default();
+    let served = serve_with(
+        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    (served, server)
+}
+
+/// A client that says yes, picks blue, opens URLs and answers sampling with a fixed text.
+#[derive(Clone)]
+struct Agreeable;
+
+impl Agreeable {
+    fn form(message: &str) -> ElicitResult {
+        let content = match message {
+            "Colour?" => json!({"color": "blue"}),
+            _ => json!({"confirmed": true}),
+        };
+        ElicitResult::new(ElicitationAction::Accept).with_content(content)
+    }
+
+    fn elicit(request: ElicitRequestParams) -> ElicitResult {
+        match request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => Self::form(&message),
+            _ => ElicitResult::new(ElicitationAction::Accept),
+        }
+    }
+
+    fn sample() -> CreateMessageResult {
+        CreateMessageResult::new(
+            SamplingMessage::assistant_text("a short summary"),
+            "client-model".into(),
+        )
+    }
+}
+
+impl ClientHandler for Agreeable {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(
+            ElicitationCapability::default()
+                .with_form(Default::default())
+                .with_url(Default::default()),
+        );
+        caps.sampling = Some(Default::default());
+        ClientConfig::new(caps, Implementation::new("agreeable", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(Self::elicit(request))
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Ok(Self::sample())
+    }
+}
+
+/// One call to its final result: on 2026-07-28 every round's questions answered and retried.
+async fn call_through(client: &RunningService<RoleClient, Agreeable>, tool: &str) -> String {
+    let mut params = call(tool, json!({}));
+    for _ in 0..6 {
+        match client.peer().call_tool_once(params.clone()).await.unwrap() {
+            CallToolResponse::Complete(result) => return text_of(&result),
+            CallToolResponse::InputRequired(round) => {
+                let answers: BTreeMap<String, Value> = round
+                    .input_requests
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(key, request)| {
+                        let answer = match request {
+                            InputRequest::Elicitation(request) => {
+                                serde_json::to_value(Agreeable::elicit(request.params))
+                            }
+                            InputRequest::CreateMessage(_) => {
+                                serde_json::to_value(Agreeable::sample())
+                            }
+                            other => panic!("not asked here: {other:?}"),
+                        };
+                        (key, answer.unwrap())
+                    })
+                    .collect();
+                params.input_responses = Some(answers);
+                params.request_state = round.request_state;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    panic!("more than six rounds");
+}
+
+async fn every_question_crosses(downstream: Revision) {
+    let upstream = match downstream {
+        Revision::V2025_11_25 => Revision::V2026_07_28,
+        Revision::V2026_07_28 => Revision::V2025_11_25,
+    };
+    let (served, server) = test_server(upstream).await;
+    let upstreams: Vec<Upstream> =
+        vec![format!("test=http://{}/mcp", served.addr).parse().unwrap()];
+    let revisions = BTreeMap::from([("test".to_owned(), upstream)]);
+    let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
+        .await
+        .unwrap();
+    let options = HttpOptions::default();
+    let front = serve_with(
+        |stop| backchannel::serve::router(move || gateway.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    let client = connect_http(
+        Agreeable,
+        &format!("http://{}/mcp", front.addr),
+        downstream,
+        None,
+    )
+    .await;
+
+    // Two questions in a row, each answered once; the tool writes once, after both.
+    let two = call_through(&client, "two_steps").await;
+    assert!(
+        two.contains("blue") && two.contains("confirmed: true"),
+        "{two}"
+    );
+    assert_eq!(
+        server.observed.writes.load(Ordering::SeqCst),
+        1,
+        "{two} runs before ask {}",
+        server.observed.runs_before_ask.load(Ordering::SeqCst)
+    );
+    let summary = call_through(&client, "summarise").await;
+    assert_eq!(summary, "message a short summary", "{downstream}");
+    let signed_in = call_through(&client, "sign_in").await;
+    assert!(signed_in.starts_with("accepted "), "{signed_in}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_2025_client_answers_forms_a_url_and_sampling_of_a_2026_only_server() {
+    every_question_crosses(Revision::V2025_11_25).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_answers_forms_a_url_and_sampling_of_a_2025_only_server() {
+    every_question_crosses(Revision::V2026_07_28).await;
+}
