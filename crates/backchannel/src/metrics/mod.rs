@@ -144,6 +144,26 @@ impl Histogram {
     }
 }
 
+/// What each metric counts, as its Prometheus `HELP` line and its OpenTelemetry description
+/// say.
+pub(crate) mod help {
+    pub(crate) const SERVER_OPERATIONS: &str =
+        "MCP requests and notifications served, from arrival to the end of the answer.";
+    pub(crate) const SERVER_SESSIONS: &str = "2025-11-25 sessions, from opening to closing.";
+    pub(crate) const CLIENT_OPERATIONS: &str =
+        "MCP requests this program sent as a client, until their final answer.";
+    pub(crate) const CLIENT_SESSIONS: &str =
+        "Sessions this program held with servers as a client, from start to end.";
+    pub(crate) const SESSIONS_OPEN: &str = "2025-11-25 sessions open now.";
+    pub(crate) const QUESTIONS_WAITING: &str =
+        "Questions sent to a client (elicitation, sampling, roots) waiting for the answer.";
+    pub(crate) const TASKS_RUNNING: &str = "Task bodies running on this instance.";
+    pub(crate) const REFUSED: &str = "Requests refused before a handler saw them, by reason.";
+    pub(crate) const TASKS_ENDED: &str = "Tasks whose end this instance recorded, by state.";
+    pub(crate) const TAKEOVERS: &str =
+        "Tasks this instance took over after their instance stopped.";
+}
+
 /// An operation's labels: method, revision, and the error type when it failed.
 type OperationKey = (&'static str, &'static str, Option<&'static str>);
 
@@ -385,10 +405,7 @@ fn counters<'a>(
 pub fn render() -> String {
     let mut out = String::new();
     let name = "mcp_server_operation_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} MCP requests and notifications served, from arrival to the end of the answer."
-    );
+    let _ = writeln!(out, "# HELP {name} {}", help::SERVER_OPERATIONS);
     let _ = writeln!(out, "# TYPE {name} histogram");
     for ((method, revision, error), histogram) in lock(&REGISTRY.operations).iter() {
         let mut labels =
@@ -399,18 +416,12 @@ pub fn render() -> String {
         histogram.render(&mut out, name, &labels);
     }
     let name = "mcp_server_session_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} 2025-11-25 sessions, from opening to closing."
-    );
+    let _ = writeln!(out, "# HELP {name} {}", help::SERVER_SESSIONS);
     let _ = writeln!(out, "# TYPE {name} histogram");
     let sessions = lock(&REGISTRY.sessions).clone();
     sessions.render(&mut out, name, "");
     let name = "mcp_client_operation_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} MCP requests this program sent as a client, until their final answer."
-    );
+    let _ = writeln!(out, "# HELP {name} {}", help::CLIENT_OPERATIONS);
     let _ = writeln!(out, "# TYPE {name} histogram");
     for ((method, error), histogram) in lock(&REGISTRY.client_operations).iter() {
         let mut labels = format!("mcp_method_name=\"{method}\"");
@@ -420,27 +431,24 @@ pub fn render() -> String {
         histogram.render(&mut out, name, &labels);
     }
     let name = "mcp_client_session_duration_seconds";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Sessions this program held with servers as a client, from start to end."
-    );
+    let _ = writeln!(out, "# HELP {name} {}", help::CLIENT_SESSIONS);
     let _ = writeln!(out, "# TYPE {name} histogram");
     let sessions = lock(&REGISTRY.client_sessions).clone();
     sessions.render(&mut out, name, "");
     let gauges = [
         (
             "mcp_server_sessions_open",
-            "2025-11-25 sessions open now.",
+            help::SESSIONS_OPEN,
             &REGISTRY.open_sessions,
         ),
         (
             "mcp_server_questions_waiting",
-            "Questions sent to a client (elicitation, sampling, roots) waiting for the answer.",
+            help::QUESTIONS_WAITING,
             &REGISTRY.waiting_questions,
         ),
         (
             "mcp_server_tasks_running",
-            "Task bodies running on this instance.",
+            help::TASKS_RUNNING,
             &REGISTRY.tasks_running,
         ),
     ];
@@ -452,7 +460,7 @@ pub fn render() -> String {
     counters(
         &mut out,
         "mcp_server_refused_requests_total",
-        "Requests refused before a handler saw them, by reason.",
+        help::REFUSED,
         Reason::ALL
             .iter()
             .map(|reason| ("reason", reason.as_str()))
@@ -461,17 +469,14 @@ pub fn render() -> String {
     counters(
         &mut out,
         "mcp_server_tasks_ended_total",
-        "Tasks whose end this instance recorded, by state.",
+        help::TASKS_ENDED,
         ENDED
             .iter()
             .map(|state| ("state", *state))
             .zip(&REGISTRY.tasks_ended),
     );
     let name = "mcp_server_task_takeovers_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Tasks this instance took over after their instance stopped."
-    );
+    let _ = writeln!(out, "# HELP {name} {}", help::TAKEOVERS);
     let _ = writeln!(out, "# TYPE {name} counter");
     let _ = writeln!(
         out,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Histogram, Meter, ObservableCounter, ObservableGauge};
 
-use super::{BUCKETS, ENDED, REGISTRY, Reason};
+use super::{BUCKETS, ENDED, REGISTRY, Reason, help};
 
 /// The instruments of one export, kept while it runs.
 struct Instruments {
@@ -55,26 +55,22 @@ pub(crate) fn start(meter: &Meter) {
             .build()
     };
     let gauges = vec![
-        gauge(
-            "mcp.server.sessions.open",
-            "2025-11-25 sessions open now.",
-            || REGISTRY.open_sessions.load(Ordering::Relaxed),
-        ),
+        gauge("mcp.server.sessions.open", help::SESSIONS_OPEN, || {
+            REGISTRY.open_sessions.load(Ordering::Relaxed)
+        }),
         gauge(
             "mcp.server.questions.waiting",
-            "Questions sent to a client (elicitation, sampling, roots) waiting for the answer.",
+            help::QUESTIONS_WAITING,
             || REGISTRY.waiting_questions.load(Ordering::Relaxed),
         ),
-        gauge(
-            "mcp.server.tasks.running",
-            "Task bodies running on this instance.",
-            || REGISTRY.tasks_running.load(Ordering::Relaxed),
-        ),
+        gauge("mcp.server.tasks.running", help::TASKS_RUNNING, || {
+            REGISTRY.tasks_running.load(Ordering::Relaxed)
+        }),
     ];
     let counters = vec![
         meter
             .u64_observable_counter("mcp.server.refused_requests")
-            .with_description("Requests refused before a handler saw them, by reason.")
+            .with_description(help::REFUSED)
             .with_callback(|observer| {
                 for (reason, count) in Reason::ALL.iter().zip(&REGISTRY.refused) {
                     let reason = KeyValue::new("reason", reason.as_str());
@@ -84,7 +80,7 @@ pub(crate) fn start(meter: &Meter) {
             .build(),
         meter
             .u64_observable_counter("mcp.server.tasks.ended")
-            .with_description("Tasks whose end this instance recorded, by state.")
+            .with_description(help::TASKS_ENDED)
             .with_callback(|observer| {
                 for (state, count) in ENDED.iter().zip(&REGISTRY.tasks_ended) {
                     let state = KeyValue::new("state", *state);
@@ -94,7 +90,7 @@ pub(crate) fn start(meter: &Meter) {
             .build(),
         meter
             .u64_observable_counter("mcp.server.task.takeovers")
-            .with_description("Tasks this instance took over after their instance stopped.")
+            .with_description(help::TAKEOVERS)
             .with_callback(|observer| {
                 observer.observe(REGISTRY.task_takeovers.load(Ordering::Relaxed), &[]);
             })
@@ -104,23 +100,15 @@ pub(crate) fn start(meter: &Meter) {
         server_operation: duration(
             meter,
             "mcp.server.operation.duration",
-            "MCP requests and notifications served, from arrival to the end of the answer.",
+            help::SERVER_OPERATIONS,
         ),
-        server_session: duration(
-            meter,
-            "mcp.server.session.duration",
-            "2025-11-25 sessions, from opening to closing.",
-        ),
+        server_session: duration(meter, "mcp.server.session.duration", help::SERVER_SESSIONS),
         client_operation: duration(
             meter,
             "mcp.client.operation.duration",
-            "MCP requests this program sent as a client, until their final answer.",
+            help::CLIENT_OPERATIONS,
         ),
-        client_session: duration(
-            meter,
-            "mcp.client.session.duration",
-            "Sessions this program held with servers as a client, from start to end.",
-        ),
+        client_session: duration(meter, "mcp.client.session.duration", help::CLIENT_SESSIONS),
         _gauges: gauges,
         _counters: counters,
     };

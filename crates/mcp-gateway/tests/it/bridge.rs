@@ -2,7 +2,6 @@
 //! the confirmation of `cancel_order` crosses in both directions (yes cancels once, no leaves
 //! the order), and `recheck_shipments`' progress arrives in order.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +9,8 @@ use std::time::Duration;
 use backchannel::Revision;
 use backchannel::serve::HttpOptions;
 use backchannel::testing::{Served, call, connect_http, serve_with, text_of};
-use mcp_gateway::{Gateway, Upstream, quick_config};
+
+use crate::common::{call_to_the_end, gateway, other};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -33,23 +33,6 @@ pub(crate) async fn order_service(only: Revision) -> Served {
         &HttpOptions::default(),
     )
     .await
-}
-
-/// The gateway on a free port in front of `upstream`, speaking `revision` to it.
-async fn gateway(upstream: SocketAddr, revision: Revision) -> (Served, Gateway) {
-    let upstreams: Vec<Upstream> = vec![format!("orders=http://{upstream}/mcp").parse().unwrap()];
-    let revisions = BTreeMap::from([("orders".to_owned(), revision)]);
-    let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
-        .await
-        .unwrap();
-    let serving = gateway.clone();
-    let options = HttpOptions::default();
-    let served = serve_with(
-        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
-        &options,
-    )
-    .await;
-    (served, gateway)
 }
 
 async fn status(orders: SocketAddr, order: &str) -> String {
@@ -128,45 +111,26 @@ impl ClientHandler for Person {
     }
 }
 
-/// Call `tool` as `person`'s client: on 2025-11-25 one request (rmcp hands the question to
-/// the person); on 2026-07-28 each `input_required` round's questions answered by the person
-/// and the call retried with the answers and the state, as a 2026 client does.
-async fn call_as(
+/// `cancel_order` with `arguments`, `person` answering its confirmation on either revision.
+async fn cancel_as(
     client: &rmcp::service::RunningService<RoleClient, Person>,
     person: &Person,
-    tool: &str,
     arguments: Value,
 ) -> CallToolResult {
-    let mut params = call(tool, arguments);
-    for _ in 0..5 {
-        match client.peer().call_tool_once(params.clone()).await.unwrap() {
-            CallToolResponse::Complete(result) => return result,
-            CallToolResponse::InputRequired(round) => {
-                let mut answers = BTreeMap::new();
-                for (key, request) in round.input_requests.unwrap_or_default() {
-                    let InputRequest::Elicitation(request) = request else {
-                        panic!("only forms are asked here: {request:?}");
-                    };
-                    let answer = person.answer(request.params);
-                    answers.insert(key, serde_json::to_value(answer).unwrap());
-                }
-                params.input_responses = Some(answers);
-                params.request_state = round.request_state;
-            }
-            other => panic!("unexpected answer {other:?}"),
-        }
-    }
-    panic!("more than five rounds");
+    call_to_the_end(client, "cancel_order", arguments, |request| {
+        let InputRequest::Elicitation(request) = request else {
+            panic!("only forms are asked here: {request:?}");
+        };
+        serde_json::to_value(person.answer(request.params)).unwrap()
+    })
+    .await
 }
 
 /// `downstream` is the client's revision; the order service serves only the other one.
 async fn confirmation_crosses(downstream: Revision) {
-    let upstream = match downstream {
-        Revision::V2025_11_25 => Revision::V2026_07_28,
-        Revision::V2026_07_28 => Revision::V2025_11_25,
-    };
+    let upstream = other(downstream);
     let orders = order_service(upstream).await;
-    let (front, gateway) = gateway(orders.addr, upstream).await;
+    let (front, gateway) = gateway("orders", orders.addr, upstream).await;
     assert!(gateway.tool_names().contains(&"cancel_order".to_owned()));
     let url = format!("http://{}/mcp", front.addr);
     let pending = cancellable(orders.addr).await;
@@ -174,7 +138,7 @@ async fn confirmation_crosses(downstream: Revision) {
 
     let no = Person::new(false);
     let client = connect_http(no.clone(), &url, downstream, None).await;
-    let answer = call_as(&client, &no, "cancel_order", json!({"orderId": kept})).await;
+    let answer = cancel_as(&client, &no, json!({"orderId": kept})).await;
     assert!(!text_of(&answer).contains("is cancelled"), "{answer:?}");
     assert_eq!(no.asked.lock().unwrap().len(), 1, "asked once");
     assert_eq!(status(orders.addr, kept).await, "PENDING");
@@ -182,12 +146,12 @@ async fn confirmation_crosses(downstream: Revision) {
 
     let yes = Person::new(true);
     let client = connect_http(yes.clone(), &url, downstream, None).await;
-    let answer = call_as(&client, &yes, "cancel_order", json!({"orderId": cancelled})).await;
+    let answer = cancel_as(&client, &yes, json!({"orderId": cancelled})).await;
     assert!(text_of(&answer).contains("is cancelled"), "{answer:?}");
     assert_eq!(yes.asked.lock().unwrap().len(), 1, "asked once");
     assert_eq!(status(orders.addr, cancelled).await, "CANCELLED");
     // Cancelled once: a second attempt finds it cancelled already.
-    let again = call_as(&client, &yes, "cancel_order", json!({"orderId": cancelled})).await;
+    let again = cancel_as(&client, &yes, json!({"orderId": cancelled})).await;
     assert!(!text_of(&again).contains("is cancelled"), "{again:?}");
     client.cancel().await.unwrap();
 }
@@ -205,7 +169,7 @@ async fn a_2026_client_confirms_a_cancel_on_a_2025_only_server() {
 #[tokio::test]
 async fn the_upstreams_progress_reaches_a_2025_client_in_order() {
     let orders = order_service(Revision::V2026_07_28).await;
-    let (front, _gateway) = gateway(orders.addr, Revision::V2026_07_28).await;
+    let (front, _gateway) = gateway("orders", orders.addr, Revision::V2026_07_28).await;
     let person = Person::new(true);
     let client = connect_http(
         person.clone(),

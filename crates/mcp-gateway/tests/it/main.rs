@@ -5,5 +5,6 @@
 #![expect(deprecated, reason = "the client side of sampling")]
 
 mod bridge;
+mod common;
 mod stdio;
 mod two_way;

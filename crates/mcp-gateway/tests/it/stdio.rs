@@ -34,8 +34,17 @@ async fn a_stdio_client_lists_and_calls_the_upstreams_tools() {
 
 #[tokio::test]
 async fn an_unreachable_upstream_is_a_clear_error_at_start() {
+    // A loopback port nobody listens on: taken from the system, then let go.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
-        .args(["stdio", "--upstream", "orders=http://127.0.0.1:9/mcp"])
+        .args([
+            "stdio",
+            "--upstream",
+            &format!("orders=http://{closed}/mcp"),
+        ])
         .stdin(std::process::Stdio::null())
         .output()
         .await

@@ -2,18 +2,18 @@
 //! (a tool per two-way feature) limited to one revision, the gateway in front of it, and a
 //! client on the other revision answering forms, a URL and sampling.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use backchannel::serve::HttpOptions;
 use backchannel::testing::TestServer;
-use backchannel::testing::{Served, call, connect_http, serve_with, text_of};
+use backchannel::testing::{Served, connect_http, serve_with, text_of};
 use backchannel::{Backchannel, Revision};
-use mcp_gateway::{Gateway, Upstream, quick_config};
+
+use crate::common::{call_to_the_end, gateway, other};
 use rmcp::model::*;
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
-use serde_json::{Value, json};
+use serde_json::json;
 
 async fn test_server(only: Revision) -> (Served, TestServer) {
     let server = TestServer::new(Backchannel::builder().only_revision(only).build().unwrap());
@@ -84,57 +84,26 @@ impl ClientHandler for Agreeable {
     }
 }
 
-/// One call to its final result: on 2026-07-28 every round's questions answered and retried.
+/// `tool` called to its final result, every question answered as `Agreeable` answers.
 async fn call_through(client: &RunningService<RoleClient, Agreeable>, tool: &str) -> String {
-    let mut params = call(tool, json!({}));
-    for _ in 0..6 {
-        match client.peer().call_tool_once(params.clone()).await.unwrap() {
-            CallToolResponse::Complete(result) => return text_of(&result),
-            CallToolResponse::InputRequired(round) => {
-                let answers: BTreeMap<String, Value> = round
-                    .input_requests
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(key, request)| {
-                        let answer = match request {
-                            InputRequest::Elicitation(request) => {
-                                serde_json::to_value(Agreeable::elicit(request.params))
-                            }
-                            InputRequest::CreateMessage(_) => {
-                                serde_json::to_value(Agreeable::sample())
-                            }
-                            other => panic!("not asked here: {other:?}"),
-                        };
-                        (key, answer.unwrap())
-                    })
-                    .collect();
-                params.input_responses = Some(answers);
-                params.request_state = round.request_state;
+    let result = call_to_the_end(client, tool, json!({}), |request| {
+        let answer = match request {
+            InputRequest::Elicitation(request) => {
+                serde_json::to_value(Agreeable::elicit(request.params))
             }
-            other => panic!("unexpected answer {other:?}"),
-        }
-    }
-    panic!("more than six rounds");
+            InputRequest::CreateMessage(_) => serde_json::to_value(Agreeable::sample()),
+            other => panic!("not asked here: {other:?}"),
+        };
+        answer.unwrap()
+    })
+    .await;
+    text_of(&result)
 }
 
 async fn every_question_crosses(downstream: Revision) {
-    let upstream = match downstream {
-        Revision::V2025_11_25 => Revision::V2026_07_28,
-        Revision::V2026_07_28 => Revision::V2025_11_25,
-    };
+    let upstream = other(downstream);
     let (served, server) = test_server(upstream).await;
-    let upstreams: Vec<Upstream> =
-        vec![format!("test=http://{}/mcp", served.addr).parse().unwrap()];
-    let revisions = BTreeMap::from([("test".to_owned(), upstream)]);
-    let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
-        .await
-        .unwrap();
-    let options = HttpOptions::default();
-    let front = serve_with(
-        |stop| backchannel::serve::router(move || gateway.clone(), &options, stop),
-        &options,
-    )
-    .await;
+    let (front, _gateway) = gateway("test", served.addr, upstream).await;
     let client = connect_http(
         Agreeable,
         &format!("http://{}/mcp", front.addr),

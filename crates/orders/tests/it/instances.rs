@@ -466,6 +466,65 @@ impl rmcp::ClientHandler for HoldsThenSaysYes {
     }
 }
 
+/// `get_order` posted to `instance` with a foreign `Host`: the status.
+async fn call_with_a_foreign_host(instance: &Instance) -> u16 {
+    reqwest::Client::new()
+        .post(format!("http://{}/mcp", instance.addr))
+        .header("Host", "attacker.example")
+        .header("Content-Type", "application/json")
+        .body(modern_call(9, "get_order", json!({"orderId": "ORD-10001"}), json!({})).to_string())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// A 2025-11-25 session's `cancel_order`, its confirmation asked and held until `say_yes`.
+struct HeldCancel {
+    client: HoldsThenSaysYes,
+    session: rmcp::service::RunningService<rmcp::RoleClient, HoldsThenSaysYes>,
+    cancel:
+        tokio::task::JoinHandle<Result<rmcp::model::CallToolResult, rmcp::service::ServiceError>>,
+}
+
+impl HeldCancel {
+    /// Cancel `order` on `instance`; returns once the person is asked.
+    async fn start(instance: &Instance, order: &str) -> HeldCancel {
+        let client = HoldsThenSaysYes::default();
+        let session = backchannel::testing::connect_http(
+            client.clone(),
+            &format!("http://{}/mcp", instance.addr),
+            backchannel::testing::Revision::V2025_11_25,
+            None,
+        )
+        .await;
+        let peer = session.peer().clone();
+        let arguments = json!({"orderId": order});
+        let cancel = tokio::spawn(async move {
+            peer.call_tool(backchannel::testing::call("cancel_order", arguments))
+                .await
+        });
+        client.asked.notified().await;
+        HeldCancel {
+            client,
+            session,
+            cancel,
+        }
+    }
+
+    /// Say yes; the order is cancelled. Returns the session, still open.
+    async fn say_yes(self) -> rmcp::service::RunningService<rmcp::RoleClient, HoldsThenSaysYes> {
+        self.client.answer.notify_one();
+        let result = self.cancel.await.unwrap().unwrap();
+        assert!(
+            backchannel::testing::text_of(&result).contains("is cancelled"),
+            "{result:?}"
+        );
+        self.session
+    }
+}
+
 #[tokio::test]
 async fn metrics_count_each_call_once_a_refusal_by_reason_and_a_question_while_it_waits() {
     let scratch = Scratch::new("metrics");
@@ -515,15 +574,7 @@ async fn metrics_count_each_call_once_a_refusal_by_reason_and_a_question_while_i
     assert_eq!(buckets.last().map(|b| b.count), Some(5.0), "{buckets:?}");
 
     // A foreign Host is refused, counted by its reason, and is no operation.
-    let refused = reqwest::Client::new()
-        .post(format!("http://{}/mcp", instance.addr))
-        .header("Host", "attacker.example")
-        .header("Content-Type", "application/json")
-        .body(modern_call(9, "get_order", json!({"orderId": "ORD-10001"}), json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status().as_u16(), 403);
+    assert_eq!(call_with_a_foreign_host(&instance).await, 403);
     let after_refusal = scrape(&instance).await;
     let host = [("reason", "host")];
     assert_eq!(
@@ -535,30 +586,11 @@ async fn metrics_count_each_call_once_a_refusal_by_reason_and_a_question_while_i
     // A 2025-11-25 session whose confirmation waits for the person: one session open, one
     // question waiting, until the answer; then none waiting and the order cancelled.
     let order = cancellable(&instance, 1).await.remove(0);
-    let client = HoldsThenSaysYes::default();
-    let session = backchannel::testing::connect_http(
-        client.clone(),
-        &format!("http://{}/mcp", instance.addr),
-        backchannel::testing::Revision::V2025_11_25,
-        None,
-    )
-    .await;
-    let peer = session.peer().clone();
-    let arguments = json!({"orderId": order});
-    let cancel = tokio::spawn(async move {
-        peer.call_tool(backchannel::testing::call("cancel_order", arguments))
-            .await
-    });
-    client.asked.notified().await;
+    let held = HeldCancel::start(&instance, &order).await;
     let waiting = scrape(&instance).await;
     assert_eq!(sample(&waiting, "mcp_server_questions_waiting", &[]), 1.0);
     assert_eq!(sample(&waiting, "mcp_server_sessions_open", &[]), 1.0);
-    client.answer.notify_one();
-    let result = cancel.await.unwrap().unwrap();
-    assert!(
-        backchannel::testing::text_of(&result).contains("is cancelled"),
-        "{result:?}"
-    );
+    let session = held.say_yes().await;
     // The question stops counting when its answer arrives, before the tool goes on to answer
     // the call: no wait needed.
     let answered = scrape(&instance).await;
@@ -727,15 +759,7 @@ async fn the_same_metrics_go_out_over_otlp_in_the_conventions_names() {
     );
 
     // A foreign Host is refused and counted by its reason.
-    let refused = reqwest::Client::new()
-        .post(format!("http://{}/mcp", instance.addr))
-        .header("Host", "attacker.example")
-        .header("Content-Type", "application/json")
-        .body(modern_call(9, "get_order", json!({"orderId": "ORD-10001"}), json!({})).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status().as_u16(), 403);
+    assert_eq!(call_with_a_foreign_host(&instance).await, 403);
     let host = [("reason", "host")];
     collector
         .metric("mcp.server.refused_requests", |metric| {
@@ -745,21 +769,7 @@ async fn the_same_metrics_go_out_over_otlp_in_the_conventions_names() {
 
     // A question waiting for the person is counted while it waits, and not after.
     let order = cancellable(&instance, 1).await.remove(0);
-    let client = HoldsThenSaysYes::default();
-    let session = backchannel::testing::connect_http(
-        client.clone(),
-        &format!("http://{}/mcp", instance.addr),
-        backchannel::testing::Revision::V2025_11_25,
-        None,
-    )
-    .await;
-    let peer = session.peer().clone();
-    let arguments = json!({"orderId": order});
-    let cancel = tokio::spawn(async move {
-        peer.call_tool(backchannel::testing::call("cancel_order", arguments))
-            .await
-    });
-    client.asked.notified().await;
+    let held = HeldCancel::start(&instance, &order).await;
     collector
         .metric("mcp.server.questions.waiting", |metric| {
             value(metric, &[]) == Some(1)
@@ -770,12 +780,7 @@ async fn the_same_metrics_go_out_over_otlp_in_the_conventions_names() {
             value(metric, &[]) == Some(1)
         })
         .await;
-    client.answer.notify_one();
-    let result = cancel.await.unwrap().unwrap();
-    assert!(
-        backchannel::testing::text_of(&result).contains("is cancelled"),
-        "{result:?}"
-    );
+    let session = held.say_yes().await;
     collector
         .metric("mcp.server.questions.waiting", |metric| {
             value(metric, &[]) == Some(0)

@@ -1,0 +1,73 @@
+//! What the gateway's tests share: the gateway in front of an upstream, the revision across
+//! from a client's, and a call driven to its result the way each revision's client does it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use backchannel::Revision;
+use backchannel::serve::HttpOptions;
+use backchannel::testing::{Served, call, serve_with};
+use mcp_gateway::{Gateway, Upstream, quick_config};
+use rmcp::model::{CallToolResponse, CallToolResult, InputRequest};
+use rmcp::service::RunningService;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::Value;
+
+/// The other revision: the upstream's when `revision` is the client's.
+pub(crate) fn other(revision: Revision) -> Revision {
+    match revision {
+        Revision::V2025_11_25 => Revision::V2026_07_28,
+        Revision::V2026_07_28 => Revision::V2025_11_25,
+    }
+}
+
+/// The gateway on a free port in front of the upstream `name` at `upstream`, speaking
+/// `revision` to it.
+pub(crate) async fn gateway(
+    name: &str,
+    upstream: SocketAddr,
+    revision: Revision,
+) -> (Served, Gateway) {
+    let upstreams: Vec<Upstream> = vec![format!("{name}=http://{upstream}/mcp").parse().unwrap()];
+    let revisions = BTreeMap::from([(name.to_owned(), revision)]);
+    let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
+        .await
+        .unwrap();
+    let serving = gateway.clone();
+    let options = HttpOptions::default();
+    let served = serve_with(
+        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    (served, gateway)
+}
+
+/// Call `tool` to its final result: on 2025-11-25 one request (rmcp hands the questions to the
+/// client's handler); on 2026-07-28 each `input_required` round's questions answered with
+/// `answer` and the call retried with the answers and the state, as a 2026 client does.
+pub(crate) async fn call_to_the_end<C: ClientHandler>(
+    client: &RunningService<RoleClient, C>,
+    tool: &str,
+    arguments: Value,
+    answer: impl Fn(InputRequest) -> Value,
+) -> CallToolResult {
+    let mut params = call(tool, arguments);
+    for _ in 0..6 {
+        match client.peer().call_tool_once(params.clone()).await.unwrap() {
+            CallToolResponse::Complete(result) => return result,
+            CallToolResponse::InputRequired(round) => {
+                let answers: BTreeMap<String, Value> = round
+                    .input_requests
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(key, request)| (key, answer(request)))
+                    .collect();
+                params.input_responses = Some(answers);
+                params.request_state = round.request_state;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    panic!("more than six rounds");
+}
