@@ -188,6 +188,9 @@ pub struct LogMessage {
     pub logger: Option<String>,
     /// The message (a string or any JSON).
     pub data: serde_json::Value,
+    /// The caller's token of the call the message belongs to, when the host can tell (the
+    /// connection has one call in flight); `None` otherwise.
+    pub caller: Option<ProgressToken>,
 }
 
 /// Errors of the host.
@@ -493,14 +496,17 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
+        // rmcp tells no notification's stream: the call is known when it is the only one.
+        let caller = self.caller_of(&context.extensions, &RequestMetaObject::default());
         self.handler.on_log(
             &self.connection,
             LogMessage {
                 level: params.level.into(),
                 logger: params.logger,
                 data: params.data,
+                caller,
             },
         );
     }
@@ -628,6 +634,15 @@ fn lifecycle_for(protocol: Option<backchannel::Revision>) -> ClientLifecycleMode
     }
 }
 
+/// Whether a connect error is rmcp's "no compatible protocol version" from a server whose
+/// list names 2025-11-25 (the server speaks it, not the stateless revision).
+fn offers_only_sessions(message: &str) -> bool {
+    message.contains("no compatible protocol version")
+        && message
+            .split_once("server:")
+            .is_some_and(|(_, server)| server.contains("\"2025-11-25\""))
+}
+
 /// A connection's folders as the `file://` roots it declares, each named after its folder.
 fn declared_roots(paths: &[std::path::PathBuf]) -> Vec<Root> {
     paths
@@ -684,8 +699,31 @@ const MAX_ROUNDS: usize = 10;
 const PROGRESS_DRAIN_BOUND: Duration = Duration::from_secs(1);
 
 impl<H: HostHandler> Connection<H> {
-    /// Open one connection.
+    /// Open one connection. With no revision asked for ("auto"), a server that refuses
+    /// 2026-07-28 as an unsupported version while listing 2025-11-25 is opened again on
+    /// 2025-11-25 (rmcp falls back only for a server that does not know `server/discover`).
     pub async fn open(
+        name: &str,
+        config: &ConnectionConfig,
+        host: &HostConfig,
+        handler: Arc<H>,
+    ) -> Result<Connection<H>, HostError> {
+        match Self::open_as(name, config, host, handler.clone()).await {
+            Err(HostError::Connect { message, .. })
+                if config.protocol.is_none() && offers_only_sessions(&message) =>
+            {
+                tracing::debug!(connection = %name, "the server refused 2026-07-28; opening on 2025-11-25");
+                let legacy = ConnectionConfig {
+                    protocol: Some(backchannel::Revision::V2025_11_25),
+                    ..config.clone()
+                };
+                Self::open_as(name, &legacy, host, handler).await
+            }
+            opened => opened,
+        }
+    }
+
+    async fn open_as(
         name: &str,
         config: &ConnectionConfig,
         host: &HostConfig,

@@ -25,6 +25,7 @@
     reason = "the gateway relays sampling, which rmcp marks deprecated (SEP-2577)"
 )]
 
+mod catalog;
 mod relay;
 
 use std::collections::BTreeMap;
@@ -35,13 +36,24 @@ use backchannel::{Backchannel, Ctx, Revision};
 use backchannel_host::{
     CallContext, ConnectionConfig, Declared, Host, HostConfig, HostError, Transport,
 };
+use rmcp::RoleServer;
 use rmcp::handler::server::common::FromContextPart as _;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolResponse, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, ServerHandler};
 
 pub use relay::Relay;
+
+/// The `_meta` key of a 2026-07-28 request's log level.
+const LOG_LEVEL_META_KEY: &str = "io.modelcontextprotocol/logLevel";
 
 /// How long one forwarded call may take upstream, questions to the person included.
 pub const UPSTREAM_CALL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -149,7 +161,7 @@ pub fn quick_config(
     Ok(HostConfig {
         client_name: "mcp-gateway".into(),
         trusted_folders: Vec::new(),
-        meta_allow: vec!["progressToken".into()],
+        meta_allow: vec!["progressToken".into(), LOG_LEVEL_META_KEY.into()],
         connections,
     })
 }
@@ -186,6 +198,7 @@ impl std::fmt::Debug for Gateway {
 struct Upstreams {
     host: Host<Relay>,
     relay: Arc<Relay>,
+    catalog: catalog::Catalog,
 }
 
 /// Where a tool's calls go.
@@ -213,14 +226,22 @@ impl Gateway {
                 .join("; ");
             return Err(GatewayError::NoUpstream(why));
         }
+        let prefixes: BTreeMap<String, String> = host
+            .connections()
+            .map(|connection| {
+                let prefix = config
+                    .connections
+                    .get(connection.name())
+                    .and_then(|c| c.tool_prefix.clone())
+                    .unwrap_or_default();
+                (connection.name().to_owned(), prefix)
+            })
+            .collect();
         let mut router = ToolRouter::new();
         let mut offered: BTreeMap<String, String> = BTreeMap::new();
         for connection in host.connections() {
-            let prefix = config
-                .connections
-                .get(connection.name())
-                .and_then(|c| c.tool_prefix.clone())
-                .unwrap_or_default();
+            let prefix = prefixes[connection.name()].clone();
+            ask_for_every_log_message(connection).await;
             for tool in connection.tools().await? {
                 let offered_as = tool.name.to_string();
                 if let Some(first) = offered.insert(offered_as.clone(), connection.name().into()) {
@@ -248,10 +269,15 @@ impl Gateway {
             tools = offered.len(),
             "gateway ready"
         );
+        let catalog = catalog::Catalog::new(&host, &prefixes);
         Ok(Gateway {
             layer: Backchannel::builder().build()?,
             tools: Arc::new(router),
-            upstreams: Arc::new(Upstreams { host, relay }),
+            upstreams: Arc::new(Upstreams {
+                host,
+                relay,
+                catalog,
+            }),
         })
     }
 
@@ -265,6 +291,25 @@ impl Gateway {
             .collect();
         names.sort();
         names
+    }
+}
+
+/// A 2025-11-25 upstream logs at the level its session set: the gateway asks for every
+/// message and passes on what each downstream client asked for. (A 2026-07-28 upstream is
+/// asked per call.)
+async fn ask_for_every_log_message(connection: &backchannel_host::Connection<Relay>) {
+    let client = connection.client();
+    let logs = client
+        .peer_info()
+        .is_some_and(|info| info.capabilities.logging.is_some());
+    let sessions = connection
+        .protocol_version()
+        .is_none_or(|version| version.as_str() <= "2025-11-25");
+    if logs && sessions {
+        let level = SetLevelRequestParams::new(LoggingLevel::Debug);
+        if let Err(error) = client.set_level(level).await {
+            tracing::warn!(upstream = %connection.name(), %error, "the upstream refused logging/setLevel; its log messages may not come through");
+        }
     }
 }
 
@@ -285,10 +330,14 @@ async fn forward(
     let relay::Open {
         token,
         mut suspended,
-        mut progress,
+        mut updates,
         registered: _registered,
     } = gateway.upstreams.relay.open(ctx.clone());
-    let call_context = CallContext::new().with("progressToken", token);
+    // Every log message of the call comes to the gateway, which passes on those the
+    // downstream client asked for (its session's level, or its request's).
+    let call_context = CallContext::new()
+        .with("progressToken", token)
+        .with(LOG_LEVEL_META_KEY, "debug");
     let call = connection.call_tool(&route.tool, context.arguments.take(), &call_context);
     tokio::pin!(call);
     let cancelled = ctx.cancellation().clone();
@@ -299,20 +348,21 @@ async fn forward(
             () = cancelled.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled", None));
             }
-            Some(update) = progress.recv() => {
-                ctx.progress(update.progress, update.total, update.message.as_deref())
-                    .await;
-            }
+            Some(update) = updates.recv() => pass_on(&ctx, &route, update).await,
             outcome = &mut call => break outcome,
         }
     };
     // The host hands over a result only after the progress ahead of it; pass that on first.
-    while let Ok(update) = progress.try_recv() {
-        ctx.progress(update.progress, update.total, update.message.as_deref())
-            .await;
+    while let Ok(update) = updates.try_recv() {
+        pass_on(&ctx, &route, update).await;
     }
     Ok(match outcome {
-        Ok(result) => result.into(),
+        Ok(mut result) => {
+            // A 2025-11-25 upstream's result has no `resultType`; rmcp drops it again for a
+            // 2025-11-25 downstream.
+            result.result_type = Some(ResultType::COMPLETE);
+            result.into()
+        }
         Err(error) => {
             tracing::warn!(upstream = %route.connection, tool = %route.tool, %error, "upstream call failed");
             backchannel::error_text(format!(
@@ -324,11 +374,110 @@ async fn forward(
     })
 }
 
+/// Pass an upstream's progress or log message on to the downstream call.
+async fn pass_on(ctx: &Ctx, route: &Route, update: relay::Update) {
+    match update {
+        relay::Update::Progress(update) => {
+            ctx.progress(update.progress, update.total, update.message.as_deref())
+                .await;
+        }
+        relay::Update::Log(message) => {
+            let logger = message.logger.as_deref().unwrap_or(&route.connection);
+            ctx.log(message.level, logger, message.data).await;
+        }
+    }
+}
+
 impl ServerHandler for Gateway {
     backchannel::layer_hooks!(layer, tools: tools);
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.list_prompts(&upstreams.host).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.get_prompt(&upstreams.host, request).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.list_resources(&upstreams.host).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams
+            .catalog
+            .list_resource_templates(&upstreams.host)
+            .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams
+            .catalog
+            .read_resource(&upstreams.host, request)
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.subscribe(&upstreams.host, request).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams
+            .catalog
+            .unsubscribe(&upstreams.host, request)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.complete(&upstreams.host, request).await
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let offered = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        ServerConfig::new(self.upstreams.catalog.capabilities(offered))
             .with_server_info(Implementation::new(
                 "mcp-gateway",
                 env!("CARGO_PKG_VERSION"),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use backchannel::{Ctx, Elicited, Sampled, SamplingMessage, SamplingRequest, Suspend, UrlElicited};
-use backchannel_host::{HostHandler, SamplingAnswer, SamplingQuestion};
+use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, NumberOrString,
@@ -36,7 +36,7 @@ struct Asking {
     /// Taken by the first question that cannot be answered in this run (2026-07-28
     /// downstream): the call then ends with it.
     suspend: Mutex<Option<oneshot::Sender<Suspend>>>,
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+    updates: mpsc::UnboundedSender<Update>,
     /// How often each question (by its hash) was asked in this run: the same question asked
     /// again gets a key of its own.
     asked: Mutex<HashMap<u64, u32>>,
@@ -50,9 +50,16 @@ pub(crate) struct Open {
     pub(crate) token: String,
     /// The question that could not be answered in this run, when one comes.
     pub(crate) suspended: Suspended,
-    /// The upstream's progress, in order.
-    pub(crate) progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    /// The upstream's progress and log messages, in order.
+    pub(crate) updates: mpsc::UnboundedReceiver<Update>,
     pub(crate) registered: Registered,
+}
+
+/// What an upstream tells of a call while it runs.
+#[derive(Debug)]
+pub(crate) enum Update {
+    Progress(ProgressNotificationParam),
+    Log(LogMessage),
 }
 
 /// Waits for a [`Suspend`]; never ready when none comes.
@@ -90,11 +97,11 @@ impl Relay {
     pub(crate) fn open(self: &Arc<Self>, ctx: Ctx) -> Open {
         let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (suspend, suspended) = oneshot::channel();
-        let (progress, progress_rx) = mpsc::unbounded_channel();
+        let (updates, updates_rx) = mpsc::unbounded_channel();
         let asking = Asking {
             ctx,
             suspend: Mutex::new(Some(suspend)),
-            progress,
+            updates,
             asked: Mutex::new(HashMap::new()),
             ended: tokio_util::sync::CancellationToken::new(),
         };
@@ -102,7 +109,7 @@ impl Relay {
         Open {
             token: token.clone(),
             suspended: Suspended(suspended),
-            progress: progress_rx,
+            updates: updates_rx,
             registered: Registered {
                 relay: self.clone(),
                 token,
@@ -272,7 +279,19 @@ impl HostHandler for Relay {
 
     fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
         if let Some(asking) = self.asking(Some(&progress.progress_token)) {
-            let _ = asking.progress.send(progress);
+            let _ = asking.updates.send(Update::Progress(progress));
+        }
+    }
+
+    fn on_log(&self, connection: &str, message: LogMessage) {
+        match self.asking(message.caller.as_ref()) {
+            Some(asking) => {
+                let _ = asking.updates.send(Update::Log(message));
+            }
+            // Not a call's (or not known whose): the gateway's own log has it.
+            None => {
+                tracing::debug!(upstream = %connection, level = ?message.level, data = %message.data, "upstream log message")
+            }
         }
     }
 }
