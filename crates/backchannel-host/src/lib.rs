@@ -85,6 +85,19 @@ pub trait HostHandler: Send + Sync + 'static {
         }
     }
 
+    /// A server asks which folders it may use (`roots/list`). `configured` are the
+    /// connection's roots from its configuration, the answer unless the handler knows better;
+    /// `caller` is as for [`HostHandler::elicit`].
+    fn list_roots(
+        &self,
+        connection: &str,
+        configured: Vec<Root>,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = Result<Vec<Root>, ErrorData>> + Send {
+        let _ = (connection, caller);
+        async { Ok(configured) }
+    }
+
     /// Progress of a call, in order: a value not above the last one delivered for the same
     /// call (over all its rounds) is dropped before it gets here. The token is the caller's,
     /// when it gave one. The call's result is returned only after the progress that came
@@ -354,9 +367,16 @@ impl<H: HostHandler> Routed<H> {
                     })),
                 }
             }
-            InputRequest::ListRoots(_) => {
-                serde_json::to_value(ListRootsResult::new(self.roots.clone()))
-            }
+            InputRequest::ListRoots(_) => match self
+                .handler
+                .list_roots(&self.connection, self.roots.clone(), caller)
+                .await
+            {
+                Ok(roots) => serde_json::to_value(ListRootsResult::new(roots)),
+                Err(error) => Ok(serde_json::json!({
+                    "error": {"code": error.code.0, "message": error.message}
+                })),
+            },
             other => Ok(
                 serde_json::json!({"error": {"code": -32601, "message": format!("unsupported input request {other:?}")}}),
             ),
@@ -476,9 +496,13 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
 
     async fn list_roots(
         &self,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult::new(self.roots.clone()))
+        let caller = self.caller_of(&context.extensions, &context.meta);
+        self.handler
+            .list_roots(&self.connection, self.roots.clone(), caller)
+            .await
+            .map(ListRootsResult::new)
     }
 
     async fn on_progress(

@@ -166,14 +166,14 @@ pub fn quick_config(
     })
 }
 
-/// What the gateway declares to its upstreams: the questions it can relay (forms, URLs and
-/// sampling).
+/// What the gateway declares to its upstreams: the questions it can relay (forms, URLs,
+/// sampling and roots).
 pub fn relayed_capabilities() -> Declared {
     Declared {
         elicitation: true,
         url_elicitation: true,
         sampling: true,
-        roots: false,
+        roots: true,
         tasks: false,
     }
 }

@@ -8,7 +8,10 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use backchannel::{Ctx, Elicited, Sampled, SamplingMessage, SamplingRequest, Suspend, UrlElicited};
+use backchannel::{
+    Ctx, Elicited, Root, RootsListed, Sampled, SamplingMessage, SamplingRequest, Suspend,
+    UrlElicited,
+};
 use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -267,6 +270,38 @@ impl HostHandler for Relay {
                 Ok(Sampled::Refused { message, .. }) => Err(refused(&message)),
                 Ok(Sampled::Unsupported) => {
                     Err(refused("the gateway's client does not offer sampling"))
+                }
+                Ok(_) => Err(refused("the gateway's client did not answer in time")),
+                Err(suspend) => {
+                    asking.suspend(suspend).await;
+                    Err(refused("the question goes to the client in a later round"))
+                }
+            }
+        }
+    }
+
+    fn list_roots(
+        &self,
+        _connection: &str,
+        _configured: Vec<Root>,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = Result<Vec<Root>, ErrorData>> + Send {
+        let asking = self.asking(caller.as_ref());
+        async move {
+            let refused = |why: &str| ErrorData::invalid_request(why.to_owned(), None);
+            let Some(asking) = asking else {
+                return Err(refused(
+                    "no call of this gateway is waiting for this answer",
+                ));
+            };
+            let key = asking.key("roots", &());
+            match asking.ctx.roots(&key).await {
+                Ok(RootsListed::Listed(roots)) => Ok(roots),
+                Ok(RootsListed::Failed { code, message }) => {
+                    Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None))
+                }
+                Ok(RootsListed::Unsupported) => {
+                    Err(refused("the gateway's client does not offer roots"))
                 }
                 Ok(_) => Err(refused("the gateway's client did not answer in time")),
                 Err(suspend) => {
