@@ -1239,9 +1239,11 @@ impl<H: HostHandler> Host<H> {
     }
 }
 
-/// The HTTP client of every HTTP connection: no idle pool (a reused connection whose last
-/// SSE body was not drained stalls on delayed ACKs), and redirects followed only as 307/308
-/// within the same origin, so a request never carries its session or token elsewhere.
+/// The HTTP client of every HTTP connection: connections kept and reused (rmcp drains a
+/// response's SSE body before the connection goes back; `TCP_NODELAY`, so a request written in
+/// two parts never waits on a delayed ACK), and redirects followed only as 307/308 within the
+/// same origin, so a request never carries its session or token elsewhere. (Without the pool,
+/// every request paid a connect: a gateway's forwarded `get_order` ran at 0.6 times the rate.)
 fn http_client() -> Result<reqwest13::Client, String> {
     const MAX_REDIRECTS: usize = 10;
     let policy = reqwest13::redirect::Policy::custom(|attempt| {
@@ -1257,7 +1259,7 @@ fn http_client() -> Result<reqwest13::Client, String> {
         }
     });
     reqwest13::Client::builder()
-        .pool_max_idle_per_host(0)
+        .tcp_nodelay(true)
         .redirect(policy)
         .build()
         .map_err(|e| format!("cannot make an HTTP client: {e}"))
