@@ -1,7 +1,7 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
-Servers: ours (order-service, with and without its order cache, with /metrics served, and with
-its spans and metrics exported over OTLP to a sink here), a bare
+Servers: ours (order-service, with and without its order cache, with /metrics served, with
+its spans and metrics exported over OTLP to a sink here, and behind mcp-gateway), a bare
 rmcp server, plain hyper answering a canned reply (the ceiling), and the peers in bench/peers/ (the
 Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders.
 Loads: `get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
@@ -32,6 +32,7 @@ import kit
 
 METRICS_ON = "order-service --metrics"
 EXPORT_ON = "order-service, spans and metrics exported"
+GATEWAY = "mcp-gateway in front of order-service"
 
 
 class OtlpSink:
@@ -318,7 +319,8 @@ def main():
         rounds_ids = args.rounds * per_run
         legacy_ids = 40000
         slow = args.rounds * 5000
-        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds)
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + slow)
+        gateway_ids = extra[-slow:]
         legacy_start = 2 * rounds_ids
         hold_2025_ids = extra[legacy_start + legacy_ids:legacy_start + legacy_ids + holds]
         hold_2026_ids = extra[legacy_start + legacy_ids + holds:legacy_start + legacy_ids + 2 * holds]
@@ -380,6 +382,13 @@ def main():
         def log_of(name, load):
             return f"{tmp}/{re.sub('[^a-z0-9]+', '-', name.lower())}-{load}.log"
 
+        # The gateway's upstream: another order service on the same database and core (so the
+        # gateway's row costs what both processes take of core 0).
+        upstream, upstream_port, t0 = start([f"{args.target}/order-service", "serve", "--database", db,
+                                             "--listen", "127.0.0.1:0"], log_of("gateway upstream", "calls"))
+        first_answer(upstream, t0, upstream_port)
+        commands.insert(1, (GATEWAY, [f"{args.target}/mcp-gateway", "serve", "--upstream",
+                                      f"orders=http://127.0.0.1:{upstream_port}/mcp"], gateway_ids))
         try:
             for name, cmd, ids in commands:
                 proc, port, t0 = start(on_port_0(cmd), log_of(name, "calls"))
@@ -413,6 +422,8 @@ def main():
             for server in servers:
                 server["proc"].terminate()
                 server["proc"].wait()
+            upstream.terminate()
+            upstream.wait()
         # Open confirmations, each load on a fresh process.
         held_2025, held_2026 = {}, {}
         for name, cmd in sessions.items():
@@ -420,7 +431,7 @@ def main():
             held_2025[name] = hold_2025(name, on_port_0(cmd), log_of(name, "hold-2025"), ids)
         for name, cmd, ids in commands:
             # (The no-cache run shares our database, and holds nothing different.)
-            if ids is None or name == "order-service, no order cache":
+            if ids is None or name in ("order-service, no order cache", GATEWAY):
                 continue
             proc, port, t0 = start(on_port_0(cmd), log_of(name, "hold-2026"))
             try:
@@ -495,6 +506,12 @@ def main():
         on = [summary[(EXPORT_ON, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
         print(f"get_order with spans and metrics exported / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
               f"(OTLP/HTTP to a sink that discards them: {sink.batches} batches, {sink.bytes / 1e6:.1f} MB)")
+    if GATEWAY in by_name:
+        ratio = [summary[(GATEWAY, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
+        print(f"through mcp-gateway / direct (a 2026-07-28 client, the gateway and its upstream order service "
+              f"sharing core 0): get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
+              f"{cancels[GATEWAY] / max(cancels[ours_name], 1e-9):.2f} (the gateway calls upstream once more "
+              "per question: the layer runs the call again with the answer)")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")
