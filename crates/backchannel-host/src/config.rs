@@ -48,7 +48,7 @@ pub enum Transport {
 }
 
 /// Which client capabilities a connection declares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(default)]
 pub struct Declared {
     /// Form elicitation.

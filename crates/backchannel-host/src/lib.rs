@@ -128,6 +128,11 @@ pub trait HostHandler: Send + Sync + 'static {
     fn on_list_changed(&self, connection: &str, kind: ListKind) {
         let _ = (connection, kind);
     }
+
+    /// A resource the host subscribed to changed (`notifications/resources/updated`).
+    fn on_resource_updated(&self, connection: &str, uri: &str) {
+        let _ = (connection, uri);
+    }
 }
 
 /// A server's request for the host's model (`sampling/createMessage`), as a handler reads it.
@@ -231,6 +236,15 @@ pub enum HostError {
         /// What went wrong.
         message: String,
     },
+    /// The server answered the request with a JSON-RPC error (a protocol error: a tool's own
+    /// failure is a result with `isError`).
+    #[error("{connection:?}: Mcp error: {error}")]
+    Refused {
+        /// The connection.
+        connection: String,
+        /// The server's error, as it sent it.
+        error: ErrorData,
+    },
     /// The server refused the connection's credentials (401, or 403 for a scope it lacks).
     #[error("{connection:?} asks to sign in again")]
     Unauthorized {
@@ -288,8 +302,6 @@ struct Routed<H> {
     handler: Arc<H>,
     /// Which call each request, and so each server message, belongs to.
     routes: Arc<Routes>,
-    /// The calls in flight.
-    active: Mutex<Vec<Arc<Call>>>,
 }
 
 impl<H: HostHandler> Routed<H> {
@@ -313,7 +325,7 @@ impl<H: HostHandler> Routed<H> {
         {
             return call.caller.clone();
         }
-        let active = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        let active = self.routes.active.lock().unwrap_or_else(|e| e.into_inner());
         match active.as_slice() {
             [only] => only.caller.clone(),
             _ => None,
@@ -522,8 +534,13 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
         params: LoggingMessageNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
-        // rmcp tells no notification's stream: the call is known when it is the only one.
-        let caller = self.caller_of(&context.extensions, &RequestMetaObject::default());
+        // rmcp tells no notification's stream: the transport named the call when it was the
+        // only one in flight as the message came off the wire.
+        let call = context
+            .extensions
+            .get::<CallTag>()
+            .map(|CallTag(call)| call.clone());
+        let caller = call.as_ref().and_then(|call| call.caller.clone());
         self.handler.on_log(
             &self.connection,
             LogMessage {
@@ -533,6 +550,9 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
                 caller,
             },
         );
+        if let Some(call) = call {
+            call.handled();
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -548,6 +568,15 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.handler
             .on_list_changed(&self.connection, ListKind::Resources);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.handler
+            .on_resource_updated(&self.connection, &params.uri);
     }
 }
 
@@ -762,7 +791,6 @@ impl<H: HostHandler> Connection<H> {
             roots: roots.clone(),
             handler: handler.clone(),
             routes: routes.clone(),
-            active: Mutex::new(Vec::new()),
         };
         let lifecycle = lifecycle_for(config.protocol);
         let connect_error = |message: String| HostError::Connect {
@@ -923,7 +951,13 @@ impl<H: HostHandler> Connection<H> {
                 connection: self.name.clone(),
                 challenge: challenge.to_owned(),
             },
-            None => self.call_error(error.to_string()),
+            None => match error {
+                rmcp::service::ServiceError::McpError(error) => HostError::Refused {
+                    connection: self.name.clone(),
+                    error,
+                },
+                other => self.call_error(other.to_string()),
+            },
         }
     }
 
@@ -1009,7 +1043,7 @@ impl<H: HostHandler> Connection<H> {
         }
         let call = Call::new(caller_token);
         // Removed again on every way out, a timeout's drop included.
-        let _active = InFlight::new(&self.service.service().active, &call);
+        let _active = InFlight::new(&self.service.service().routes.active, &call);
         let span = backchannel::telemetry::client_span("tools/call", Some(name), &self.name);
         let started = std::time::Instant::now();
         let result =

@@ -70,7 +70,8 @@ impl Call {
         }
     }
 
-    /// One progress notification of this call has been handled (delivered or dropped).
+    /// One progress or log notification of this call has been handled (delivered or
+    /// dropped).
     pub(super) fn handled(&self) {
         if self.unhandled.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.drained.notify_waiters();
@@ -135,6 +136,8 @@ pub(super) struct Routes {
     by_request: Mutex<Bounded<RequestId, Arc<Call>>>,
     /// Progress for requests that are not tool calls: filtered per token.
     untagged: Mutex<Bounded<ProgressToken, Arc<Call>>>,
+    /// The calls in flight (from their first round's request to their result).
+    pub(super) active: Mutex<Vec<Arc<Call>>>,
 }
 
 impl Routes {
@@ -174,13 +177,32 @@ impl Routes {
         lock(&self.by_request).map.get(id).cloned()
     }
 
-    fn received(&self, message: &RxJsonRpcMessage<RoleClient>) {
-        if let JsonRpcMessage::Notification(notification) = message
-            && let ServerNotification::ProgressNotification(progress) = &notification.notification
-        {
-            self.call_of_token(&progress.params.progress_token)
-                .unhandled
-                .fetch_add(1, Ordering::AcqRel);
+    fn received(&self, message: &mut RxJsonRpcMessage<RoleClient>) {
+        let JsonRpcMessage::Notification(notification) = message else {
+            return;
+        };
+        match &mut notification.notification {
+            ServerNotification::ProgressNotification(progress) => {
+                self.call_of_token(&progress.params.progress_token)
+                    .unhandled
+                    .fetch_add(1, Ordering::AcqRel);
+            }
+            // A log message names no request, and rmcp does not say which stream it came on:
+            // it is the call's when one call is in flight as it arrives (its result comes
+            // after it on the same stream, so the call is still in flight then). It is counted
+            // like progress, so the call's result waits until it is handled.
+            log @ ServerNotification::LoggingMessageNotification(_) => {
+                let only = match lock(&self.active).as_slice() {
+                    [only] => Some(only.clone()),
+                    _ => None,
+                };
+                if let Some(call) = only {
+                    call.unhandled.fetch_add(1, Ordering::AcqRel);
+                    use rmcp::model::GetExtensions as _;
+                    log.extensions_mut().insert(CallTag(call));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -215,8 +237,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tagging<T> {
         let routes = self.routes.clone();
         let next = self.inner.receive();
         async move {
-            let message = next.await;
-            if let Some(message) = &message {
+            let mut message = next.await;
+            if let Some(message) = &mut message {
                 routes.received(message);
             }
             message

@@ -28,7 +28,7 @@
 mod catalog;
 mod relay;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,11 +41,11 @@ use rmcp::handler::server::common::FromContextPart as _;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResponse, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolResponse, ClientCapabilities, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, ServerHandler};
@@ -196,7 +196,14 @@ impl std::fmt::Debug for Gateway {
 }
 
 struct Upstreams {
-    host: Host<Relay>,
+    /// The upstream connections declaring every question the gateway can relay: for the
+    /// lists, and for the calls of clients that can answer every kind.
+    host: Arc<Host<Relay>>,
+    /// The same upstreams again, opened the first time a client that can answer fewer kinds
+    /// of question calls a tool, declaring only those: an upstream sees what its caller can do
+    /// (a 2025-11-25 upstream reads it once per session).
+    narrower: tokio::sync::Mutex<HashMap<Declared, Arc<Host<Relay>>>>,
+    config: HostConfig,
     relay: Arc<Relay>,
     catalog: catalog::Catalog,
 }
@@ -270,11 +277,15 @@ impl Gateway {
             "gateway ready"
         );
         let catalog = catalog::Catalog::new(&host, &prefixes);
+        let layer = Backchannel::builder().build()?;
+        relay.announce_through(&layer);
         Ok(Gateway {
-            layer: Backchannel::builder().build()?,
+            layer,
             tools: Arc::new(router),
             upstreams: Arc::new(Upstreams {
-                host,
+                host: Arc::new(host),
+                narrower: tokio::sync::Mutex::new(HashMap::new()),
+                config: config.clone(),
                 relay,
                 catalog,
             }),
@@ -322,19 +333,25 @@ async fn forward(
 ) -> Result<CallToolResponse, ErrorData> {
     let ctx = Ctx::from_context_part(&mut context)?;
     let gateway = context.service;
-    let connection = gateway
+    let host = gateway
         .upstreams
-        .host
+        .host_for(ctx.client_capabilities())
+        .await?;
+    let connection = host
         .connection(&route.connection)
         .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
     let relay::Open {
         token,
         mut suspended,
         mut updates,
+        mut questions,
         registered: _registered,
     } = gateway.upstreams.relay.open(ctx.clone());
     // Every log message of the call comes to the gateway, which passes on those the
     // downstream client asked for (its session's level, or its request's).
+    let sessions = connection
+        .protocol_version()
+        .is_none_or(|version| version.as_str() <= "2025-11-25");
     let call_context = CallContext::new()
         .with("progressToken", token)
         .with(LOG_LEVEL_META_KEY, "debug");
@@ -344,7 +361,12 @@ async fn forward(
     let outcome = loop {
         tokio::select! {
             biased;
-            suspend = suspended.wait() => return Err(suspend.into()),
+            suspend = suspended.wait() => {
+                if sessions {
+                    gather_questions(&mut questions).await;
+                }
+                return Err(suspend.into());
+            }
             () = cancelled.cancelled() => {
                 return Err(ErrorData::internal_error("the call was cancelled", None));
             }
@@ -357,6 +379,9 @@ async fn forward(
         pass_on(&ctx, &route, update).await;
     }
     Ok(match outcome {
+        // The upstream's protocol error is the downstream's (a capability it lacks, bad
+        // arguments): the tool never ran.
+        Err(HostError::Refused { error, .. }) => return Err(error),
         Ok(mut result) => {
             // A 2025-11-25 upstream's result has no `resultType`; rmcp drops it again for a
             // 2025-11-25 downstream.
@@ -372,6 +397,87 @@ async fn forward(
             .into()
         }
     })
+}
+
+impl Upstreams {
+    /// The upstream connections for a caller with `capabilities`: declaring the questions the
+    /// caller can answer (and the gateway relays), opened once per such set.
+    async fn host_for(
+        &self,
+        capabilities: &ClientCapabilities,
+    ) -> Result<Arc<Host<Relay>>, ErrorData> {
+        let wanted = answerable(capabilities);
+        if wanted == relayed_capabilities() {
+            return Ok(self.host.clone());
+        }
+        let mut narrower = self.narrower.lock().await;
+        if let Some(host) = narrower.get(&wanted) {
+            return Ok(host.clone());
+        }
+        let mut config = self.config.clone();
+        for connection in config.connections.values_mut() {
+            let declared = &mut connection.capabilities;
+            declared.elicitation &= wanted.elicitation;
+            declared.url_elicitation &= wanted.url_elicitation;
+            declared.sampling &= wanted.sampling;
+            declared.roots &= wanted.roots;
+            declared.tasks &= wanted.tasks;
+        }
+        tracing::debug!(
+            ?wanted,
+            "opening the upstreams for clients that answer fewer kinds of question"
+        );
+        let host = Host::open(&config, self.relay.clone())
+            .await
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the upstreams could not be reached: {error}"),
+                    None,
+                )
+            })?;
+        for (name, why) in &host.unavailable {
+            tracing::warn!(upstream = %name, %why, "upstream unreachable for clients with fewer capabilities");
+        }
+        let host = Arc::new(host);
+        narrower.insert(wanted, host.clone());
+        Ok(host)
+    }
+}
+
+/// The kinds of question a client with `capabilities` can answer, as the gateway declares
+/// them upstream.
+fn answerable(capabilities: &ClientCapabilities) -> Declared {
+    let elicitation = capabilities.elicitation.as_ref();
+    Declared {
+        // A client that declares `elicitation: {}` with neither mode answers forms.
+        elicitation: elicitation.is_some_and(|e| e.form.is_some() || e.url.is_none()),
+        url_elicitation: elicitation.is_some_and(|e| e.url.is_some()),
+        sampling: capabilities.sampling.is_some(),
+        roots: capabilities.roots.is_some(),
+        tasks: false,
+    }
+}
+
+/// How long a run whose upstream speaks 2025-11-25 waits, after a question it cannot answer,
+/// for the upstream's other questions of the same round, so they go to the client together
+/// (a 2025 server sends each as a request of its own, back to back; a 2026 server's round
+/// arrives whole).
+const QUESTION_GATHER_QUIET: Duration = Duration::from_millis(50);
+/// The longest a round is gathered.
+const QUESTION_GATHER_MAX: Duration = Duration::from_millis(250);
+
+/// Wait until no further question of the run came for [`QUESTION_GATHER_QUIET`] (at most
+/// [`QUESTION_GATHER_MAX`]).
+async fn gather_questions(questions: &mut tokio::sync::watch::Receiver<u32>) {
+    let deadline = tokio::time::Instant::now() + QUESTION_GATHER_MAX;
+    questions.borrow_and_update();
+    loop {
+        let quiet = (tokio::time::Instant::now() + QUESTION_GATHER_QUIET).min(deadline);
+        match tokio::time::timeout_at(quiet, questions.changed()).await {
+            Ok(Ok(())) => continue,
+            _ => return,
+        }
+    }
 }
 
 /// Pass an upstream's progress or log message on to the downstream call.
@@ -445,8 +551,10 @@ impl ServerHandler for Gateway {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // This session hears the upstream's updates of the resource from the layer.
+        self.layer.subscribe_resource(&request.uri, &context)?;
         let upstreams = &self.upstreams;
         upstreams.catalog.subscribe(&upstreams.host, request).await
     }
@@ -454,8 +562,9 @@ impl ServerHandler for Gateway {
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.layer.unsubscribe_resource(&request.uri, &context);
         let upstreams = &self.upstreams;
         upstreams
             .catalog

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use backchannel::{
-    Ctx, Elicited, Root, RootsListed, Sampled, SamplingMessage, SamplingRequest, Suspend,
-    UrlElicited,
+    Backchannel, Change, Ctx, Elicited, ListKind, Root, RootsListed, Sampled, SamplingMessage,
+    SamplingRequest, Suspend, UrlElicited, WeakBackchannel,
 };
 use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
@@ -30,6 +30,8 @@ const ABANDONED_ANSWER_HOLD: std::time::Duration = std::time::Duration::from_sec
 pub struct Relay {
     calls: Mutex<HashMap<String, Arc<Asking>>>,
     next: AtomicU64,
+    /// The gateway's layer, which tells the downstream clients of the upstreams' changes.
+    layer: std::sync::OnceLock<WeakBackchannel>,
 }
 
 /// One downstream call, while its upstream call runs.
@@ -45,6 +47,8 @@ struct Asking {
     asked: Mutex<HashMap<u64, u32>>,
     /// Cancelled when the run has ended (its upstream call dropped, and so cancelled upstream).
     ended: tokio_util::sync::CancellationToken,
+    /// How many questions of this run went to the layer unanswered.
+    suspended: tokio::sync::watch::Sender<u32>,
 }
 
 /// A downstream call registered with the relay; unregistered when dropped.
@@ -55,6 +59,8 @@ pub(crate) struct Open {
     pub(crate) suspended: Suspended,
     /// The upstream's progress and log messages, in order.
     pub(crate) updates: mpsc::UnboundedReceiver<Update>,
+    /// Counts the questions of this run that went to the layer unanswered.
+    pub(crate) questions: tokio::sync::watch::Receiver<u32>,
     pub(crate) registered: Registered,
 }
 
@@ -96,23 +102,43 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Relay {
+    /// Tell the downstream clients of upstream changes through `layer` from now on.
+    pub(crate) fn announce_through(&self, layer: &Backchannel) {
+        let _ = self.layer.set(layer.downgrade());
+    }
+
+    fn announce(&self, change: Change) {
+        let Some(layer) = self.layer.get().and_then(WeakBackchannel::upgrade) else {
+            return;
+        };
+        tokio::spawn(async move {
+            match change {
+                Change::ListChanged(kind) => layer.notify_list_changed(kind).await,
+                Change::ResourceUpdated(uri) => layer.notify_resource_updated(&uri).await,
+            };
+        });
+    }
+
     /// Register a downstream call whose questions are asked through `ctx`.
     pub(crate) fn open(self: &Arc<Self>, ctx: Ctx) -> Open {
         let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (suspend, suspended) = oneshot::channel();
         let (updates, updates_rx) = mpsc::unbounded_channel();
+        let (suspended_count, questions) = tokio::sync::watch::channel(0);
         let asking = Asking {
             ctx,
             suspend: Mutex::new(Some(suspend)),
             updates,
             asked: Mutex::new(HashMap::new()),
             ended: tokio_util::sync::CancellationToken::new(),
+            suspended: suspended_count,
         };
         lock(&self.calls).insert(token.clone(), Arc::new(asking));
         Open {
             token: token.clone(),
             suspended: Suspended(suspended),
             updates: updates_rx,
+            questions,
             registered: Registered {
                 relay: self.clone(),
                 token,
@@ -153,6 +179,7 @@ impl Asking {
         if let Some(sender) = lock(&self.suspend).take() {
             let _ = sender.send(suspend);
         }
+        self.suspended.send_modify(|count| *count += 1);
         self.ended.cancelled().await;
         // The host sends the upstream `notifications/cancelled` as the call is dropped, on a
         // request of its own that may arrive after this answer would: hold the answer back
@@ -283,16 +310,16 @@ impl HostHandler for Relay {
     fn list_roots(
         &self,
         _connection: &str,
-        _configured: Vec<Root>,
+        configured: Vec<Root>,
         caller: Option<ProgressToken>,
     ) -> impl Future<Output = Result<Vec<Root>, ErrorData>> + Send {
         let asking = self.asking(caller.as_ref());
         async move {
             let refused = |why: &str| ErrorData::invalid_request(why.to_owned(), None);
+            // Asked outside any call (a server asks once it starts): the connection's own
+            // roots, from the gateway's configuration.
             let Some(asking) = asking else {
-                return Err(refused(
-                    "no call of this gateway is waiting for this answer",
-                ));
+                return Ok(configured);
             };
             let key = asking.key("roots", &());
             match asking.ctx.roots(&key).await {
@@ -316,6 +343,21 @@ impl HostHandler for Relay {
         if let Some(asking) = self.asking(Some(&progress.progress_token)) {
             let _ = asking.updates.send(Update::Progress(progress));
         }
+    }
+
+    fn on_list_changed(&self, connection: &str, kind: ListKind) {
+        match kind {
+            // The gateway's tools are those its upstreams offered when it started.
+            ListKind::Tools => {
+                tracing::warn!(upstream = %connection, "the upstream's tools changed; the gateway offers them as they were when it started (restart it to offer the new ones)")
+            }
+            // Prompts and resources are listed anew on every request.
+            other => self.announce(Change::ListChanged(other)),
+        }
+    }
+
+    fn on_resource_updated(&self, _connection: &str, uri: &str) {
+        self.announce(Change::ResourceUpdated(uri.to_owned()));
     }
 
     fn on_log(&self, connection: &str, message: LogMessage) {
