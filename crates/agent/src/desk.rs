@@ -67,6 +67,11 @@ pub struct Knowledge {
     pub current: std::path::PathBuf,
     /// Archived notes (absolute).
     pub archive: std::path::PathBuf,
+    /// The filesystem servers are not started by the desk but reached through the order
+    /// service's endpoint: an `mcp-gateway` in front of the order service and of the two
+    /// servers, named `knowledge_base` and `knowledge_base_archive` (their tools prefixed with
+    /// those names and `_`), serving [`Knowledge::current`] and [`Knowledge::archive`].
+    pub through_orders: bool,
 }
 
 impl Knowledge {
@@ -79,6 +84,7 @@ impl Knowledge {
                 .to_vec(),
             current: base.join("support-kb"),
             archive: base.join("support-kb-archive"),
+            through_orders: false,
         }
     }
 }
@@ -278,6 +284,9 @@ fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
     let Some((command, args)) = knowledge.server.split_first() else {
         return;
     };
+    if knowledge.through_orders {
+        return;
+    }
     for (name, dir, prefix) in [
         ("knowledge-base", &knowledge.current, "knowledge_base_"),
         (
@@ -576,10 +585,18 @@ impl Desk {
                 rmcp::model::ContentBlock::text(self.search_notes(question, archive).await),
             ]));
         }
+        let spawned = self
+            .config
+            .knowledge
+            .as_ref()
+            .is_some_and(|k| !k.through_orders);
         for (connection, prefix) in [
             ("knowledge-base-archive", "knowledge_base_archive_"),
             ("knowledge-base", "knowledge_base_"),
         ] {
+            if !spawned {
+                break;
+            }
             if let Some(tool) = name.strip_prefix(prefix) {
                 let host = self.host.host().await?;
                 let connection = host.connection(connection).map_err(|e| e.to_string())?;
@@ -959,12 +976,26 @@ impl Desk {
         (messages, left_out)
     }
 
+    /// Where the current (or archived) notes are read: the connection, the prefix of its
+    /// filesystem tools, and the folder.
+    fn notes_at(&self, archive: bool) -> Option<(&'static str, &'static str, std::path::PathBuf)> {
+        let knowledge = self.config.knowledge.as_ref()?;
+        Some(match (knowledge.through_orders, archive) {
+            (false, false) => ("knowledge-base", "", knowledge.current.clone()),
+            (false, true) => ("knowledge-base-archive", "", knowledge.archive.clone()),
+            (true, false) => ("orders", "knowledge_base_", knowledge.current.clone()),
+            (true, true) => (
+                "orders",
+                "knowledge_base_archive_",
+                knowledge.archive.clone(),
+            ),
+        })
+    }
+
     /// Read every note of the current (or archived) knowledge base.
     async fn read_notes(&self, archive: bool) -> Result<Vec<(String, String)>, String> {
-        let (name, dir) = match (&self.config.knowledge, archive) {
-            (Some(k), false) => ("knowledge-base", k.current.clone()),
-            (Some(k), true) => ("knowledge-base-archive", k.archive.clone()),
-            (None, _) => return Err("the knowledge base is not configured".into()),
+        let Some((name, prefix, dir)) = self.notes_at(archive) else {
+            return Err("the knowledge base is not configured".into());
         };
         let host = self.host.host().await?;
         let connection = host
@@ -973,7 +1004,11 @@ impl Desk {
         let mut arguments = serde_json::Map::new();
         arguments.insert("path".into(), json!(dir));
         let listing = connection
-            .call_tool("list_directory", Some(arguments), &CallContext::new())
+            .call_tool(
+                &format!("{prefix}list_directory"),
+                Some(arguments),
+                &CallContext::new(),
+            )
             .await
             .map_err(|e| e.to_string())?;
         let mut notes = Vec::new();
@@ -984,7 +1019,11 @@ impl Desk {
             let mut arguments = serde_json::Map::new();
             arguments.insert("path".into(), json!(dir.join(file)));
             let result = connection
-                .call_tool("read_text_file", Some(arguments), &CallContext::new())
+                .call_tool(
+                    &format!("{prefix}read_text_file"),
+                    Some(arguments),
+                    &CallContext::new(),
+                )
                 .await
                 .map_err(|e| e.to_string())?;
             if result.is_error != Some(true) {
@@ -1020,13 +1059,9 @@ impl Desk {
     /// Answer a policy question from one note: the passage that answers it best (a list item
     /// or paragraph, under its heading), naming the note; the note's opening if none does.
     async fn policy(&self, note: &str, archive: bool, question: &str) -> String {
-        let (name, dir) = match (&self.config.knowledge, archive) {
-            (Some(k), false) => ("knowledge-base", k.current.clone()),
-            (Some(k), true) => ("knowledge-base-archive", k.archive.clone()),
-            (None, _) => {
-                return "The knowledge base is not configured, so I cannot answer policy questions."
-                    .into();
-            }
+        let Some((name, prefix, dir)) = self.notes_at(archive) else {
+            return "The knowledge base is not configured, so I cannot answer policy questions."
+                .into();
         };
         let host = self.host.host().await;
         let Some(connection) = host.as_ref().ok().and_then(|h| h.connection(name).ok()) else {
@@ -1035,7 +1070,11 @@ impl Desk {
         let mut arguments = serde_json::Map::new();
         arguments.insert("path".into(), json!(dir.join(note)));
         let text = match connection
-            .call_tool("read_text_file", Some(arguments), &CallContext::new())
+            .call_tool(
+                &format!("{prefix}read_text_file"),
+                Some(arguments),
+                &CallContext::new(),
+            )
             .await
         {
             Ok(result) if result.is_error != Some(true) => text_of(&result),

@@ -219,6 +219,14 @@ impl Gateway {
     /// Connect to every upstream of `config` and gather their tools. Upstreams that cannot be
     /// reached are left out (logged); none reachable is an error.
     pub async fn open(config: &HostConfig) -> Result<Gateway, GatewayError> {
+        // The gateway's own `_meta` keys go upstream whatever the configuration allows.
+        let mut config = config.clone();
+        for key in ["progressToken", LOG_LEVEL_META_KEY] {
+            if !config.meta_allow.iter().any(|allowed| allowed == key) {
+                config.meta_allow.push(key.to_owned());
+            }
+        }
+        let config = &config;
         let relay = Arc::new(Relay::default());
         let host = Host::open(config, relay.clone()).await?;
         for (name, why) in &host.unavailable {

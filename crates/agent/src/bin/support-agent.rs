@@ -81,6 +81,11 @@ struct DeskArgs {
     /// Run without the knowledge base.
     #[arg(long)]
     no_knowledge_base: bool,
+    /// Read the notes through the `--orders` endpoint: an `mcp-gateway` in front of the order
+    /// service and of two filesystem servers named `knowledge_base` (support-kb/) and
+    /// `knowledge_base_archive` (support-kb-archive/), whose tools carry those names and `_`.
+    #[arg(long, conflicts_with_all = ["no_knowledge_base", "kb_server"])]
+    kb_through_orders: bool,
     /// Serve Prometheus metrics at /metrics on the web UI (the host's MCP client histograms;
     /// in the demo the order service's too).
     #[arg(long)]
@@ -194,6 +199,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         if let Some(server) = &args.kb_server {
             knowledge.server = vec![server.clone()];
         }
+        knowledge.through_orders = args.kb_through_orders;
         Some(knowledge)
     };
     Ok(DeskConfig {

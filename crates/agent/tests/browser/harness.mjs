@@ -11,6 +11,8 @@ export async function launch() {
   });
   let passed = 0;
   let failed = 0;
+  // $BROWSER_LABEL names the setup when one test runs against several.
+  const label = process.env.BROWSER_LABEL ? `${process.env.BROWSER_LABEL}: ` : "";
   return {
     // Run `body(page, context)` in a new context; a thrown error fails the scenario.
     async scenario(name, body, viewport = { width: 1300, height: 800 }) {
@@ -19,11 +21,11 @@ export async function launch() {
       page.setDefaultTimeout(20000);
       try {
         await body(page, context);
-        console.log(`ok    browser: ${name}`);
+        console.log(`ok    browser: ${label}${name}`);
         passed += 1;
       } catch (error) {
-        console.log(`FAIL  browser: ${name}: ${error.message.split("\n")[0]}`);
-        await page.screenshot({ path: `${process.env.RESULTS || "."}/${name.replace(/\W+/g, "-")}.png` }).catch(() => {});
+        console.log(`FAIL  browser: ${label}${name}: ${error.message.split("\n")[0]}`);
+        await page.screenshot({ path: `${process.env.RESULTS || "."}/${(label + name).replace(/\W+/g, "-")}.png` }).catch(() => {});
         failed += 1;
       } finally {
         await context.close();

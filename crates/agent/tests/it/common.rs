@@ -152,6 +152,7 @@ pub fn knowledge() -> agent::desk::Knowledge {
         server: vec![server.display().to_string()],
         current: repo.join("support-kb"),
         archive: repo.join("support-kb-archive"),
+        through_orders: false,
     }
 }
 
