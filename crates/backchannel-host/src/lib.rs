@@ -1026,6 +1026,70 @@ impl<H: HostHandler> Connection<H> {
         }
     }
 
+    /// Get a prompt by its name on the server (without any prefix), answering the questions
+    /// the server asks while it makes it through the handler, like a tool call's (on
+    /// 2025-11-25 as requests, on 2026-07-28 as `input_required` rounds). Bounded by the
+    /// connection's request timeout.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+    ) -> Result<rmcp::model::GetPromptResult, HostError> {
+        let timeout = self.config.request_timeout();
+        let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        let mut meta = context.meta(&self.meta_allow);
+        let caller_token = meta
+            .remove("progressToken")
+            .and_then(|value| serde_json::from_value::<ProgressToken>(value).ok());
+        if !meta.is_empty() {
+            params.meta = Some(meta);
+        }
+        let call = Call::new(caller_token);
+        let _active = InFlight::new(&self.service.service().routes.active, &call);
+        let rounds = async {
+            for _ in 0..MAX_ROUNDS {
+                let mut request = rmcp::model::GetPromptRequest::new(params.clone());
+                request.extensions.insert(CallTag(call.clone()));
+                let handle = self
+                    .service
+                    .peer()
+                    .send_request_with_option(
+                        ClientRequest::GetPromptRequest(request),
+                        PeerRequestOptions::no_options(),
+                    )
+                    .await
+                    .map_err(|e| self.service_error(e))?;
+                let mut abandoned = Abandoned::armed(self.service.peer(), handle.id.clone());
+                let response = handle.await_response().await;
+                abandoned.disarm();
+                match response.map_err(|e| self.service_error(e))? {
+                    ServerResult::GetPromptResult(result) => return Ok(result),
+                    ServerResult::InputRequiredResult(round) => {
+                        params.input_responses = Some(
+                            self.answer_all(round.input_requests.unwrap_or_default(), &call)
+                                .await,
+                        );
+                        params.request_state = round.request_state;
+                    }
+                    other => {
+                        return Err(self.call_error(format!("unexpected response {other:?}")));
+                    }
+                }
+            }
+            Err(self.call_error(format!(
+                "the prompt needed more than {MAX_ROUNDS} rounds of questions"
+            )))
+        };
+        tokio::time::timeout(timeout, rounds)
+            .await
+            .map_err(|_| HostError::Timeout {
+                connection: self.name.clone(),
+                timeout,
+            })?
+    }
+
     async fn drive_call(
         &self,
         name: &str,

@@ -109,7 +109,16 @@ impl Call {
             return outbox.send(notification);
         }
         match extensions.get::<SessionLink>() {
-            Some(link) => link.notify(notification),
+            Some(link) => {
+                // A message of this request goes on its stream, ahead of its answer (a host
+                // can tell whose it is, and reads it before the result).
+                let mut notification = notification;
+                use rmcp::model::GetExtensions as _;
+                notification
+                    .extensions_mut()
+                    .insert(rmcp::service::OriginatingRequestId(self.rc().id.clone()));
+                link.notify(notification)
+            }
             None => self.peer().send_notification(notification).await.is_ok(),
         }
     }

@@ -12,10 +12,9 @@ use std::sync::Mutex;
 use backchannel_host::Connection;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ResultType, ServerCapabilities, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    CompleteRequestParams, CompleteResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse, Reference, ResultType,
+    ServerCapabilities, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::ServiceError;
 
@@ -145,35 +144,10 @@ impl Catalog {
         Ok(ListPromptsResult::with_all_items(prompts))
     }
 
-    pub(crate) async fn get_prompt(
-        &self,
-        host: &backchannel_host::Host<Relay>,
-        mut request: GetPromptRequestParams,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let name = request.name.clone();
-        let Some((entry, upstream_name)) = self.by_prefix(&name, |c| c.prompts.is_some()) else {
-            return Err(ErrorData::invalid_params(
-                format!("no prompt is named {name:?}"),
-                None,
-            ));
-        };
-        request.name = upstream_name.to_owned();
-        let connection = connection(host, entry)?;
-        match connection.client().get_prompt_once(request).await {
-            Ok(GetPromptResponse::Complete(mut result)) => {
-                result.result_type = Some(ResultType::COMPLETE);
-                Ok(GetPromptResponse::Complete(result))
-            }
-            Ok(_) => Err(ErrorData::internal_error(
-                format!(
-                    "the upstream server {:?} asks questions for the prompt {name:?}, which \
-                     the gateway relays for tools only",
-                    entry.connection
-                ),
-                None,
-            )),
-            Err(error) => Err(upstream_error(&entry.connection, error)),
-        }
+    /// The upstream connection and name of the prompt offered as `name`.
+    pub(crate) fn prompt_route(&self, name: &str) -> Option<(String, String)> {
+        let (entry, upstream_name) = self.by_prefix(name, |c| c.prompts.is_some())?;
+        Some((entry.connection.clone(), upstream_name.to_owned()))
     }
 
     pub(crate) async fn list_resources(

@@ -36,14 +36,17 @@ use backchannel::{Backchannel, Ctx, Revision};
 use backchannel_host::{
     CallContext, ConnectionConfig, Declared, Host, HostConfig, HostError, Transport,
 };
+use futures::future::BoxFuture;
 use rmcp::RoleServer;
 use rmcp::handler::server::common::FromContextPart as _;
+use rmcp::handler::server::prompt::PromptContext;
+use rmcp::handler::server::router::prompt::{PromptRoute, PromptRouter};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, CompleteRequestParams, CompleteResult,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, PaginatedRequestParams,
+    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, PaginatedRequestParams, Prompt,
     ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
@@ -132,6 +135,16 @@ pub fn quick_config(
     upstreams: &[Upstream],
     revisions: &BTreeMap<String, Revision>,
 ) -> Result<HostConfig, GatewayError> {
+    quick_config_with_meta(upstreams, revisions, &[])
+}
+
+/// [`quick_config`], with the caller's `_meta` keys `allow_meta` passed on to the upstreams
+/// (none by default: a client's `_meta` may hold what is meant for the gateway alone).
+pub fn quick_config_with_meta(
+    upstreams: &[Upstream],
+    revisions: &BTreeMap<String, Revision>,
+    allow_meta: &[String],
+) -> Result<HostConfig, GatewayError> {
     if let Some(unknown) = revisions
         .keys()
         .find(|name| !upstreams.iter().any(|u| &u.name == *name))
@@ -161,7 +174,11 @@ pub fn quick_config(
     Ok(HostConfig {
         client_name: "mcp-gateway".into(),
         trusted_folders: Vec::new(),
-        meta_allow: vec!["progressToken".into(), LOG_LEVEL_META_KEY.into()],
+        meta_allow: ["progressToken", LOG_LEVEL_META_KEY]
+            .into_iter()
+            .map(String::from)
+            .chain(allow_meta.iter().cloned())
+            .collect(),
         connections,
     })
 }
@@ -340,52 +357,17 @@ async fn forward(
     route: Route,
 ) -> Result<CallToolResponse, ErrorData> {
     let ctx = Ctx::from_context_part(&mut context)?;
-    let gateway = context.service;
-    let host = gateway
-        .upstreams
-        .host_for(ctx.client_capabilities())
-        .await?;
-    let connection = host
-        .connection(&route.connection)
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-    let relay::Open {
-        token,
-        mut suspended,
-        mut updates,
-        mut questions,
-        registered: _registered,
-    } = gateway.upstreams.relay.open(ctx.clone());
-    // Every log message of the call comes to the gateway, which passes on those the
-    // downstream client asked for (its session's level, or its request's).
-    let sessions = connection
-        .protocol_version()
-        .is_none_or(|version| version.as_str() <= "2025-11-25");
-    let call_context = CallContext::new()
-        .with("progressToken", token)
-        .with(LOG_LEVEL_META_KEY, "debug");
-    let call = connection.call_tool(&route.tool, context.arguments.take(), &call_context);
-    tokio::pin!(call);
-    let cancelled = ctx.cancellation().clone();
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            suspend = suspended.wait() => {
-                if sessions {
-                    gather_questions(&mut questions).await;
-                }
-                return Err(suspend.into());
-            }
-            () = cancelled.cancelled() => {
-                return Err(ErrorData::internal_error("the call was cancelled", None));
-            }
-            Some(update) = updates.recv() => pass_on(&ctx, &route, update).await,
-            outcome = &mut call => break outcome,
-        }
-    };
-    // The host hands over a result only after the progress ahead of it; pass that on first.
-    while let Ok(update) = updates.try_recv() {
-        pass_on(&ctx, &route, update).await;
-    }
+    let arguments = context.arguments.take();
+    let tool = route.tool.clone();
+    let outcome = relayed(
+        context.service,
+        &ctx,
+        &route,
+        move |connection, call_context| {
+            Box::pin(async move { connection.call_tool(&tool, arguments, call_context).await })
+        },
+    )
+    .await?;
     Ok(match outcome {
         // The upstream's protocol error is the downstream's (a capability it lacks, bad
         // arguments): the tool never ran.
@@ -405,6 +387,108 @@ async fn forward(
             .into()
         }
     })
+}
+
+/// Get one prompt (`route.tool` names it upstream), its questions relayed as a tool call's.
+async fn forward_prompt(
+    mut context: PromptContext<'_, Gateway>,
+    route: Route,
+) -> Result<GetPromptResponse, ErrorData> {
+    let ctx = Ctx::from_context_part(&mut context)?;
+    let arguments = context.arguments.take();
+    let prompt = route.tool.clone();
+    let outcome = relayed(
+        context.server,
+        &ctx,
+        &route,
+        move |connection, call_context| {
+            Box::pin(async move {
+                connection
+                    .get_prompt(&prompt, arguments, call_context)
+                    .await
+            })
+        },
+    )
+    .await?;
+    match outcome {
+        Ok(mut result) => {
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(GetPromptResponse::Complete(result))
+        }
+        Err(HostError::Refused { error, .. }) => Err(error),
+        Err(error) => Err(ErrorData::internal_error(
+            format!(
+                "the upstream server {:?} could not make the prompt {:?}: {error}",
+                route.connection, route.tool
+            ),
+            None,
+        )),
+    }
+}
+
+/// Run one request upstream (`send` makes it on the connection, with the call context that
+/// names this downstream call) with its questions, progress and log messages relayed to
+/// `ctx`. Ends with the layer's `Suspend` when a question must go to the client first (on a
+/// 2026-07-28 downstream), and with an error when the client cancelled.
+async fn relayed<T>(
+    gateway: &Gateway,
+    ctx: &Ctx,
+    route: &Route,
+    send: impl for<'a> FnOnce(
+        &'a backchannel_host::Connection<Relay>,
+        &'a CallContext,
+    ) -> BoxFuture<'a, Result<T, HostError>>,
+) -> Result<Result<T, HostError>, ErrorData> {
+    let host = gateway
+        .upstreams
+        .host_for(ctx.client_capabilities())
+        .await?;
+    let connection = host
+        .connection(&route.connection)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    let relay::Open {
+        token,
+        mut suspended,
+        mut updates,
+        mut questions,
+        registered: _registered,
+    } = gateway.upstreams.relay.open(ctx.clone());
+    let sessions = connection
+        .protocol_version()
+        .is_none_or(|version| version.as_str() <= "2025-11-25");
+    // Every log message of the call comes to the gateway, which passes on those the
+    // downstream client asked for (its session's level, or its request's). The caller's
+    // `_meta` goes upstream by the configuration's allow-list (`meta_allow`).
+    let call_context = forwarded_meta(ctx.meta(), &gateway.upstreams.config.meta_allow)
+        .into_iter()
+        .fold(CallContext::new(), |context, (key, value)| {
+            context.with(key, value)
+        })
+        .with("progressToken", token)
+        .with(LOG_LEVEL_META_KEY, "debug");
+    let mut call = send(connection, &call_context);
+    let cancelled = ctx.cancellation().clone();
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            suspend = suspended.wait() => {
+                if sessions {
+                    gather_questions(&mut questions).await;
+                }
+                return Err(suspend.into());
+            }
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            Some(update) = updates.recv() => pass_on(ctx, route, update).await,
+            outcome = &mut call => break outcome,
+        }
+    };
+    // The host hands over a result only after the progress ahead of it; pass that on first.
+    while let Ok(update) = updates.try_recv() {
+        pass_on(ctx, route, update).await;
+    }
+    Ok(outcome)
 }
 
 impl Upstreams {
@@ -466,6 +550,22 @@ fn answerable(capabilities: &ClientCapabilities) -> Declared {
     }
 }
 
+/// The entries of a caller's `_meta` that go upstream: the keys `allow` names, but never the
+/// progress token or the log level (the gateway's own for its upstream call).
+fn forwarded_meta(
+    meta: &rmcp::model::RequestMetaObject,
+    allow: &[String],
+) -> Vec<(String, serde_json::Value)> {
+    meta.iter()
+        .filter(|(key, _)| {
+            key.as_str() != "progressToken"
+                && key.as_str() != LOG_LEVEL_META_KEY
+                && allow.iter().any(|allowed| allowed == *key)
+        })
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
 /// How long a run whose upstream speaks 2025-11-25 waits, after a question it cannot answer,
 /// for the upstream's other questions of the same round, so they go to the client together
 /// (a 2025 server sends each as a request of its own, back to back; a 2026 server's round
@@ -517,10 +617,27 @@ impl ServerHandler for Gateway {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let upstreams = &self.upstreams;
-        upstreams.catalog.get_prompt(&upstreams.host, request).await
+        // The layer drives it like a tool call (its questions relayed, on 2026-07-28 as
+        // rounds), through a router of this one prompt.
+        let Some((connection, upstream_name)) = self.upstreams.catalog.prompt_route(&request.name)
+        else {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt is named {:?}", request.name),
+                None,
+            ));
+        };
+        let route = Route {
+            connection,
+            tool: upstream_name,
+        };
+        let mut router = PromptRouter::<Gateway>::new();
+        router.add_route(PromptRoute::new_dyn(
+            Prompt::new(request.name.clone(), None::<String>, None),
+            move |context| Box::pin(forward_prompt(context, route.clone())),
+        ));
+        self.layer.get_prompt(&router, self, request, context).await
     }
 
     async fn list_resources(
@@ -623,6 +740,35 @@ mod tests {
         ] {
             assert!(bad.parse::<Upstream>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn only_the_allowed_meta_goes_upstream() {
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.insert("support_agent_id".into(), serde_json::json!("ana"));
+        meta.insert("secret".into(), serde_json::json!("not for upstream"));
+        meta.insert("progressToken".into(), serde_json::json!("client-7"));
+        meta.insert(LOG_LEVEL_META_KEY.into(), serde_json::json!("error"));
+        let allow: Vec<String> = ["support_agent_id", "progressToken", LOG_LEVEL_META_KEY]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            forwarded_meta(&meta, &allow),
+            vec![("support_agent_id".to_owned(), serde_json::json!("ana"))]
+        );
+        assert!(forwarded_meta(&meta, &[]).is_empty());
+        let config = quick_config_with_meta(
+            &["a=http://127.0.0.1:1/mcp".parse().unwrap()],
+            &BTreeMap::new(),
+            &["support_agent_id".to_owned()],
+        )
+        .unwrap();
+        assert!(
+            config
+                .meta_allow
+                .iter()
+                .any(|key| key == "support_agent_id")
+        );
     }
 
     #[test]

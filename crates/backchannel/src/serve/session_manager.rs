@@ -392,7 +392,17 @@ impl Session {
                         .and_then(|id| call(Resource::Request(id))),
                     false,
                 ),
-                _ => (None, false),
+                // A log message a call sent goes on that call's stream while it is open.
+                other => {
+                    use rmcp::model::GetExtensions;
+                    let originating = other
+                        .extensions()
+                        .get::<rmcp::service::OriginatingRequestId>();
+                    (
+                        originating.and_then(|origin| call(Resource::Request(origin.0.clone()))),
+                        false,
+                    )
+                }
             },
             ServerJsonRpcMessage::Response(response) => {
                 (call(Resource::Request(response.id.clone())), true)

@@ -775,6 +775,17 @@ async fn a_2025_session_is_served_as_rmcps_serve_loop_serves_it() {
     let a = a_session_as_the_client_sees_it(direct.addr).await;
     let b = a_session_as_the_client_sees_it(through_rmcp.addr).await;
     for (n, (a, b)) in a.iter().zip(&b).enumerate() {
+        if a.contains(r#""name":"logs""#) {
+            // One difference, on purpose: a call's log messages go on its own stream, ahead
+            // of its result (so a host knows whose they are and reads them first); rmcp's
+            // loop sends them on the session's GET stream.
+            let first_log = a
+                .find("notifications/message")
+                .expect("the logs on the call's stream");
+            assert!(first_log < a.find(r#"\"result\""#).unwrap(), "{a}");
+            assert!(!b.contains("notifications/message"), "{b}");
+            continue;
+        }
         assert_eq!(a, b, "step {n}");
     }
     assert_eq!(a.len(), b.len());

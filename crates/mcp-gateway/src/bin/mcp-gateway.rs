@@ -14,7 +14,7 @@ use backchannel::Revision;
 use backchannel::serve::{self, HttpOptions};
 use backchannel_host::HostConfig;
 use clap::{Args, Parser, Subcommand};
-use mcp_gateway::{Gateway, Upstream, quick_config};
+use mcp_gateway::{Gateway, Upstream, quick_config_with_meta};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
@@ -57,6 +57,10 @@ struct Upstreams {
     /// the newest it offers).
     #[arg(long = "upstream-revision", value_name = "NAME=REVISION")]
     revisions: Vec<String>,
+    /// A key of a call's `_meta` to pass on to the upstream (none by default); repeat for
+    /// more. With --config, the file's `meta_allow` says it.
+    #[arg(long = "allow-meta", value_name = "KEY", conflicts_with = "config")]
+    allow_meta: Vec<String>,
     /// The upstreams as the host's TOML connection settings, instead of --upstream.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["upstreams", "revisions"])]
     config: Option<PathBuf>,
@@ -83,7 +87,11 @@ impl Upstreams {
                 .with_context(|| format!("--upstream-revision {text:?}"))?;
             revisions.insert(name.trim().to_owned(), revision);
         }
-        Ok(quick_config(&self.upstreams, &revisions)?)
+        Ok(quick_config_with_meta(
+            &self.upstreams,
+            &revisions,
+            &self.allow_meta,
+        )?)
     }
 }
 
