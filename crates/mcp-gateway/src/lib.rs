@@ -200,7 +200,8 @@ pub fn relayed_capabilities() -> Declared {
 #[derive(Clone)]
 pub struct Gateway {
     layer: Backchannel,
-    tools: Arc<ToolRouter<Gateway>>,
+    /// The upstreams' tools; made again when one says its tools changed.
+    tools: Arc<std::sync::RwLock<Arc<ToolRouter<Gateway>>>>,
     upstreams: Arc<Upstreams>,
 }
 
@@ -220,6 +221,8 @@ struct Upstreams {
     /// of question calls a tool, declaring only those: an upstream sees what its caller can do
     /// (a 2025-11-25 upstream reads it once per session).
     narrower: tokio::sync::Mutex<HashMap<Declared, Arc<Host<Relay>>>>,
+    /// Each connection's tool prefix ("" for none).
+    prefixes: BTreeMap<String, String>,
     config: HostConfig,
     relay: Arc<Relay>,
     catalog: catalog::Catalog,
@@ -269,58 +272,45 @@ impl Gateway {
                 (connection.name().to_owned(), prefix)
             })
             .collect();
-        let mut router = ToolRouter::new();
-        let mut offered: BTreeMap<String, String> = BTreeMap::new();
         for connection in host.connections() {
-            let prefix = prefixes[connection.name()].clone();
             ask_for_every_log_message(connection).await;
-            for tool in connection.tools().await? {
-                let offered_as = tool.name.to_string();
-                if let Some(first) = offered.insert(offered_as.clone(), connection.name().into()) {
-                    return Err(GatewayError::Clash {
-                        tool: offered_as,
-                        first,
-                        second: connection.name().into(),
-                    });
-                }
-                let route = Route {
-                    connection: connection.name().to_owned(),
-                    tool: offered_as
-                        .strip_prefix(prefix.as_str())
-                        .unwrap_or(&offered_as)
-                        .to_owned(),
-                };
-                router.add_route(ToolRoute::new_dyn(tool, move |context| {
-                    let route = route.clone();
-                    Box::pin(forward(context, route))
-                }));
-            }
         }
+        let (router, offered) = tool_router(&host, &prefixes).await?;
         tracing::info!(
             upstreams = host.connections().count(),
-            tools = offered.len(),
+            tools = offered,
             "gateway ready"
         );
         let catalog = catalog::Catalog::new(&host, &prefixes);
         let layer = Backchannel::builder().build()?;
         relay.announce_through(&layer);
-        Ok(Gateway {
+        let (tools_changed, changes) = tokio::sync::mpsc::unbounded_channel();
+        relay.on_tools_changed(tools_changed);
+        let gateway = Gateway {
             layer,
-            tools: Arc::new(router),
+            tools: Arc::new(std::sync::RwLock::new(Arc::new(router))),
             upstreams: Arc::new(Upstreams {
                 host: Arc::new(host),
+                prefixes,
                 narrower: tokio::sync::Mutex::new(HashMap::new()),
                 config: config.clone(),
                 relay,
                 catalog,
             }),
-        })
+        };
+        tokio::spawn(offer_changed_tools(
+            changes,
+            Arc::downgrade(&gateway.tools),
+            Arc::downgrade(&gateway.upstreams),
+            gateway.layer.downgrade(),
+        ));
+        Ok(gateway)
     }
 
     /// The names of the tools offered, sorted.
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
-            .tools
+            .router()
             .list_all()
             .into_iter()
             .map(|tool| tool.name.to_string())
@@ -345,6 +335,87 @@ async fn ask_for_every_log_message(connection: &backchannel_host::Connection<Rel
         let level = SetLevelRequestParams::new(LoggingLevel::Debug);
         if let Err(error) = client.set_level(level).await {
             tracing::warn!(upstream = %connection.name(), %error, "the upstream refused logging/setLevel; its log messages may not come through");
+        }
+    }
+}
+
+impl Gateway {
+    /// The tools as they are now.
+    fn router(&self) -> Arc<ToolRouter<Gateway>> {
+        self.tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The upstreams' tools, each a route forwarding its calls; and how many there are.
+async fn tool_router(
+    host: &Host<Relay>,
+    prefixes: &BTreeMap<String, String>,
+) -> Result<(ToolRouter<Gateway>, usize), GatewayError> {
+    let mut router = ToolRouter::new();
+    let mut offered: BTreeMap<String, String> = BTreeMap::new();
+    for connection in host.connections() {
+        let prefix = prefixes.get(connection.name()).cloned().unwrap_or_default();
+        for tool in connection.tools().await? {
+            let offered_as = tool.name.to_string();
+            if let Some(first) = offered.insert(offered_as.clone(), connection.name().into()) {
+                return Err(GatewayError::Clash {
+                    tool: offered_as,
+                    first,
+                    second: connection.name().into(),
+                });
+            }
+            let route = Route {
+                connection: connection.name().to_owned(),
+                tool: offered_as
+                    .strip_prefix(prefix.as_str())
+                    .unwrap_or(&offered_as)
+                    .to_owned(),
+            };
+            router.add_route(ToolRoute::new_dyn(tool, move |context| {
+                let route = route.clone();
+                Box::pin(forward(context, route))
+            }));
+        }
+    }
+    Ok((router, offered.len()))
+}
+
+/// Each time an upstream says its tools changed: list them all again, offer the new list,
+/// and tell the downstream clients (a list that cannot be made, two upstreams offering one
+/// name, keeps the old one). Ends with the gateway.
+async fn offer_changed_tools(
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+    tools: std::sync::Weak<std::sync::RwLock<Arc<ToolRouter<Gateway>>>>,
+    upstreams: std::sync::Weak<Upstreams>,
+    layer: backchannel::WeakBackchannel,
+) {
+    while changes.recv().await.is_some() {
+        // Several changes at once are one new list.
+        while changes.try_recv().is_ok() {}
+        let (Some(tools), Some(upstreams), Some(layer)) =
+            (tools.upgrade(), upstreams.upgrade(), layer.upgrade())
+        else {
+            return;
+        };
+        match tool_router(&upstreams.host, &upstreams.prefixes).await {
+            Ok((router, count)) => {
+                *tools
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(router);
+                tracing::info!(
+                    tools = count,
+                    "the upstreams' tools changed; offering the new list"
+                );
+                layer
+                    .notify_list_changed(backchannel::ListKind::Tools)
+                    .await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the upstreams' tools changed, but the new list cannot be offered; keeping the old one");
+            }
         }
     }
 }
@@ -603,7 +674,30 @@ async fn pass_on(ctx: &Ctx, route: &Route, update: relay::Update) {
 }
 
 impl ServerHandler for Gateway {
-    backchannel::layer_hooks!(layer, tools: tools);
+    backchannel::layer_hooks!(layer);
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tools = self.router();
+        self.layer.call_tool(&tools, self, request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        Ok(rmcp::model::ListToolsResult::with_all_items(
+            self.router().list_all(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.router().get(name).cloned()
+    }
 
     async fn list_prompts(
         &self,

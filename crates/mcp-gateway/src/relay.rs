@@ -32,6 +32,8 @@ pub struct Relay {
     next: AtomicU64,
     /// The gateway's layer, which tells the downstream clients of the upstreams' changes.
     layer: std::sync::OnceLock<WeakBackchannel>,
+    /// Told when an upstream's tools changed (the gateway makes its list again).
+    tools_changed: std::sync::OnceLock<mpsc::UnboundedSender<()>>,
 }
 
 /// One downstream call, while its upstream call runs.
@@ -105,6 +107,11 @@ impl Relay {
     /// Tell the downstream clients of upstream changes through `layer` from now on.
     pub(crate) fn announce_through(&self, layer: &Backchannel) {
         let _ = self.layer.set(layer.downgrade());
+    }
+
+    /// Tell `changed` when an upstream's tools changed, from now on.
+    pub(crate) fn on_tools_changed(&self, changed: mpsc::UnboundedSender<()>) {
+        let _ = self.tools_changed.set(changed);
     }
 
     fn announce(&self, change: Change) {
@@ -347,9 +354,12 @@ impl HostHandler for Relay {
 
     fn on_list_changed(&self, connection: &str, kind: ListKind) {
         match kind {
-            // The gateway's tools are those its upstreams offered when it started.
+            // The gateway lists the tools again, then tells its clients.
             ListKind::Tools => {
-                tracing::warn!(upstream = %connection, "the upstream's tools changed; the gateway offers them as they were when it started (restart it to offer the new ones)")
+                tracing::debug!(upstream = %connection, "the upstream's tools changed");
+                if let Some(changed) = self.tools_changed.get() {
+                    let _ = changed.send(());
+                }
             }
             // Prompts and resources are listed anew on every request.
             other => self.announce(Change::ListChanged(other)),

@@ -140,3 +140,37 @@ async fn a_2025_client_answers_forms_a_url_and_sampling_of_a_2026_only_server() 
 async fn a_2026_client_answers_forms_a_url_and_sampling_of_a_2025_only_server() {
     every_question_crosses(Revision::V2026_07_28).await;
 }
+
+/// A client that counts the tool list changes it is told of.
+#[derive(Clone, Default)]
+struct Listening(std::sync::Arc<tokio::sync::Notify>);
+
+impl ClientHandler for Listening {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.0.notify_one();
+    }
+}
+
+#[tokio::test]
+async fn an_upstreams_tool_list_change_reaches_the_gateways_clients() {
+    let (served, _server) = test_server(Revision::V2025_11_25).await;
+    let (front, gateway) = gateway("test", served.addr, Revision::V2025_11_25).await;
+    let told = Listening::default();
+    let client = connect_http(
+        told.clone(),
+        &format!("http://{}/mcp", front.addr),
+        Revision::V2025_11_25,
+        None,
+    )
+    .await;
+    // The tool tells the upstream's sessions (the gateway's among them) that its tools changed.
+    let result = call_to_the_end(&client, "touch_tools", json!({}), |_| json!({})).await;
+    assert!(text_of(&result).starts_with("notified "), "{result:?}");
+    tokio::time::timeout(std::time::Duration::from_secs(10), told.0.notified())
+        .await
+        .expect("the gateway's client is told the tools changed");
+    // The list was made again, and still offers every tool.
+    let listed = client.peer().list_all_tools().await.unwrap();
+    assert_eq!(listed.len(), gateway.tool_names().len());
+    assert!(listed.iter().any(|tool| tool.name == "touch_tools"));
+}
