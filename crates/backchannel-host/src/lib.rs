@@ -1039,32 +1039,17 @@ impl<H: HostHandler> Connection<H> {
         let timeout = self.config.request_timeout();
         let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
         params.arguments = arguments;
-        let mut meta = context.meta(&self.meta_allow);
-        let caller_token = meta
-            .remove("progressToken")
-            .and_then(|value| serde_json::from_value::<ProgressToken>(value).ok());
-        if !meta.is_empty() {
-            params.meta = Some(meta);
-        }
+        let (caller_token, meta) = self.split_meta(context);
+        params.meta = meta;
         let call = Call::new(caller_token);
         let _active = InFlight::new(&self.service.service().routes.active, &call);
         let rounds = async {
             for _ in 0..MAX_ROUNDS {
-                let mut request = rmcp::model::GetPromptRequest::new(params.clone());
-                request.extensions.insert(CallTag(call.clone()));
-                let handle = self
-                    .service
-                    .peer()
-                    .send_request_with_option(
-                        ClientRequest::GetPromptRequest(request),
-                        PeerRequestOptions::no_options(),
-                    )
-                    .await
-                    .map_err(|e| self.service_error(e))?;
-                let mut abandoned = Abandoned::armed(self.service.peer(), handle.id.clone());
-                let response = handle.await_response().await;
-                abandoned.disarm();
-                match response.map_err(|e| self.service_error(e))? {
+                let request = rmcp::model::GetPromptRequest::new(params.clone());
+                match self
+                    .round(ClientRequest::GetPromptRequest(request), &call)
+                    .await?
+                {
                     ServerResult::GetPromptResult(result) => return Ok(result),
                     ServerResult::InputRequiredResult(round) => {
                         params.input_responses = Some(
@@ -1098,13 +1083,8 @@ impl<H: HostHandler> Connection<H> {
     ) -> Result<CallToolResult, HostError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
-        let mut meta = context.meta(&self.meta_allow);
-        let caller_token = meta
-            .remove("progressToken")
-            .and_then(|value| serde_json::from_value::<ProgressToken>(value).ok());
-        if !meta.is_empty() {
-            params.meta = Some(meta);
-        }
+        let (caller_token, meta) = self.split_meta(context);
+        params.meta = meta;
         let call = Call::new(caller_token);
         // Removed again on every way out, a timeout's drop included.
         let _active = InFlight::new(&self.service.service().routes.active, &call);
@@ -1126,6 +1106,41 @@ impl<H: HostHandler> Connection<H> {
         result
     }
 
+    /// The caller's token (taken out of the `_meta` a request carries) and the rest of the
+    /// allowed `_meta`, if any.
+    fn split_meta(
+        &self,
+        context: &CallContext,
+    ) -> (Option<ProgressToken>, Option<RequestMetaObject>) {
+        let mut meta = context.meta(&self.meta_allow);
+        let caller_token = meta
+            .remove("progressToken")
+            .and_then(|value| serde_json::from_value::<ProgressToken>(value).ok());
+        (caller_token, (!meta.is_empty()).then_some(meta))
+    }
+
+    /// Send one round of `call` and wait for its answer; dropped before the answer, the round
+    /// is cancelled at the server.
+    async fn round(
+        &self,
+        mut request: ClientRequest,
+        call: &Arc<Call>,
+    ) -> Result<ServerResult, HostError> {
+        use rmcp::model::GetExtensions as _;
+        // Read by the transport as the request is sent: see `routes`.
+        request.extensions_mut().insert(CallTag(call.clone()));
+        let handle = self
+            .service
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| self.service_error(e))?;
+        let mut abandoned = Abandoned::armed(self.service.peer(), handle.id.clone());
+        let response = handle.await_response().await;
+        abandoned.disarm();
+        response.map_err(|e| self.service_error(e))
+    }
+
     async fn rounds(
         &self,
         mut params: CallToolRequestParams,
@@ -1136,23 +1151,11 @@ impl<H: HostHandler> Connection<H> {
             params.set_traceparent(&traceparent);
         }
         for _ in 0..MAX_ROUNDS {
-            let mut request = rmcp::model::CallToolRequest::new(params.clone());
-            // Read by the transport as the request is sent: see `routes`.
-            request.extensions.insert(CallTag(call.clone()));
-            let handle = self
-                .service
-                .peer()
-                .send_request_with_option(
-                    ClientRequest::CallToolRequest(request),
-                    PeerRequestOptions::no_options(),
-                )
-                .await
-                .map_err(|e| self.service_error(e))?;
-            let mut abandoned = Abandoned::armed(self.service.peer(), handle.id.clone());
-            let response = handle.await_response().await;
-            abandoned.disarm();
-            let response = response.map_err(|e| self.service_error(e))?;
-            match response {
+            let request = rmcp::model::CallToolRequest::new(params.clone());
+            match self
+                .round(ClientRequest::CallToolRequest(request), call)
+                .await?
+            {
                 ServerResult::CallToolResult(result) => return Ok(result),
                 ServerResult::InputRequiredResult(round) => {
                     params.input_responses = Some(

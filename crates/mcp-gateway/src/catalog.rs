@@ -70,9 +70,7 @@ impl Catalog {
                     .peer_info()
                     .map(|info| info.capabilities.clone())
                     .unwrap_or_default(),
-                sessions: connection
-                    .protocol_version()
-                    .is_none_or(|version| version.as_str() <= "2025-11-25"),
+                sessions: crate::speaks_sessions(connection),
             })
             .collect();
         Catalog {

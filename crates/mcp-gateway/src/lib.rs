@@ -320,6 +320,14 @@ impl Gateway {
     }
 }
 
+/// Whether `connection` speaks a revision with sessions (2025-11-25 or older: questions as
+/// requests, `logging/setLevel`, `resources/subscribe`).
+pub(crate) fn speaks_sessions(connection: &backchannel_host::Connection<Relay>) -> bool {
+    connection
+        .protocol_version()
+        .is_none_or(|version| version.as_str() <= "2025-11-25")
+}
+
 /// A 2025-11-25 upstream logs at the level its session set: the gateway asks for every
 /// message and passes on what each downstream client asked for. (A 2026-07-28 upstream is
 /// asked per call.)
@@ -328,9 +336,7 @@ async fn ask_for_every_log_message(connection: &backchannel_host::Connection<Rel
     let logs = client
         .peer_info()
         .is_some_and(|info| info.capabilities.logging.is_some());
-    let sessions = connection
-        .protocol_version()
-        .is_none_or(|version| version.as_str() <= "2025-11-25");
+    let sessions = speaks_sessions(connection);
     if logs && sessions {
         let level = SetLevelRequestParams::new(LoggingLevel::Debug);
         if let Err(error) = client.set_level(level).await {
@@ -524,9 +530,7 @@ async fn relayed<T>(
         mut questions,
         registered: _registered,
     } = gateway.upstreams.relay.open(ctx.clone());
-    let sessions = connection
-        .protocol_version()
-        .is_none_or(|version| version.as_str() <= "2025-11-25");
+    let sessions = speaks_sessions(connection);
     // Every log message of the call comes to the gateway, which passes on those the
     // downstream client asked for (its session's level, or its request's). The caller's
     // `_meta` goes upstream by the configuration's allow-list (`meta_allow`).
