@@ -17,6 +17,7 @@ check failed.
 
 import argparse
 import asyncio
+import json
 import os
 import sqlite3
 import sys
@@ -99,9 +100,7 @@ async def one_way(checks, target, tmp, client_rev, upstream_rev):
                          {"cancel_order", "get_order", "recheck_shipments"} <= set(tools), tools)
 
             pending = await client.call_tool("get_orders_by_status", {"status": "PENDING"})
-            ids = [line for line in str(pending.structured_content or pending.content)
-                   .replace('"', " ").split() if line.startswith("ORD-")]
-            ids = list(dict.fromkeys(ids))
+            ids = [order["orderId"] for order in json.loads(pending.content[0].text)]
             if len(ids) < 2:
                 checks.check(f"{label}: two PENDING orders to cancel", False, pending)
                 return

@@ -585,18 +585,17 @@ impl Desk {
                 rmcp::model::ContentBlock::text(self.search_notes(question, archive).await),
             ]));
         }
+        // Through the orders endpoint (a gateway), the notes' tools are its tools.
         let spawned = self
             .config
             .knowledge
             .as_ref()
             .is_some_and(|k| !k.through_orders);
-        for (connection, prefix) in [
+        let knowledge_connections = [
             ("knowledge-base-archive", "knowledge_base_archive_"),
             ("knowledge-base", "knowledge_base_"),
-        ] {
-            if !spawned {
-                break;
-            }
+        ];
+        for (connection, prefix) in knowledge_connections.into_iter().filter(|_| spawned) {
             if let Some(tool) = name.strip_prefix(prefix) {
                 let host = self.host.host().await?;
                 let connection = host.connection(connection).map_err(|e| e.to_string())?;

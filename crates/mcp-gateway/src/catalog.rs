@@ -101,7 +101,7 @@ impl Catalog {
         offered
     }
 
-    /// The names of the upstreams whose capabilities pass `offers`, in order.
+    /// The upstreams whose capabilities pass `offers`, in order.
     fn offering<'a>(
         &'a self,
         offers: impl Fn(&ServerCapabilities) -> bool + 'a,

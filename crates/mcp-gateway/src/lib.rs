@@ -248,10 +248,7 @@ impl Gateway {
         }
         let config = &config;
         let relay = Arc::new(Relay::default());
-        let host = Host::open(config, relay.clone()).await?;
-        for (name, why) in &host.unavailable {
-            tracing::warn!(upstream = %name, %why, "upstream left out: it cannot be reached");
-        }
+        let host = open_upstreams(config, &relay).await?;
         if host.connections().next().is_none() {
             let why = host
                 .unavailable
@@ -272,9 +269,6 @@ impl Gateway {
                 (connection.name().to_owned(), prefix)
             })
             .collect();
-        for connection in host.connections() {
-            ask_for_every_log_message(connection).await;
-        }
         let (router, offered) = tool_router(&host, &prefixes).await?;
         tracing::info!(
             upstreams = host.connections().count(),
@@ -326,6 +320,19 @@ pub(crate) fn speaks_sessions(connection: &backchannel_host::Connection<Relay>) 
     connection
         .protocol_version()
         .is_none_or(|version| version.as_str() <= "2025-11-25")
+}
+
+/// Open the upstream connections of `config`, each asked for every log message; an upstream
+/// that cannot be reached is left out (logged).
+async fn open_upstreams(config: &HostConfig, relay: &Arc<Relay>) -> Result<Host<Relay>, HostError> {
+    let host = Host::open(config, relay.clone()).await?;
+    for (name, why) in &host.unavailable {
+        tracing::warn!(upstream = %name, %why, "upstream left out: it cannot be reached");
+    }
+    for connection in host.connections() {
+        ask_for_every_log_message(connection).await;
+    }
+    Ok(host)
 }
 
 /// A 2025-11-25 upstream logs at the level its session set: the gateway asks for every
@@ -594,7 +601,7 @@ impl Upstreams {
             ?wanted,
             "opening the upstreams for clients that answer fewer kinds of question"
         );
-        let host = Host::open(&config, self.relay.clone())
+        let host = open_upstreams(&config, &self.relay)
             .await
             .map_err(|error| {
                 ErrorData::internal_error(
@@ -602,9 +609,6 @@ impl Upstreams {
                     None,
                 )
             })?;
-        for (name, why) in &host.unavailable {
-            tracing::warn!(upstream = %name, %why, "upstream unreachable for clients with fewer capabilities");
-        }
         let host = Arc::new(host);
         narrower.insert(wanted, host.clone());
         Ok(host)
