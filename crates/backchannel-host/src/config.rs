@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use backchannel::Revision;
 
@@ -48,7 +48,7 @@ pub enum Transport {
 }
 
 /// Which client capabilities a connection declares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(default)]
 pub struct Declared {
     /// Form elicitation.

@@ -211,6 +211,23 @@ pub struct LogMessage {
     pub caller: Option<ProgressToken>,
 }
 
+/// How a tool call left the server ([`Connection::start_tool`]).
+#[derive(Debug, Clone)]
+pub enum Started {
+    /// The tool's result.
+    Done(CallToolResult),
+    /// The server runs the call as this task (tasks extension): its result, and the questions
+    /// asked inside it, come by `tasks/get`.
+    Task(rmcp::model::Task),
+}
+
+/// Whether a call follows a task the server makes to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FollowTasks {
+    Yes,
+    No,
+}
+
 /// Errors of the host.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
@@ -1005,18 +1022,88 @@ impl<H: HostHandler> Connection<H> {
         arguments: Option<JsonObject>,
         context: &CallContext,
     ) -> Result<CallToolResult, HostError> {
+        // A refused request was not served: the call starts again after the sign-in (its
+        // earlier rounds changed nothing on the server).
+        let started = self
+            .signed_in(|| self.drive_call(name, arguments.clone(), context, FollowTasks::Yes))
+            .await?;
+        match started {
+            Started::Done(result) => Ok(result),
+            Started::Task(task) => Err(self.call_error(format!(
+                "the task {:?} was not followed to its end",
+                task.task_id
+            ))),
+        }
+    }
+
+    /// Call a tool like [`Connection::call_tool`], but when the server makes the call a task
+    /// (tasks extension), hand the task back instead of following it: the caller follows it
+    /// with [`Connection::get_task`], [`Connection::update_task`] and
+    /// [`Connection::cancel_task`] (the questions inside it are the caller's to answer). The
+    /// questions asked before the task is made are answered through the handler.
+    pub async fn start_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+    ) -> Result<Started, HostError> {
+        self.signed_in(|| self.drive_call(name, arguments.clone(), context, FollowTasks::No))
+            .await
+    }
+
+    /// `tasks/get`: the task `task_id` as the server reports it now.
+    pub async fn get_task(&self, task_id: &str) -> Result<rmcp::model::GetTaskResult, HostError> {
+        self.signed_in(|| async {
+            self.service
+                .get_task(GetTaskParams::new(task_id.to_owned()))
+                .await
+                .map_err(|e| self.service_error(e))
+        })
+        .await
+    }
+
+    /// `tasks/update`: answers to the questions the task `task_id` has open, by their keys.
+    pub async fn update_task(
+        &self,
+        task_id: &str,
+        responses: BTreeMap<String, serde_json::Value>,
+    ) -> Result<(), HostError> {
+        self.signed_in(|| async {
+            self.service
+                .update_task(UpdateTaskParams::new(task_id.to_owned(), responses.clone()))
+                .await
+                .map_err(|e| self.service_error(e))
+        })
+        .await
+    }
+
+    /// `tasks/cancel`: ask the server to stop the task `task_id`.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<(), HostError> {
+        self.signed_in(|| async {
+            self.service
+                .cancel_task(rmcp::model::CancelTaskParams::new(task_id.to_owned()))
+                .await
+                .map_err(|e| self.service_error(e))
+        })
+        .await
+    }
+
+    /// Run `attempt` bounded by the connection's request timeout; when the server asks to sign
+    /// in, sign in again (where this connection can) and run it once more.
+    async fn signed_in<T, F, Fut>(&self, mut attempt: F) -> Result<T, HostError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, HostError>>,
+    {
         let timeout = self.config.request_timeout();
         let mut sign_ins = 0;
         loop {
-            // A refused request was not served: the call starts again after the sign-in (its
-            // earlier rounds changed nothing on the server).
-            let result =
-                tokio::time::timeout(timeout, self.drive_call(name, arguments.clone(), context))
-                    .await
-                    .map_err(|_| HostError::Timeout {
-                        connection: self.name.clone(),
-                        timeout,
-                    })?;
+            let result = tokio::time::timeout(timeout, attempt())
+                .await
+                .map_err(|_| HostError::Timeout {
+                    connection: self.name.clone(),
+                    timeout,
+                })?;
             match result {
                 Err(error @ HostError::Unauthorized { .. }) => {
                     self.sign_in_again_after(error, &mut sign_ins).await?;
@@ -1029,50 +1116,51 @@ impl<H: HostHandler> Connection<H> {
     /// Get a prompt by its name on the server (without any prefix), answering the questions
     /// the server asks while it makes it through the handler, like a tool call's (on
     /// 2025-11-25 as requests, on 2026-07-28 as `input_required` rounds). Bounded by the
-    /// connection's request timeout.
+    /// connection's request timeout; signs in again when the server asks.
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         context: &CallContext,
     ) -> Result<rmcp::model::GetPromptResult, HostError> {
-        let timeout = self.config.request_timeout();
+        self.signed_in(|| self.prompt_rounds(name, arguments.clone(), context))
+            .await
+    }
+
+    async fn prompt_rounds(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+    ) -> Result<rmcp::model::GetPromptResult, HostError> {
         let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
         params.arguments = arguments;
         let (caller_token, meta) = self.split_meta(context);
         params.meta = meta;
         let call = Call::new(caller_token);
         let _active = InFlight::new(&self.service.service().routes.active, &call);
-        let rounds = async {
-            for _ in 0..MAX_ROUNDS {
-                let request = rmcp::model::GetPromptRequest::new(params.clone());
-                match self
-                    .round(ClientRequest::GetPromptRequest(request), &call)
-                    .await?
-                {
-                    ServerResult::GetPromptResult(result) => return Ok(result),
-                    ServerResult::InputRequiredResult(round) => {
-                        params.input_responses = Some(
-                            self.answer_all(round.input_requests.unwrap_or_default(), &call)
-                                .await,
-                        );
-                        params.request_state = round.request_state;
-                    }
-                    other => {
-                        return Err(self.call_error(format!("unexpected response {other:?}")));
-                    }
+        for _ in 0..MAX_ROUNDS {
+            let request = rmcp::model::GetPromptRequest::new(params.clone());
+            match self
+                .round(ClientRequest::GetPromptRequest(request), &call)
+                .await?
+            {
+                ServerResult::GetPromptResult(result) => return Ok(result),
+                ServerResult::InputRequiredResult(round) => {
+                    params.input_responses = Some(
+                        self.answer_all(round.input_requests.unwrap_or_default(), &call)
+                            .await,
+                    );
+                    params.request_state = round.request_state;
+                }
+                other => {
+                    return Err(self.call_error(format!("unexpected response {other:?}")));
                 }
             }
-            Err(self.call_error(format!(
-                "the prompt needed more than {MAX_ROUNDS} rounds of questions"
-            )))
-        };
-        tokio::time::timeout(timeout, rounds)
-            .await
-            .map_err(|_| HostError::Timeout {
-                connection: self.name.clone(),
-                timeout,
-            })?
+        }
+        Err(self.call_error(format!(
+            "the prompt needed more than {MAX_ROUNDS} rounds of questions"
+        )))
     }
 
     async fn drive_call(
@@ -1080,7 +1168,8 @@ impl<H: HostHandler> Connection<H> {
         name: &str,
         arguments: Option<JsonObject>,
         context: &CallContext,
-    ) -> Result<CallToolResult, HostError> {
+        follow: FollowTasks,
+    ) -> Result<Started, HostError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         let (caller_token, meta) = self.split_meta(context);
@@ -1090,10 +1179,20 @@ impl<H: HostHandler> Connection<H> {
         let _active = InFlight::new(&self.service.service().routes.active, &call);
         let span = backchannel::telemetry::client_span("tools/call", Some(name), &self.name);
         let started = std::time::Instant::now();
-        let result =
-            tracing::Instrument::instrument(self.rounds(params, &call), span.clone()).await;
+        let result = tracing::Instrument::instrument(
+            async {
+                match self.rounds(params, &call).await? {
+                    Started::Task(task) if follow == FollowTasks::Yes => {
+                        self.follow_task(task, &call).await.map(Started::Done)
+                    }
+                    other => Ok(other),
+                }
+            },
+            span.clone(),
+        )
+        .await;
         let error = match &result {
-            Ok(result) if result.is_error == Some(true) => Some("tool_error"),
+            Ok(Started::Done(result)) if result.is_error == Some(true) => Some("tool_error"),
             Ok(_) => None,
             Err(_) => Some("_OTHER"),
         };
@@ -1145,7 +1244,7 @@ impl<H: HostHandler> Connection<H> {
         &self,
         mut params: CallToolRequestParams,
         call: &Arc<Call>,
-    ) -> Result<CallToolResult, HostError> {
+    ) -> Result<Started, HostError> {
         // Every round names the call's span, so the server's spans join the caller's trace.
         if let Some(traceparent) = backchannel::telemetry::current_traceparent() {
             params.set_traceparent(&traceparent);
@@ -1156,7 +1255,7 @@ impl<H: HostHandler> Connection<H> {
                 .round(ClientRequest::CallToolRequest(request), call)
                 .await?
             {
-                ServerResult::CallToolResult(result) => return Ok(result),
+                ServerResult::CallToolResult(result) => return Ok(Started::Done(result)),
                 ServerResult::InputRequiredResult(round) => {
                     params.input_responses = Some(
                         self.answer_all(round.input_requests.unwrap_or_default(), call)
@@ -1164,9 +1263,7 @@ impl<H: HostHandler> Connection<H> {
                     );
                     params.request_state = round.request_state;
                 }
-                ServerResult::CreateTaskResult(created) => {
-                    return self.follow_task(created.task, call).await;
-                }
+                ServerResult::CreateTaskResult(created) => return Ok(Started::Task(created.task)),
                 other => return Err(self.call_error(format!("unexpected response {other:?}"))),
             }
         }

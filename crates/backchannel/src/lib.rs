@@ -93,6 +93,7 @@ pub const DEFAULT_ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// layer in the field `$layer`:
 ///
 /// - always: `supported_protocol_versions` (the layer's), `set_level`, `on_initialized`, `accepted_subscription_filter`, `listen`,
+///   and, unless written `without tasks` (a server that answers `tasks/*` itself),
 ///   `get_task`, `update_task` and `cancel_task`;
 /// - with `tools: field`: `call_tool` (driven by the layer), `list_tools` and `get_tool` over
 ///   the `ToolRouter` in that field;
@@ -156,6 +157,10 @@ macro_rules! layer_hooks {
         }
     };
     ($layer:ident) => {
+        $crate::layer_hooks!($layer, without tasks);
+        $crate::layer_hooks!(@tasks $layer);
+    };
+    ($layer:ident, without tasks) => {
         fn supported_protocol_versions(
             &self,
         ) -> ::std::borrow::Cow<'static, [$crate::__rmcp::model::ProtocolVersion]> {
@@ -191,7 +196,8 @@ macro_rules! layer_hooks {
         ) -> ::std::result::Result<(), $crate::__rmcp::ErrorData> {
             self.$layer.listen(subscription).await
         }
-
+    };
+    (@tasks $layer:ident) => {
         async fn get_task(
             &self,
             request: $crate::__rmcp::model::GetTaskParams,

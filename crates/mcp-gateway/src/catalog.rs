@@ -97,6 +97,16 @@ impl Catalog {
             if theirs.completions.is_some() {
                 offered.completions = Some(Default::default());
             }
+            // Their tasks are relayed (see `tasks`).
+            if theirs.supports_tasks() {
+                offered
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert(
+                        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                        Default::default(),
+                    );
+            }
         }
         offered
     }

@@ -18,6 +18,10 @@
 //! tools that act only after their questions (the rule `backchannel`'s own tools follow). No
 //! answer reaches an upstream before its call is dropped: a question of an abandoned run is
 //! answered only once the run has ended and the cancellation had time to arrive.
+//!
+//! An upstream's task (tasks extension) is relayed rather than run by the gateway: a client
+//! that declared tasks gets it under a sealed id of the gateway's, bound to that client, and
+//! its `tasks/get`, `tasks/update` and `tasks/cancel` go to the upstream task (module `tasks`).
 
 // Sampling is deprecated in rmcp (SEP-2577) but remains the protocol, and the gateway relays it.
 #![expect(
@@ -27,6 +31,7 @@
 
 mod catalog;
 mod relay;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -34,7 +39,7 @@ use std::time::Duration;
 
 use backchannel::{Backchannel, Ctx, Revision};
 use backchannel_host::{
-    CallContext, ConnectionConfig, Declared, Host, HostConfig, HostError, Transport,
+    CallContext, ConnectionConfig, Declared, Host, HostConfig, HostError, Started, Transport,
 };
 use futures::future::BoxFuture;
 use rmcp::RoleServer;
@@ -44,11 +49,12 @@ use rmcp::handler::server::router::prompt::{PromptRoute, PromptRouter};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResponse, ClientCapabilities, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, PaginatedRequestParams, Prompt,
-    ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolResponse, CancelTaskParams, ClientCapabilities, CompleteRequestParams, CompleteResult,
+    CreateTaskResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse,
+    ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, ServerHandler};
@@ -126,6 +132,9 @@ pub enum GatewayError {
     /// The layer could not be built.
     #[error(transparent)]
     Layer(#[from] backchannel::BuildError),
+    /// No random key could be had for the gateway's task ids.
+    #[error("no random key for the gateway's task ids: {0}")]
+    Random(#[from] getrandom::Error),
 }
 
 /// The host configuration of the quick start: each upstream over HTTP, speaking the revision
@@ -191,7 +200,7 @@ pub fn relayed_capabilities() -> Declared {
         url_elicitation: true,
         sampling: true,
         roots: true,
-        tasks: false,
+        tasks: true,
     }
 }
 
@@ -226,6 +235,8 @@ struct Upstreams {
     config: HostConfig,
     relay: Arc<Relay>,
     catalog: catalog::Catalog,
+    /// The downstream ids of the upstreams' tasks.
+    task_ids: tasks::TaskIds,
 }
 
 /// Where a tool's calls go.
@@ -290,6 +301,7 @@ impl Gateway {
                 config: config.clone(),
                 relay,
                 catalog,
+                task_ids: tasks::TaskIds::new()?,
             }),
         };
         tokio::spawn(offer_changed_tools(
@@ -443,12 +455,24 @@ async fn forward(
     let ctx = Ctx::from_context_part(&mut context)?;
     let arguments = context.arguments.take();
     let tool = route.tool.clone();
+    // A client that declared tasks gets the upstream's task, if it makes one; for any other
+    // the upstream runs the call to its end (it was told the client has no tasks).
+    let declared = answerable(ctx.client_capabilities());
     let outcome = relayed(
         context.service,
         &ctx,
         &route,
         move |connection, call_context| {
-            Box::pin(async move { connection.call_tool(&tool, arguments, call_context).await })
+            Box::pin(async move {
+                if declared.tasks {
+                    connection.start_tool(&tool, arguments, call_context).await
+                } else {
+                    connection
+                        .call_tool(&tool, arguments, call_context)
+                        .await
+                        .map(Started::Done)
+                }
+            })
         },
     )
     .await?;
@@ -456,7 +480,20 @@ async fn forward(
         // The upstream's protocol error is the downstream's (a capability it lacks, bad
         // arguments): the tool never ran.
         Err(HostError::Refused { error, .. }) => return Err(error),
-        Ok(mut result) => {
+        Ok(Started::Task(task)) => {
+            let upstreams = &context.service.upstreams;
+            let owner = context.service.layer.owner_key(&context.request_context);
+            let route = tasks::TaskRoute {
+                connection: route.connection,
+                declared,
+                upstream: task.task_id.clone(),
+            };
+            tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
+            CallToolResponse::Task(CreateTaskResult::new(
+                upstreams.task_ids.shown(&owner, &route, task),
+            ))
+        }
+        Ok(Started::Done(mut result)) => {
             // A 2025-11-25 upstream's result has no `resultType`; rmcp drops it again for a
             // 2025-11-25 downstream.
             result.result_type = Some(ResultType::COMPLETE);
@@ -573,6 +610,30 @@ async fn relayed<T>(
     Ok(outcome)
 }
 
+impl Gateway {
+    /// Send `request` about the downstream task `id` of the caller of `context` to the upstream
+    /// that runs it (given the connection and the upstream's task id).
+    async fn on_task<T>(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+        request: impl for<'a> FnOnce(
+            &'a backchannel_host::Connection<Relay>,
+            &'a str,
+        ) -> BoxFuture<'a, Result<T, HostError>>,
+    ) -> Result<T, ErrorData> {
+        let owner = self.layer.owner_key(context);
+        let route = self.upstreams.task_ids.open(&owner, id)?;
+        let host = self.upstreams.declaring(route.declared).await?;
+        let connection = host
+            .connection(&route.connection)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        request(connection, &route.upstream)
+            .await
+            .map_err(|error| tasks::task_error(&route, error))
+    }
+}
+
 impl Upstreams {
     /// The upstream connections for a caller with `capabilities`: declaring the questions the
     /// caller can answer (and the gateway relays), opened once per such set.
@@ -580,7 +641,11 @@ impl Upstreams {
         &self,
         capabilities: &ClientCapabilities,
     ) -> Result<Arc<Host<Relay>>, ErrorData> {
-        let wanted = answerable(capabilities);
+        self.declaring(answerable(capabilities)).await
+    }
+
+    /// The upstream connections declaring `wanted`, opened once per such set.
+    async fn declaring(&self, wanted: Declared) -> Result<Arc<Host<Relay>>, ErrorData> {
         if wanted == relayed_capabilities() {
             return Ok(self.host.clone());
         }
@@ -625,7 +690,7 @@ fn answerable(capabilities: &ClientCapabilities) -> Declared {
         url_elicitation: elicitation.is_some_and(|e| e.url.is_some()),
         sampling: capabilities.sampling.is_some(),
         roots: capabilities.roots.is_some(),
-        tasks: false,
+        tasks: capabilities.supports_tasks(),
     }
 }
 
@@ -682,7 +747,44 @@ async fn pass_on(ctx: &Ctx, route: &Route, update: relay::Update) {
 }
 
 impl ServerHandler for Gateway {
-    backchannel::layer_hooks!(layer);
+    backchannel::layer_hooks!(layer, without tasks);
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let mut current = self
+            .on_task(&request.task_id, &context, |connection, upstream| {
+                Box::pin(connection.get_task(upstream))
+            })
+            .await?;
+        current.task.task.task_id = request.task_id;
+        Ok(current)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let responses = request.input_responses;
+        self.on_task(&request.task_id, &context, move |connection, upstream| {
+            Box::pin(connection.update_task(upstream, responses))
+        })
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.on_task(&request.task_id, &context, |connection, upstream| {
+            Box::pin(connection.cancel_task(upstream))
+        })
+        .await
+    }
 
     async fn call_tool(
         &self,

@@ -501,6 +501,13 @@ impl Backchannel {
             .map(|principal| principal.0.clone())
     }
 
+    /// Who a task started by `rc` belongs to, as the layer binds its tasks: the caller's
+    /// principal, else its 2025-11-25 session, else the empty string (anyone). A server that
+    /// keeps tasks of its own (a gateway relaying an upstream's) binds them the same way.
+    pub fn owner_key(&self, rc: &RequestContext<RoleServer>) -> String {
+        self.owner_of(rc).key()
+    }
+
     /// Who a task started by `rc` belongs to.
     fn owner_of(&self, rc: &RequestContext<RoleServer>) -> Owner {
         if let Some(principal) = self.principal_of(rc) {

@@ -52,7 +52,7 @@ struct StoredRequest {
 
 impl Owner {
     /// How the store keeps it: empty for anyone.
-    fn key(&self) -> String {
+    pub(super) fn key(&self) -> String {
         match self {
             Owner::Principal(principal) => format!("principal:{principal}"),
             Owner::Session(session) => format!("session:{session}"),

@@ -7,4 +7,5 @@
 mod bridge;
 mod common;
 mod stdio;
+mod tasks;
 mod two_way;

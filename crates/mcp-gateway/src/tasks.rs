@@ -1,0 +1,145 @@
+//! An upstream's tasks (tasks extension), relayed: when an upstream makes a call a task, the
+//! downstream client gets the task under an id of the gateway's, and `tasks/get`,
+//! `tasks/update` and `tasks/cancel` on that id go to the upstream task.
+//!
+//! The gateway keeps no table of tasks. Its task id is sealed (HMAC, see rmcp's
+//! `RequestStateCodec`) over the route to the upstream task: the upstream, the set of client
+//! capabilities whose upstream session made it, and the upstream's id; the seal is bound to
+//! the downstream owner (its principal, else its 2025-11-25 session, as the layer binds its
+//! own tasks), so another caller's id, or one made up, is an unknown task. The route is signed,
+//! not encrypted: a client can read which upstream runs its task and the upstream's id, which
+//! it cannot use except through the gateway, under its own seal.
+//!
+//! Questions inside a task are the task's `input_required` status, with the upstream's keys:
+//! the client answers them with `tasks/update`, which goes upstream as it is (the upstream
+//! takes only the keys it asked).
+
+use backchannel_host::{Declared, HostError};
+use rmcp::ErrorData;
+use rmcp::model::{RequestStateCodec, SealOptions, Task};
+use serde::{Deserialize, Serialize};
+
+/// The longest task id opened; a longer one is unknown without further work.
+const MAX_TASK_ID: usize = 4096;
+
+/// Where a downstream task id leads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TaskRoute {
+    /// The upstream connection.
+    #[serde(rename = "c")]
+    pub(crate) connection: String,
+    /// The client capabilities the upstream session that made the task declares.
+    #[serde(rename = "d")]
+    pub(crate) declared: Declared,
+    /// The upstream's task id.
+    #[serde(rename = "t")]
+    pub(crate) upstream: String,
+}
+
+/// Seals task routes into downstream task ids and opens them again.
+pub(crate) struct TaskIds {
+    codec: RequestStateCodec,
+}
+
+impl std::fmt::Debug for TaskIds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskIds(..)")
+    }
+}
+
+impl TaskIds {
+    /// Task ids under a key of this process's own (they are valid while it runs, as the
+    /// upstream sessions that made the tasks are).
+    pub(crate) fn new() -> Result<TaskIds, getrandom::Error> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)?;
+        Ok(TaskIds {
+            codec: RequestStateCodec::new(key.to_vec()),
+        })
+    }
+
+    /// The downstream id of the upstream task `route` leads to, for `owner`.
+    pub(crate) fn seal(&self, owner: &str, route: &TaskRoute) -> String {
+        let json = serde_json::to_vec(route).unwrap_or_default();
+        self.codec
+            .seal_with(&json, &SealOptions::new().associated_data(owner.as_bytes()))
+    }
+
+    /// Where `id` leads, when `owner` is the one it was sealed for; else the error of an
+    /// unknown task.
+    pub(crate) fn open(&self, owner: &str, id: &str) -> Result<TaskRoute, ErrorData> {
+        if id.len() > MAX_TASK_ID {
+            return Err(unknown_task(id));
+        }
+        self.codec
+            .open_with(id, owner.as_bytes())
+            .ok()
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .ok_or_else(|| unknown_task(id))
+    }
+
+    /// The upstream's `task` as the downstream client sees it: the same, under its own id.
+    pub(crate) fn shown(&self, owner: &str, route: &TaskRoute, mut task: Task) -> Task {
+        task.task_id = self.seal(owner, route);
+        task
+    }
+}
+
+fn unknown_task(id: &str) -> ErrorData {
+    let shown: String = id.chars().take(64).collect();
+    ErrorData::invalid_params(format!("unknown task: {shown}"), None)
+}
+
+/// An upstream's failure on a task request as the downstream client reads it: the upstream's
+/// own JSON-RPC error (an unknown task stays -32602), else an internal error naming it.
+pub(crate) fn task_error(route: &TaskRoute, error: HostError) -> ErrorData {
+    match error {
+        HostError::Refused { error, .. } => error,
+        other => {
+            tracing::warn!(upstream = %route.connection, error = %other, "an upstream task request failed");
+            ErrorData::internal_error(
+                format!(
+                    "the upstream server {:?} could not be asked about the task: {other}",
+                    route.connection
+                ),
+                None,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route() -> TaskRoute {
+        TaskRoute {
+            connection: "orders".into(),
+            declared: Declared::default(),
+            upstream: "abc123".into(),
+        }
+    }
+
+    #[test]
+    fn a_task_id_opens_for_its_owner_only() {
+        let ids = TaskIds::new().unwrap();
+        let id = ids.seal("principal:alice", &route());
+        assert_eq!(ids.open("principal:alice", &id).unwrap(), route());
+        let error = ids.open("principal:mallory", &id).unwrap_err();
+        assert!(error.message.contains("unknown task"), "{error:?}");
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_forged_or_foreign_task_id_is_unknown() {
+        let ids = TaskIds::new().unwrap();
+        let other = TaskIds::new().unwrap();
+        let id = other.seal("", &route());
+        assert!(ids.open("", &id).is_err(), "another key's id opened");
+        assert!(ids.open("", "abc123").is_err(), "an upstream id opened");
+        let mut tampered = ids.seal("", &route());
+        tampered.insert(3, 'x');
+        assert!(ids.open("", &tampered).is_err(), "a tampered id opened");
+        assert!(ids.open("", &"a".repeat(MAX_TASK_ID + 1)).is_err());
+    }
+}
