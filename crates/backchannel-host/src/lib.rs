@@ -219,13 +219,25 @@ pub enum Started {
     /// The server runs the call as this task (tasks extension): its result, and the questions
     /// asked inside it, come by `tasks/get`.
     Task(rmcp::model::Task),
+    /// The server asks these questions first, as a 2026-07-28 `input_required` round: only
+    /// from [`Connection::call_round`], which leaves them to its caller.
+    InputRequired {
+        /// The questions, by the server's keys.
+        input_requests: InputRequests,
+        /// The server's state for the retry that answers them.
+        request_state: Option<String>,
+    },
 }
 
-/// Whether a call follows a task the server makes to its end.
+/// How far a call is driven here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FollowTasks {
-    Yes,
-    No,
+enum Drive {
+    /// Every question answered through the handler, a task followed to its end.
+    ToTheEnd,
+    /// Every question answered, a task handed back.
+    UntilTask,
+    /// One request: questions and tasks handed back.
+    OneRound,
 }
 
 /// Errors of the host.
@@ -606,6 +618,8 @@ pub struct Connection<H: HostHandler> {
     stderr_tail: Arc<StderrTail>,
     /// Times the session for `mcp.client.session.duration`.
     _session: backchannel::metrics::ClientSession,
+    /// Stops the 2026-07-28 listen stream's watcher with the connection.
+    _listening: Option<tokio_util::sync::DropGuard>,
     #[cfg(feature = "oauth")]
     handler: Arc<H>,
     /// How to sign in again when the server refuses the credentials (HTTP connections).
@@ -866,6 +880,7 @@ impl<H: HostHandler> Connection<H> {
                     .map_err(|e| connect_error(e.to_string()))?
             }
         };
+        let listening = listen_for_changes(name, &service, handler.clone());
         Ok(Connection {
             name: name.to_owned(),
             config: config.clone(),
@@ -873,6 +888,7 @@ impl<H: HostHandler> Connection<H> {
             service,
             stderr_tail,
             _session: backchannel::metrics::ClientSession::start(),
+            _listening: listening,
             #[cfg(feature = "oauth")]
             handler,
             #[cfg(feature = "oauth")]
@@ -1025,14 +1041,11 @@ impl<H: HostHandler> Connection<H> {
         // A refused request was not served: the call starts again after the sign-in (its
         // earlier rounds changed nothing on the server).
         let started = self
-            .signed_in(|| self.drive_call(name, arguments.clone(), context, FollowTasks::Yes))
+            .signed_in(|| self.drive_call(name, arguments.clone(), context, Drive::ToTheEnd))
             .await?;
         match started {
             Started::Done(result) => Ok(result),
-            Started::Task(task) => Err(self.call_error(format!(
-                "the task {:?} was not followed to its end",
-                task.task_id
-            ))),
+            other => Err(self.call_error(format!("the call did not end: {other:?}"))),
         }
     }
 
@@ -1047,8 +1060,33 @@ impl<H: HostHandler> Connection<H> {
         arguments: Option<JsonObject>,
         context: &CallContext,
     ) -> Result<Started, HostError> {
-        self.signed_in(|| self.drive_call(name, arguments.clone(), context, FollowTasks::No))
+        self.signed_in(|| self.drive_call(name, arguments.clone(), context, Drive::UntilTask))
             .await
+    }
+
+    /// Send one `tools/call` request, with the answers `input_responses` and the server's
+    /// `request_state` of an earlier round (2026-07-28), and hand back whatever the server
+    /// answers: its result, its task, or its next questions (none answered here). For a
+    /// caller that relays the server's rounds to a client of its own (a gateway).
+    pub async fn call_round(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+    ) -> Result<Started, HostError> {
+        let round = Some((input_responses, request_state));
+        self.signed_in(|| {
+            self.drive_call_from(
+                name,
+                arguments.clone(),
+                context,
+                Drive::OneRound,
+                round.clone(),
+            )
+        })
+        .await
     }
 
     /// `tasks/get`: the task `task_id` as the server reports it now.
@@ -1168,10 +1206,27 @@ impl<H: HostHandler> Connection<H> {
         name: &str,
         arguments: Option<JsonObject>,
         context: &CallContext,
-        follow: FollowTasks,
+        drive: Drive,
+    ) -> Result<Started, HostError> {
+        self.drive_call_from(name, arguments, context, drive, None)
+            .await
+    }
+
+    /// [`Connection::drive_call`], from an earlier round's answers and state when given.
+    async fn drive_call_from(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+        drive: Drive,
+        earlier: Option<(Option<rmcp::model::InputResponses>, Option<String>)>,
     ) -> Result<Started, HostError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
+        if let Some((input_responses, request_state)) = earlier {
+            params.input_responses = input_responses;
+            params.request_state = request_state;
+        }
         let (caller_token, meta) = self.split_meta(context);
         params.meta = meta;
         let call = Call::new(caller_token);
@@ -1181,8 +1236,8 @@ impl<H: HostHandler> Connection<H> {
         let started = std::time::Instant::now();
         let result = tracing::Instrument::instrument(
             async {
-                match self.rounds(params, &call).await? {
-                    Started::Task(task) if follow == FollowTasks::Yes => {
+                match self.rounds(params, &call, drive).await? {
+                    Started::Task(task) if drive == Drive::ToTheEnd => {
                         self.follow_task(task, &call).await.map(Started::Done)
                     }
                     other => Ok(other),
@@ -1244,6 +1299,7 @@ impl<H: HostHandler> Connection<H> {
         &self,
         mut params: CallToolRequestParams,
         call: &Arc<Call>,
+        drive: Drive,
     ) -> Result<Started, HostError> {
         // Every round names the call's span, so the server's spans join the caller's trace.
         if let Some(traceparent) = backchannel::telemetry::current_traceparent() {
@@ -1256,6 +1312,12 @@ impl<H: HostHandler> Connection<H> {
                 .await?
             {
                 ServerResult::CallToolResult(result) => return Ok(Started::Done(result)),
+                ServerResult::InputRequiredResult(round) if drive == Drive::OneRound => {
+                    return Ok(Started::InputRequired {
+                        input_requests: round.input_requests.unwrap_or_default(),
+                        request_state: round.request_state,
+                    });
+                }
                 ServerResult::InputRequiredResult(round) => {
                     params.input_responses = Some(
                         self.answer_all(round.input_requests.unwrap_or_default(), call)
@@ -1461,6 +1523,79 @@ fn http_client() -> Result<reqwest13::Client, String> {
         .redirect(policy)
         .build()
         .map_err(|e| format!("cannot make an HTTP client: {e}"))
+}
+
+/// How long a listen stream that ended waits before it is opened again.
+const RELISTEN_AFTER: Duration = Duration::from_secs(1);
+
+/// On 2026-07-28, where list changes come only on a `subscriptions/listen` stream: open one
+/// for the lists the server says change, and hand what arrives to the handler as a 2025-11-25
+/// session's notifications are; opened again after it ends, until the connection is dropped.
+/// `None` on a revision with sessions, or when no list of the server changes.
+fn listen_for_changes<H: HostHandler>(
+    name: &str,
+    service: &RunningService<RoleClient, Routed<H>>,
+    handler: Arc<H>,
+) -> Option<tokio_util::sync::DropGuard> {
+    let info = service.peer().peer_info()?;
+    if info.protocol_version.as_str() <= "2025-11-25" {
+        return None;
+    }
+    let capabilities = &info.capabilities;
+    let mut filter = rmcp::model::SubscriptionFilter::builder();
+    let mut any = false;
+    if capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true) {
+        filter = filter.tools_list_changed();
+        any = true;
+    }
+    if capabilities.prompts.as_ref().and_then(|p| p.list_changed) == Some(true) {
+        filter = filter.prompts_list_changed();
+        any = true;
+    }
+    if capabilities.resources.as_ref().and_then(|r| r.list_changed) == Some(true) {
+        filter = filter.resources_list_changed();
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    let filter = filter.build();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let peer = service.peer().clone();
+    let name = name.to_owned();
+    let stopped = stop.clone();
+    let watch = async move {
+        loop {
+            match peer.listen(filter.clone()).await {
+                Ok(mut subscription) => {
+                    while let Ok(Some(notification)) = subscription.next().await {
+                        use rmcp::model::ServerNotification as N;
+                        let kind = match notification {
+                            N::ToolListChangedNotification(_) => ListKind::Tools,
+                            N::PromptListChangedNotification(_) => ListKind::Prompts,
+                            N::ResourceListChangedNotification(_) => ListKind::Resources,
+                            _ => continue,
+                        };
+                        handler.on_list_changed(&name, kind);
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(connection = %name, %error, "the list changes cannot be listened to");
+                }
+            }
+            if peer.is_transport_closed() {
+                return;
+            }
+            tokio::time::sleep(RELISTEN_AFTER).await;
+        }
+    };
+    tokio::spawn(async move {
+        tokio::select! {
+            () = stopped.cancelled() => {}
+            () = watch => {}
+        }
+    });
+    Some(stop.drop_guard())
 }
 
 /// On a revision with sessions, wait (at most `limit`, and never past 5 s) until the server

@@ -80,6 +80,13 @@ pub(crate) struct Call {
     pub(crate) runs: AtomicU32,
     /// The trace of the call's first round, from the sealed state (2026-07-28, when exported).
     pub(crate) trace: Option<String>,
+    /// Whether the call's questions go to the client as `input_required` rounds (2026-07-28,
+    /// not inside a task), so a body may pass another server's round on.
+    pub(crate) passes_rounds: bool,
+    /// The round passed on in the previous request, from the sealed state.
+    pub(crate) passed_in: Option<crate::state::PassedOn>,
+    /// The round this run passes on: the other server's questions and state.
+    pub(crate) pass_out: Mutex<Option<(rmcp::model::InputRequests, Option<String>)>>,
 }
 
 impl Call {

@@ -9,9 +9,9 @@ use std::time::Duration;
 use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
-    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, ListRootsResult,
-    ProgressNotification, ProgressNotificationParam, ProgressToken, RequestMetaObject,
-    ServerNotification,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest, InputRequests,
+    ListRootsResult, ProgressNotification, ProgressNotificationParam, ProgressToken,
+    RequestMetaObject, ServerNotification,
 };
 use rmcp::service::{ElicitationSafe, RequestContext};
 use rmcp::{ErrorData, RoleServer};
@@ -32,6 +32,15 @@ use crate::util::lock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use = "propagate a Suspend with `?` so the layer can fetch the answer"]
 pub struct Suspend(pub(crate) ());
+
+/// A round another server asked, as the client answered it ([`Ctx::passed_round`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassedRound {
+    /// The other server's `requestState` of that round, as it gave it.
+    pub state: Option<String>,
+    /// The client's answers, by the keys that round asked.
+    pub responses: std::collections::BTreeMap<String, serde_json::Value>,
+}
 
 /// The context of one tool (or prompt) call, taken as an argument by a `#[tool]` function.
 ///
@@ -124,6 +133,47 @@ impl Ctx {
                 Err(Suspend(()))
             }
         }
+    }
+
+    /// Whether this call's questions go to the client as `input_required` rounds that it
+    /// answers by retrying (a 2026-07-28 request, not inside a task): only then may the body
+    /// pass another server's round on ([`Ctx::pass_round`]).
+    pub fn passes_rounds(&self) -> bool {
+        self.call.passes_rounds
+    }
+
+    /// End this run with another server's `input_required` round, passed on to the client as
+    /// it is: its questions under that server's keys, and its `requestState` sealed inside the
+    /// layer's own (bound to this call and caller, answering once, expiring as the layer's
+    /// does), so the client never holds it unwrapped. The client's retry runs the body again,
+    /// which finds that state and the answers in [`Ctx::passed_round`] and makes the other
+    /// server's next request with them. For a body that relays a call to another server (a
+    /// gateway), when [`Ctx::passes_rounds`]; otherwise the call ends with an internal error.
+    /// Return the `Suspend` with `?` or `Err`.
+    pub fn pass_round(&self, requests: InputRequests, state: Option<String>) -> Suspend {
+        *lock(&self.call.pass_out) = Some((requests, state));
+        Suspend(())
+    }
+
+    /// The round this run continues when the previous request passed one on
+    /// ([`Ctx::pass_round`]): the other server's state, and the client's answers to the keys
+    /// that round asked (answers to other keys are dropped; their content is the other
+    /// server's to check).
+    pub fn passed_round(&self) -> Option<PassedRound> {
+        let passed = self.call.passed_in.as_ref()?;
+        Some(PassedRound {
+            state: passed.state.clone(),
+            responses: passed
+                .keys
+                .iter()
+                .filter_map(|key| {
+                    self.call
+                        .responses
+                        .get(key)
+                        .map(|answer| (key.clone(), answer.clone()))
+                })
+                .collect(),
+        })
     }
 
     /// Whether this body is running inside a task.

@@ -87,6 +87,18 @@ pub(crate) struct Sealed {
     /// later round continues that trace (`telemetry::continue_call`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trace: Option<String>,
+    /// The round the body passed on from another server ([`crate::Ctx::pass_round`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) passed: Option<PassedOn>,
+}
+
+/// A round another server asked, passed on to the client as it was: the keys asked, and that
+/// server's own `requestState`, handed back to the next round's body.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PassedOn {
+    pub(crate) keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<String>,
 }
 
 /// Why a `requestState` was refused.

@@ -408,6 +408,17 @@ async fn tool_router(
     Ok((router, offered.len()))
 }
 
+/// List every connection's tools once, so its HTTP transport knows their schemas: a
+/// 2026-07-28 call sends the arguments a schema marks `x-mcp-header` as `Mcp-Param-*`
+/// headers, which rmcp's client takes from the tool list it saw on that connection.
+async fn learn_tools(host: &Host<Relay>) {
+    for connection in host.connections() {
+        if let Err(error) = connection.tools().await {
+            tracing::warn!(upstream = %connection.name(), %error, "the upstream's tools could not be listed");
+        }
+    }
+}
+
 /// Each time an upstream says its tools changed: list them all again, offer the new list,
 /// and tell the downstream clients (a list that cannot be made, two upstreams offering one
 /// name, keeps the old one). Ends with the gateway.
@@ -425,6 +436,11 @@ async fn offer_changed_tools(
         else {
             return;
         };
+        let narrower: Vec<Arc<Host<Relay>>> =
+            upstreams.narrower.lock().await.values().cloned().collect();
+        for host in &narrower {
+            learn_tools(host).await;
+        }
         match tool_router(&upstreams.host, &upstreams.prefixes).await {
             Ok((router, count)) => {
                 *tools
@@ -458,13 +474,26 @@ async fn forward(
     // A client that declared tasks gets the upstream's task, if it makes one; for any other
     // the upstream runs the call to its end (it was told the client has no tasks).
     let declared = answerable(ctx.client_capabilities());
+    // A 2026-07-28 client's rounds with a 2026-07-28 upstream pass through: the upstream's
+    // questions under its own keys, its state sealed inside the layer's, one upstream request
+    // per round.
+    let passes = ctx.passes_rounds();
+    let passed = ctx.passed_round();
     let outcome = relayed(
         context.service,
         &ctx,
         &route,
         move |connection, call_context| {
             Box::pin(async move {
-                if declared.tasks {
+                if passes && !speaks_sessions(connection) {
+                    let (responses, state) = match passed {
+                        Some(passed) => (Some(passed.responses), passed.state),
+                        None => (None, None),
+                    };
+                    connection
+                        .call_round(&tool, arguments, call_context, responses, state)
+                        .await
+                } else if declared.tasks {
                     connection.start_tool(&tool, arguments, call_context).await
                 } else {
                     connection
@@ -480,6 +509,10 @@ async fn forward(
         // The upstream's protocol error is the downstream's (a capability it lacks, bad
         // arguments): the tool never ran.
         Err(HostError::Refused { error, .. }) => return Err(error),
+        Ok(Started::InputRequired {
+            input_requests,
+            request_state,
+        }) => return Err(ctx.pass_round(input_requests, request_state).into()),
         Ok(Started::Task(task)) => {
             let upstreams = &context.service.upstreams;
             let owner = context.service.layer.owner_key(&context.request_context);
@@ -674,6 +707,7 @@ impl Upstreams {
                     None,
                 )
             })?;
+        learn_tools(&host).await;
         let host = Arc::new(host);
         narrower.insert(wanted, host.clone());
         Ok(host)

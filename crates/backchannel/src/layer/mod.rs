@@ -601,6 +601,9 @@ impl Backchannel {
                 None => call.rc().clone(),
             };
             let result = body(insert_ctx(run_rc, Ctx::new(call.clone()))).await;
+            if let Some((requests, state)) = lock(&call.pass_out).take() {
+                return self.pass_on(&call, &start, requests, state, round + 1);
+            }
             let pending = call.take_pending();
             if pending.is_empty() {
                 if *lock(&call.escalation) == Escalation::Requested {
@@ -633,6 +636,55 @@ impl Backchannel {
                 Mode::Task(task) => tasks::ask_in_task(&call, task, pending).await,
             }
         }
+    }
+
+    /// The body passed another server's round on ([`Ctx::pass_round`]): its questions as they
+    /// are, its state sealed into the layer's (bound to the call, spent once, expiring).
+    fn pass_on<R>(
+        &self,
+        call: &Call,
+        start: &Start<'_>,
+        requests: InputRequests,
+        state: Option<String>,
+        round: u32,
+    ) -> Result<Driven<R>, ErrorData> {
+        if !call.passes_rounds {
+            return Err(ErrorData::internal_error(
+                "a round can be passed on only to a 2026-07-28 client, outside a task",
+                None,
+            ));
+        }
+        if round > self.inner.max_rounds {
+            return Err(ErrorData::internal_error(
+                format!(
+                    "the call needed more than {} rounds of questions; it was stopped",
+                    self.inner.max_rounds
+                ),
+                None,
+            ));
+        }
+        let now = self.inner.shared.clock.now_ms();
+        let sealed = Sealed {
+            exp: now + self.inner.state_ttl.as_millis() as u64,
+            round,
+            nonce: call.nonce().to_owned(),
+            answers: lock(&call.answers).clone(),
+            asked: BTreeMap::new(),
+            progress: *lock(&call.last_progress),
+            trace: call
+                .trace
+                .clone()
+                .or_else(crate::telemetry::current_traceparent),
+            passed: Some(crate::state::PassedOn {
+                keys: requests.keys().cloned().collect(),
+                state,
+            }),
+        };
+        let sealed = self.inner.codec.seal(start.binding, &sealed);
+        Ok(Driven::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(sealed),
+        )))
     }
 
     /// The answers so far: from the request's sealed state (2026-07-28, verified and spent),
@@ -728,6 +780,9 @@ impl Backchannel {
                 Mode::Task(_) => sealed.round,
                 Mode::Direct(_) => 0,
             }),
+            passes_rounds: stateless,
+            passed_in: sealed.passed.take(),
+            pass_out: Mutex::new(None),
         })
     }
 
@@ -803,6 +858,7 @@ impl Backchannel {
                 .trace
                 .clone()
                 .or_else(crate::telemetry::current_traceparent),
+            passed: None,
         };
         let sealed = self.inner.codec.seal(binding, &state);
         InputRequiredResult::new(Some(requests), Some(sealed))

@@ -174,3 +174,74 @@ async fn an_upstreams_tool_list_change_reaches_the_gateways_clients() {
     assert_eq!(listed.len(), gateway.tool_names().len());
     assert!(listed.iter().any(|tool| tool.name == "touch_tools"));
 }
+
+#[tokio::test]
+async fn a_2026_servers_rounds_reach_a_2026_client_with_their_own_keys_and_sealed_state() {
+    let (served, server) = test_server(Revision::V2026_07_28).await;
+    let (front, _gateway) = gateway("test", served.addr, Revision::V2026_07_28).await;
+    let upstream_url = format!("http://{}/mcp", served.addr);
+    let client = connect_http(
+        Agreeable,
+        &format!("http://{}/mcp", front.addr),
+        Revision::V2026_07_28,
+        None,
+    )
+    .await;
+    let direct = connect_http(Agreeable, &upstream_url, Revision::V2026_07_28, None).await;
+
+    // Round by round: the upstream's keys, one upstream run per round.
+    let mut params = backchannel::testing::call("two_steps", json!({}));
+    let mut keys = Vec::new();
+    let result = loop {
+        match client.peer().call_tool_once(params.clone()).await.unwrap() {
+            CallToolResponse::Complete(result) => break result,
+            CallToolResponse::InputRequired(round) => {
+                let state = round.request_state.clone().unwrap();
+                // The upstream does not take the gateway's state: it is the gateway's seal.
+                let mut replayed = backchannel::testing::call("two_steps", json!({}));
+                replayed.request_state = Some(state.clone());
+                replayed.input_responses = Some(Default::default());
+                assert!(
+                    direct.peer().call_tool_once(replayed).await.is_err(),
+                    "the upstream took the gateway's state"
+                );
+                // A changed state is refused by the gateway.
+                let mut tampered = params.clone();
+                tampered.request_state = Some(format!("{state}x"));
+                tampered.input_responses = Some(Default::default());
+                let refused = client.peer().call_tool_once(tampered).await.unwrap_err();
+                assert!(refused.to_string().contains("requestState"), "{refused}");
+                let requests = round.input_requests.unwrap_or_default();
+                keys.extend(requests.keys().cloned());
+                params.input_responses = Some(
+                    requests
+                        .into_iter()
+                        .map(|(key, request)| {
+                            let InputRequest::Elicitation(request) = request else {
+                                panic!("a form was expected: {request:?}");
+                            };
+                            (
+                                key,
+                                serde_json::to_value(Agreeable::elicit(request.params)).unwrap(),
+                            )
+                        })
+                        .collect(),
+                );
+                params.request_state = round.request_state;
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    };
+    assert_eq!(keys, ["first", "second"], "the upstream's own keys");
+    let text = text_of(&result);
+    assert!(
+        text.contains("blue") && text.contains("confirmed: true"),
+        "{text}"
+    );
+    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
+    // One upstream run per round: the first request and one per answered round (the
+    // gateway's checks above never reached the upstream's tool).
+    assert_eq!(server.observed.runs_before_ask.load(Ordering::SeqCst), 3);
+    client.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}
