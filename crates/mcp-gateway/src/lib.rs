@@ -8,6 +8,10 @@
 //! tools; each call is forwarded through `backchannel-host`, which speaks the upstream's
 //! revision. How a question crosses:
 //!
+//! A 2026-07-28 client's rounds pass through to a 2026-07-28 upstream (its keys, its state
+//! sealed inside the layer's: `Ctx::pass_round`), and hold a 2025-11-25 upstream's call open
+//! between them (module `hold`). Otherwise (a 2025-11-25 client, and prompts):
+//!
 //! The layer runs a tool body again once its questions are answered, and the gateway's body
 //! is a call upstream, so a question ends the run: the layer asks it of the downstream client
 //! (on a 2025-11-25 session as a request, on 2026-07-28 as `input_required`, keeping nothing
@@ -30,6 +34,7 @@
 )]
 
 mod catalog;
+mod hold;
 mod relay;
 mod tasks;
 
@@ -237,6 +242,8 @@ struct Upstreams {
     catalog: catalog::Catalog,
     /// The downstream ids of the upstreams' tasks.
     task_ids: tasks::TaskIds,
+    /// 2025-11-25 upstream calls held between a 2026-07-28 client's rounds.
+    holds: hold::Holds,
 }
 
 /// Where a tool's calls go.
@@ -302,6 +309,7 @@ impl Gateway {
                 relay,
                 catalog,
                 task_ids: tasks::TaskIds::new()?,
+                holds: hold::Holds::default(),
             }),
         };
         tokio::spawn(offer_changed_tools(
@@ -478,6 +486,27 @@ async fn forward(
     // questions under its own keys, its state sealed inside the layer's, one upstream request
     // per round.
     let passes = ctx.passes_rounds();
+    if passes {
+        // A 2025-11-25 upstream asks inside its call: the call is held between the rounds.
+        let host = context
+            .service
+            .upstreams
+            .host_for(ctx.client_capabilities())
+            .await?;
+        let connection = host
+            .connection(&route.connection)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        if speaks_sessions(connection) {
+            let owner = context.service.layer.owner_key(&context.request_context);
+            let call = HeldCall {
+                host: host.clone(),
+                arguments,
+                owner,
+                declared,
+            };
+            return held_round(context.service, &ctx, &route, call).await;
+        }
+    }
     let passed = ctx.passed_round();
     let outcome = relayed(
         context.service,
@@ -514,33 +543,189 @@ async fn forward(
             request_state,
         }) => return Err(ctx.pass_round(input_requests, request_state).into()),
         Ok(Started::Task(task)) => {
-            let upstreams = &context.service.upstreams;
             let owner = context.service.layer.owner_key(&context.request_context);
-            let route = tasks::TaskRoute {
-                connection: route.connection,
-                declared,
-                upstream: task.task_id.clone(),
-            };
-            tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
-            CallToolResponse::Task(CreateTaskResult::new(
-                upstreams.task_ids.shown(&owner, &route, task),
-            ))
+            task_created(context.service, &owner, &route, declared, task)
         }
-        Ok(Started::Done(mut result)) => {
+        Ok(Started::Done(result)) => finished(&route, Ok(result))?,
+        Err(error) => finished(&route, Err(error))?,
+    })
+}
+
+/// The upstream made the call `task`: the client gets it under the gateway's id for `owner`.
+fn task_created(
+    gateway: &Gateway,
+    owner: &str,
+    route: &Route,
+    declared: Declared,
+    task: rmcp::model::Task,
+) -> CallToolResponse {
+    let route = tasks::TaskRoute {
+        connection: route.connection.clone(),
+        declared,
+        upstream: task.task_id.clone(),
+    };
+    tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
+    CallToolResponse::Task(CreateTaskResult::new(
+        gateway.upstreams.task_ids.shown(owner, &route, task),
+    ))
+}
+
+/// An upstream call's end as the downstream client gets it: its result; its protocol error as
+/// the client's (the tool never ran); a failure to reach it as a tool error the model reads.
+fn finished(
+    route: &Route,
+    outcome: Result<rmcp::model::CallToolResult, HostError>,
+) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Ok(mut result) => {
             // A 2025-11-25 upstream's result has no `resultType`; rmcp drops it again for a
             // 2025-11-25 downstream.
             result.result_type = Some(ResultType::COMPLETE);
-            result.into()
+            Ok(result.into())
         }
+        Err(HostError::Refused { error, .. }) => Err(error),
         Err(error) => {
             tracing::warn!(upstream = %route.connection, tool = %route.tool, %error, "upstream call failed");
-            backchannel::error_text(format!(
+            Ok(backchannel::error_text(format!(
                 "the upstream server {:?} could not run {:?}: {error}",
                 route.connection, route.tool
             ))
-            .into()
+            .into())
         }
-    })
+    }
+}
+
+/// One round of a 2026-07-28 client's call to a 2025-11-25 upstream, whose call is held
+/// between the rounds (see `hold`): the first round starts the upstream call, a later one
+/// takes it by the id its sealed state names and hands it the client's answers; then the round
+/// waits for the call's end, or for the upstream's next questions, which it passes on with the
+/// hold's id as its state.
+async fn held_round(
+    gateway: &Gateway,
+    ctx: &Ctx,
+    route: &Route,
+    call: HeldCall,
+) -> Result<CallToolResponse, ErrorData> {
+    let HeldCall {
+        host,
+        arguments,
+        owner,
+        declared,
+    } = call;
+    let holds = &gateway.upstreams.holds;
+    let (id, mut held, mut asked) = match ctx.passed_round() {
+        Some(passed) => {
+            let id = passed.state.unwrap_or_default();
+            let Ok(held) = holds.take(&id, &owner) else {
+                return Ok(backchannel::error_text(format!(
+                    "the upstream call these answers were for is no longer waiting (it waits {} s                      for each round, on the gateway instance that asked); call the tool again",
+                    hold::HOLD_FOR.as_secs()
+                ))
+                .into());
+            };
+            // Counted from before the answers go, so a question they lead to is seen.
+            let asked = held.inbox.asked();
+            held.inbox.answer(passed.responses);
+            (id, held, asked)
+        }
+        None => {
+            if holds.room().is_err() {
+                return Ok(backchannel::error_text(
+                    "too many calls are waiting for answers on this gateway; try again later",
+                )
+                .into());
+            }
+            let (token, inbox, updates, registered) = gateway.upstreams.relay.open_held();
+            let call_context = upstream_context(gateway, ctx, token);
+            let (sent, outcome) = tokio::sync::oneshot::channel();
+            let (connection, tool) = (route.connection.clone(), route.tool.clone());
+            let task = tokio::spawn(async move {
+                let result = match host.connection(&connection) {
+                    Ok(connection) if declared.tasks => {
+                        connection.start_tool(&tool, arguments, &call_context).await
+                    }
+                    Ok(connection) => connection
+                        .call_tool(&tool, arguments, &call_context)
+                        .await
+                        .map(Started::Done),
+                    Err(error) => Err(error),
+                };
+                let _ = sent.send(result);
+            });
+            let asked = inbox.asked();
+            let held = hold::Held::new(owner.clone(), inbox, outcome, updates, task, registered);
+            (tasks::fresh_id()?, held, asked)
+        }
+    };
+    let cancelled = ctx.cancellation().clone();
+    let mut unanswered = !held.inbox.open().is_empty();
+    let outcome = loop {
+        if unanswered {
+            gather_questions(&mut asked).await;
+            let suspend = ctx.pass_round(held.inbox.open(), Some(id.clone()));
+            if holds.keep(id, held).is_err() {
+                return Ok(backchannel::error_text(
+                    "too many calls are waiting for answers on this gateway; try again later",
+                )
+                .into());
+            }
+            return Err(suspend.into());
+        }
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            Some(update) = held.updates.recv() => pass_on(ctx, route, update).await,
+            outcome = &mut held.outcome => break outcome,
+            Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
+        }
+    };
+    while let Ok(update) = held.updates.try_recv() {
+        pass_on(ctx, route, update).await;
+    }
+    match outcome {
+        Ok(Ok(Started::Task(task))) => Ok(task_created(gateway, &owner, route, declared, task)),
+        Ok(Ok(Started::Done(result))) => finished(route, Ok(result)),
+        Ok(Ok(Started::InputRequired { .. })) => finished(
+            route,
+            Err(HostError::Call {
+                connection: route.connection.clone(),
+                message: "a 2025-11-25 upstream answered with a round of questions".into(),
+            }),
+        ),
+        Ok(Err(error)) => finished(route, Err(error)),
+        Err(_) => finished(
+            route,
+            Err(HostError::Call {
+                connection: route.connection.clone(),
+                message: "the held call ended without a result".into(),
+            }),
+        ),
+    }
+}
+
+/// What a held call is started with.
+struct HeldCall {
+    host: Arc<Host<Relay>>,
+    arguments: Option<rmcp::model::JsonObject>,
+    /// Who it belongs to (`Backchannel::owner_key`).
+    owner: String,
+    /// What its caller can answer (and whether it takes tasks).
+    declared: Declared,
+}
+
+/// The call context of an upstream call made for `ctx`, naming it by `token`: the caller's
+/// `_meta` the configuration allows, and every log message asked for (the gateway passes on
+/// those the downstream client asked for: its session's level, or its request's).
+fn upstream_context(gateway: &Gateway, ctx: &Ctx, token: String) -> CallContext {
+    forwarded_meta(ctx.meta(), &gateway.upstreams.config.meta_allow)
+        .into_iter()
+        .fold(CallContext::new(), |context, (key, value)| {
+            context.with(key, value)
+        })
+        .with("progressToken", token)
+        .with(LOG_LEVEL_META_KEY, "debug")
 }
 
 /// Get one prompt (`route.tool` names it upstream), its questions relayed as a tool call's.
@@ -608,16 +793,7 @@ async fn relayed<T>(
         registered: _registered,
     } = gateway.upstreams.relay.open(ctx.clone());
     let sessions = speaks_sessions(connection);
-    // Every log message of the call comes to the gateway, which passes on those the
-    // downstream client asked for (its session's level, or its request's). The caller's
-    // `_meta` goes upstream by the configuration's allow-list (`meta_allow`).
-    let call_context = forwarded_meta(ctx.meta(), &gateway.upstreams.config.meta_allow)
-        .into_iter()
-        .fold(CallContext::new(), |context, (key, value)| {
-            context.with(key, value)
-        })
-        .with("progressToken", token)
-        .with(LOG_LEVEL_META_KEY, "debug");
+    let call_context = upstream_context(gateway, ctx, token);
     let mut call = send(connection, &call_context);
     let cancelled = ctx.cancellation().clone();
     let outcome = loop {

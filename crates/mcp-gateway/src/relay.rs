@@ -3,7 +3,7 @@
 //! caller token the gateway gave that call (the `progressToken` of its [`CallContext`]
 //! (backchannel_host::CallContext)).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,15 +15,69 @@ use backchannel::{
 use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, NumberOrString,
-    ProgressNotificationParam, ProgressToken, RequestMetaObject,
+    CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, InputRequest, InputRequests, ListRootsRequest, ListRootsResult,
+    NumberOrString, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
-use tokio::sync::{mpsc, oneshot};
+
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// How long the answer to a question of an abandoned run is held back (see
 /// [`Asking::suspend`]): a 2025-11-25 upstream's question waits at most this long after its
 /// call was cancelled.
 const ABANDONED_ANSWER_HOLD: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The questions a held call's upstream asked and waits on, by the gateway's keys.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    open: Mutex<BTreeMap<String, Question>>,
+    /// Counts the questions asked, so a round can wait for the next one.
+    asked: watch::Sender<u32>,
+}
+
+#[derive(Debug)]
+struct Question {
+    request: InputRequest,
+    answer: oneshot::Sender<serde_json::Value>,
+}
+
+impl Inbox {
+    /// Ask `request` under `key` and wait for the client's answer (`None` when the call ended
+    /// first).
+    pub(crate) async fn ask(
+        &self,
+        key: String,
+        request: InputRequest,
+    ) -> Option<serde_json::Value> {
+        let (answer, answered) = oneshot::channel();
+        lock(&self.open).insert(key, Question { request, answer });
+        self.asked.send_modify(|count| *count += 1);
+        answered.await.ok()
+    }
+
+    /// The questions waiting for an answer.
+    pub(crate) fn open(&self) -> InputRequests {
+        lock(&self.open)
+            .iter()
+            .map(|(key, question)| (key.clone(), question.request.clone()))
+            .collect()
+    }
+
+    /// Hand the client's answers to the questions they answer; the rest stay open.
+    pub(crate) fn answer(&self, responses: BTreeMap<String, serde_json::Value>) {
+        let mut open = lock(&self.open);
+        for (key, response) in responses {
+            if let Some(question) = open.remove(&key) {
+                let _ = question.answer.send(response);
+            }
+        }
+    }
+
+    /// Counts the questions asked.
+    pub(crate) fn asked(&self) -> watch::Receiver<u32> {
+        self.asked.subscribe()
+    }
+}
 
 /// Routes upstream questions and progress to the downstream calls waiting on them.
 #[derive(Debug, Default)]
@@ -36,10 +90,19 @@ pub struct Relay {
     tools_changed: std::sync::OnceLock<mpsc::UnboundedSender<()>>,
 }
 
+/// Where an upstream call's questions go.
+#[derive(Debug)]
+enum Asker {
+    /// Through the downstream call's `Ctx` (the layer's rounds).
+    Ctx(Ctx),
+    /// To a held call's inbox, whose questions the gateway passes on itself (see `hold`).
+    Held(Arc<Inbox>),
+}
+
 /// One downstream call, while its upstream call runs.
 #[derive(Debug)]
 struct Asking {
-    ctx: Ctx,
+    asker: Asker,
     /// Taken by the first question that cannot be answered in this run (2026-07-28
     /// downstream): the call then ends with it.
     suspend: Mutex<Option<oneshot::Sender<Suspend>>>,
@@ -133,7 +196,7 @@ impl Relay {
         let (updates, updates_rx) = mpsc::unbounded_channel();
         let (suspended_count, questions) = tokio::sync::watch::channel(0);
         let asking = Asking {
-            ctx,
+            asker: Asker::Ctx(ctx),
             suspend: Mutex::new(Some(suspend)),
             updates,
             asked: Mutex::new(HashMap::new()),
@@ -151,6 +214,37 @@ impl Relay {
                 token,
             },
         }
+    }
+
+    /// Register an upstream call held between a 2026-07-28 client's rounds: its questions
+    /// go to the returned inbox. Returns its caller token, the inbox, its progress and log
+    /// messages, and the registration.
+    pub(crate) fn open_held(
+        self: &Arc<Self>,
+    ) -> (
+        String,
+        Arc<Inbox>,
+        mpsc::UnboundedReceiver<Update>,
+        Registered,
+    ) {
+        let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let inbox = Arc::new(Inbox::default());
+        let (updates, updates_rx) = mpsc::unbounded_channel();
+        let (suspended, _) = tokio::sync::watch::channel(0);
+        let asking = Asking {
+            asker: Asker::Held(inbox.clone()),
+            suspend: Mutex::new(None),
+            updates,
+            asked: Mutex::new(HashMap::new()),
+            ended: tokio_util::sync::CancellationToken::new(),
+            suspended,
+        };
+        lock(&self.calls).insert(token.clone(), Arc::new(asking));
+        let registered = Registered {
+            relay: self.clone(),
+            token: token.clone(),
+        };
+        (token, inbox, updates_rx, registered)
     }
 
     fn asking(&self, caller: Option<&ProgressToken>) -> Option<Arc<Asking>> {
@@ -212,6 +306,22 @@ impl HostHandler for Relay {
             let Some(asking) = asking else {
                 return action(ElicitationAction::Decline);
             };
+            let ctx = match &asking.asker {
+                Asker::Ctx(ctx) => ctx,
+                Asker::Held(inbox) => {
+                    // The upstream's question as it asked it; the client's answer as it gave it.
+                    let key = asking.key(
+                        "elicit",
+                        &serde_json::to_string(&request).unwrap_or_default(),
+                    );
+                    let request = InputRequest::Elicitation(ElicitRequest::new(request));
+                    return inbox
+                        .ask(key, request)
+                        .await
+                        .and_then(|answer| serde_json::from_value::<ElicitResult>(answer).ok())
+                        .unwrap_or_else(|| action(ElicitationAction::Cancel));
+                }
+            };
             match request {
                 ElicitRequestParams::FormElicitationParams {
                     message,
@@ -220,11 +330,7 @@ impl HostHandler for Relay {
                 } => {
                     let schema = serde_json::to_string(&requested_schema).unwrap_or_default();
                     let key = asking.key("form", &(&message, &schema));
-                    match asking
-                        .ctx
-                        .elicit_form(&key, message, requested_schema)
-                        .await
-                    {
+                    match ctx.elicit_form(&key, message, requested_schema).await {
                         Ok(Elicited::Accepted(content)) => {
                             action(ElicitationAction::Accept).with_content(content)
                         }
@@ -240,7 +346,7 @@ impl HostHandler for Relay {
                 }
                 ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
                     let key = asking.key("url", &(&message, &url));
-                    match asking.ctx.elicit_url(&key, message, url).await {
+                    match ctx.elicit_url(&key, message, url).await {
                         Ok(UrlElicited::Accepted { .. }) => action(ElicitationAction::Accept),
                         Ok(UrlElicited::Declined | UrlElicited::Unsupported) => {
                             action(ElicitationAction::Decline)
@@ -293,7 +399,28 @@ impl HostHandler for Relay {
                 .collect();
             let mut request = SamplingRequest::new(messages, question.max_tokens);
             request.system_prompt = question.system_prompt.clone();
-            match asking.ctx.sample(&key, request).await {
+            let ctx = match &asking.asker {
+                Asker::Ctx(ctx) => ctx,
+                Asker::Held(inbox) => {
+                    let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
+                    let answer = inbox
+                        .ask(key, request)
+                        .await
+                        .and_then(|answer| {
+                            serde_json::from_value::<CreateMessageResult>(answer).ok()
+                        })
+                        .ok_or_else(|| refused("the gateway's client gave no sampling result"))?;
+                    let text = Sampled::Message(Box::new(answer.clone()))
+                        .text()
+                        .unwrap_or_default()
+                        .to_owned();
+                    return Ok(SamplingAnswer {
+                        text,
+                        model: answer.model,
+                    });
+                }
+            };
+            match ctx.sample(&key, request).await {
                 Ok(Sampled::Message(result)) => Ok(SamplingAnswer {
                     text: Sampled::Message(result.clone())
                         .text()
@@ -329,7 +456,22 @@ impl HostHandler for Relay {
                 return Ok(configured);
             };
             let key = asking.key("roots", &());
-            match asking.ctx.roots(&key).await {
+            let ctx = match &asking.asker {
+                Asker::Ctx(ctx) => ctx,
+                Asker::Held(inbox) => {
+                    let request = InputRequest::ListRoots(ListRootsRequest {
+                        method: Default::default(),
+                        extensions: Default::default(),
+                    });
+                    return inbox
+                        .ask(key, request)
+                        .await
+                        .and_then(|answer| serde_json::from_value::<ListRootsResult>(answer).ok())
+                        .map(|listed| listed.roots)
+                        .ok_or_else(|| refused("the gateway's client listed no roots"));
+                }
+            };
+            match ctx.roots(&key).await {
                 Ok(RootsListed::Listed(roots)) => Ok(roots),
                 Ok(RootsListed::Failed { code, message }) => {
                     Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None))
@@ -380,5 +522,48 @@ impl HostHandler for Relay {
                 tracing::debug!(upstream = %connection, level = ?message.level, data = %message.data, "upstream log message")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_answer_reaches_only_the_question_it_answers() {
+        let inbox = Arc::new(Inbox::default());
+        let mut asked = inbox.asked();
+        let asking = tokio::spawn({
+            let inbox = inbox.clone();
+            async move {
+                let request = backchannel::__rmcp::model::InputRequest::ListRoots(
+                    rmcp::model::ListRootsRequest {
+                        method: Default::default(),
+                        extensions: Default::default(),
+                    },
+                );
+                inbox.ask("roots".into(), request).await
+            }
+        });
+        asked.changed().await.unwrap();
+        assert_eq!(inbox.open().keys().collect::<Vec<_>>(), ["roots"]);
+        inbox.answer(BTreeMap::from([(
+            "other".to_owned(),
+            serde_json::json!({"roots": []}),
+        )]));
+        assert_eq!(
+            inbox.open().len(),
+            1,
+            "an answer to another key changes nothing"
+        );
+        inbox.answer(BTreeMap::from([(
+            "roots".to_owned(),
+            serde_json::json!({"roots": []}),
+        )]));
+        assert_eq!(
+            asking.await.unwrap(),
+            Some(serde_json::json!({"roots": []}))
+        );
+        assert!(inbox.open().is_empty());
     }
 }

@@ -1,0 +1,209 @@
+//! A 2025-11-25 upstream's call held open between a 2026-07-28 client's rounds.
+//!
+//! A 2025-11-25 server asks its questions as requests inside the call and waits for their
+//! answers; a 2026-07-28 client answers only by retrying its call. So the upstream call is
+//! started once and kept running while the client answers: its questions are passed on as the
+//! round's `inputRequests` ([`backchannel::Ctx::pass_round`]) with the hold's id as the state
+//! the layer seals, and the retry finds the call by that id and hands the answers to the
+//! questions still waiting. The upstream sees one call, answered, as a 2025 client would answer
+//! it; nothing runs twice.
+//!
+//! A hold is bounded: it belongs to the owner that made it (the layer's seal binds the call and
+//! its caller; the hold checks the owner again), it waits at most [`HOLD_FOR`] for the next
+//! round (the time a person is given to answer, after which the upstream call is cancelled),
+//! and at most [`MAX_HOLDS`] calls are held at once. It lives in this gateway instance's
+//! memory: a round that reaches another instance, or comes after the hold ended, is told to
+//! call again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use backchannel_host::{HostError, Started};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::relay::{Inbox, Registered, Update};
+
+/// How long a held call waits for the client's next round: the time a person is given to
+/// answer a question (`backchannel`'s default ask timeout). Then the upstream call is
+/// cancelled.
+pub(crate) const HOLD_FOR: Duration = backchannel::DEFAULT_ASK_TIMEOUT;
+
+/// The most upstream calls held at once; a call that would be one more is refused.
+pub(crate) const MAX_HOLDS: usize = 4096;
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One upstream call, running, between or during rounds. Dropped, it stops the call (which
+/// cancels it upstream).
+pub(crate) struct Held {
+    owner: String,
+    pub(crate) inbox: Arc<Inbox>,
+    pub(crate) outcome: oneshot::Receiver<Result<Started, HostError>>,
+    pub(crate) updates: mpsc::UnboundedReceiver<Update>,
+    task: tokio::task::JoinHandle<()>,
+    _registered: Registered,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Held {
+    /// A call running as `task`, whose questions come to `inbox` and whose progress and log
+    /// messages to `updates`; `registered` keeps it known to the relay.
+    pub(crate) fn new(
+        owner: String,
+        inbox: Arc<Inbox>,
+        outcome: oneshot::Receiver<Result<Started, HostError>>,
+        updates: mpsc::UnboundedReceiver<Update>,
+        task: tokio::task::JoinHandle<()>,
+        registered: Registered,
+    ) -> Held {
+        Held {
+            owner,
+            inbox,
+            outcome,
+            updates,
+            task,
+            _registered: registered,
+        }
+    }
+}
+
+/// Why a round found no held call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotHeld {
+    /// Gone: it waited longer than [`HOLD_FOR`], or this is another gateway instance.
+    Gone,
+    /// Too many calls are held.
+    Full,
+}
+
+/// The held calls of this gateway, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    held: Arc<Mutex<HashMap<String, (u64, Held)>>>,
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl Holds {
+    /// Whether one more call may be held.
+    pub(crate) fn room(&self) -> Result<(), NotHeld> {
+        if lock(&self.held).len() >= MAX_HOLDS {
+            return Err(NotHeld::Full);
+        }
+        Ok(())
+    }
+
+    /// Keep `held` under `id` until its next round takes it, at most [`HOLD_FOR`].
+    pub(crate) fn keep(&self, id: String, held: Held) -> Result<(), NotHeld> {
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        {
+            let mut table = lock(&self.held);
+            if table.len() >= MAX_HOLDS {
+                return Err(NotHeld::Full);
+            }
+            table.insert(id.clone(), (generation, held));
+        }
+        let table = Arc::downgrade(&self.held);
+        tokio::spawn(async move {
+            tokio::time::sleep(HOLD_FOR).await;
+            let Some(table) = table.upgrade() else {
+                return;
+            };
+            let mut table = lock(&table);
+            if table.get(&id).is_some_and(|(kept, _)| *kept == generation) {
+                tracing::debug!(hold = %id, "a held upstream call waited too long for its answers; cancelling it");
+                table.remove(&id);
+            }
+        });
+        Ok(())
+    }
+
+    /// The call held under `id` for `owner`, taken out (the round works on it).
+    pub(crate) fn take(&self, id: &str, owner: &str) -> Result<Held, NotHeld> {
+        let mut table = lock(&self.held);
+        match table.get(id) {
+            Some((_, held)) if held.owner == owner => Ok(table
+                .remove(id)
+                .map(|(_, held)| held)
+                .ok_or(NotHeld::Gone)?),
+            _ => Err(NotHeld::Gone),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tells when it is dropped.
+    struct Tell(Option<oneshot::Sender<()>>);
+
+    impl Drop for Tell {
+        fn drop(&mut self) {
+            if let Some(tell) = self.0.take() {
+                let _ = tell.send(());
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_call_belongs_to_its_owner_and_is_stopped_after_hold_for() {
+        let relay = Arc::new(crate::Relay::default());
+        let (_token, inbox, updates, registered) = relay.open_held();
+        let (told, stopped) = oneshot::channel();
+        let task = tokio::spawn(async move {
+            let _tell = Tell(Some(told));
+            std::future::pending::<()>().await;
+        });
+        let (_sent, outcome) = oneshot::channel();
+        let holds = Holds::default();
+        let held = Held::new(
+            "principal:alice".into(),
+            inbox,
+            outcome,
+            updates,
+            task,
+            registered,
+        );
+        holds.keep("hold-1".into(), held).unwrap();
+
+        assert_eq!(
+            holds.take("hold-1", "principal:mallory").unwrap_err(),
+            NotHeld::Gone
+        );
+        // Taken and kept again within the bound: a fresh bound from then.
+        tokio::time::sleep(HOLD_FOR - Duration::from_secs(1)).await;
+        let held = holds.take("hold-1", "principal:alice").unwrap();
+        holds.keep("hold-1".into(), held).unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            holds
+                .take("hold-1", "principal:alice")
+                .is_ok_and(|held| { holds.keep("hold-1".into(), held).is_ok() })
+        );
+        // Not taken for longer than the bound: gone, and its upstream call stopped.
+        tokio::time::sleep(HOLD_FOR + Duration::from_secs(1)).await;
+        assert_eq!(
+            holds.take("hold-1", "principal:alice").unwrap_err(),
+            NotHeld::Gone
+        );
+        stopped.await.unwrap();
+    }
+}
