@@ -1579,6 +1579,11 @@ fn listen_for_changes<H: HostHandler>(
                         handler.on_list_changed(&name, kind);
                     }
                 }
+                // The server refuses to be listened to: it will not change its mind.
+                Err(rmcp::service::ServiceError::McpError(error)) => {
+                    tracing::debug!(connection = %name, %error, "the server refuses to be listened to");
+                    return;
+                }
                 Err(error) => {
                     tracing::debug!(connection = %name, %error, "the list changes cannot be listened to");
                 }

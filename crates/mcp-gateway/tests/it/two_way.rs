@@ -157,10 +157,11 @@ impl ClientHandler for Listening {
     }
 }
 
-#[tokio::test]
-async fn an_upstreams_tool_list_change_reaches_the_gateways_clients() {
-    let (served, _server) = test_server(Revision::V2025_11_25).await;
-    let (front, gateway) = gateway("test", served.addr, Revision::V2025_11_25).await;
+/// An upstream on `upstream` says its tools changed (a 2025-11-25 session's notification, a
+/// 2026-07-28 listen stream's); the gateway's 2025-11-25 client hears of it.
+async fn a_tool_list_change_crosses(upstream: Revision) {
+    let (served, _server) = test_server(upstream).await;
+    let (front, gateway) = gateway("test", served.addr, upstream).await;
     let told = Listening::default();
     let client = connect_http(
         told.clone(),
@@ -179,6 +180,16 @@ async fn an_upstreams_tool_list_change_reaches_the_gateways_clients() {
     let listed = client.peer().list_all_tools().await.unwrap();
     assert_eq!(listed.len(), gateway.tool_names().len());
     assert!(listed.iter().any(|tool| tool.name == "touch_tools"));
+}
+
+#[tokio::test]
+async fn a_2025_upstreams_tool_list_change_reaches_the_gateways_clients() {
+    a_tool_list_change_crosses(Revision::V2025_11_25).await;
+}
+
+#[tokio::test]
+async fn a_2026_upstreams_tool_list_change_reaches_the_gateways_clients() {
+    a_tool_list_change_crosses(Revision::V2026_07_28).await;
 }
 
 #[tokio::test]
