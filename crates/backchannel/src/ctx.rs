@@ -33,6 +33,22 @@ use crate::util::lock;
 #[must_use = "propagate a Suspend with `?` so the layer can fetch the answer"]
 pub struct Suspend(pub(crate) ());
 
+/// Why [`Ctx::ask_now`] has no answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum NotAnswered {
+    /// The call has no session to ask on (2026-07-28, or inside a task).
+    NoSession,
+    /// The client did not declare that it answers this kind of question.
+    Unsupported,
+    /// The client answered with this error.
+    Refused(ErrorData),
+    /// No answer came within the ask timeout.
+    TimedOut,
+    /// The call was cancelled while it waited.
+    Cancelled,
+}
+
 /// A round another server asked, as the client answered it ([`Ctx::passed_round`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassedRound {
@@ -174,6 +190,62 @@ impl Ctx {
                 })
                 .collect(),
         })
+    }
+
+    /// Whether [`Ctx::ask_now`] can ask: the call came on a 2025-11-25 session (not inside a
+    /// task), which takes server-to-client requests while the call runs.
+    pub fn asks_now(&self) -> bool {
+        self.call.revision.has_sessions() && self.call.task_ct.is_none()
+    }
+
+    /// Ask `request` of the client at once, as a server-to-client request on this call's
+    /// 2025-11-25 session, and wait for the client's answer (at most the ask timeout): the
+    /// answer comes back as the JSON the client sent (an `ElicitResult`, a
+    /// `CreateMessageResult`, a `ListRootsResult`). The body is not run again for it, and
+    /// nothing of it is kept: for a body that relays another server's question as that server
+    /// asked it (a gateway). Questions the client did not declare it answers are not sent.
+    pub async fn ask_now(&self, request: InputRequest) -> Result<serde_json::Value, NotAnswered> {
+        if !self.asks_now() {
+            return Err(NotAnswered::NoSession);
+        }
+        let kind = match &request {
+            InputRequest::Elicitation(asked) => match asked.params {
+                ElicitRequestParams::UrlElicitationParams { .. } => AskKind::Url,
+                _ => AskKind::Form,
+            },
+            InputRequest::CreateMessage(_) => AskKind::Sampling,
+            InputRequest::ListRoots(_) => AskKind::Roots,
+            _ => return Err(NotAnswered::Unsupported),
+        };
+        let caps = self.call.caps();
+        let declared = match kind {
+            AskKind::Form | AskKind::Url => self.can_elicit(kind),
+            AskKind::Sampling => caps.sampling.is_some(),
+            AskKind::Roots => caps.roots.is_some(),
+        };
+        if !declared {
+            return Err(NotAnswered::Unsupported);
+        }
+        let reach = Reach::of(&self.call.rc().extensions, self.call.peer());
+        let origin = &self.call.rc().id;
+        let answer = tokio::select! {
+            answer = sampling_roots_logging::fulfil(&reach, origin, request, self.ask_timeout()) => answer,
+            () = self.call.ct().cancelled() => return Err(NotAnswered::Cancelled),
+        };
+        match answer {
+            Answer::Elicit { action, content } => {
+                let mut result = rmcp::model::ElicitResult::new(action);
+                result.content = content;
+                serde_json::to_value(result).map_err(|_| NotAnswered::Unsupported)
+            }
+            Answer::Sampled { result } | Answer::Roots { result } => Ok(result),
+            Answer::Refused { code, message } => Err(NotAnswered::Refused(ErrorData::new(
+                rmcp::model::ErrorCode(code),
+                message,
+                None,
+            ))),
+            Answer::TimedOut => Err(NotAnswered::TimedOut),
+        }
     }
 
     /// Whether this body is running inside a task.

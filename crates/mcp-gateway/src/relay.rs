@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use backchannel::{
-    Backchannel, Change, Ctx, Elicited, ListKind, Root, RootsListed, Sampled, SamplingMessage,
-    SamplingRequest, Suspend, UrlElicited, WeakBackchannel,
+    Backchannel, Change, Ctx, Elicited, ListKind, NotAnswered, Root, RootsListed, Sampled,
+    SamplingMessage, SamplingRequest, Suspend, UrlElicited, WeakBackchannel,
 };
 use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
@@ -289,6 +289,19 @@ impl Asking {
     }
 }
 
+/// Why the client gave no answer, for the upstream.
+fn not_answered(why: &NotAnswered) -> String {
+    match why {
+        NotAnswered::Unsupported => {
+            "the gateway's client does not answer this kind of question".into()
+        }
+        NotAnswered::TimedOut => "the gateway's client did not answer in time".into(),
+        NotAnswered::Cancelled => "the call was cancelled".into(),
+        NotAnswered::Refused(error) => error.message.to_string(),
+        _ => "the gateway's client cannot be asked now".into(),
+    }
+}
+
 fn action(action: ElicitationAction) -> ElicitResult {
     ElicitResult::new(action)
 }
@@ -306,10 +319,21 @@ impl HostHandler for Relay {
             let Some(asking) = asking else {
                 return action(ElicitationAction::Decline);
             };
+            // The upstream's question as it asked it; the client's answer as it gave it.
             let ctx = match &asking.asker {
+                Asker::Ctx(ctx) if ctx.asks_now() => {
+                    let request = InputRequest::Elicitation(ElicitRequest::new(request));
+                    return match ctx.ask_now(request).await {
+                        Ok(answer) => serde_json::from_value::<ElicitResult>(answer)
+                            .unwrap_or_else(|_| action(ElicitationAction::Cancel)),
+                        Err(NotAnswered::Unsupported | NotAnswered::Refused(_)) => {
+                            action(ElicitationAction::Decline)
+                        }
+                        Err(_) => action(ElicitationAction::Cancel),
+                    };
+                }
                 Asker::Ctx(ctx) => ctx,
                 Asker::Held(inbox) => {
-                    // The upstream's question as it asked it; the client's answer as it gave it.
                     let key = asking.key(
                         "elicit",
                         &serde_json::to_string(&request).unwrap_or_default(),
@@ -399,25 +423,34 @@ impl HostHandler for Relay {
                 .collect();
             let mut request = SamplingRequest::new(messages, question.max_tokens);
             request.system_prompt = question.system_prompt.clone();
+            let sampled = |answer: serde_json::Value| {
+                let answer = serde_json::from_value::<CreateMessageResult>(answer)
+                    .map_err(|_| refused("the gateway's client gave no sampling result"))?;
+                let text = Sampled::Message(Box::new(answer.clone()))
+                    .text()
+                    .unwrap_or_default()
+                    .to_owned();
+                Ok(SamplingAnswer {
+                    text,
+                    model: answer.model,
+                })
+            };
             let ctx = match &asking.asker {
+                Asker::Ctx(ctx) if ctx.asks_now() => {
+                    let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
+                    return match ctx.ask_now(request).await {
+                        Ok(answer) => sampled(answer),
+                        Err(NotAnswered::Refused(error)) => Err(error),
+                        Err(other) => Err(refused(&not_answered(&other))),
+                    };
+                }
                 Asker::Ctx(ctx) => ctx,
                 Asker::Held(inbox) => {
                     let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
-                    let answer = inbox
-                        .ask(key, request)
-                        .await
-                        .and_then(|answer| {
-                            serde_json::from_value::<CreateMessageResult>(answer).ok()
-                        })
-                        .ok_or_else(|| refused("the gateway's client gave no sampling result"))?;
-                    let text = Sampled::Message(Box::new(answer.clone()))
-                        .text()
-                        .unwrap_or_default()
-                        .to_owned();
-                    return Ok(SamplingAnswer {
-                        text,
-                        model: answer.model,
-                    });
+                    return match inbox.ask(key, request).await {
+                        Some(answer) => sampled(answer),
+                        None => Err(refused("the gateway's client gave no sampling result")),
+                    };
                 }
             };
             match ctx.sample(&key, request).await {
@@ -456,19 +489,31 @@ impl HostHandler for Relay {
                 return Ok(configured);
             };
             let key = asking.key("roots", &());
+            let request = || {
+                InputRequest::ListRoots(ListRootsRequest {
+                    method: Default::default(),
+                    extensions: Default::default(),
+                })
+            };
+            let listed = |answer: serde_json::Value| {
+                serde_json::from_value::<ListRootsResult>(answer)
+                    .map(|listed| listed.roots)
+                    .map_err(|_| refused("the gateway's client listed no roots"))
+            };
             let ctx = match &asking.asker {
+                Asker::Ctx(ctx) if ctx.asks_now() => {
+                    return match ctx.ask_now(request()).await {
+                        Ok(answer) => listed(answer),
+                        Err(NotAnswered::Refused(error)) => Err(error),
+                        Err(other) => Err(refused(&not_answered(&other))),
+                    };
+                }
                 Asker::Ctx(ctx) => ctx,
                 Asker::Held(inbox) => {
-                    let request = InputRequest::ListRoots(ListRootsRequest {
-                        method: Default::default(),
-                        extensions: Default::default(),
-                    });
-                    return inbox
-                        .ask(key, request)
-                        .await
-                        .and_then(|answer| serde_json::from_value::<ListRootsResult>(answer).ok())
-                        .map(|listed| listed.roots)
-                        .ok_or_else(|| refused("the gateway's client listed no roots"));
+                    return match inbox.ask(key, request()).await {
+                        Some(answer) => listed(answer),
+                        None => Err(refused("the gateway's client listed no roots")),
+                    };
                 }
             };
             match ctx.roots(&key).await {
