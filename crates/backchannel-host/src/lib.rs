@@ -211,16 +211,18 @@ pub struct LogMessage {
     pub caller: Option<ProgressToken>,
 }
 
-/// How a tool call left the server ([`Connection::start_tool`]).
+/// How a tool call (or a prompt, `T` = `GetPromptResult`) left the server
+/// ([`Connection::start_tool`], [`Connection::call_round`], [`Connection::prompt_round`]).
 #[derive(Debug, Clone)]
-pub enum Started {
-    /// The tool's result.
-    Done(CallToolResult),
+pub enum Started<T = CallToolResult> {
+    /// The result.
+    Done(T),
     /// The server runs the call as this task (tasks extension): its result, and the questions
     /// asked inside it, come by `tasks/get`.
     Task(rmcp::model::Task),
     /// The server asks these questions first, as a 2026-07-28 `input_required` round: only
-    /// from [`Connection::call_round`], which leaves them to its caller.
+    /// from [`Connection::call_round`] and [`Connection::prompt_round`], which leave them to
+    /// their caller.
     InputRequired {
         /// The questions, by the server's keys.
         input_requests: InputRequests,
@@ -1163,6 +1165,46 @@ impl<H: HostHandler> Connection<H> {
     ) -> Result<rmcp::model::GetPromptResult, HostError> {
         self.signed_in(|| self.prompt_rounds(name, arguments.clone(), context))
             .await
+    }
+
+    /// Send one `prompts/get` request, with the answers and the server's state of an earlier
+    /// round (2026-07-28), and hand back the prompt or the server's next questions (none
+    /// answered here), as [`Connection::call_round`] does for a tool.
+    pub async fn prompt_round(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+    ) -> Result<Started<rmcp::model::GetPromptResult>, HostError> {
+        self.signed_in(|| async {
+            let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
+            params.arguments = arguments.clone();
+            params.input_responses = input_responses.clone();
+            params.request_state = request_state.clone();
+            let (caller_token, meta) = self.split_meta(context);
+            params.meta = meta;
+            let call = Call::new(caller_token);
+            let _active = InFlight::new(&self.service.service().routes.active, &call);
+            let request = rmcp::model::GetPromptRequest::new(params);
+            let started = match self
+                .round(ClientRequest::GetPromptRequest(request), &call)
+                .await?
+            {
+                ServerResult::GetPromptResult(result) => Started::Done(result),
+                ServerResult::InputRequiredResult(round) => Started::InputRequired {
+                    input_requests: round.input_requests.unwrap_or_default(),
+                    request_state: round.request_state,
+                },
+                other => {
+                    return Err(self.call_error(format!("unexpected response {other:?}")));
+                }
+            };
+            call.drained(PROGRESS_DRAIN_BOUND).await;
+            Ok(started)
+        })
+        .await
     }
 
     async fn prompt_rounds(

@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use backchannel_host::{HostError, Started};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::relay::{Inbox, Registered, Update};
@@ -38,22 +37,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// One upstream call, running, between or during rounds. Dropped, it stops the call (which
 /// cancels it upstream).
-pub(crate) struct Held {
+pub(crate) struct Held<T> {
     owner: String,
     pub(crate) inbox: Arc<Inbox>,
-    pub(crate) outcome: oneshot::Receiver<Result<Started, HostError>>,
+    pub(crate) outcome: oneshot::Receiver<T>,
     pub(crate) updates: mpsc::UnboundedReceiver<Update>,
     task: tokio::task::JoinHandle<()>,
     _registered: Registered,
 }
 
-impl Drop for Held {
+impl<T> Drop for Held<T> {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl std::fmt::Debug for Held {
+impl<T> std::fmt::Debug for Held<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Held")
             .field("owner", &self.owner)
@@ -61,17 +60,17 @@ impl std::fmt::Debug for Held {
     }
 }
 
-impl Held {
+impl<T> Held<T> {
     /// A call running as `task`, whose questions come to `inbox` and whose progress and log
     /// messages to `updates`; `registered` keeps it known to the relay.
     pub(crate) fn new(
         owner: String,
         inbox: Arc<Inbox>,
-        outcome: oneshot::Receiver<Result<Started, HostError>>,
+        outcome: oneshot::Receiver<T>,
         updates: mpsc::UnboundedReceiver<Update>,
         task: tokio::task::JoinHandle<()>,
         registered: Registered,
-    ) -> Held {
+    ) -> Held<T> {
         Held {
             owner,
             inbox,
@@ -92,14 +91,27 @@ pub(crate) enum NotHeld {
     Full,
 }
 
-/// The held calls of this gateway, by id.
-#[derive(Debug, Default)]
-pub(crate) struct Holds {
-    held: Arc<Mutex<HashMap<String, (u64, Held)>>>,
+/// The held calls by id, each with the generation it was kept at (a later keep restarts its
+/// bound).
+type Table<T> = Arc<Mutex<HashMap<String, (u64, Held<T>)>>>;
+
+/// The held calls of this gateway, by id; each ends with a `T`.
+#[derive(Debug)]
+pub(crate) struct Holds<T> {
+    held: Table<T>,
     generation: std::sync::atomic::AtomicU64,
 }
 
-impl Holds {
+impl<T> Default for Holds<T> {
+    fn default() -> Self {
+        Holds {
+            held: Arc::new(Mutex::new(HashMap::new())),
+            generation: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T: Send + 'static> Holds<T> {
     /// Whether one more call may be held.
     pub(crate) fn room(&self) -> Result<(), NotHeld> {
         if lock(&self.held).len() >= MAX_HOLDS {
@@ -109,7 +121,7 @@ impl Holds {
     }
 
     /// Keep `held` under `id` until its next round takes it, at most [`HOLD_FOR`].
-    pub(crate) fn keep(&self, id: String, held: Held) -> Result<(), NotHeld> {
+    pub(crate) fn keep(&self, id: String, held: Held<T>) -> Result<(), NotHeld> {
         let generation = self
             .generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -136,7 +148,7 @@ impl Holds {
     }
 
     /// The call held under `id` for `owner`, taken out (the round works on it).
-    pub(crate) fn take(&self, id: &str, owner: &str) -> Result<Held, NotHeld> {
+    pub(crate) fn take(&self, id: &str, owner: &str) -> Result<Held<T>, NotHeld> {
         let mut table = lock(&self.held);
         match table.get(id) {
             Some((_, held)) if held.owner == owner => Ok(table
@@ -172,7 +184,7 @@ mod tests {
             let _tell = Tell(Some(told));
             std::future::pending::<()>().await;
         });
-        let (_sent, outcome) = oneshot::channel();
+        let (_sent, outcome) = oneshot::channel::<()>();
         let holds = Holds::default();
         let held = Held::new(
             "principal:alice".into(),

@@ -4,24 +4,17 @@
 //! sampling) are asked of the downstream client in the downstream's revision, and the
 //! upstream's progress reaches the downstream call.
 //!
-//! The gateway is a [`Gateway`] server on `backchannel`'s layer, whose tools are the upstreams'
-//! tools; each call is forwarded through `backchannel-host`, which speaks the upstream's
-//! revision. How a question crosses:
+//! The gateway is a [`Gateway`] server on `backchannel`'s layer, whose tools and prompts are
+//! the upstreams'; each call is forwarded through `backchannel-host`, which speaks the
+//! upstream's revision. The upstream runs each call once, and the client answers its questions
+//! as the upstream asked them (module `forward`):
 //!
-//! A 2026-07-28 client's rounds pass through to a 2026-07-28 upstream (its keys, its state
-//! sealed inside the layer's: `Ctx::pass_round`), and hold a 2025-11-25 upstream's call open
-//! between them (module `hold`). Otherwise (a 2025-11-25 client, and prompts):
-//!
-//! The layer runs a tool body again once its questions are answered, and the gateway's body
-//! is a call upstream, so a question ends the run: the layer asks it of the downstream client
-//! (on a 2025-11-25 session as a request, on 2026-07-28 as `input_required`, keeping nothing
-//! between rounds), the run's upstream call is dropped, which cancels it upstream, and the next
-//! run calls upstream again and finds that question answered (the answer goes upstream in the
-//! upstream's revision: a 2025 response, or a 2026 retry with `inputResponses`). Questions are
-//! matched by what they ask (kind, text and schema) and their order, so this holds for upstream
-//! tools that act only after their questions (the rule `backchannel`'s own tools follow). No
-//! answer reaches an upstream before its call is dropped: a question of an abandoned run is
-//! answered only once the run has ended and the cancellation had time to arrive.
+//! - a 2025-11-25 client is asked at once, on its session, inside the upstream's call;
+//! - a 2026-07-28 client talking to a 2026-07-28 upstream gets the upstream's own rounds (its
+//!   keys; its `requestState` sealed inside the layer's), one upstream request per round, the
+//!   gateway keeping nothing between them;
+//! - a 2026-07-28 client talking to a 2025-11-25 upstream: the upstream's call is held open
+//!   between the client's rounds, bounded in time and number (module `hold`).
 //!
 //! An upstream's task (tasks extension) is relayed rather than run by the gateway: a client
 //! that declared tasks gets it under a sealed id of the gateway's, bound to that client, and
@@ -34,6 +27,7 @@
 )]
 
 mod catalog;
+mod forward;
 mod hold;
 mod relay;
 mod tasks;
@@ -42,23 +36,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use backchannel::{Backchannel, Ctx, Revision};
-use backchannel_host::{
-    CallContext, ConnectionConfig, Declared, Host, HostConfig, HostError, Started, Transport,
-};
+use backchannel::{Backchannel, Revision};
+use backchannel_host::{ConnectionConfig, Declared, Host, HostConfig, HostError, Transport};
 use futures::future::BoxFuture;
 use rmcp::RoleServer;
-use rmcp::handler::server::common::FromContextPart as _;
-use rmcp::handler::server::prompt::PromptContext;
 use rmcp::handler::server::router::prompt::{PromptRoute, PromptRouter};
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CompleteRequestParams, CompleteResult,
-    CreateTaskResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse,
-    ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, LoggingLevel,
+    PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
@@ -243,7 +232,7 @@ struct Upstreams {
     /// The downstream ids of the upstreams' tasks.
     task_ids: tasks::TaskIds,
     /// 2025-11-25 upstream calls held between a 2026-07-28 client's rounds.
-    holds: hold::Holds,
+    holds: hold::Holds<forward::HeldOutcome>,
 }
 
 /// Where a tool's calls go.
@@ -409,7 +398,7 @@ async fn tool_router(
             };
             router.add_route(ToolRoute::new_dyn(tool, move |context| {
                 let route = route.clone();
-                Box::pin(forward(context, route))
+                Box::pin(forward::forward(context, route))
             }));
         }
     }
@@ -467,356 +456,6 @@ async fn offer_changed_tools(
             }
         }
     }
-}
-
-/// Forward one call: the upstream's questions and progress go to this call's `Ctx` through
-/// the relay; on a 2026-07-28 downstream a question ends this run with the `Suspend` the
-/// layer turns into `input_required`.
-async fn forward(
-    mut context: ToolCallContext<'_, Gateway>,
-    route: Route,
-) -> Result<CallToolResponse, ErrorData> {
-    let ctx = Ctx::from_context_part(&mut context)?;
-    let arguments = context.arguments.take();
-    let tool = route.tool.clone();
-    // A client that declared tasks gets the upstream's task, if it makes one; for any other
-    // the upstream runs the call to its end (it was told the client has no tasks).
-    let declared = answerable(ctx.client_capabilities());
-    // A 2026-07-28 client's rounds with a 2026-07-28 upstream pass through: the upstream's
-    // questions under its own keys, its state sealed inside the layer's, one upstream request
-    // per round.
-    let passes = ctx.passes_rounds();
-    if passes {
-        // A 2025-11-25 upstream asks inside its call: the call is held between the rounds.
-        let host = context
-            .service
-            .upstreams
-            .host_for(ctx.client_capabilities())
-            .await?;
-        let connection = host
-            .connection(&route.connection)
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        if speaks_sessions(connection) {
-            let owner = context.service.layer.owner_key(&context.request_context);
-            let call = HeldCall {
-                host: host.clone(),
-                arguments,
-                owner,
-                declared,
-            };
-            return held_round(context.service, &ctx, &route, call).await;
-        }
-    }
-    let passed = ctx.passed_round();
-    let outcome = relayed(
-        context.service,
-        &ctx,
-        &route,
-        move |connection, call_context| {
-            Box::pin(async move {
-                if passes && !speaks_sessions(connection) {
-                    let (responses, state) = match passed {
-                        Some(passed) => (Some(passed.responses), passed.state),
-                        None => (None, None),
-                    };
-                    connection
-                        .call_round(&tool, arguments, call_context, responses, state)
-                        .await
-                } else if declared.tasks {
-                    connection.start_tool(&tool, arguments, call_context).await
-                } else {
-                    connection
-                        .call_tool(&tool, arguments, call_context)
-                        .await
-                        .map(Started::Done)
-                }
-            })
-        },
-    )
-    .await?;
-    Ok(match outcome {
-        // The upstream's protocol error is the downstream's (a capability it lacks, bad
-        // arguments): the tool never ran.
-        Err(HostError::Refused { error, .. }) => return Err(error),
-        Ok(Started::InputRequired {
-            input_requests,
-            request_state,
-        }) => return Err(ctx.pass_round(input_requests, request_state).into()),
-        Ok(Started::Task(task)) => {
-            let owner = context.service.layer.owner_key(&context.request_context);
-            task_created(context.service, &owner, &route, declared, task)
-        }
-        Ok(Started::Done(result)) => finished(&route, Ok(result))?,
-        Err(error) => finished(&route, Err(error))?,
-    })
-}
-
-/// The upstream made the call `task`: the client gets it under the gateway's id for `owner`.
-fn task_created(
-    gateway: &Gateway,
-    owner: &str,
-    route: &Route,
-    declared: Declared,
-    task: rmcp::model::Task,
-) -> CallToolResponse {
-    let route = tasks::TaskRoute {
-        connection: route.connection.clone(),
-        declared,
-        upstream: task.task_id.clone(),
-    };
-    tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
-    CallToolResponse::Task(CreateTaskResult::new(
-        gateway.upstreams.task_ids.shown(owner, &route, task),
-    ))
-}
-
-/// An upstream call's end as the downstream client gets it: its result; its protocol error as
-/// the client's (the tool never ran); a failure to reach it as a tool error the model reads.
-fn finished(
-    route: &Route,
-    outcome: Result<rmcp::model::CallToolResult, HostError>,
-) -> Result<CallToolResponse, ErrorData> {
-    match outcome {
-        Ok(mut result) => {
-            // A 2025-11-25 upstream's result has no `resultType`; rmcp drops it again for a
-            // 2025-11-25 downstream.
-            result.result_type = Some(ResultType::COMPLETE);
-            Ok(result.into())
-        }
-        Err(HostError::Refused { error, .. }) => Err(error),
-        Err(error) => {
-            tracing::warn!(upstream = %route.connection, tool = %route.tool, %error, "upstream call failed");
-            Ok(backchannel::error_text(format!(
-                "the upstream server {:?} could not run {:?}: {error}",
-                route.connection, route.tool
-            ))
-            .into())
-        }
-    }
-}
-
-/// One round of a 2026-07-28 client's call to a 2025-11-25 upstream, whose call is held
-/// between the rounds (see `hold`): the first round starts the upstream call, a later one
-/// takes it by the id its sealed state names and hands it the client's answers; then the round
-/// waits for the call's end, or for the upstream's next questions, which it passes on with the
-/// hold's id as its state.
-async fn held_round(
-    gateway: &Gateway,
-    ctx: &Ctx,
-    route: &Route,
-    call: HeldCall,
-) -> Result<CallToolResponse, ErrorData> {
-    let HeldCall {
-        host,
-        arguments,
-        owner,
-        declared,
-    } = call;
-    let holds = &gateway.upstreams.holds;
-    let (id, mut held, mut asked) = match ctx.passed_round() {
-        Some(passed) => {
-            let id = passed.state.unwrap_or_default();
-            let Ok(held) = holds.take(&id, &owner) else {
-                return Ok(backchannel::error_text(format!(
-                    "the upstream call these answers were for is no longer waiting (it waits {} s                      for each round, on the gateway instance that asked); call the tool again",
-                    hold::HOLD_FOR.as_secs()
-                ))
-                .into());
-            };
-            // Counted from before the answers go, so a question they lead to is seen.
-            let asked = held.inbox.asked();
-            held.inbox.answer(passed.responses);
-            (id, held, asked)
-        }
-        None => {
-            if holds.room().is_err() {
-                return Ok(backchannel::error_text(
-                    "too many calls are waiting for answers on this gateway; try again later",
-                )
-                .into());
-            }
-            let (token, inbox, updates, registered) = gateway.upstreams.relay.open_held();
-            let call_context = upstream_context(gateway, ctx, token);
-            let (sent, outcome) = tokio::sync::oneshot::channel();
-            let (connection, tool) = (route.connection.clone(), route.tool.clone());
-            let task = tokio::spawn(async move {
-                let result = match host.connection(&connection) {
-                    Ok(connection) if declared.tasks => {
-                        connection.start_tool(&tool, arguments, &call_context).await
-                    }
-                    Ok(connection) => connection
-                        .call_tool(&tool, arguments, &call_context)
-                        .await
-                        .map(Started::Done),
-                    Err(error) => Err(error),
-                };
-                let _ = sent.send(result);
-            });
-            let asked = inbox.asked();
-            let held = hold::Held::new(owner.clone(), inbox, outcome, updates, task, registered);
-            (tasks::fresh_id()?, held, asked)
-        }
-    };
-    let cancelled = ctx.cancellation().clone();
-    let mut unanswered = !held.inbox.open().is_empty();
-    let outcome = loop {
-        if unanswered {
-            gather_questions(&mut asked).await;
-            let suspend = ctx.pass_round(held.inbox.open(), Some(id.clone()));
-            if holds.keep(id, held).is_err() {
-                return Ok(backchannel::error_text(
-                    "too many calls are waiting for answers on this gateway; try again later",
-                )
-                .into());
-            }
-            return Err(suspend.into());
-        }
-        tokio::select! {
-            biased;
-            () = cancelled.cancelled() => {
-                return Err(ErrorData::internal_error("the call was cancelled", None));
-            }
-            Some(update) = held.updates.recv() => pass_on(ctx, route, update).await,
-            outcome = &mut held.outcome => break outcome,
-            Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
-        }
-    };
-    while let Ok(update) = held.updates.try_recv() {
-        pass_on(ctx, route, update).await;
-    }
-    match outcome {
-        Ok(Ok(Started::Task(task))) => Ok(task_created(gateway, &owner, route, declared, task)),
-        Ok(Ok(Started::Done(result))) => finished(route, Ok(result)),
-        Ok(Ok(Started::InputRequired { .. })) => finished(
-            route,
-            Err(HostError::Call {
-                connection: route.connection.clone(),
-                message: "a 2025-11-25 upstream answered with a round of questions".into(),
-            }),
-        ),
-        Ok(Err(error)) => finished(route, Err(error)),
-        Err(_) => finished(
-            route,
-            Err(HostError::Call {
-                connection: route.connection.clone(),
-                message: "the held call ended without a result".into(),
-            }),
-        ),
-    }
-}
-
-/// What a held call is started with.
-struct HeldCall {
-    host: Arc<Host<Relay>>,
-    arguments: Option<rmcp::model::JsonObject>,
-    /// Who it belongs to (`Backchannel::owner_key`).
-    owner: String,
-    /// What its caller can answer (and whether it takes tasks).
-    declared: Declared,
-}
-
-/// The call context of an upstream call made for `ctx`, naming it by `token`: the caller's
-/// `_meta` the configuration allows, and every log message asked for (the gateway passes on
-/// those the downstream client asked for: its session's level, or its request's).
-fn upstream_context(gateway: &Gateway, ctx: &Ctx, token: String) -> CallContext {
-    forwarded_meta(ctx.meta(), &gateway.upstreams.config.meta_allow)
-        .into_iter()
-        .fold(CallContext::new(), |context, (key, value)| {
-            context.with(key, value)
-        })
-        .with("progressToken", token)
-        .with(LOG_LEVEL_META_KEY, "debug")
-}
-
-/// Get one prompt (`route.tool` names it upstream), its questions relayed as a tool call's.
-async fn forward_prompt(
-    mut context: PromptContext<'_, Gateway>,
-    route: Route,
-) -> Result<GetPromptResponse, ErrorData> {
-    let ctx = Ctx::from_context_part(&mut context)?;
-    let arguments = context.arguments.take();
-    let prompt = route.tool.clone();
-    let outcome = relayed(
-        context.server,
-        &ctx,
-        &route,
-        move |connection, call_context| {
-            Box::pin(async move {
-                connection
-                    .get_prompt(&prompt, arguments, call_context)
-                    .await
-            })
-        },
-    )
-    .await?;
-    match outcome {
-        Ok(mut result) => {
-            result.result_type = Some(ResultType::COMPLETE);
-            Ok(GetPromptResponse::Complete(result))
-        }
-        Err(HostError::Refused { error, .. }) => Err(error),
-        Err(error) => Err(ErrorData::internal_error(
-            format!(
-                "the upstream server {:?} could not make the prompt {:?}: {error}",
-                route.connection, route.tool
-            ),
-            None,
-        )),
-    }
-}
-
-/// Run one request upstream (`send` makes it on the connection, with the call context that
-/// names this downstream call) with its questions, progress and log messages relayed to
-/// `ctx`. Ends with the layer's `Suspend` when a question must go to the client first (on a
-/// 2026-07-28 downstream), and with an error when the client cancelled.
-async fn relayed<T>(
-    gateway: &Gateway,
-    ctx: &Ctx,
-    route: &Route,
-    send: impl for<'a> FnOnce(
-        &'a backchannel_host::Connection<Relay>,
-        &'a CallContext,
-    ) -> BoxFuture<'a, Result<T, HostError>>,
-) -> Result<Result<T, HostError>, ErrorData> {
-    let host = gateway
-        .upstreams
-        .host_for(ctx.client_capabilities())
-        .await?;
-    let connection = host
-        .connection(&route.connection)
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-    let relay::Open {
-        token,
-        mut suspended,
-        mut updates,
-        mut questions,
-        registered: _registered,
-    } = gateway.upstreams.relay.open(ctx.clone());
-    let sessions = speaks_sessions(connection);
-    let call_context = upstream_context(gateway, ctx, token);
-    let mut call = send(connection, &call_context);
-    let cancelled = ctx.cancellation().clone();
-    let outcome = loop {
-        tokio::select! {
-            biased;
-            suspend = suspended.wait() => {
-                if sessions {
-                    gather_questions(&mut questions).await;
-                }
-                return Err(suspend.into());
-            }
-            () = cancelled.cancelled() => {
-                return Err(ErrorData::internal_error("the call was cancelled", None));
-            }
-            Some(update) = updates.recv() => pass_on(ctx, route, update).await,
-            outcome = &mut call => break outcome,
-        }
-    };
-    // The host hands over a result only after the progress ahead of it; pass that on first.
-    while let Ok(update) = updates.try_recv() {
-        pass_on(ctx, route, update).await;
-    }
-    Ok(outcome)
 }
 
 impl Gateway {
@@ -920,42 +559,6 @@ fn forwarded_meta(
         .collect()
 }
 
-/// How long a run whose upstream speaks 2025-11-25 waits, after a question it cannot answer,
-/// for the upstream's other questions of the same round, so they go to the client together
-/// (a 2025 server sends each as a request of its own, back to back; a 2026 server's round
-/// arrives whole).
-const QUESTION_GATHER_QUIET: Duration = Duration::from_millis(50);
-/// The longest a round is gathered.
-const QUESTION_GATHER_MAX: Duration = Duration::from_millis(250);
-
-/// Wait until no further question of the run came for [`QUESTION_GATHER_QUIET`] (at most
-/// [`QUESTION_GATHER_MAX`]).
-async fn gather_questions(questions: &mut tokio::sync::watch::Receiver<u32>) {
-    let deadline = tokio::time::Instant::now() + QUESTION_GATHER_MAX;
-    questions.borrow_and_update();
-    loop {
-        let quiet = (tokio::time::Instant::now() + QUESTION_GATHER_QUIET).min(deadline);
-        match tokio::time::timeout_at(quiet, questions.changed()).await {
-            Ok(Ok(())) => continue,
-            _ => return,
-        }
-    }
-}
-
-/// Pass an upstream's progress or log message on to the downstream call.
-async fn pass_on(ctx: &Ctx, route: &Route, update: relay::Update) {
-    match update {
-        relay::Update::Progress(update) => {
-            ctx.progress(update.progress, update.total, update.message.as_deref())
-                .await;
-        }
-        relay::Update::Log(message) => {
-            let logger = message.logger.as_deref().unwrap_or(&route.connection);
-            ctx.log(message.level, logger, message.data).await;
-        }
-    }
-}
-
 impl ServerHandler for Gateway {
     backchannel::layer_hooks!(layer, without tasks);
 
@@ -1049,7 +652,7 @@ impl ServerHandler for Gateway {
         let mut router = PromptRouter::<Gateway>::new();
         router.add_route(PromptRoute::new_dyn(
             Prompt::new(request.name.clone(), None::<String>, None),
-            move |context| Box::pin(forward_prompt(context, route.clone())),
+            move |context| Box::pin(forward::forward_prompt(context, route.clone())),
         ));
         self.layer.get_prompt(&router, self, request, context).await
     }

@@ -1,7 +1,9 @@
-//! The host handler of the gateway's upstream connections: each question and progress
-//! notification of an upstream call goes to the downstream call it belongs to, found by the
-//! caller token the gateway gave that call (the `progressToken` of its [`CallContext`]
-//! (backchannel_host::CallContext)).
+//! The host handler of the gateway's upstream connections: each question, progress
+//! notification and log message of an upstream call goes to the downstream call it belongs
+//! to, found by the caller token the gateway gave that call (the `progressToken` of its
+//! [`CallContext`](backchannel_host::CallContext)). A question goes as the upstream asked it:
+//! to a 2025-11-25 client at once (`Ctx::ask_now`), or into a held call's [`Inbox`], whose
+//! round passes it on to a 2026-07-28 client; the client's answer goes back as it gave it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -9,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use backchannel::{
-    Backchannel, Change, Ctx, Elicited, ListKind, NotAnswered, Root, RootsListed, Sampled,
-    SamplingMessage, SamplingRequest, Suspend, UrlElicited, WeakBackchannel,
+    Backchannel, Change, Ctx, ListKind, NotAnswered, Root, Sampled, SamplingMessage,
+    SamplingRequest, WeakBackchannel,
 };
 use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
@@ -19,13 +21,7 @@ use rmcp::model::{
     ElicitationAction, InputRequest, InputRequests, ListRootsRequest, ListRootsResult,
     NumberOrString, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
-
 use tokio::sync::{mpsc, oneshot, watch};
-
-/// How long the answer to a question of an abandoned run is held back (see
-/// [`Asking::suspend`]): a 2025-11-25 upstream's question waits at most this long after its
-/// call was cancelled.
-const ABANDONED_ANSWER_HOLD: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The questions a held call's upstream asked and waits on, by the gateway's keys.
 #[derive(Debug, Default)]
@@ -93,9 +89,9 @@ pub struct Relay {
 /// Where an upstream call's questions go.
 #[derive(Debug)]
 enum Asker {
-    /// Through the downstream call's `Ctx` (the layer's rounds).
+    /// To the client of the downstream call, at once on its 2025-11-25 session.
     Ctx(Ctx),
-    /// To a held call's inbox, whose questions the gateway passes on itself (see `hold`).
+    /// To a held call's inbox, whose round passes them on (see `hold`).
     Held(Arc<Inbox>),
 }
 
@@ -103,30 +99,10 @@ enum Asker {
 #[derive(Debug)]
 struct Asking {
     asker: Asker,
-    /// Taken by the first question that cannot be answered in this run (2026-07-28
-    /// downstream): the call then ends with it.
-    suspend: Mutex<Option<oneshot::Sender<Suspend>>>,
     updates: mpsc::UnboundedSender<Update>,
-    /// How often each question (by its hash) was asked in this run: the same question asked
-    /// again gets a key of its own.
+    /// How often each question (by its hash) was asked: the same question asked again gets a
+    /// key of its own.
     asked: Mutex<HashMap<u64, u32>>,
-    /// Cancelled when the run has ended (its upstream call dropped, and so cancelled upstream).
-    ended: tokio_util::sync::CancellationToken,
-    /// How many questions of this run went to the layer unanswered.
-    suspended: tokio::sync::watch::Sender<u32>,
-}
-
-/// A downstream call registered with the relay; unregistered when dropped.
-pub(crate) struct Open {
-    /// The caller token its upstream call carries.
-    pub(crate) token: String,
-    /// The question that could not be answered in this run, when one comes.
-    pub(crate) suspended: Suspended,
-    /// The upstream's progress and log messages, in order.
-    pub(crate) updates: mpsc::UnboundedReceiver<Update>,
-    /// Counts the questions of this run that went to the layer unanswered.
-    pub(crate) questions: tokio::sync::watch::Receiver<u32>,
-    pub(crate) registered: Registered,
 }
 
 /// What an upstream tells of a call while it runs.
@@ -134,18 +110,6 @@ pub(crate) struct Open {
 pub(crate) enum Update {
     Progress(ProgressNotificationParam),
     Log(LogMessage),
-}
-
-/// Waits for a [`Suspend`]; never ready when none comes.
-pub(crate) struct Suspended(oneshot::Receiver<Suspend>);
-
-impl Suspended {
-    pub(crate) async fn wait(&mut self) -> Suspend {
-        match (&mut self.0).await {
-            Ok(suspend) => suspend,
-            Err(_) => std::future::pending().await,
-        }
-    }
 }
 
 /// Removes a call's entry from the relay when dropped.
@@ -156,9 +120,7 @@ pub(crate) struct Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        if let Some(asking) = lock(&self.relay.calls).remove(&self.token) {
-            asking.ended.cancel();
-        }
+        lock(&self.relay.calls).remove(&self.token);
     }
 }
 
@@ -189,31 +151,33 @@ impl Relay {
         });
     }
 
-    /// Register a downstream call whose questions are asked through `ctx`.
-    pub(crate) fn open(self: &Arc<Self>, ctx: Ctx) -> Open {
+    fn register(
+        self: &Arc<Self>,
+        asker: Asker,
+    ) -> (String, mpsc::UnboundedReceiver<Update>, Registered) {
         let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
-        let (suspend, suspended) = oneshot::channel();
         let (updates, updates_rx) = mpsc::unbounded_channel();
-        let (suspended_count, questions) = tokio::sync::watch::channel(0);
         let asking = Asking {
-            asker: Asker::Ctx(ctx),
-            suspend: Mutex::new(Some(suspend)),
+            asker,
             updates,
             asked: Mutex::new(HashMap::new()),
-            ended: tokio_util::sync::CancellationToken::new(),
-            suspended: suspended_count,
         };
         lock(&self.calls).insert(token.clone(), Arc::new(asking));
-        Open {
+        let registered = Registered {
+            relay: self.clone(),
             token: token.clone(),
-            suspended: Suspended(suspended),
-            updates: updates_rx,
-            questions,
-            registered: Registered {
-                relay: self.clone(),
-                token,
-            },
-        }
+        };
+        (token, updates_rx, registered)
+    }
+
+    /// Register a downstream call whose questions are asked of its client through `ctx`.
+    /// Returns the caller token its upstream call carries, the upstream's progress and log
+    /// messages in order, and the registration.
+    pub(crate) fn open(
+        self: &Arc<Self>,
+        ctx: Ctx,
+    ) -> (String, mpsc::UnboundedReceiver<Update>, Registered) {
+        self.register(Asker::Ctx(ctx))
     }
 
     /// Register an upstream call held between a 2026-07-28 client's rounds: its questions
@@ -227,24 +191,9 @@ impl Relay {
         mpsc::UnboundedReceiver<Update>,
         Registered,
     ) {
-        let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let inbox = Arc::new(Inbox::default());
-        let (updates, updates_rx) = mpsc::unbounded_channel();
-        let (suspended, _) = tokio::sync::watch::channel(0);
-        let asking = Asking {
-            asker: Asker::Held(inbox.clone()),
-            suspend: Mutex::new(None),
-            updates,
-            asked: Mutex::new(HashMap::new()),
-            ended: tokio_util::sync::CancellationToken::new(),
-            suspended,
-        };
-        lock(&self.calls).insert(token.clone(), Arc::new(asking));
-        let registered = Registered {
-            relay: self.clone(),
-            token: token.clone(),
-        };
-        (token, inbox, updates_rx, registered)
+        let (token, updates, registered) = self.register(Asker::Held(inbox.clone()));
+        (token, inbox, updates, registered)
     }
 
     fn asking(&self, caller: Option<&ProgressToken>) -> Option<Arc<Asking>> {
@@ -256,9 +205,8 @@ impl Relay {
 }
 
 impl Asking {
-    /// The key of a question in the layer's answers: what it asks, and how many times the same
-    /// was asked before in this run, so a run made again asks (and finds answered) the same
-    /// keys in the same order.
+    /// A key for a question in a held call's round: what it asks, and how many times the
+    /// same was asked before in the call.
     fn key(&self, kind: &str, question: &impl Hash) -> String {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         question.hash(&mut hasher);
@@ -270,40 +218,48 @@ impl Asking {
         key
     }
 
-    /// This run cannot answer: the downstream call ends with `suspend` (the layer asks the
-    /// questions and runs the call again with the answers). Returns once the run has ended:
-    /// no answer may reach the upstream before its call is dropped, or the upstream would go on
-    /// with an answer the person never gave. (Asked inside a 2026-07-28 upstream round, the
-    /// question's future is dropped with the call; asked by a 2025-11-25 upstream, the answer
-    /// that follows finds the call cancelled.)
-    async fn suspend(&self, suspend: Suspend) {
-        if let Some(sender) = lock(&self.suspend).take() {
-            let _ = sender.send(suspend);
+    /// Ask `request` of the client, as the upstream asked it, and return the client's answer
+    /// as it gave it.
+    async fn ask(
+        &self,
+        kind: &str,
+        request: InputRequest,
+    ) -> Result<serde_json::Value, NotAnswered> {
+        match &self.asker {
+            Asker::Ctx(ctx) => ctx.ask_now(request).await,
+            Asker::Held(inbox) => {
+                let key = self.key(kind, &serde_json::to_string(&request).unwrap_or_default());
+                inbox.ask(key, request).await.ok_or(NotAnswered::Cancelled)
+            }
         }
-        self.suspended.send_modify(|count| *count += 1);
-        self.ended.cancelled().await;
-        // The host sends the upstream `notifications/cancelled` as the call is dropped, on a
-        // request of its own that may arrive after this answer would: hold the answer back
-        // long enough for the cancellation to land first.
-        tokio::time::sleep(ABANDONED_ANSWER_HOLD).await;
     }
 }
 
 /// Why the client gave no answer, for the upstream.
-fn not_answered(why: &NotAnswered) -> String {
-    match why {
-        NotAnswered::Unsupported => {
-            "the gateway's client does not answer this kind of question".into()
-        }
-        NotAnswered::TimedOut => "the gateway's client did not answer in time".into(),
-        NotAnswered::Cancelled => "the call was cancelled".into(),
-        NotAnswered::Refused(error) => error.message.to_string(),
-        _ => "the gateway's client cannot be asked now".into(),
-    }
+fn not_answered(why: &NotAnswered) -> ErrorData {
+    let message = match why {
+        NotAnswered::Refused(error) => return error.clone(),
+        NotAnswered::Unsupported => "the gateway's client does not answer this kind of question",
+        NotAnswered::TimedOut => "the gateway's client did not answer in time",
+        NotAnswered::Cancelled => "the call was cancelled",
+        _ => "the gateway's client cannot be asked now",
+    };
+    ErrorData::invalid_request(message.to_owned(), None)
 }
 
 fn action(action: ElicitationAction) -> ElicitResult {
     ElicitResult::new(action)
+}
+
+/// The client's answer read as `T`, else an error naming what was missing.
+fn read<T: serde::de::DeserializeOwned>(
+    answer: Result<serde_json::Value, NotAnswered>,
+    what: &str,
+) -> Result<T, ErrorData> {
+    let answer = answer.map_err(|why| not_answered(&why))?;
+    serde_json::from_value(answer).map_err(|_| {
+        ErrorData::invalid_request(format!("the gateway's client gave no {what}"), None)
+    })
 }
 
 impl HostHandler for Relay {
@@ -319,70 +275,14 @@ impl HostHandler for Relay {
             let Some(asking) = asking else {
                 return action(ElicitationAction::Decline);
             };
-            // The upstream's question as it asked it; the client's answer as it gave it.
-            let ctx = match &asking.asker {
-                Asker::Ctx(ctx) if ctx.asks_now() => {
-                    let request = InputRequest::Elicitation(ElicitRequest::new(request));
-                    return match ctx.ask_now(request).await {
-                        Ok(answer) => serde_json::from_value::<ElicitResult>(answer)
-                            .unwrap_or_else(|_| action(ElicitationAction::Cancel)),
-                        Err(NotAnswered::Unsupported | NotAnswered::Refused(_)) => {
-                            action(ElicitationAction::Decline)
-                        }
-                        Err(_) => action(ElicitationAction::Cancel),
-                    };
+            let request = InputRequest::Elicitation(ElicitRequest::new(request));
+            match asking.ask("elicit", request).await {
+                Ok(answer) => serde_json::from_value::<ElicitResult>(answer)
+                    .unwrap_or_else(|_| action(ElicitationAction::Cancel)),
+                Err(NotAnswered::Unsupported | NotAnswered::Refused(_)) => {
+                    action(ElicitationAction::Decline)
                 }
-                Asker::Ctx(ctx) => ctx,
-                Asker::Held(inbox) => {
-                    let key = asking.key(
-                        "elicit",
-                        &serde_json::to_string(&request).unwrap_or_default(),
-                    );
-                    let request = InputRequest::Elicitation(ElicitRequest::new(request));
-                    return inbox
-                        .ask(key, request)
-                        .await
-                        .and_then(|answer| serde_json::from_value::<ElicitResult>(answer).ok())
-                        .unwrap_or_else(|| action(ElicitationAction::Cancel));
-                }
-            };
-            match request {
-                ElicitRequestParams::FormElicitationParams {
-                    message,
-                    requested_schema,
-                    ..
-                } => {
-                    let schema = serde_json::to_string(&requested_schema).unwrap_or_default();
-                    let key = asking.key("form", &(&message, &schema));
-                    match ctx.elicit_form(&key, message, requested_schema).await {
-                        Ok(Elicited::Accepted(content)) => {
-                            action(ElicitationAction::Accept).with_content(content)
-                        }
-                        Ok(Elicited::Declined | Elicited::Unsupported) => {
-                            action(ElicitationAction::Decline)
-                        }
-                        Ok(_) => action(ElicitationAction::Cancel),
-                        Err(suspend) => {
-                            asking.suspend(suspend).await;
-                            action(ElicitationAction::Cancel)
-                        }
-                    }
-                }
-                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                    let key = asking.key("url", &(&message, &url));
-                    match ctx.elicit_url(&key, message, url).await {
-                        Ok(UrlElicited::Accepted { .. }) => action(ElicitationAction::Accept),
-                        Ok(UrlElicited::Declined | UrlElicited::Unsupported) => {
-                            action(ElicitationAction::Decline)
-                        }
-                        Ok(_) => action(ElicitationAction::Cancel),
-                        Err(suspend) => {
-                            asking.suspend(suspend).await;
-                            action(ElicitationAction::Cancel)
-                        }
-                    }
-                }
-                _ => action(ElicitationAction::Decline),
+                Err(_) => action(ElicitationAction::Cancel),
             }
         }
     }
@@ -395,21 +295,12 @@ impl HostHandler for Relay {
     ) -> impl Future<Output = Result<SamplingAnswer, ErrorData>> + Send {
         let asking = self.asking(caller.as_ref());
         async move {
-            let refused = |why: &str| ErrorData::invalid_request(why.to_owned(), None);
             let Some(asking) = asking else {
-                return Err(refused(
+                return Err(ErrorData::invalid_request(
                     "no call of this gateway is waiting for this answer",
+                    None,
                 ));
             };
-            let turns: Vec<(bool, &str)> = question
-                .messages
-                .iter()
-                .map(|turn| (turn.assistant, turn.text.as_str()))
-                .collect();
-            let key = asking.key(
-                "sampling",
-                &(&question.system_prompt, &turns, question.max_tokens),
-            );
             let messages = question
                 .messages
                 .iter()
@@ -423,54 +314,17 @@ impl HostHandler for Relay {
                 .collect();
             let mut request = SamplingRequest::new(messages, question.max_tokens);
             request.system_prompt = question.system_prompt.clone();
-            let sampled = |answer: serde_json::Value| {
-                let answer = serde_json::from_value::<CreateMessageResult>(answer)
-                    .map_err(|_| refused("the gateway's client gave no sampling result"))?;
-                let text = Sampled::Message(Box::new(answer.clone()))
-                    .text()
-                    .unwrap_or_default()
-                    .to_owned();
-                Ok(SamplingAnswer {
-                    text,
-                    model: answer.model,
-                })
-            };
-            let ctx = match &asking.asker {
-                Asker::Ctx(ctx) if ctx.asks_now() => {
-                    let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
-                    return match ctx.ask_now(request).await {
-                        Ok(answer) => sampled(answer),
-                        Err(NotAnswered::Refused(error)) => Err(error),
-                        Err(other) => Err(refused(&not_answered(&other))),
-                    };
-                }
-                Asker::Ctx(ctx) => ctx,
-                Asker::Held(inbox) => {
-                    let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
-                    return match inbox.ask(key, request).await {
-                        Some(answer) => sampled(answer),
-                        None => Err(refused("the gateway's client gave no sampling result")),
-                    };
-                }
-            };
-            match ctx.sample(&key, request).await {
-                Ok(Sampled::Message(result)) => Ok(SamplingAnswer {
-                    text: Sampled::Message(result.clone())
-                        .text()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    model: result.model.clone(),
-                }),
-                Ok(Sampled::Refused { message, .. }) => Err(refused(&message)),
-                Ok(Sampled::Unsupported) => {
-                    Err(refused("the gateway's client does not offer sampling"))
-                }
-                Ok(_) => Err(refused("the gateway's client did not answer in time")),
-                Err(suspend) => {
-                    asking.suspend(suspend).await;
-                    Err(refused("the question goes to the client in a later round"))
-                }
-            }
+            let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
+            let answer: CreateMessageResult =
+                read(asking.ask("sampling", request).await, "sampling result")?;
+            let text = Sampled::Message(Box::new(answer.clone()))
+                .text()
+                .unwrap_or_default()
+                .to_owned();
+            Ok(SamplingAnswer {
+                text,
+                model: answer.model,
+            })
         }
     }
 
@@ -482,54 +336,17 @@ impl HostHandler for Relay {
     ) -> impl Future<Output = Result<Vec<Root>, ErrorData>> + Send {
         let asking = self.asking(caller.as_ref());
         async move {
-            let refused = |why: &str| ErrorData::invalid_request(why.to_owned(), None);
             // Asked outside any call (a server asks once it starts): the connection's own
             // roots, from the gateway's configuration.
             let Some(asking) = asking else {
                 return Ok(configured);
             };
-            let key = asking.key("roots", &());
-            let request = || {
-                InputRequest::ListRoots(ListRootsRequest {
-                    method: Default::default(),
-                    extensions: Default::default(),
-                })
-            };
-            let listed = |answer: serde_json::Value| {
-                serde_json::from_value::<ListRootsResult>(answer)
-                    .map(|listed| listed.roots)
-                    .map_err(|_| refused("the gateway's client listed no roots"))
-            };
-            let ctx = match &asking.asker {
-                Asker::Ctx(ctx) if ctx.asks_now() => {
-                    return match ctx.ask_now(request()).await {
-                        Ok(answer) => listed(answer),
-                        Err(NotAnswered::Refused(error)) => Err(error),
-                        Err(other) => Err(refused(&not_answered(&other))),
-                    };
-                }
-                Asker::Ctx(ctx) => ctx,
-                Asker::Held(inbox) => {
-                    return match inbox.ask(key, request()).await {
-                        Some(answer) => listed(answer),
-                        None => Err(refused("the gateway's client listed no roots")),
-                    };
-                }
-            };
-            match ctx.roots(&key).await {
-                Ok(RootsListed::Listed(roots)) => Ok(roots),
-                Ok(RootsListed::Failed { code, message }) => {
-                    Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None))
-                }
-                Ok(RootsListed::Unsupported) => {
-                    Err(refused("the gateway's client does not offer roots"))
-                }
-                Ok(_) => Err(refused("the gateway's client did not answer in time")),
-                Err(suspend) => {
-                    asking.suspend(suspend).await;
-                    Err(refused("the question goes to the client in a later round"))
-                }
-            }
+            let request = InputRequest::ListRoots(ListRootsRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            });
+            let listed: ListRootsResult = read(asking.ask("roots", request).await, "roots")?;
+            Ok(listed.roots)
         }
     }
 

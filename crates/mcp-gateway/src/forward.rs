@@ -1,0 +1,424 @@
+//! How a tool call or a prompt goes upstream, by the revisions on either side. In every case
+//! the upstream runs the call once, and the client answers the questions as the upstream asked
+//! them:
+//!
+//! - **a 2025-11-25 client**: the upstream's questions (its requests, or a 2026-07-28 round's
+//!   `inputRequests`) are asked of the client at once on its session (`Ctx::ask_now`), and the
+//!   answers go back into the running call;
+//! - **a 2026-07-28 client, a 2026-07-28 upstream**: one upstream request per round; the
+//!   upstream's round goes to the client as it is, its `requestState` sealed inside the layer's
+//!   (`Ctx::pass_round`), and the retry sends the answers and that state upstream;
+//! - **a 2026-07-28 client, a 2025-11-25 upstream**: the upstream call is held open between the
+//!   client's rounds (`hold`), its questions passed on under the gateway's keys.
+//!
+//! Progress and log messages of the upstream call reach the downstream call in order, ahead of
+//! its result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backchannel::{Ctx, PassedRound};
+use backchannel_host::{CallContext, Connection, Declared, Host, HostError, Started};
+use rmcp::ErrorData;
+use rmcp::handler::server::common::FromContextPart as _;
+use rmcp::handler::server::prompt::PromptContext;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, CreateTaskResult, GetPromptResponse, GetPromptResult,
+    JsonObject, ResultType,
+};
+
+use crate::relay::{Relay, Update};
+use crate::{
+    Gateway, LOG_LEVEL_META_KEY, Route, answerable, forwarded_meta, hold, speaks_sessions, tasks,
+};
+
+/// How long a held call's round waits, after a question, for the upstream's other questions
+/// of the same round, so they go to the client together (a 2025-11-25 server sends each as a
+/// request of its own, back to back).
+const QUESTION_GATHER_QUIET: Duration = Duration::from_millis(50);
+/// The longest a round is gathered.
+const QUESTION_GATHER_MAX: Duration = Duration::from_millis(250);
+
+/// What goes upstream: a tool call or a prompt, by its upstream name.
+#[derive(Debug, Clone)]
+pub(crate) enum Request {
+    Tool(String, Option<JsonObject>),
+    Prompt(String, Option<JsonObject>),
+}
+
+/// What came back from upstream.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Tool(Started),
+    Prompt(Started<GetPromptResult>),
+}
+
+/// What a held call ends with.
+pub(crate) type HeldOutcome = Result<Outcome, HostError>;
+
+/// How far one upstream request goes.
+enum How {
+    /// Its questions answered through the relay; a task handed back when the caller takes
+    /// tasks, else followed to its end.
+    ToTheEnd { tasks: bool },
+    /// One 2026-07-28 round, continuing the one passed on before, if any.
+    OneRound(Option<PassedRound>),
+}
+
+/// Forward one tool call (`route.tool` names it upstream).
+pub(crate) async fn forward(
+    mut context: ToolCallContext<'_, Gateway>,
+    route: Route,
+) -> Result<CallToolResponse, ErrorData> {
+    let ctx = Ctx::from_context_part(&mut context)?;
+    let request = Request::Tool(route.tool.clone(), context.arguments.take());
+    let gateway = context.service;
+    let owner = gateway.layer.owner_key(&context.request_context);
+    let declared = answerable(ctx.client_capabilities());
+    match upstream(gateway, &ctx, &route, &owner, request).await? {
+        Ok(Outcome::Tool(Started::Task(task))) => {
+            Ok(task_created(gateway, &owner, &route, declared, task))
+        }
+        Ok(Outcome::Tool(Started::Done(result))) => finished(&route, Ok(result)),
+        Ok(other) => finished(&route, Err(unexpected(&route, &other))),
+        Err(error) => finished(&route, Err(error)),
+    }
+}
+
+/// Get one prompt (`route.tool` names it upstream), its questions relayed as a call's.
+pub(crate) async fn forward_prompt(
+    mut context: PromptContext<'_, Gateway>,
+    route: Route,
+) -> Result<GetPromptResponse, ErrorData> {
+    let ctx = Ctx::from_context_part(&mut context)?;
+    let request = Request::Prompt(route.tool.clone(), context.arguments.take());
+    let gateway = context.server;
+    let owner = gateway.layer.owner_key(&context.context);
+    match upstream(gateway, &ctx, &route, &owner, request).await? {
+        Ok(Outcome::Prompt(Started::Done(mut result))) => {
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(GetPromptResponse::Complete(result))
+        }
+        Ok(other) => Err(prompt_failed(&route, unexpected(&route, &other))),
+        Err(HostError::Refused { error, .. }) => Err(error),
+        Err(error) => Err(prompt_failed(&route, error)),
+    }
+}
+
+fn prompt_failed(route: &Route, error: HostError) -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "the upstream server {:?} could not make the prompt {:?}: {error}",
+            route.connection, route.tool
+        ),
+        None,
+    )
+}
+
+fn unexpected(route: &Route, outcome: &Outcome) -> HostError {
+    HostError::Call {
+        connection: route.connection.clone(),
+        message: format!("unexpected answer: {outcome:?}"),
+    }
+}
+
+/// Run `request` upstream for the downstream call of `ctx`, as the revisions on either side
+/// want (see the module's docs). Ends with the layer's `Suspend` when a round goes to a
+/// 2026-07-28 client, and with an error when the client cancelled.
+async fn upstream(
+    gateway: &Gateway,
+    ctx: &Ctx,
+    route: &Route,
+    owner: &str,
+    request: Request,
+) -> Result<HeldOutcome, ErrorData> {
+    let declared = answerable(ctx.client_capabilities());
+    let host = gateway
+        .upstreams
+        .host_for(ctx.client_capabilities())
+        .await?;
+    let connection = host
+        .connection(&route.connection)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    if !ctx.passes_rounds() {
+        let how = How::ToTheEnd {
+            tasks: declared.tasks,
+        };
+        return relayed(gateway, ctx, route, connection, request, how).await;
+    }
+    if speaks_sessions(connection) {
+        return held_round(gateway, ctx, route, host.clone(), owner, request, declared).await;
+    }
+    let how = How::OneRound(ctx.passed_round());
+    match relayed(gateway, ctx, route, connection, request, how).await? {
+        Ok(Outcome::Tool(Started::InputRequired {
+            input_requests,
+            request_state,
+        }))
+        | Ok(Outcome::Prompt(Started::InputRequired {
+            input_requests,
+            request_state,
+        })) => Err(ctx.pass_round(input_requests, request_state).into()),
+        other => Ok(other),
+    }
+}
+
+/// Make `request` on `connection`, naming the downstream call by `context`.
+async fn send(
+    connection: &Connection<Relay>,
+    request: Request,
+    context: &CallContext,
+    how: How,
+) -> HeldOutcome {
+    match (request, how) {
+        (Request::Tool(name, arguments), How::OneRound(passed)) => {
+            let (responses, state) = answers(passed);
+            connection
+                .call_round(&name, arguments, context, responses, state)
+                .await
+                .map(Outcome::Tool)
+        }
+        (Request::Tool(name, arguments), How::ToTheEnd { tasks: true }) => connection
+            .start_tool(&name, arguments, context)
+            .await
+            .map(Outcome::Tool),
+        (Request::Tool(name, arguments), How::ToTheEnd { tasks: false }) => connection
+            .call_tool(&name, arguments, context)
+            .await
+            .map(|result| Outcome::Tool(Started::Done(result))),
+        (Request::Prompt(name, arguments), How::OneRound(passed)) => {
+            let (responses, state) = answers(passed);
+            connection
+                .prompt_round(&name, arguments, context, responses, state)
+                .await
+                .map(Outcome::Prompt)
+        }
+        (Request::Prompt(name, arguments), How::ToTheEnd { .. }) => connection
+            .get_prompt(&name, arguments, context)
+            .await
+            .map(|result| Outcome::Prompt(Started::Done(result))),
+    }
+}
+
+/// The answers and the upstream's state of the round passed on before.
+fn answers(passed: Option<PassedRound>) -> (Option<rmcp::model::InputResponses>, Option<String>) {
+    match passed {
+        Some(passed) => (Some(passed.responses), passed.state),
+        None => (None, None),
+    }
+}
+
+/// Make `request` upstream while this downstream call waits, its questions asked of the
+/// client through `ctx` and its progress and log messages passed on. Ends with an error when
+/// the client cancelled (dropping the upstream request cancels it there).
+async fn relayed(
+    gateway: &Gateway,
+    ctx: &Ctx,
+    route: &Route,
+    connection: &Connection<Relay>,
+    request: Request,
+    how: How,
+) -> Result<HeldOutcome, ErrorData> {
+    let (token, mut updates, _registered) = gateway.upstreams.relay.open(ctx.clone());
+    let call_context = upstream_context(gateway, ctx, token);
+    let call = send(connection, request, &call_context, how);
+    tokio::pin!(call);
+    let cancelled = ctx.cancellation().clone();
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            Some(update) = updates.recv() => pass_on(ctx, route, update).await,
+            outcome = &mut call => break outcome,
+        }
+    };
+    // The host hands over a result only after the progress ahead of it; pass that on first.
+    while let Ok(update) = updates.try_recv() {
+        pass_on(ctx, route, update).await;
+    }
+    Ok(outcome)
+}
+
+/// One round of a 2026-07-28 client's call to a 2025-11-25 upstream, whose call is held
+/// between the rounds (see `hold`): the first round starts the upstream call, a later one
+/// takes it by the id its sealed state names and hands it the client's answers; then the round
+/// waits for the call's end, or for the upstream's next questions, which it passes on with the
+/// hold's id as its state.
+async fn held_round(
+    gateway: &Gateway,
+    ctx: &Ctx,
+    route: &Route,
+    host: Arc<Host<Relay>>,
+    owner: &str,
+    request: Request,
+    declared: Declared,
+) -> Result<HeldOutcome, ErrorData> {
+    let holds = &gateway.upstreams.holds;
+    let busy = || {
+        Ok(Err(HostError::Call {
+            connection: route.connection.clone(),
+            message: "too many calls are waiting for answers on this gateway; try again later"
+                .into(),
+        }))
+    };
+    let (id, mut held, mut asked) = match ctx.passed_round() {
+        Some(passed) => {
+            let id = passed.state.unwrap_or_default();
+            let Ok(held) = holds.take(&id, owner) else {
+                return Ok(Err(HostError::Call {
+                    connection: route.connection.clone(),
+                    message: format!(
+                        "the upstream call these answers were for is no longer waiting (it \
+                         waits {} s for each round, on the gateway instance that asked); \
+                         start again",
+                        hold::HOLD_FOR.as_secs()
+                    ),
+                }));
+            };
+            // Counted from before the answers go, so a question they lead to is seen.
+            let asked = held.inbox.asked();
+            held.inbox.answer(passed.responses);
+            (id, held, asked)
+        }
+        None => {
+            if holds.room().is_err() {
+                return busy();
+            }
+            let (token, inbox, updates, registered) = gateway.upstreams.relay.open_held();
+            let call_context = upstream_context(gateway, ctx, token);
+            let (sent, outcome) = tokio::sync::oneshot::channel();
+            let connection = route.connection.clone();
+            let how = How::ToTheEnd {
+                tasks: declared.tasks,
+            };
+            let task = tokio::spawn(async move {
+                let result = match host.connection(&connection) {
+                    Ok(connection) => send(connection, request, &call_context, how).await,
+                    Err(error) => Err(error),
+                };
+                let _ = sent.send(result);
+            });
+            let asked = inbox.asked();
+            let held = hold::Held::new(owner.to_owned(), inbox, outcome, updates, task, registered);
+            (tasks::fresh_id()?, held, asked)
+        }
+    };
+    let cancelled = ctx.cancellation().clone();
+    let mut unanswered = !held.inbox.open().is_empty();
+    let outcome = loop {
+        if unanswered {
+            gather_questions(&mut asked).await;
+            let suspend = ctx.pass_round(held.inbox.open(), Some(id.clone()));
+            if holds.keep(id, held).is_err() {
+                return busy();
+            }
+            return Err(suspend.into());
+        }
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            Some(update) = held.updates.recv() => pass_on(ctx, route, update).await,
+            outcome = &mut held.outcome => break outcome,
+            Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
+        }
+    };
+    while let Ok(update) = held.updates.try_recv() {
+        pass_on(ctx, route, update).await;
+    }
+    Ok(outcome.unwrap_or_else(|_| {
+        Err(HostError::Call {
+            connection: route.connection.clone(),
+            message: "the held call ended without a result".into(),
+        })
+    }))
+}
+
+/// The upstream made the call `task`: the client gets it under the gateway's id for `owner`.
+fn task_created(
+    gateway: &Gateway,
+    owner: &str,
+    route: &Route,
+    declared: Declared,
+    task: rmcp::model::Task,
+) -> CallToolResponse {
+    let route = tasks::TaskRoute {
+        connection: route.connection.clone(),
+        declared,
+        upstream: task.task_id.clone(),
+    };
+    tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
+    CallToolResponse::Task(CreateTaskResult::new(
+        gateway.upstreams.task_ids.shown(owner, &route, task),
+    ))
+}
+
+/// An upstream call's end as the downstream client gets it: its result; its protocol error as
+/// the client's (the tool never ran); a failure to reach it as a tool error the model reads.
+fn finished(
+    route: &Route,
+    outcome: Result<CallToolResult, HostError>,
+) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Ok(mut result) => {
+            // A 2025-11-25 upstream's result has no `resultType`; rmcp drops it again for a
+            // 2025-11-25 downstream.
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(result.into())
+        }
+        Err(HostError::Refused { error, .. }) => Err(error),
+        Err(error) => {
+            tracing::warn!(upstream = %route.connection, tool = %route.tool, %error, "upstream call failed");
+            Ok(backchannel::error_text(format!(
+                "the upstream server {:?} could not run {:?}: {error}",
+                route.connection, route.tool
+            ))
+            .into())
+        }
+    }
+}
+
+/// The call context of an upstream call made for `ctx`, naming it by `token`: the caller's
+/// `_meta` the configuration allows, and every log message asked for (the gateway passes on
+/// those the downstream client asked for: its session's level, or its request's).
+fn upstream_context(gateway: &Gateway, ctx: &Ctx, token: String) -> CallContext {
+    forwarded_meta(ctx.meta(), &gateway.upstreams.config.meta_allow)
+        .into_iter()
+        .fold(CallContext::new(), |context, (key, value)| {
+            context.with(key, value)
+        })
+        .with("progressToken", token)
+        .with(LOG_LEVEL_META_KEY, "debug")
+}
+
+/// Wait until no further question came for [`QUESTION_GATHER_QUIET`] (at most
+/// [`QUESTION_GATHER_MAX`]).
+async fn gather_questions(questions: &mut tokio::sync::watch::Receiver<u32>) {
+    let deadline = tokio::time::Instant::now() + QUESTION_GATHER_MAX;
+    questions.borrow_and_update();
+    loop {
+        let quiet = (tokio::time::Instant::now() + QUESTION_GATHER_QUIET).min(deadline);
+        match tokio::time::timeout_at(quiet, questions.changed()).await {
+            Ok(Ok(())) => continue,
+            _ => return,
+        }
+    }
+}
+
+/// Pass an upstream's progress or log message on to the downstream call.
+async fn pass_on(ctx: &Ctx, route: &Route, update: Update) {
+    match update {
+        Update::Progress(update) => {
+            ctx.progress(update.progress, update.total, update.message.as_deref())
+                .await;
+        }
+        Update::Log(message) => {
+            let logger = message.logger.as_deref().unwrap_or(&route.connection);
+            ctx.log(message.level, logger, message.data).await;
+        }
+    }
+}
