@@ -613,13 +613,7 @@ impl Backchannel {
             }
             round += 1;
             if round > self.inner.max_rounds {
-                return Err(ErrorData::internal_error(
-                    format!(
-                        "the call needed more than {} rounds of questions; it was stopped",
-                        self.inner.max_rounds
-                    ),
-                    None,
-                ));
+                return Err(self.too_many_rounds());
             }
             match &start.mode {
                 Mode::Direct(revision) if revision.has_sessions() => {
@@ -636,6 +630,16 @@ impl Backchannel {
                 Mode::Task(task) => tasks::ask_in_task(&call, task, pending).await,
             }
         }
+    }
+
+    fn too_many_rounds(&self) -> ErrorData {
+        ErrorData::internal_error(
+            format!(
+                "the call needed more than {} rounds of questions; it was stopped",
+                self.inner.max_rounds
+            ),
+            None,
+        )
     }
 
     /// The body passed another server's round on ([`Ctx::pass_round`]): its questions as they
@@ -655,13 +659,7 @@ impl Backchannel {
             ));
         }
         if round > self.inner.max_rounds {
-            return Err(ErrorData::internal_error(
-                format!(
-                    "the call needed more than {} rounds of questions; it was stopped",
-                    self.inner.max_rounds
-                ),
-                None,
-            ));
+            return Err(self.too_many_rounds());
         }
         let now = self.inner.shared.clock.now_ms();
         let sealed = Sealed {

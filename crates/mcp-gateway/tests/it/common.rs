@@ -6,12 +6,25 @@ use std::net::SocketAddr;
 
 use backchannel::Revision;
 use backchannel::serve::HttpOptions;
-use backchannel::testing::{Served, call, serve_with};
+use backchannel::testing::{Served, TestServer, call, serve_with};
 use mcp_gateway::{Gateway, Upstream, quick_config};
 use rmcp::model::{CallToolResponse, CallToolResult, InputRequest};
 use rmcp::service::RunningService;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::Value;
+
+/// `backchannel`'s test server on `layer`, on a free port.
+pub(crate) async fn test_server_on(layer: backchannel::Backchannel) -> (Served, TestServer) {
+    let server = TestServer::new(layer);
+    let serving = server.clone();
+    let options = HttpOptions::default();
+    let served = serve_with(
+        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    (served, server)
+}
 
 /// The other revision: the upstream's when `revision` is the client's.
 pub(crate) fn other(revision: Revision) -> Revision {

@@ -6,15 +6,14 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use backchannel::serve::HttpOptions;
-use backchannel::testing::{Served, TestServer, call, connect_http, serve_with};
+use backchannel::testing::{Served, TestServer, call, connect_http};
 use backchannel::{Backchannel, Revision, TaskSupport};
 use rmcp::model::*;
 use rmcp::service::RunningService;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
 
-use crate::common::{gateway, other};
+use crate::common::{gateway, other, test_server_on};
 
 /// The test server limited to `only`, its `task_confirm` run as a task for clients with tasks.
 async fn task_server(only: Revision) -> (Served, TestServer) {
@@ -23,15 +22,7 @@ async fn task_server(only: Revision) -> (Served, TestServer) {
         .task_tool("task_confirm", TaskSupport::Optional)
         .build()
         .unwrap();
-    let server = TestServer::new(layer);
-    let serving = server.clone();
-    let options = HttpOptions::default();
-    let served = serve_with(
-        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
-        &options,
-    )
-    .await;
-    (served, server)
+    test_server_on(layer).await
 }
 
 /// A client declaring forms, and the tasks extension when `tasks`.

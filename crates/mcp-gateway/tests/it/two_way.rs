@@ -4,27 +4,18 @@
 
 use std::sync::atomic::Ordering;
 
-use backchannel::serve::HttpOptions;
 use backchannel::testing::TestServer;
-use backchannel::testing::{Served, connect_http, serve_with, text_of};
+use backchannel::testing::{Served, connect_http, text_of};
 use backchannel::{Backchannel, Revision};
 
-use crate::common::{call_to_the_end, gateway, other};
+use crate::common::{call_to_the_end, gateway, other, test_server_on};
 use rmcp::model::*;
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::json;
 
 async fn test_server(only: Revision) -> (Served, TestServer) {
-    let server = TestServer::new(Backchannel::builder().only_revision(only).build().unwrap());
-    let serving = server.clone();
-    let options = HttpOptions::default();
-    let served = serve_with(
-        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
-        &options,
-    )
-    .await;
-    (served, server)
+    test_server_on(Backchannel::builder().only_revision(only).build().unwrap()).await
 }
 
 /// A client that says yes, picks blue, opens URLs and answers sampling with a fixed text.
