@@ -510,8 +510,8 @@ def main():
         ratio = [summary[(GATEWAY, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
         print(f"through mcp-gateway / direct (a 2026-07-28 client, the gateway and its upstream order service "
               f"sharing core 0): get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
-              f"{cancels[GATEWAY] / max(cancels[ours_name], 1e-9):.2f} (the gateway calls upstream once more "
-              "per question: the layer runs the call again with the answer)")
+              f"{cancels[GATEWAY] / max(cancels[ours_name], 1e-9):.2f} (one upstream request per round: the "
+              "upstream's round passed through, its state sealed inside the gateway's)")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")

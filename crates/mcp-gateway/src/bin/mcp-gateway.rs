@@ -138,3 +138,9 @@ async fn main() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// jemalloc, as the order service: a forwarded call allocates and frees much (two JSON-RPC
+/// messages each way), and glibc's malloc took about a sixth of the gateway's CPU under load
+/// (`scripts/bench`'s gateway row).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
