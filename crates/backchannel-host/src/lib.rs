@@ -1163,8 +1163,13 @@ impl<H: HostHandler> Connection<H> {
         arguments: Option<JsonObject>,
         context: &CallContext,
     ) -> Result<rmcp::model::GetPromptResult, HostError> {
-        self.signed_in(|| self.prompt_rounds(name, arguments.clone(), context))
-            .await
+        let started = self
+            .signed_in(|| self.prompt_rounds(name, arguments.clone(), context, None))
+            .await?;
+        match started {
+            Started::Done(result) => Ok(result),
+            other => Err(self.call_error(format!("the prompt did not end: {other:?}"))),
+        }
     }
 
     /// Send one `prompts/get` request, with the answers and the server's state of an earlier
@@ -1178,54 +1183,50 @@ impl<H: HostHandler> Connection<H> {
         input_responses: Option<rmcp::model::InputResponses>,
         request_state: Option<String>,
     ) -> Result<Started<rmcp::model::GetPromptResult>, HostError> {
-        self.signed_in(|| async {
-            let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
-            params.arguments = arguments.clone();
-            params.input_responses = input_responses.clone();
-            params.request_state = request_state.clone();
-            let (caller_token, meta) = self.split_meta(context);
-            params.meta = meta;
-            let call = Call::new(caller_token);
-            let _active = InFlight::new(&self.service.service().routes.active, &call);
-            let request = rmcp::model::GetPromptRequest::new(params);
-            let started = match self
-                .round(ClientRequest::GetPromptRequest(request), &call)
-                .await?
-            {
-                ServerResult::GetPromptResult(result) => Started::Done(result),
-                ServerResult::InputRequiredResult(round) => Started::InputRequired {
-                    input_requests: round.input_requests.unwrap_or_default(),
-                    request_state: round.request_state,
-                },
-                other => {
-                    return Err(self.call_error(format!("unexpected response {other:?}")));
-                }
-            };
-            call.drained(PROGRESS_DRAIN_BOUND).await;
-            Ok(started)
-        })
-        .await
+        let earlier = Some((input_responses, request_state));
+        self.signed_in(|| self.prompt_rounds(name, arguments.clone(), context, earlier.clone()))
+            .await
     }
 
+    /// Get a prompt: from an earlier round's answers and state when given, and then one round
+    /// only (its questions handed back); else answering every round's questions through the
+    /// handler.
     async fn prompt_rounds(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         context: &CallContext,
-    ) -> Result<rmcp::model::GetPromptResult, HostError> {
+        earlier: Option<(Option<rmcp::model::InputResponses>, Option<String>)>,
+    ) -> Result<Started<rmcp::model::GetPromptResult>, HostError> {
+        let one_round = earlier.is_some();
         let mut params = rmcp::model::GetPromptRequestParams::new(name.to_owned());
         params.arguments = arguments;
+        if let Some((input_responses, request_state)) = earlier {
+            params.input_responses = input_responses;
+            params.request_state = request_state;
+        }
         let (caller_token, meta) = self.split_meta(context);
         params.meta = meta;
         let call = Call::new(caller_token);
         let _active = InFlight::new(&self.service.service().routes.active, &call);
+        let mut started = None;
         for _ in 0..MAX_ROUNDS {
             let request = rmcp::model::GetPromptRequest::new(params.clone());
             match self
                 .round(ClientRequest::GetPromptRequest(request), &call)
                 .await?
             {
-                ServerResult::GetPromptResult(result) => return Ok(result),
+                ServerResult::GetPromptResult(result) => {
+                    started = Some(Started::Done(result));
+                    break;
+                }
+                ServerResult::InputRequiredResult(round) if one_round => {
+                    started = Some(Started::InputRequired {
+                        input_requests: round.input_requests.unwrap_or_default(),
+                        request_state: round.request_state,
+                    });
+                    break;
+                }
                 ServerResult::InputRequiredResult(round) => {
                     params.input_responses = Some(
                         self.answer_all(round.input_requests.unwrap_or_default(), &call)
@@ -1238,9 +1239,14 @@ impl<H: HostHandler> Connection<H> {
                 }
             }
         }
-        Err(self.call_error(format!(
-            "the prompt needed more than {MAX_ROUNDS} rounds of questions"
-        )))
+        let started = started.ok_or_else(|| {
+            self.call_error(format!(
+                "the prompt needed more than {MAX_ROUNDS} rounds of questions"
+            ))
+        })?;
+        // The prompt is not handed over before the progress that came ahead of it.
+        call.drained(PROGRESS_DRAIN_BOUND).await;
+        Ok(started)
     }
 
     async fn drive_call(

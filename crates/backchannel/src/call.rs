@@ -80,9 +80,6 @@ pub(crate) struct Call {
     pub(crate) runs: AtomicU32,
     /// The trace of the call's first round, from the sealed state (2026-07-28, when exported).
     pub(crate) trace: Option<String>,
-    /// Whether the call's questions go to the client as `input_required` rounds (2026-07-28,
-    /// not inside a task), so a body may pass another server's round on.
-    pub(crate) passes_rounds: bool,
     /// The round passed on in the previous request, from the sealed state.
     pub(crate) passed_in: Option<crate::state::PassedOn>,
     /// The round this run passes on: the other server's questions and state.
@@ -95,6 +92,12 @@ impl Call {
         self.rc
             .get()
             .expect("a Ctx exists only after its extractor stored the request")
+    }
+
+    /// Whether the call's questions go to the client as `input_required` rounds (2026-07-28,
+    /// not inside a task), so a body may pass another server's round on.
+    pub(crate) fn passes_rounds(&self) -> bool {
+        !self.revision.has_sessions() && self.task_ct.is_none()
     }
 
     pub(crate) fn caps(&self) -> &ClientCapabilities {

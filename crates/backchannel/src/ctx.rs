@@ -155,7 +155,7 @@ impl Ctx {
     /// answers by retrying (a 2026-07-28 request, not inside a task): only then may the body
     /// pass another server's round on ([`Ctx::pass_round`]).
     pub fn passes_rounds(&self) -> bool {
-        self.call.passes_rounds
+        self.call.passes_rounds()
     }
 
     /// End this run with another server's `input_required` round, passed on to the client as

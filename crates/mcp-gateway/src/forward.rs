@@ -66,6 +66,26 @@ enum How {
     OneRound(Option<PassedRound>),
 }
 
+/// Who a forwarded call is for: its owner (`Backchannel::owner_key`), and what its client can
+/// answer (as the gateway declares it upstream).
+struct Caller {
+    owner: String,
+    declared: Declared,
+}
+
+impl Caller {
+    fn of(
+        gateway: &Gateway,
+        ctx: &Ctx,
+        rc: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Caller {
+        Caller {
+            owner: gateway.layer.owner_key(rc),
+            declared: answerable(ctx.client_capabilities()),
+        }
+    }
+}
+
 /// Forward one tool call (`route.tool` names it upstream).
 pub(crate) async fn forward(
     mut context: ToolCallContext<'_, Gateway>,
@@ -74,12 +94,9 @@ pub(crate) async fn forward(
     let ctx = Ctx::from_context_part(&mut context)?;
     let request = Request::Tool(route.tool.clone(), context.arguments.take());
     let gateway = context.service;
-    let owner = gateway.layer.owner_key(&context.request_context);
-    let declared = answerable(ctx.client_capabilities());
-    match upstream(gateway, &ctx, &route, &owner, request).await? {
-        Ok(Outcome::Tool(Started::Task(task))) => {
-            Ok(task_created(gateway, &owner, &route, declared, task))
-        }
+    let caller = Caller::of(gateway, &ctx, &context.request_context);
+    match upstream(gateway, &ctx, &route, &caller, request).await? {
+        Ok(Outcome::Tool(Started::Task(task))) => Ok(task_created(gateway, &caller, &route, task)),
         Ok(Outcome::Tool(Started::Done(result))) => finished(&route, Ok(result)),
         Ok(other) => finished(&route, Err(unexpected(&route, &other))),
         Err(error) => finished(&route, Err(error)),
@@ -94,8 +111,8 @@ pub(crate) async fn forward_prompt(
     let ctx = Ctx::from_context_part(&mut context)?;
     let request = Request::Prompt(route.tool.clone(), context.arguments.take());
     let gateway = context.server;
-    let owner = gateway.layer.owner_key(&context.context);
-    match upstream(gateway, &ctx, &route, &owner, request).await? {
+    let caller = Caller::of(gateway, &ctx, &context.context);
+    match upstream(gateway, &ctx, &route, &caller, request).await? {
         Ok(Outcome::Prompt(Started::Done(mut result))) => {
             result.result_type = Some(ResultType::COMPLETE);
             Ok(GetPromptResponse::Complete(result))
@@ -130,25 +147,21 @@ async fn upstream(
     gateway: &Gateway,
     ctx: &Ctx,
     route: &Route,
-    owner: &str,
+    caller: &Caller,
     request: Request,
 ) -> Result<HeldOutcome, ErrorData> {
-    let declared = answerable(ctx.client_capabilities());
-    let host = gateway
-        .upstreams
-        .host_for(ctx.client_capabilities())
-        .await?;
+    let host = gateway.upstreams.declaring(caller.declared).await?;
     let connection = host
         .connection(&route.connection)
         .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
     if !ctx.passes_rounds() {
         let how = How::ToTheEnd {
-            tasks: declared.tasks,
+            tasks: caller.declared.tasks,
         };
         return relayed(gateway, ctx, route, connection, request, how).await;
     }
     if speaks_sessions(connection) {
-        return held_round(gateway, ctx, route, host.clone(), owner, request, declared).await;
+        return held_round(gateway, ctx, route, host.clone(), caller, request).await;
     }
     let how = How::OneRound(ctx.passed_round());
     match relayed(gateway, ctx, route, connection, request, how).await? {
@@ -252,9 +265,8 @@ async fn held_round(
     ctx: &Ctx,
     route: &Route,
     host: Arc<Host<Relay>>,
-    owner: &str,
+    caller: &Caller,
     request: Request,
-    declared: Declared,
 ) -> Result<HeldOutcome, ErrorData> {
     let holds = &gateway.upstreams.holds;
     let busy = || {
@@ -267,7 +279,7 @@ async fn held_round(
     let (id, mut held, mut asked) = match ctx.passed_round() {
         Some(passed) => {
             let id = passed.state.unwrap_or_default();
-            let Ok(held) = holds.take(&id, owner) else {
+            let Ok(held) = holds.take(&id, &caller.owner) else {
                 return Ok(Err(HostError::Call {
                     connection: route.connection.clone(),
                     message: format!(
@@ -292,7 +304,7 @@ async fn held_round(
             let (sent, outcome) = tokio::sync::oneshot::channel();
             let connection = route.connection.clone();
             let how = How::ToTheEnd {
-                tasks: declared.tasks,
+                tasks: caller.declared.tasks,
             };
             let task = tokio::spawn(async move {
                 let result = match host.connection(&connection) {
@@ -302,8 +314,15 @@ async fn held_round(
                 let _ = sent.send(result);
             });
             let asked = inbox.asked();
-            let held = hold::Held::new(owner.to_owned(), inbox, outcome, updates, task, registered);
-            (tasks::fresh_id()?, held, asked)
+            let held = hold::Held::new(
+                caller.owner.clone(),
+                inbox,
+                outcome,
+                updates,
+                task,
+                registered,
+            );
+            (hold::fresh_id()?, held, asked)
         }
     };
     let cancelled = ctx.cancellation().clone();
@@ -338,23 +357,24 @@ async fn held_round(
     }))
 }
 
-/// The upstream made the call `task`: the client gets it under the gateway's id for `owner`.
+/// The upstream made the call `task`: the client gets it under the gateway's id for its owner.
 fn task_created(
     gateway: &Gateway,
-    owner: &str,
+    caller: &Caller,
     route: &Route,
-    declared: Declared,
     task: rmcp::model::Task,
 ) -> CallToolResponse {
     let route = tasks::TaskRoute {
         connection: route.connection.clone(),
-        declared,
+        declared: caller.declared,
         upstream: task.task_id.clone(),
     };
     tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
-    CallToolResponse::Task(CreateTaskResult::new(
-        gateway.upstreams.task_ids.shown(owner, &route, task),
-    ))
+    CallToolResponse::Task(CreateTaskResult::new(gateway.upstreams.task_ids.shown(
+        &caller.owner,
+        &route,
+        task,
+    )))
 }
 
 /// An upstream call's end as the downstream client gets it: its result; its protocol error as

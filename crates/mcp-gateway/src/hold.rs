@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::relay::{Inbox, Registered, Update};
@@ -80,6 +81,15 @@ impl<T> Held<T> {
             _registered: registered,
         }
     }
+}
+
+/// A fresh random id (128 bits, hex), for a held call.
+pub(crate) fn fresh_id() -> Result<String, ErrorData> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        ErrorData::internal_error(format!("no random id could be made: {error}"), None)
+    })?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 /// Why a round found no held call.

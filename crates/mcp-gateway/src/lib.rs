@@ -483,16 +483,8 @@ impl Gateway {
 }
 
 impl Upstreams {
-    /// The upstream connections for a caller with `capabilities`: declaring the questions the
-    /// caller can answer (and the gateway relays), opened once per such set.
-    async fn host_for(
-        &self,
-        capabilities: &ClientCapabilities,
-    ) -> Result<Arc<Host<Relay>>, ErrorData> {
-        self.declaring(answerable(capabilities)).await
-    }
-
-    /// The upstream connections declaring `wanted`, opened once per such set.
+    /// The upstream connections declaring `wanted` (the questions a caller can answer, see
+    /// `answerable`), opened once per such set.
     async fn declaring(&self, wanted: Declared) -> Result<Arc<Host<Relay>>, ErrorData> {
         if wanted == relayed_capabilities() {
             return Ok(self.host.clone());

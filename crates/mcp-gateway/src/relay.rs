@@ -6,7 +6,6 @@
 //! round passes it on to a 2026-07-28 client; the client's answer goes back as it gave it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -38,16 +37,14 @@ struct Question {
 }
 
 impl Inbox {
-    /// Ask `request` under `key` and wait for the client's answer (`None` when the call ended
-    /// first).
-    pub(crate) async fn ask(
-        &self,
-        key: String,
-        request: InputRequest,
-    ) -> Option<serde_json::Value> {
+    /// Ask `request` under a key of its own (`kind` and how many questions came before it
+    /// in the call) and wait for the client's answer (`None` when the call ended first).
+    pub(crate) async fn ask(&self, kind: &str, request: InputRequest) -> Option<serde_json::Value> {
         let (answer, answered) = oneshot::channel();
-        lock(&self.open).insert(key, Question { request, answer });
-        self.asked.send_modify(|count| *count += 1);
+        self.asked.send_modify(|count| {
+            *count += 1;
+            lock(&self.open).insert(format!("{kind}-{count}"), Question { request, answer });
+        });
         answered.await.ok()
     }
 
@@ -100,9 +97,6 @@ enum Asker {
 struct Asking {
     asker: Asker,
     updates: mpsc::UnboundedSender<Update>,
-    /// How often each question (by its hash) was asked: the same question asked again gets a
-    /// key of its own.
-    asked: Mutex<HashMap<u64, u32>>,
 }
 
 /// What an upstream tells of a call while it runs.
@@ -157,11 +151,7 @@ impl Relay {
     ) -> (String, mpsc::UnboundedReceiver<Update>, Registered) {
         let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (updates, updates_rx) = mpsc::unbounded_channel();
-        let asking = Asking {
-            asker,
-            updates,
-            asked: Mutex::new(HashMap::new()),
-        };
+        let asking = Asking { asker, updates };
         lock(&self.calls).insert(token.clone(), Arc::new(asking));
         let registered = Registered {
             relay: self.clone(),
@@ -205,19 +195,6 @@ impl Relay {
 }
 
 impl Asking {
-    /// A key for a question in a held call's round: what it asks, and how many times the
-    /// same was asked before in the call.
-    fn key(&self, kind: &str, question: &impl Hash) -> String {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        question.hash(&mut hasher);
-        let hash = hasher.finish();
-        let mut asked = lock(&self.asked);
-        let seen = asked.entry(hash).or_default();
-        let key = format!("{kind}-{hash:016x}-{seen}");
-        *seen += 1;
-        key
-    }
-
     /// Ask `request` of the client, as the upstream asked it, and return the client's answer
     /// as it gave it.
     async fn ask(
@@ -227,10 +204,7 @@ impl Asking {
     ) -> Result<serde_json::Value, NotAnswered> {
         match &self.asker {
             Asker::Ctx(ctx) => ctx.ask_now(request).await,
-            Asker::Held(inbox) => {
-                let key = self.key(kind, &serde_json::to_string(&request).unwrap_or_default());
-                inbox.ask(key, request).await.ok_or(NotAnswered::Cancelled)
-            }
+            Asker::Held(inbox) => inbox.ask(kind, request).await.ok_or(NotAnswered::Cancelled),
         }
     }
 }
@@ -404,11 +378,11 @@ mod tests {
                         extensions: Default::default(),
                     },
                 );
-                inbox.ask("roots".into(), request).await
+                inbox.ask("roots", request).await
             }
         });
         asked.changed().await.unwrap();
-        assert_eq!(inbox.open().keys().collect::<Vec<_>>(), ["roots"]);
+        assert_eq!(inbox.open().keys().collect::<Vec<_>>(), ["roots-1"]);
         inbox.answer(BTreeMap::from([(
             "other".to_owned(),
             serde_json::json!({"roots": []}),
@@ -419,7 +393,7 @@ mod tests {
             "an answer to another key changes nothing"
         );
         inbox.answer(BTreeMap::from([(
-            "roots".to_owned(),
+            "roots-1".to_owned(),
             serde_json::json!({"roots": []}),
         )]));
         assert_eq!(

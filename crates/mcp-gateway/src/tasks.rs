@@ -85,15 +85,6 @@ impl TaskIds {
     }
 }
 
-/// A fresh random id (128 bits, hex), for a held call.
-pub(crate) fn fresh_id() -> Result<String, ErrorData> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|error| {
-        ErrorData::internal_error(format!("no random id could be made: {error}"), None)
-    })?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
-}
-
 fn unknown_task(id: &str) -> ErrorData {
     let shown: String = id.chars().take(64).collect();
     ErrorData::invalid_params(format!("unknown task: {shown}"), None)

@@ -652,7 +652,7 @@ impl Backchannel {
         state: Option<String>,
         round: u32,
     ) -> Result<Driven<R>, ErrorData> {
-        if !call.passes_rounds {
+        if !call.passes_rounds() {
             return Err(ErrorData::internal_error(
                 "a round can be passed on only to a 2026-07-28 client, outside a task",
                 None,
@@ -661,23 +661,11 @@ impl Backchannel {
         if round > self.inner.max_rounds {
             return Err(self.too_many_rounds());
         }
-        let now = self.inner.shared.clock.now_ms();
-        let sealed = Sealed {
-            exp: now + self.inner.state_ttl.as_millis() as u64,
-            round,
-            nonce: call.nonce().to_owned(),
-            answers: lock(&call.answers).clone(),
-            asked: BTreeMap::new(),
-            progress: *lock(&call.last_progress),
-            trace: call
-                .trace
-                .clone()
-                .or_else(crate::telemetry::current_traceparent),
-            passed: Some(crate::state::PassedOn {
-                keys: requests.keys().cloned().collect(),
-                state,
-            }),
+        let passed = crate::state::PassedOn {
+            keys: requests.keys().cloned().collect(),
+            state,
         };
+        let sealed = self.next_state(call, round, BTreeMap::new(), Some(passed));
         let sealed = self.inner.codec.seal(start.binding, &sealed);
         Ok(Driven::InputRequired(InputRequiredResult::new(
             Some(requests),
@@ -778,7 +766,6 @@ impl Backchannel {
                 Mode::Task(_) => sealed.round,
                 Mode::Direct(_) => 0,
             }),
-            passes_rounds: stateless,
             passed_in: sealed.passed.take(),
             pass_out: Mutex::new(None),
         })
@@ -845,8 +832,23 @@ impl Backchannel {
             );
             requests.insert(key, request);
         }
-        let state = Sealed {
-            exp: now + self.inner.state_ttl.as_millis() as u64,
+        let state = self.next_state(call, round, asked, None);
+        let sealed = self.inner.codec.seal(binding, &state);
+        InputRequiredResult::new(Some(requests), Some(sealed))
+    }
+
+    /// The state a 2026-07-28 round seals for the retry: the answers so far, this round's
+    /// questions (`asked`) or the round passed on from another server (`passed`), and what
+    /// every round carries (expiry, round, nonce, progress, trace).
+    fn next_state(
+        &self,
+        call: &Call,
+        round: u32,
+        asked: BTreeMap<String, Asked>,
+        passed: Option<crate::state::PassedOn>,
+    ) -> Sealed {
+        Sealed {
+            exp: self.inner.shared.clock.now_ms() + self.inner.state_ttl.as_millis() as u64,
             round,
             nonce: call.nonce().to_owned(),
             answers: lock(&call.answers).clone(),
@@ -856,10 +858,8 @@ impl Backchannel {
                 .trace
                 .clone()
                 .or_else(crate::telemetry::current_traceparent),
-            passed: None,
-        };
-        let sealed = self.inner.codec.seal(binding, &state);
-        InputRequiredResult::new(Some(requests), Some(sealed))
+            passed,
+        }
     }
 
     /// Remember a 2025-11-25 session for list-changed broadcasts. Call it from

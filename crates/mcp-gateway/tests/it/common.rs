@@ -13,17 +13,20 @@ use rmcp::service::RunningService;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::Value;
 
+/// `server` over Streamable HTTP on a free loopback port.
+async fn served<S: rmcp::ServerHandler + Clone>(server: S) -> Served {
+    let options = HttpOptions::default();
+    serve_with(
+        |stop| backchannel::serve::router(move || server.clone(), &options, stop),
+        &options,
+    )
+    .await
+}
+
 /// `backchannel`'s test server on `layer`, on a free port.
 pub(crate) async fn test_server_on(layer: backchannel::Backchannel) -> (Served, TestServer) {
     let server = TestServer::new(layer);
-    let serving = server.clone();
-    let options = HttpOptions::default();
-    let served = serve_with(
-        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
-        &options,
-    )
-    .await;
-    (served, server)
+    (served(server.clone()).await, server)
 }
 
 /// The other revision: the upstream's when `revision` is the client's.
@@ -46,14 +49,7 @@ pub(crate) async fn gateway(
     let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
         .await
         .unwrap();
-    let serving = gateway.clone();
-    let options = HttpOptions::default();
-    let served = serve_with(
-        |stop| backchannel::serve::router(move || serving.clone(), &options, stop),
-        &options,
-    )
-    .await;
-    (served, gateway)
+    (served(gateway.clone()).await, gateway)
 }
 
 /// Call `tool` to its final result: on 2025-11-25 one request (rmcp hands the questions to the
