@@ -231,6 +231,16 @@ pub enum Started<T = CallToolResult> {
     },
 }
 
+/// A `tools/call` of `params` that asks for a task (2025-11-25: the request's `task` field),
+/// which rmcp's typed request cannot carry.
+fn task_requested(params: &CallToolRequestParams) -> ClientRequest {
+    let mut value = serde_json::to_value(params).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("task".to_owned(), serde_json::json!({}));
+    }
+    ClientRequest::CustomRequest(rmcp::model::CustomRequest::new("tools/call", Some(value)))
+}
+
 /// How far a call is driven here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Drive {
@@ -933,6 +943,13 @@ impl<H: HostHandler> Connection<H> {
             .map(|info| info.protocol_version.clone())
     }
 
+    /// Whether this connection speaks a revision with sessions (2025-11-25, or a server that
+    /// has not said): the server sends its questions as requests while a call runs.
+    pub fn has_sessions(&self) -> bool {
+        self.protocol_version()
+            .is_none_or(|version| backchannel::Revision::of(&version).has_sessions())
+    }
+
     /// The rmcp client, for everything else (resources, prompts, completion).
     pub fn client(&self) -> &RunningService<RoleClient, impl ClientHandler> {
         &self.service
@@ -1353,12 +1370,15 @@ impl<H: HostHandler> Connection<H> {
         if let Some(traceparent) = backchannel::telemetry::current_traceparent() {
             params.set_traceparent(&traceparent);
         }
+        // On 2025-11-25 a task is the requester's choice: a call that may become one asks.
+        let ask_for_task = drive == Drive::UntilTask && self.has_sessions();
         for _ in 0..MAX_ROUNDS {
-            let request = rmcp::model::CallToolRequest::new(params.clone());
-            match self
-                .round(ClientRequest::CallToolRequest(request), call)
-                .await?
-            {
+            let request = if ask_for_task {
+                task_requested(&params)
+            } else {
+                ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params.clone()))
+            };
+            match self.round(request, call).await? {
                 ServerResult::CallToolResult(result) => return Ok(Started::Done(result)),
                 ServerResult::InputRequiredResult(round) if drive == Drive::OneRound => {
                     return Ok(Started::InputRequired {

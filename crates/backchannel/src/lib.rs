@@ -50,6 +50,7 @@ mod reach;
 mod revision;
 mod sampling_roots_logging;
 pub mod schema;
+mod seal;
 pub mod serve;
 mod sessions;
 mod state;
@@ -74,6 +75,7 @@ pub use sampling_roots_logging::{
     SetLevelParams,
 };
 pub use sampling_roots_logging::{user_prompt, with_logging};
+pub use seal::{SealError, Sealer};
 pub use sessions::{Change, ListKind};
 pub use state::StateError;
 

@@ -16,6 +16,11 @@ pub enum Revision {
     V2026_07_28,
 }
 
+/// Put into a request's HTTP extensions by the HTTP edge when a `tools/call` carries a `task`
+/// field: on a revision with sessions a task is the requester's choice, and this is it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskAsked;
+
 /// Why a revision name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown protocol revision {0:?}; known: 2025-11-25, 2026-07-28")]
@@ -47,7 +52,12 @@ impl Revision {
     /// The revision a negotiated protocol version belongs to: every version before
     /// 2026-07-28 behaves as 2025-11-25 here (sessions, server-to-client requests).
     pub fn of(version: &ProtocolVersion) -> Revision {
-        if version.as_str() >= Revision::V2026_07_28.date() {
+        Revision::of_date(version.as_str())
+    }
+
+    /// [`Revision::of`] for a version as written (an `MCP-Protocol-Version` header's value).
+    pub fn of_date(version: &str) -> Revision {
+        if version.trim() >= Revision::V2026_07_28.date() {
             Revision::V2026_07_28
         } else {
             Revision::V2025_11_25

@@ -1,13 +1,14 @@
 //! The sealed `requestState` that carries earlier rounds' answers between 2026-07-28 retries.
 //!
-//! The payload is HMAC-sealed with rmcp's [`RequestStateCodec`]; the associated data binds it to
-//! the call (tool or prompt name, a digest of the arguments, and the caller's identity where
-//! there is one), and the payload carries its own expiry read from the layer's [`Clock`].
+//! The payload is encrypted and signed ([`crate::Sealer`]: XChaCha20-Poly1305 inside rmcp's
+//! HMAC `RequestStateCodec`), so a client can neither read the earlier answers it carries nor
+//! change them; the associated data binds it to the call (tool or prompt name, a digest of the
+//! arguments, and the caller's identity where there is one), and the payload carries its own
+//! expiry read from the layer's [`Clock`].
 
 use std::collections::BTreeMap;
 
 use rmcp::model::{ElicitationAction, JsonObject};
-use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -208,7 +209,7 @@ impl<'a> CallBinding<'a> {
 /// Seals and opens request state.
 #[derive(Clone)]
 pub(crate) struct StateCodec {
-    codec: RequestStateCodec,
+    sealer: crate::Sealer,
 }
 
 impl std::fmt::Debug for StateCodec {
@@ -226,20 +227,17 @@ pub(crate) enum KeyChoice {
 
 impl StateCodec {
     /// The codec for `keys`; the builder has checked their lengths and ids.
-    pub(crate) fn new(keys: KeyChoice) -> Result<Self, rmcp::model::RequestStateError> {
-        let codec = match keys {
-            KeyChoice::Single(key) => RequestStateCodec::try_new(key)?,
-            KeyChoice::Ring(ring) => {
-                RequestStateCodec::new_with_keyring(ring.current().to_owned(), ring.entries())?
-            }
+    pub(crate) fn new(keys: KeyChoice) -> Result<Self, crate::SealError> {
+        let sealer = match keys {
+            KeyChoice::Single(key) => crate::Sealer::with_key(&key)?,
+            KeyChoice::Ring(ring) => crate::Sealer::with_keys(&ring)?,
         };
-        Ok(Self { codec })
+        Ok(Self { sealer })
     }
 
     pub(crate) fn seal(&self, binding: &CallBinding<'_>, payload: &Sealed) -> String {
         let json = serde_json::to_vec(payload).unwrap_or_default();
-        self.codec
-            .seal_with(&json, &SealOptions::new().associated_data(binding.bytes()))
+        self.sealer.seal(&json, binding.bytes())
     }
 
     pub(crate) fn open(
@@ -249,9 +247,9 @@ impl StateCodec {
         clock: &Clock,
     ) -> Result<Sealed, StateError> {
         let bytes = self
-            .codec
-            .open_with(sealed, binding.bytes())
-            .map_err(|_| StateError::Invalid)?;
+            .sealer
+            .open(sealed, binding.bytes())
+            .ok_or(StateError::Invalid)?;
         let payload: Sealed = serde_json::from_slice(&bytes).map_err(|_| StateError::Invalid)?;
         if clock.now_ms() > payload.exp {
             return Err(StateError::Expired);

@@ -79,9 +79,12 @@ impl Caller {
         ctx: &Ctx,
         rc: &rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Caller {
+        let mut declared = answerable(ctx.client_capabilities());
+        // A 2025-11-25 client gets a task only when its request asked for one.
+        declared.tasks &= gateway.layer.takes_tasks(rc);
         Caller {
             owner: gateway.layer.owner_key(rc),
-            declared: answerable(ctx.client_capabilities()),
+            declared,
         }
     }
 }
@@ -172,7 +175,20 @@ async fn upstream(
         | Ok(Outcome::Prompt(Started::InputRequired {
             input_requests,
             request_state,
-        })) => Err(ctx.pass_round(input_requests, request_state).into()),
+        })) => {
+            // Only questions the client declared it can answer go to it.
+            if let Some(why) = input_requests
+                .values()
+                .find_map(|question| crate::relay::passable(&caller.declared, question).err())
+            {
+                tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
+                return Ok(Err(HostError::Call {
+                    connection: route.connection.clone(),
+                    message: format!("it asked a question that was not passed on ({why})"),
+                }));
+            }
+            Err(ctx.pass_round(input_requests, request_state).into())
+        }
         other => Ok(other),
     }
 }
@@ -269,11 +285,20 @@ async fn held_round(
     request: Request,
 ) -> Result<HeldOutcome, ErrorData> {
     let holds = &gateway.upstreams.holds;
-    let busy = || {
+    let busy = |why: hold::NotHeld| {
+        let message = match why {
+            hold::NotHeld::OverShare => format!(
+                "you already have {} calls waiting for answers on this gateway; answer or \
+                 abandon one of them first",
+                hold::MAX_HOLDS_PER_CALLER
+            ),
+            _ => {
+                "too many calls are waiting for answers on this gateway; try again later".to_owned()
+            }
+        };
         Ok(Err(HostError::Call {
             connection: route.connection.clone(),
-            message: "too many calls are waiting for answers on this gateway; try again later"
-                .into(),
+            message,
         }))
     };
     let (id, mut held, mut asked) = match ctx.passed_round() {
@@ -296,10 +321,8 @@ async fn held_round(
             (id, held, asked)
         }
         None => {
-            if holds.room().is_err() {
-                return busy();
-            }
-            let (token, inbox, updates, registered) = gateway.upstreams.relay.open_held();
+            let (token, inbox, updates, registered) =
+                gateway.upstreams.relay.open_held(caller.declared);
             let call_context = upstream_context(gateway, ctx, token);
             let (sent, outcome) = tokio::sync::oneshot::channel();
             let connection = route.connection.clone();
@@ -316,6 +339,7 @@ async fn held_round(
             let asked = inbox.asked();
             let held = hold::Held::new(
                 caller.owner.clone(),
+                share_of(caller, ctx),
                 inbox,
                 outcome,
                 updates,
@@ -331,8 +355,9 @@ async fn held_round(
         if unanswered {
             gather_questions(&mut asked).await;
             let suspend = ctx.pass_round(held.inbox.open(), Some(id.clone()));
-            if holds.keep(id, held).is_err() {
-                return busy();
+            if let Err(why) = holds.keep(id, held) {
+                // The held call was dropped, which cancelled it upstream.
+                return busy(why);
             }
             return Err(suspend.into());
         }
@@ -355,6 +380,25 @@ async fn held_round(
             message: "the held call ended without a result".into(),
         })
     }))
+}
+
+/// Whose share of the held calls a call of `caller` counts against: its owner (a principal,
+/// else a 2025-11-25 session), else the address it came from.
+fn share_of(caller: &Caller, ctx: &Ctx) -> String {
+    if !caller.owner.is_empty() {
+        return caller.owner.clone();
+    }
+    let address = ctx
+        .extensions()
+        .get::<http::request::Parts>()
+        .and_then(|parts| {
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        })
+        .map(|info| info.0.ip().to_string())
+        .unwrap_or_default();
+    format!("address:{address}")
 }
 
 /// The upstream made the call `task`: the client gets it under the gateway's id for its owner.

@@ -11,9 +11,13 @@
 //! A hold is bounded: it belongs to the owner that made it (the layer's seal binds the call and
 //! its caller; the hold checks the owner again), it waits at most [`HOLD_FOR`] for the next
 //! round (the time a person is given to answer, after which the upstream call is cancelled),
-//! and at most [`MAX_HOLDS`] calls are held at once. It lives in this gateway instance's
-//! memory: a round that reaches another instance, or comes after the hold ended, is told to
-//! call again.
+//! at most [`MAX_HOLDS`] calls are held at once, and one caller (a principal, else a client
+//! address) holds at most [`MAX_HOLDS_PER_CALLER`] of them, so one caller cannot take the
+//! others' share. A call is held only once it asked a question: a call that asks nothing is
+//! never refused for a full table. Each held call keeps one upstream request (one HTTP
+//! connection) open, so the total stays a quarter of a server's default connection cap.
+//! It lives in this gateway instance's memory: a round that reaches another instance, or
+//! comes after the hold ended, is told to call again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,8 +33,13 @@ use crate::relay::{Inbox, Registered, Update};
 /// cancelled.
 pub(crate) const HOLD_FOR: Duration = backchannel::DEFAULT_ASK_TIMEOUT;
 
-/// The most upstream calls held at once; a call that would be one more is refused.
-pub(crate) const MAX_HOLDS: usize = 4096;
+/// The most upstream calls held at once; a call that would be one more is refused. A quarter
+/// of the 4,096 connections `backchannel`'s servers accept by default, so held calls cannot
+/// take an upstream's connection cap.
+pub(crate) const MAX_HOLDS: usize = 1024;
+
+/// The most upstream calls one caller (a principal, else a client address) holds at once.
+pub(crate) const MAX_HOLDS_PER_CALLER: usize = 64;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -40,6 +49,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// cancels it upstream).
 pub(crate) struct Held<T> {
     owner: String,
+    /// Whose share of the table it counts against.
+    share: String,
     pub(crate) inbox: Arc<Inbox>,
     pub(crate) outcome: oneshot::Receiver<T>,
     pub(crate) updates: mpsc::UnboundedReceiver<Update>,
@@ -62,10 +73,12 @@ impl<T> std::fmt::Debug for Held<T> {
 }
 
 impl<T> Held<T> {
-    /// A call running as `task`, whose questions come to `inbox` and whose progress and log
-    /// messages to `updates`; `registered` keeps it known to the relay.
+    /// A call of `owner` running as `task`, counted against `share`, whose questions come to
+    /// `inbox` and whose progress and log messages to `updates`; `registered` keeps it known
+    /// to the relay.
     pub(crate) fn new(
         owner: String,
+        share: String,
         inbox: Arc<Inbox>,
         outcome: oneshot::Receiver<T>,
         updates: mpsc::UnboundedReceiver<Update>,
@@ -74,6 +87,7 @@ impl<T> Held<T> {
     ) -> Held<T> {
         Held {
             owner,
+            share,
             inbox,
             outcome,
             updates,
@@ -99,6 +113,8 @@ pub(crate) enum NotHeld {
     Gone,
     /// Too many calls are held.
     Full,
+    /// This caller holds its whole share.
+    OverShare,
 }
 
 /// The held calls by id, each with the generation it was kept at (a later keep restarts its
@@ -122,15 +138,9 @@ impl<T> Default for Holds<T> {
 }
 
 impl<T: Send + 'static> Holds<T> {
-    /// Whether one more call may be held.
-    pub(crate) fn room(&self) -> Result<(), NotHeld> {
-        if lock(&self.held).len() >= MAX_HOLDS {
-            return Err(NotHeld::Full);
-        }
-        Ok(())
-    }
-
-    /// Keep `held` under `id` until its next round takes it, at most [`HOLD_FOR`].
+    /// Keep `held` under `id` until its next round takes it, at most [`HOLD_FOR`]. Refused
+    /// (and `held` dropped, which stops its upstream call) when the table is full or its
+    /// caller holds its whole share.
     pub(crate) fn keep(&self, id: String, held: Held<T>) -> Result<(), NotHeld> {
         let generation = self
             .generation
@@ -139,6 +149,13 @@ impl<T: Send + 'static> Holds<T> {
             let mut table = lock(&self.held);
             if table.len() >= MAX_HOLDS {
                 return Err(NotHeld::Full);
+            }
+            let share = table
+                .values()
+                .filter(|(_, other)| other.share == held.share)
+                .count();
+            if share >= MAX_HOLDS_PER_CALLER {
+                return Err(NotHeld::OverShare);
             }
             table.insert(id.clone(), (generation, held));
         }
@@ -188,7 +205,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_held_call_belongs_to_its_owner_and_is_stopped_after_hold_for() {
         let relay = Arc::new(crate::Relay::default());
-        let (_token, inbox, updates, registered) = relay.open_held();
+        let (_token, inbox, updates, registered) = relay.open_held(crate::relayed_capabilities());
         let (told, stopped) = oneshot::channel();
         let task = tokio::spawn(async move {
             let _tell = Tell(Some(told));
@@ -197,6 +214,7 @@ mod tests {
         let (_sent, outcome) = oneshot::channel::<()>();
         let holds = Holds::default();
         let held = Held::new(
+            "principal:alice".into(),
             "principal:alice".into(),
             inbox,
             outcome,
@@ -227,5 +245,63 @@ mod tests {
             NotHeld::Gone
         );
         stopped.await.unwrap();
+    }
+
+    /// A held call of `share` whose upstream call does nothing, and the relay it is known to.
+    fn idle(relay: &Arc<crate::Relay>, share: &str) -> Held<()> {
+        let (_token, inbox, updates, registered) = relay.open_held(crate::relayed_capabilities());
+        let task = tokio::spawn(std::future::pending::<()>());
+        let (_sent, outcome) = oneshot::channel::<()>();
+        Held::new(
+            share.into(),
+            share.into(),
+            inbox,
+            outcome,
+            updates,
+            task,
+            registered,
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_caller_holds_at_most_its_share_and_others_still_get_theirs() {
+        let relay = Arc::new(crate::Relay::default());
+        let holds = Holds::default();
+        for n in 0..MAX_HOLDS_PER_CALLER {
+            holds
+                .keep(format!("m-{n}"), idle(&relay, "address:10.0.0.9"))
+                .unwrap();
+        }
+        assert_eq!(
+            holds
+                .keep("m-over".into(), idle(&relay, "address:10.0.0.9"))
+                .unwrap_err(),
+            NotHeld::OverShare
+        );
+        // Another caller is not affected by the first one's flood.
+        holds
+            .keep("a-1".into(), idle(&relay, "principal:alice"))
+            .unwrap();
+        // Once one of the first caller's calls is taken, it may hold one more.
+        drop(holds.take("m-0", "address:10.0.0.9").unwrap());
+        holds
+            .keep("m-again".into(), idle(&relay, "address:10.0.0.9"))
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_table_refuses_a_further_hold() {
+        let relay = Arc::new(crate::Relay::default());
+        let holds = Holds::default();
+        for n in 0..MAX_HOLDS {
+            let share = format!("address:10.0.{}.{}", n / 64, n % 64);
+            holds.keep(format!("h-{n}"), idle(&relay, &share)).unwrap();
+        }
+        assert_eq!(
+            holds
+                .keep("one-more".into(), idle(&relay, "principal:bob"))
+                .unwrap_err(),
+            NotHeld::Full
+        );
     }
 }

@@ -127,8 +127,8 @@ pub enum GatewayError {
     #[error(transparent)]
     Layer(#[from] backchannel::BuildError),
     /// No random key could be had for the gateway's task ids.
-    #[error("no random key for the gateway's task ids: {0}")]
-    Random(#[from] getrandom::Error),
+    #[error("no key for the gateway's task ids: {0}")]
+    Random(#[from] backchannel::SealError),
 }
 
 /// The host configuration of the quick start: each upstream over HTTP, speaking the revision
@@ -326,9 +326,7 @@ impl Gateway {
 /// Whether `connection` speaks a revision with sessions (2025-11-25 or older: questions as
 /// requests, `logging/setLevel`, `resources/subscribe`).
 pub(crate) fn speaks_sessions(connection: &backchannel_host::Connection<Relay>) -> bool {
-    connection
-        .protocol_version()
-        .is_none_or(|version| version.as_str() <= "2025-11-25")
+    connection.has_sessions()
 }
 
 /// Open the upstream connections of `config`, each asked for every log message; an upstream

@@ -13,7 +13,7 @@ use backchannel::{
     Backchannel, Change, Ctx, ListKind, NotAnswered, Root, Sampled, SamplingMessage,
     SamplingRequest, WeakBackchannel,
 };
-use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
+use backchannel_host::{Declared, HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
 use rmcp::ErrorData;
 use rmcp::model::{
     CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult,
@@ -96,6 +96,8 @@ enum Asker {
 #[derive(Debug)]
 struct Asking {
     asker: Asker,
+    /// What the downstream client declared it can answer: nothing else is passed on.
+    declared: Declared,
     updates: mpsc::UnboundedSender<Update>,
 }
 
@@ -148,10 +150,15 @@ impl Relay {
     fn register(
         self: &Arc<Self>,
         asker: Asker,
+        declared: Declared,
     ) -> (String, mpsc::UnboundedReceiver<Update>, Registered) {
         let token = format!("gateway-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (updates, updates_rx) = mpsc::unbounded_channel();
-        let asking = Asking { asker, updates };
+        let asking = Asking {
+            asker,
+            declared,
+            updates,
+        };
         lock(&self.calls).insert(token.clone(), Arc::new(asking));
         let registered = Registered {
             relay: self.clone(),
@@ -167,7 +174,8 @@ impl Relay {
         self: &Arc<Self>,
         ctx: Ctx,
     ) -> (String, mpsc::UnboundedReceiver<Update>, Registered) {
-        self.register(Asker::Ctx(ctx))
+        let declared = crate::answerable(ctx.client_capabilities());
+        self.register(Asker::Ctx(ctx), declared)
     }
 
     /// Register an upstream call held between a 2026-07-28 client's rounds: its questions
@@ -175,6 +183,7 @@ impl Relay {
     /// messages, and the registration.
     pub(crate) fn open_held(
         self: &Arc<Self>,
+        declared: Declared,
     ) -> (
         String,
         Arc<Inbox>,
@@ -182,7 +191,7 @@ impl Relay {
         Registered,
     ) {
         let inbox = Arc::new(Inbox::default());
-        let (token, updates, registered) = self.register(Asker::Held(inbox.clone()));
+        let (token, updates, registered) = self.register(Asker::Held(inbox.clone()), declared);
         (token, inbox, updates, registered)
     }
 
@@ -196,16 +205,98 @@ impl Relay {
 
 impl Asking {
     /// Ask `request` of the client, as the upstream asked it, and return the client's answer
-    /// as it gave it.
+    /// as it gave it; a question the client did not declare it can answer (or a URL it must
+    /// not be sent) is not passed on.
     async fn ask(
         &self,
         kind: &str,
         request: InputRequest,
     ) -> Result<serde_json::Value, NotAnswered> {
+        if let Err(why) = passable(&self.declared, &request) {
+            tracing::info!(%why, "an upstream's question was not passed on");
+            return Err(NotAnswered::Unsupported);
+        }
         match &self.asker {
             Asker::Ctx(ctx) => ctx.ask_now(request).await,
             Asker::Held(inbox) => inbox.ask(kind, request).await.ok_or(NotAnswered::Cancelled),
         }
+    }
+}
+
+/// Why a question may not go to a client that declared `declared`, if it may not: a kind of
+/// question it did not declare, or a URL that is not `https:` (`http:` on loopback only).
+pub(crate) fn passable(declared: &Declared, request: &InputRequest) -> Result<(), String> {
+    let declared_it = match request {
+        InputRequest::Elicitation(elicit) => match &elicit.params {
+            ElicitRequestParams::UrlElicitationParams { url, .. } => {
+                if !declared.url_elicitation {
+                    false
+                } else {
+                    return safe_url(url);
+                }
+            }
+            _ => declared.elicitation,
+        },
+        InputRequest::CreateMessage(_) => declared.sampling,
+        InputRequest::ListRoots(_) => declared.roots,
+        _ => false,
+    };
+    if declared_it {
+        Ok(())
+    } else {
+        Err(format!(
+            "the client did not declare it can answer {}",
+            question_kind(request)
+        ))
+    }
+}
+
+fn question_kind(request: &InputRequest) -> &'static str {
+    match request {
+        InputRequest::Elicitation(elicit) => match &elicit.params {
+            ElicitRequestParams::UrlElicitationParams { .. } => "URL elicitation",
+            _ => "form elicitation",
+        },
+        InputRequest::CreateMessage(_) => "sampling",
+        InputRequest::ListRoots(_) => "roots",
+        _ => "this kind of question",
+    }
+}
+
+/// `url` if a person may be sent to it: `https:`, or `http:` on a loopback host; never
+/// `javascript:`, `data:`, `file:` and the like, nor a URL without a host.
+fn safe_url(url: &str) -> Result<(), String> {
+    let refused = |why: &str| Err(format!("the URL is not passed on: {why}"));
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return refused("it has no scheme");
+    };
+    let Some(authority) = rest.strip_prefix("//") else {
+        return refused("it names no host");
+    };
+    let authority = authority.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return refused("it carries credentials before its host");
+    }
+    let host = if authority.starts_with('[') {
+        authority
+            .find(']')
+            .map_or(authority, |end| &authority[..=end])
+    } else {
+        authority.split(':').next().unwrap_or_default()
+    };
+    if host.is_empty() || url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return refused("it names no host");
+    }
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host == "[::1]"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => refused("plain http is allowed on loopback only"),
+        _ => refused("only https: (or http: on loopback) URLs are opened"),
     }
 }
 
@@ -364,6 +455,65 @@ impl HostHandler for Relay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_safe_urls_are_passed_on() {
+        for ok in [
+            "https://auth.example/sign-in?state=1",
+            "HTTPS://auth.example:8443/x",
+            "http://127.0.0.1:8080/callback",
+            "http://localhost/x",
+            "http://[::1]:9/x",
+        ] {
+            assert_eq!(safe_url(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript://%0aalert(1)",
+            "data:text/html,<script>",
+            "file:///etc/passwd",
+            "http://auth.example/x",
+            "https://",
+            "https:///x",
+            "https://user:pw@auth.example/x",
+            "https://auth.example/x y",
+            "ftp://auth.example/x",
+            "auth.example/x",
+        ] {
+            assert!(safe_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_question_goes_only_to_a_client_that_declared_its_kind() {
+        let url = |url: &str| {
+            InputRequest::Elicitation(ElicitRequest::new(
+                ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message: "Sign in".into(),
+                    url: url.into(),
+                    elicitation_id: "e1".into(),
+                },
+            ))
+        };
+        let form_only = Declared {
+            elicitation: true,
+            url_elicitation: false,
+            sampling: false,
+            roots: false,
+            tasks: false,
+        };
+        assert!(passable(&form_only, &url("https://auth.example/")).is_err());
+        let roots = InputRequest::ListRoots(ListRootsRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        assert!(passable(&form_only, &roots).is_err());
+        let everything = crate::relayed_capabilities();
+        assert_eq!(passable(&everything, &url("https://auth.example/")), Ok(()));
+        assert!(passable(&everything, &url("javascript:alert(1)")).is_err());
+        assert_eq!(passable(&everything, &roots), Ok(()));
+    }
 
     #[tokio::test]
     async fn an_answer_reaches_only_the_question_it_answers() {

@@ -2,13 +2,12 @@
 //! downstream client gets the task under an id of the gateway's, and `tasks/get`,
 //! `tasks/update` and `tasks/cancel` on that id go to the upstream task.
 //!
-//! The gateway keeps no table of tasks. Its task id is sealed (HMAC, see rmcp's
-//! `RequestStateCodec`) over the route to the upstream task: the upstream, the set of client
+//! The gateway keeps no table of tasks. Its task id is sealed ([`backchannel::Sealer`]:
+//! encrypted and signed) over the route to the upstream task: the upstream, the set of client
 //! capabilities whose upstream session made it, and the upstream's id; the seal is bound to
 //! the downstream owner (its principal, else its 2025-11-25 session, as the layer binds its
-//! own tasks), so another caller's id, or one made up, is an unknown task. The route is signed,
-//! not encrypted: a client can read which upstream runs its task and the upstream's id, which
-//! it cannot use except through the gateway, under its own seal.
+//! own tasks), so another caller's id, or one made up, is an unknown task, and a client reads
+//! nothing of the route from it.
 //!
 //! Questions inside a task are the task's `input_required` status, with the upstream's keys:
 //! the client answers them with `tasks/update`, which goes upstream as it is (the upstream
@@ -16,7 +15,7 @@
 
 use backchannel_host::{Declared, HostError};
 use rmcp::ErrorData;
-use rmcp::model::{RequestStateCodec, SealOptions, Task};
+use rmcp::model::Task;
 use serde::{Deserialize, Serialize};
 
 /// The longest task id opened; a longer one is unknown without further work.
@@ -38,7 +37,7 @@ pub(crate) struct TaskRoute {
 
 /// Seals task routes into downstream task ids and opens them again.
 pub(crate) struct TaskIds {
-    codec: RequestStateCodec,
+    sealer: backchannel::Sealer,
 }
 
 impl std::fmt::Debug for TaskIds {
@@ -50,19 +49,16 @@ impl std::fmt::Debug for TaskIds {
 impl TaskIds {
     /// Task ids under a key of this process's own (they are valid while it runs, as the
     /// upstream sessions that made the tasks are).
-    pub(crate) fn new() -> Result<TaskIds, getrandom::Error> {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key)?;
+    pub(crate) fn new() -> Result<TaskIds, backchannel::SealError> {
         Ok(TaskIds {
-            codec: RequestStateCodec::new(key.to_vec()),
+            sealer: backchannel::Sealer::random()?,
         })
     }
 
     /// The downstream id of the upstream task `route` leads to, for `owner`.
     pub(crate) fn seal(&self, owner: &str, route: &TaskRoute) -> String {
         let json = serde_json::to_vec(route).unwrap_or_default();
-        self.codec
-            .seal_with(&json, &SealOptions::new().associated_data(owner.as_bytes()))
+        self.sealer.seal(&json, owner.as_bytes())
     }
 
     /// Where `id` leads, when `owner` is the one it was sealed for; else the error of an
@@ -71,9 +67,8 @@ impl TaskIds {
         if id.len() > MAX_TASK_ID {
             return Err(unknown_task(id));
         }
-        self.codec
-            .open_with(id, owner.as_bytes())
-            .ok()
+        self.sealer
+            .open(id, owner.as_bytes())
             .and_then(|json| serde_json::from_slice(&json).ok())
             .ok_or_else(|| unknown_task(id))
     }
@@ -141,5 +136,23 @@ mod tests {
         tampered.insert(3, 'x');
         assert!(ids.open("", &tampered).is_err(), "a tampered id opened");
         assert!(ids.open("", &"a".repeat(MAX_TASK_ID + 1)).is_err());
+    }
+
+    #[test]
+    fn a_task_id_reveals_nothing_of_its_route() {
+        let ids = TaskIds::new().unwrap();
+        let id = ids.seal("principal:alice", &route());
+        let decoded: Vec<u8> = id
+            .split('.')
+            .flat_map(|part| {
+                base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, part)
+                    .unwrap_or_default()
+            })
+            .collect();
+        let text = String::from_utf8_lossy(&decoded);
+        assert!(
+            !text.contains("orders") && !text.contains("abc123"),
+            "{text}"
+        );
     }
 }

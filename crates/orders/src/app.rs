@@ -213,61 +213,52 @@ impl serve::SignIn for TokenFile {
     }
 }
 
-/// Where the protected-resource metadata of the MCP endpoint is (RFC 9728).
-const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource/mcp";
-
-/// This service's MCP URL as the request reached it (its `Host` passed the host policy).
-fn resource_url(request: &http::request::Parts) -> String {
-    let host = request
-        .headers
-        .get(http::header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("localhost");
-    format!("http://{host}/mcp")
-}
-
-/// The protected-resource metadata, readable without a token.
+/// The protected-resource metadata (RFC 9728), readable without a token: at the well-known
+/// path of the configured resource, and at the bare well-known path.
 fn resource_metadata(oauth: std::sync::Arc<crate::oauth::OAuthResource>) -> axum::Router {
-    let serve = move |request: axum::extract::Request| {
+    let path = reqwest::Url::parse(&oauth.metadata_url())
+        .map(|url| url.path().to_owned())
+        .unwrap_or_else(|_| "/.well-known/oauth-protected-resource/mcp".to_owned());
+    let serve = move || {
         let oauth = oauth.clone();
-        async move { axum::Json(oauth.metadata(&resource_url(&request.into_parts().0))) }
+        async move { axum::Json(oauth.metadata()) }
     };
-    axum::Router::new()
-        .route(RESOURCE_METADATA, axum::routing::get(serve.clone()))
-        .route(
-            "/.well-known/oauth-protected-resource",
-            axum::routing::get(serve),
-        )
+    let mut router = axum::Router::new().route(
+        "/.well-known/oauth-protected-resource",
+        axum::routing::get(serve.clone()),
+    );
+    if path != "/.well-known/oauth-protected-resource" {
+        router = router.route(&path, axum::routing::get(serve));
+    }
+    router
 }
 
 /// Signing in with an OAuth access token from the configured issuer (`--oauth-issuer`): the
-/// principal is the one its introspection names; a refusal's challenge points to the
-/// protected-resource metadata.
+/// principal is the one its introspection names for the configured resource (never one a
+/// request's `Host` names); a refusal's challenge points to the protected-resource metadata.
 struct OAuthSignIn(std::sync::Arc<crate::oauth::OAuthResource>);
 
 impl serve::SignIn for OAuthSignIn {
     async fn sign_in(
         &self,
         token: Result<Option<String>, serve::BearerError>,
-        request: &mut http::request::Parts,
+        _request: &mut http::request::Parts,
     ) -> Result<Option<serve::Principal>, serve::Refusal> {
-        let resource = resource_url(request);
         if let Some(token) = token.ok().flatten()
-            && let Some(name) = self.0.principal(&token, &resource).await
+            && let Some(name) = self.0.principal(&token).await
         {
             return Ok(Some(serve::Principal(name)));
         }
-        let metadata = resource.trim_end_matches("/mcp").to_owned() + RESOURCE_METADATA;
         let refusal = serve::Refusal::new(
-            "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
-             authorization server named in the protected-resource metadata",
+            "Sign-in required: send `Authorization: Bearer <token>` with a token issued for this \
+             service's resource by the authorization server named in the protected-resource \
+             metadata",
         );
-        Err(
-            match http::HeaderValue::try_from(format!("Bearer resource_metadata=\"{metadata}\"")) {
-                Ok(challenge) => refusal.with_challenge(challenge),
-                Err(_) => refusal,
-            },
-        )
+        let challenge = format!("Bearer resource_metadata=\"{}\"", self.0.metadata_url());
+        Err(match http::HeaderValue::try_from(challenge) {
+            Ok(challenge) => refusal.with_challenge(challenge),
+            Err(_) => refusal,
+        })
     }
 }
 

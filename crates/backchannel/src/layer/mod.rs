@@ -434,10 +434,7 @@ impl Backchannel {
     ) -> Result<CallToolResponse, ErrorData> {
         let support = self.inner.task_tools.get(params.name.as_ref()).copied();
         // Parsing the capabilities costs; only task tools need them here.
-        let client_tasks = support.is_some()
-            && rc
-                .client_capabilities()
-                .is_some_and(|caps| caps.supports_tasks());
+        let client_tasks = support.is_some() && takes_tasks(&rc);
         if support == Some(TaskSupport::Required) && !client_tasks {
             let mut required = rmcp::model::ClientCapabilities::default();
             required.extensions = Some(
@@ -501,6 +498,14 @@ impl Backchannel {
             .map(|principal| principal.0.clone())
     }
 
+    /// Whether a call made by `rc` may become a task (tasks extension): the client declared
+    /// the extension, and, on a revision with sessions (2025-11-25), where a task is the
+    /// requester's choice, the request asked for one with its `task` field. Otherwise the call
+    /// runs as a plain call, its questions asked on the session.
+    pub fn takes_tasks(&self, rc: &RequestContext<RoleServer>) -> bool {
+        takes_tasks(rc)
+    }
+
     /// Who a task started by `rc` belongs to, as the layer binds its tasks: the caller's
     /// principal, else its 2025-11-25 session, else the empty string (anyone). A server that
     /// keeps tasks of its own (a gateway relaying an upstream's) binds them the same way.
@@ -508,10 +513,14 @@ impl Backchannel {
         self.owner_of(rc).key()
     }
 
-    /// Who a task started by `rc` belongs to.
+    /// Who a task started by `rc` belongs to. A session is an owner only for a request of a
+    /// revision with sessions (the HTTP edge drops the header from any other).
     fn owner_of(&self, rc: &RequestContext<RoleServer>) -> Owner {
         if let Some(principal) = self.principal_of(rc) {
             return Owner::Principal(principal);
+        }
+        if !revision_of(rc).has_sessions() {
+            return Owner::Anyone;
         }
         match rc
             .extensions
@@ -994,6 +1003,22 @@ impl std::fmt::Debug for WeakBackchannel {
 }
 
 /// The revision a request arrived on (2025-11-25 when it names none).
+/// See [`Backchannel::takes_tasks`].
+fn takes_tasks(rc: &RequestContext<RoleServer>) -> bool {
+    rc.client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks())
+        && (!revision_of(rc).has_sessions()
+            || rc
+                .extensions
+                .get::<http::request::Parts>()
+                .is_some_and(|parts| {
+                    parts
+                        .extensions
+                        .get::<crate::revision::TaskAsked>()
+                        .is_some()
+                }))
+}
+
 fn revision_of(rc: &RequestContext<RoleServer>) -> Revision {
     rc.protocol_version()
         .map_or(Revision::V2025_11_25, |version| Revision::of(&version))

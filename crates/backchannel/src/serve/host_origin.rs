@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use super::HttpOptions;
 
 impl HttpOptions {
-    /// Whether `host` (a `Host` header value, port optional) names this server.
+    /// Whether `host` (a `Host` header value, port optional) names this server: an allowed
+    /// entry without a port matches the name on any port, an entry with a port matches name
+    /// and port.
     pub fn host_allowed(&self, host: &str) -> bool {
         let name = if host.starts_with('[') {
             host.find(']').map_or(host, |end| &host[..=end])
@@ -130,5 +132,44 @@ mod tests {
         ] {
             assert!(options.refusal(&headers(bad)).is_some(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_allowed_host_with_a_port_is_that_port_only() {
+        let options = HttpOptions::default()
+            .allow_host("orders.example:8443")
+            .allow_host("[2001:db8::1]:9000")
+            .allow_host("desk.example");
+        for ok in [
+            &[("host", "orders.example:8443")][..],
+            &[("host", "ORDERS.example:8443")],
+            &[("host", "[2001:db8::1]:9000")],
+            &[("host", "desk.example:1234")],
+            &[
+                ("host", "orders.example:8443"),
+                ("origin", "https://orders.example:8443"),
+            ],
+            &[
+                ("host", "desk.example"),
+                ("origin", "https://desk.example:4443"),
+            ],
+        ] {
+            assert_eq!(options.refusal(&headers(ok)), None, "{ok:?}");
+        }
+        for bad in [
+            &[("host", "orders.example:9999")][..],
+            &[("host", "orders.example")],
+            &[("host", "[2001:db8::1]:9001")],
+            &[("host", "[2001:db8::1]")],
+            &[
+                ("host", "orders.example:8443"),
+                ("origin", "https://orders.example:9999"),
+            ],
+        ] {
+            assert!(options.refusal(&headers(bad)).is_some(), "{bad:?}");
+        }
+        assert_eq!(super::super::host_port("[::1]:80"), Some("80"));
+        assert_eq!(super::super::host_port("[::1]"), None);
+        assert_eq!(super::super::host_port("a:"), None);
     }
 }

@@ -383,6 +383,22 @@ impl Drop for OperationTimer {
     }
 }
 
+/// Whether the request's `MCP-Protocol-Version` names (as a date) a revision without sessions.
+fn names_a_stateless_revision(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|value| value.to_str().ok())
+        .map(str::trim)
+        .is_some_and(|version| {
+            let date = version.len() == 10
+                && version.bytes().enumerate().all(|(at, byte)| match at {
+                    4 | 7 => byte == b'-',
+                    _ => byte.is_ascii_digit(),
+                });
+            date && !crate::Revision::of_date(version).has_sessions()
+        })
+}
+
 /// `method` is set to the operation's label once the body is parsed (POSTs only: a GET stream
 /// or a DELETE is not an MCP operation).
 async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
@@ -391,6 +407,12 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     next: Next<'_, S>,
     method: &mut Option<&'static str>,
 ) -> Response {
+    let mut request = request;
+    if names_a_stateless_revision(request.headers()) {
+        // A 2026-07-28 request belongs to no session: an `Mcp-Session-Id` it carries is
+        // ignored, so it neither reaches that session nor lends its owner to anything.
+        request.headers_mut().remove(SESSION_HEADER);
+    }
     let principal = request.extensions().get::<Principal>().cloned();
     let session = request
         .headers()
@@ -462,6 +484,12 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     };
     if crate::telemetry::exporting() {
         describe(&message, &value);
+    }
+    if matches!(&message, Message::Request { method, .. } if method == "tools/call")
+        && value["params"]["task"].is_object()
+    {
+        // On 2025-11-25 a task is the requester's choice: the layer reads it here.
+        parts.extensions.insert(crate::revision::TaskAsked);
     }
     let value = match (&session, &message, &gate.fast) {
         (None, Message::Request { .. }, Some(fast)) => match fast.serve(parts, value) {

@@ -59,7 +59,9 @@ pub async fn stdio<S: Service<RoleServer>>(server: S) -> Result<(), ServeError> 
 /// Options of an HTTP server: who may call it, and what it accepts.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// `Host` values accepted on every route (port optional). Default: loopback names only.
+    /// `Host` values accepted on every route. An entry without a port accepts its name on any
+    /// port; an entry with one (`orders.example:8443`) accepts that name on that port only.
+    /// Default: loopback names only.
     pub allowed_hosts: Vec<String>,
     /// `Origin` values accepted when a browser sends one, on every route (`:*` matches any
     /// port). Default: loopback origins only.
@@ -126,13 +128,27 @@ impl Default for HttpOptions {
 
 impl HttpOptions {
     /// Also accept `host` as a `Host` name (and `http://host:*`, `https://host:*` as
-    /// origins), for a server reached by a name other than loopback.
+    /// origins), for a server reached by a name other than loopback. With a port
+    /// (`orders.example:8443`), only that port is accepted, in `Host` and in origins.
     pub fn allow_host(mut self, host: &str) -> Self {
         self.allowed_hosts.push(host.to_owned());
-        self.allowed_origins.push(format!("http://{host}:*"));
-        self.allowed_origins.push(format!("https://{host}:*"));
+        let any_port = if host_port(host).is_some() { "" } else { ":*" };
+        self.allowed_origins
+            .push(format!("http://{host}{any_port}"));
+        self.allowed_origins
+            .push(format!("https://{host}{any_port}"));
         self
     }
+}
+
+/// The port a `Host` value (`name`, `name:port`, `[v6]`, `[v6]:port`) names, if any.
+pub(crate) fn host_port(host: &str) -> Option<&str> {
+    let rest = if host.starts_with('[') {
+        &host[host.find(']')? + 1..]
+    } else {
+        &host[host.find(':')?..]
+    };
+    rest.strip_prefix(':').filter(|port| !port.is_empty())
 }
 
 /// An axum router with the MCP endpoint at `/mcp`. `factory` builds the handler for each

@@ -801,3 +801,105 @@ async fn a_2025_session_is_served_as_rmcps_serve_loop_serves_it() {
     // The session is gone after the DELETE, on both.
     assert!(a.last().unwrap().contains("404"), "{a:#?}");
 }
+
+/// A server whose `task_confirm` may become a task, on port 0, and a 2025-11-25 session of a
+/// client that declared forms and the tasks extension.
+async fn task_session(direct_sessions: bool) -> (Running, Session2025) {
+    let options = HttpOptions {
+        direct_sessions,
+        ..HttpOptions::default()
+    };
+    let layer = Backchannel::builder()
+        .task_tool("task_confirm", backchannel::TaskSupport::Optional)
+        .build()
+        .unwrap();
+    let server = TestServer::new(layer);
+    let factory_server = server.clone();
+    let served = backchannel::testing::serve_with(
+        |stop| serve::router(move || factory_server.clone(), &options, stop),
+        &options,
+    )
+    .await;
+    let addr = served.addr;
+    let client = reqwest::Client::new();
+    let initialize = client
+        .post(url(addr))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {"form": {}},
+                                 "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                "clientInfo": {"name": "raw", "version": "0"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let id = initialize.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let session = Session2025 { addr, client, id };
+    session
+        .exchange(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let running = Running {
+        addr,
+        server,
+        _served: served,
+    };
+    (running, session)
+}
+
+#[tokio::test]
+async fn on_2025_11_25_a_call_becomes_a_task_only_when_its_request_asks_for_one() {
+    for direct_sessions in [true, false] {
+        let (running, session) = task_session(direct_sessions).await;
+        // Declared the extension, asked for no task: a plain call, its question on the session.
+        let mut call = session.call(1, "task_confirm", json!({})).await;
+        let (_, question) = call.question().await;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let yes = json!({"jsonrpc": "2.0", "id": question["id"],
+                         "result": {"action": "accept", "content": {"confirmed": true}}});
+        session.exchange(yes).await;
+        let rest = call.rest().await.join("\n");
+        assert!(rest.contains("in task=false: accepted"), "{rest}");
+        assert!(!rest.contains(r#"\"resultType\":\"task\""#), "{rest}");
+        assert_eq!(running.server.layer.running_tasks(), 0);
+
+        // The request's `task` field asks for one: the call becomes a task.
+        let (status, _, body) = session
+            .exchange(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                             "params": {"name": "task_confirm", "arguments": {}, "task": {}}}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(r#""resultType":"task""#), "{body}");
+        assert!(body.contains(r#""taskId""#), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_2026_07_28_request_carrying_a_session_id_is_served_as_the_stateless_request_it_is() {
+    let (running, session) = task_session(true).await;
+    let body = modern_body(1, "fails", json!({})).to_string();
+    let (plain_status, plain) = post_modern(running.addr, "fails", body.clone()).await;
+    for session_id in [session.id.as_str(), "no-such-session"] {
+        let response = reqwest::Client::new()
+            .post(url(running.addr))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", "fails")
+            .header("Mcp-Session-Id", session_id)
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), plain_status, "{session_id}");
+        assert!(response.headers().get("mcp-session-id").is_none());
+        assert_eq!(response.text().await.unwrap(), plain, "{session_id}");
+    }
+}

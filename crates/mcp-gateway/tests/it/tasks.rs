@@ -73,14 +73,19 @@ async fn wait_for(client: &Running, id: &str, done: impl Fn(&TaskPayload) -> boo
         .expect("the task reached the state in time")
 }
 
-async fn started_task(client: &Running) -> String {
-    match client
-        .peer()
-        .call_tool_once(call("task_confirm", json!({})))
-        .await
-        .unwrap()
-    {
-        CallToolResponse::Task(created) => created.task.task_id,
+/// Start `task_confirm` as a task: on 2025-11-25 the request asks for one (its `task` field,
+/// which rmcp's typed request does not carry); on 2026-07-28 the server decides.
+async fn started_task(client: &Running, revision: Revision) -> String {
+    let request = if revision.has_sessions() {
+        ClientRequest::CustomRequest(CustomRequest::new(
+            "tools/call",
+            Some(json!({"name": "task_confirm", "arguments": {}, "task": {}})),
+        ))
+    } else {
+        ClientRequest::CallToolRequest(CallToolRequest::new(call("task_confirm", json!({}))))
+    };
+    match client.peer().send_request(request).await.unwrap() {
+        ServerResult::CreateTaskResult(created) => created.task.task_id,
         other => panic!("expected a task, got {other:?}"),
     }
 }
@@ -93,7 +98,7 @@ async fn a_task_crosses(downstream: Revision) {
     let client = connect_http(Client { tasks: true }, &url, downstream, None).await;
 
     // The task runs upstream, under an id of the gateway's.
-    let id = started_task(&client).await;
+    let id = started_task(&client, downstream).await;
     assert_eq!(server.layer.running_tasks(), 1);
     let parked = wait_for(&client, &id, |payload| {
         matches!(payload, TaskPayload::InputRequired { .. })
@@ -140,7 +145,7 @@ async fn a_task_crosses(downstream: Revision) {
     assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
 
     // A cancel reaches the upstream task.
-    let cancelled = started_task(&client).await;
+    let cancelled = started_task(&client, downstream).await;
     wait_for(&client, &cancelled, |payload| {
         matches!(payload, TaskPayload::InputRequired { .. })
     })
@@ -198,7 +203,7 @@ async fn a_task_belongs_to_the_session_that_made_it() {
     let url = format!("http://{}/mcp", front.addr);
     let owner = connect_http(Client { tasks: true }, &url, Revision::V2025_11_25, None).await;
     let stranger = connect_http(Client { tasks: true }, &url, Revision::V2025_11_25, None).await;
-    let id = started_task(&owner).await;
+    let id = started_task(&owner, Revision::V2025_11_25).await;
 
     for attempt in [
         stranger
@@ -226,4 +231,134 @@ async fn a_task_belongs_to_the_session_that_made_it() {
         .cancel_task(CancelTaskParams::new(id))
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_2025_client_that_asks_for_no_task_gets_a_plain_call() {
+    let (served, server) = task_server(Revision::V2026_07_28).await;
+    let (front, _gateway) = gateway("test", served.addr, Revision::V2026_07_28).await;
+    let url = format!("http://{}/mcp", front.addr);
+    // Declared the extension (as MCP Inspector does in its default era), asked for no task.
+    let client = connect_http(Client { tasks: true }, &url, Revision::V2025_11_25, None).await;
+    let result = crate::common::call_to_the_end(&client, "task_confirm", json!({}), |_| {
+        unreachable!("a 2025 client is asked on its session")
+    })
+    .await;
+    // The question reached the client's handler on its session; it answered nothing (the
+    // handler declines what it cannot answer), and no task was made anywhere.
+    let text = backchannel::testing::text_of(&result);
+    assert!(text.starts_with("in task=false"), "{text}");
+    assert_eq!(server.layer.running_tasks(), 0);
+    client.cancel().await.unwrap();
+}
+
+/// One JSON-RPC message POSTed to `url` with `headers`; the last message of the answer (JSON
+/// or SSE; null for none) and the answer's session id, if any.
+async fn raw(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: serde_json::Value,
+) -> (serde_json::Value, Option<String>) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.body(body.to_string()).send().await.unwrap();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|id| id.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let last = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain([text.as_str()])
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .next_back()
+        .unwrap_or_default();
+    (last, session)
+}
+
+#[tokio::test]
+async fn a_stateless_request_naming_a_session_cannot_reach_that_sessions_tasks() {
+    let (served, _server) = task_server(Revision::V2026_07_28).await;
+    let (front, _gateway) = gateway("test", served.addr, Revision::V2026_07_28).await;
+    let url = format!("http://{}/mcp", front.addr);
+    // The owner: a 2025-11-25 session that asked for a task.
+    let (_, session) = raw(
+        &url,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}},
+                             "extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "owner", "version": "0"}}}),
+    )
+    .await;
+    let session = session.expect("a session id");
+    let in_session = [
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    raw(
+        &url,
+        &in_session,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let (created, _) = raw(
+        &url,
+        &in_session,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "task_confirm", "arguments": {}, "task": {}}}),
+    )
+    .await;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected a task: {created}"))
+        .to_owned();
+
+    // A prober that saw the session id sends it on 2026-07-28 requests: it is ignored, and
+    // the task is another owner's.
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    for method in ["tasks/get", "tasks/cancel"] {
+        let (answer, _) = raw(
+            &url,
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", method),
+                ("Mcp-Name", &id),
+                ("Mcp-Session-Id", &session),
+            ],
+            json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {
+            "taskId": id,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps,
+                "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
+            }}}),
+        )
+        .await;
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("unknown task")),
+            "{method}: {answer}"
+        );
+    }
+    // The owner's task is untouched, and still its own.
+    let (current, _) = raw(
+        &url,
+        &in_session,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": id}}),
+    )
+    .await;
+    let status = current["result"]["status"].as_str().unwrap_or_default();
+    assert!(
+        status == "working" || status == "input_required",
+        "{current}"
+    );
 }

@@ -67,6 +67,11 @@ enum Command {
         /// name one.
         #[arg(long, value_name = "URL", requires = "oauth_issuer")]
         oauth_introspection: Option<String>,
+        /// This service's MCP URL as its clients reach it: the resource an OAuth token must be
+        /// issued for (its audience). Default: http://ADDRESS/mcp, ADDRESS the one it listens
+        /// on. Never taken from a request.
+        #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+        resource: Option<String>,
         /// A host name (besides loopback) clients use to reach the service; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
@@ -135,6 +140,7 @@ async fn main() -> anyhow::Result<()> {
             token_file,
             oauth_issuer,
             oauth_introspection,
+            resource,
             allow_hosts,
             max_sessions,
             max_connections,
@@ -150,18 +156,26 @@ async fn main() -> anyhow::Result<()> {
             if let Some(path) = &token_file {
                 config.tokens = Some(orders::auth::Tokens::from_file(path)?);
             }
-            if let Some(issuer) = &oauth_issuer {
-                let oauth =
-                    orders::oauth::OAuthResource::discover(issuer, oauth_introspection.as_deref())
-                        .await?;
-                config.oauth = Some(std::sync::Arc::new(oauth));
-            }
             config.http = allow_hosts
                 .iter()
                 .fold(config.http, |options, host| options.allow_host(host));
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
+            if let Some(issuer) = &oauth_issuer {
+                let resource = match resource {
+                    Some(resource) => resource,
+                    None => format!("http://{}/mcp", listener.local_addr()?),
+                };
+                let oauth = orders::oauth::OAuthResource::discover(
+                    issuer,
+                    oauth_introspection.as_deref(),
+                    &resource,
+                )
+                .await?;
+                tracing::info!(%resource, "OAuth tokens must be issued for this resource");
+                config.oauth = Some(std::sync::Arc::new(oauth));
+            }
             let shutdown = backchannel::serve::shutdown_on_signal();
             app::serve_http(listener, &config, shutdown).await?;
         }

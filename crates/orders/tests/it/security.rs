@@ -502,31 +502,43 @@ async fn a_second_request_with_an_id_still_in_flight_is_refused() {
     assert_eq!(status_of(&running, &order).await, "PENDING");
 }
 
+/// The resource the OAuth tests' order service is configured with: not its listen address, so
+/// nothing can pass by naming the address a request reached.
+const RESOURCE: &str = "https://orders.example/mcp";
+
 /// An authorization server's introspection endpoint (RFC 7662) over real HTTP: `good` is active
-/// for `resource`, `elsewhere` is active for another resource, `expired` is past its time, and
-/// anything else is inactive. Counts the questions it is asked.
+/// for [`RESOURCE`], `listed` names it among other audiences, `elsewhere` is active for the
+/// order service's own loopback address on another port (a token meant for another server on
+/// an allowed name), `no-audience` names none, `expired` is past its time, and anything else is
+/// inactive. Counts the questions it is asked.
 async fn introspection_server(
-    resource: std::sync::Arc<std::sync::Mutex<String>>,
+    elsewhere: std::sync::Arc<std::sync::Mutex<String>>,
     asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) -> backchannel::testing::Served {
     let endpoint = move |body: String| {
         // The form is `token=...`; the tokens here need no decoding.
         let token = body.strip_prefix("token=").map(str::to_owned);
-        let resource = resource.lock().unwrap().clone();
+        let elsewhere = elsewhere.lock().unwrap().clone();
         asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         async move {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_secs();
+            let later = now + 3600;
             axum::Json(match token.as_deref() {
                 Some("good") => {
-                    json!({"active": true, "sub": "ana", "exp": now + 3600, "aud": resource})
+                    json!({"active": true, "sub": "ana", "exp": later, "aud": RESOURCE})
                 }
+                Some("listed") => json!({"active": true, "sub": "luis", "exp": later,
+                    "aud": ["http://other.example/mcp", format!("{RESOURCE}/")]}),
                 Some("elsewhere") => {
-                    json!({"active": true, "sub": "ana", "exp": now + 3600, "aud": "http://other.example/mcp"})
+                    json!({"active": true, "sub": "ana", "exp": later, "aud": elsewhere})
                 }
-                Some("expired") => json!({"active": true, "sub": "ana", "exp": now - 1}),
+                Some("no-audience") => json!({"active": true, "sub": "ana", "exp": later}),
+                Some("expired") => {
+                    json!({"active": true, "sub": "ana", "exp": now - 1, "aud": RESOURCE})
+                }
                 _ => json!({"active": false}),
             })
         }
@@ -539,13 +551,14 @@ async fn introspection_server(
 }
 
 #[tokio::test]
-async fn with_an_oauth_issuer_tokens_are_checked_with_it_and_the_challenge_names_it() {
-    let resource = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+async fn with_an_oauth_issuer_tokens_are_checked_with_it_for_the_configured_resource() {
+    let elsewhere = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let issuer = introspection_server(resource.clone(), asked.clone()).await;
+    let issuer = introspection_server(elsewhere.clone(), asked.clone()).await;
     let oauth = orders::oauth::OAuthResource::discover(
         "http://issuer.example",
         Some(&issuer.url("/introspect")),
+        RESOURCE,
     )
     .await
     .unwrap();
@@ -566,10 +579,18 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_and_the_challenge_names
     )
     .await;
     let addr = served.addr;
-    *resource.lock().unwrap() = format!("http://{addr}/mcp");
+    // Another server on the same allowed name, another port: a token issued for it.
+    let other_port = if addr.port() == 65535 {
+        1024
+    } else {
+        addr.port() + 1
+    };
+    let other_host = format!("127.0.0.1:{other_port}");
+    *elsewhere.lock().unwrap() = format!("http://{other_host}/mcp");
     let body = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
 
-    // Without a token: 401, and the challenge names the metadata, which names the issuer.
+    // Without a token: 401, and the challenge names the metadata of the configured resource,
+    // which names the issuer.
     let client = reqwest::Client::new();
     let refused = client
         .post(format!("http://{addr}/mcp"))
@@ -579,36 +600,84 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_and_the_challenge_names
         .unwrap();
     assert_eq!(refused.status().as_u16(), 401);
     let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
-    let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
     assert_eq!(
         challenge,
-        format!("Bearer resource_metadata=\"{metadata_url}\"")
+        "Bearer resource_metadata=\"https://orders.example/.well-known/oauth-protected-resource/mcp\""
     );
-    let metadata: Value = client
-        .get(&metadata_url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(metadata["resource"], format!("http://{addr}/mcp"));
-    assert_eq!(
-        metadata["authorization_servers"],
-        json!(["http://issuer.example"])
-    );
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let metadata: Value = client
+            .get(format!("http://{addr}{path}"))
+            .header("Host", &other_host)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(metadata["resource"], RESOURCE, "whatever Host says");
+        assert_eq!(
+            metadata["authorization_servers"],
+            json!(["http://issuer.example"])
+        );
+    }
 
-    for token in ["nonsense", "expired", "elsewhere"] {
+    // Refused: not a token, past its time, meant for another resource (whatever `Host` the
+    // request names, the other server's included), or meant for no resource in particular.
+    for token in ["nonsense", "expired", "elsewhere", "no-audience"] {
+        let auth = format!("Bearer {token}");
+        for host in [addr.to_string(), other_host.clone()] {
+            let (status, answer) =
+                post(addr, &body, &[("Authorization", &auth), ("Host", &host)]).await;
+            assert_eq!(status, 401, "{token} with Host {host}: {answer}");
+        }
+        let rest = client
+            .get(format!("http://{addr}/api/orders/ORD-10001"))
+            .header("Authorization", &auth)
+            .header("Host", &other_host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(rest.status().as_u16(), 401, "{token} on REST");
+    }
+    for token in ["good", "listed"] {
+        let auth = format!("Bearer {token}");
+        let (status, answer) = post(addr, &body, &[("Authorization", &auth)]).await;
+        assert_eq!(status, 200, "{token}: {answer}");
+        assert!(answer.to_string().contains("ORD-10001"), "{answer}");
+    }
+    // The answer for a good token is kept, and so is a refusal for a while: asking again
+    // costs the issuer nothing.
+    let before = asked.load(std::sync::atomic::Ordering::SeqCst);
+    for token in ["good", "elsewhere", "no-audience"] {
         let auth = format!("Bearer {token}");
         let (status, _) = post(addr, &body, &[("Authorization", &auth)]).await;
-        assert_eq!(status, 401, "{token}");
+        assert_eq!(status, if token == "good" { 200 } else { 401 }, "{token}");
     }
-    let (status, answer) = post(addr, &body, &[("Authorization", "Bearer good")]).await;
-    assert_eq!(status, 200, "{answer}");
-    assert!(answer.to_string().contains("ORD-10001"), "{answer}");
-    // The answer for a good token is kept: a second call asks the issuer nothing.
-    let before = asked.load(std::sync::atomic::Ordering::SeqCst);
-    let (status, _) = post(addr, &body, &[("Authorization", "Bearer good")]).await;
-    assert_eq!(status, 200);
     assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), before);
+}
+
+#[tokio::test]
+async fn a_resource_that_is_not_an_absolute_http_url_is_refused_at_start() {
+    for resource in [
+        "",
+        "/mcp",
+        "orders.example/mcp",
+        "ftp://orders.example/mcp",
+        "http://orders.example/mcp#x",
+    ] {
+        let error = orders::oauth::OAuthResource::discover(
+            "http://issuer.example",
+            Some("http://127.0.0.1:9/introspect"),
+            resource,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(error, orders::oauth::OAuthError::Resource(_)),
+            "{resource:?}: {error}"
+        );
+    }
 }
