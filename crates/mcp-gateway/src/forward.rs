@@ -354,12 +354,12 @@ async fn held_round(
     let outcome = loop {
         if unanswered {
             gather_questions(&mut asked).await;
-            let suspend = ctx.pass_round(held.inbox.open(), Some(id.clone()));
-            if let Err(why) = holds.keep(id, held) {
-                // The held call was dropped, which cancelled it upstream.
+            let open = held.inbox.open();
+            if let Err(why) = holds.keep(id.clone(), held) {
+                // The held call was dropped, which cancelled it upstream; no round goes out.
                 return busy(why);
             }
-            return Err(suspend.into());
+            return Err(ctx.pass_round(open, Some(id)).into());
         }
         tokio::select! {
             biased;

@@ -34,6 +34,13 @@ pub struct Color {
 }
 crate::elicit_safe!(Color);
 
+/// The page `open_url` asks the person to open.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct Page {
+    /// Any URL, as an upstream that a gateway must not trust might send it
+    pub url: String,
+}
+
 /// What happened on the server side, for assertions.
 #[derive(Debug, Default)]
 pub struct Observed {
@@ -45,7 +52,7 @@ pub struct Observed {
 
 /// A server whose tools use every two-way feature of [`Ctx`](crate::Ctx), written once for both
 /// revisions: `confirm`, `two_steps`, `progress_then_ask`, `summarise`, `folders`, `sign_in`,
-/// `progress`, `logs`, `touch_tools`, `task_confirm` (register it with
+/// `open_url`, `progress`, `logs`, `touch_tools`, `task_confirm` (register it with
 /// [`BackchannelBuilder::task_tool`](crate::BackchannelBuilder::task_tool)) and `fails`.
 #[derive(Clone)]
 pub struct TestServer {
@@ -144,6 +151,24 @@ impl TestServer {
                 let sent = ctx.url_elicitation_complete(&elicitation_id).await;
                 format!("accepted {elicitation_id} complete-sent={sent}")
             }
+            UrlElicited::Declined => "declined".into(),
+            UrlElicited::Cancelled => "cancelled".into(),
+            UrlElicited::Unsupported => "unsupported".into(),
+            UrlElicited::TimedOut => "timed out".into(),
+        }))
+    }
+
+    #[tool(description = "Asks the person to open the URL it is given, whatever it is")]
+    async fn open_url(
+        &self,
+        ctx: Ctx,
+        rmcp::handler::server::wrapper::Parameters(page): rmcp::handler::server::wrapper::Parameters<
+            Page,
+        >,
+    ) -> ToolResult {
+        let outcome = ctx.elicit_url("open", "Open this page", &page.url).await?;
+        Ok(text(match outcome {
+            UrlElicited::Accepted { .. } => "accepted".to_owned(),
             UrlElicited::Declined => "declined".into(),
             UrlElicited::Cancelled => "cancelled".into(),
             UrlElicited::Unsupported => "unsupported".into(),

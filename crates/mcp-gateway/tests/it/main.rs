@@ -6,6 +6,7 @@
 
 mod bridge;
 mod common;
+mod guarded;
 mod stdio;
 mod tasks;
 mod two_way;
