@@ -21,6 +21,19 @@ use crate::sessions::Sessions;
 use crate::state::{Answer, AskKind};
 use crate::util::lock;
 
+/// Inside a task, where the body's progress is kept: the task's status message, which
+/// `tasks/get` shows (nobody listens on the stream of the request that started the task).
+#[derive(Clone)]
+pub(crate) struct StatusSink(
+    pub(crate) Arc<dyn Fn(String) -> futures::future::BoxFuture<'static, ()> + Send + Sync>,
+);
+
+impl std::fmt::Debug for StatusSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatusSink(..)")
+    }
+}
+
 /// What every call of one layer shares: its clock, its defaults and its sessions.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -77,6 +90,9 @@ pub(crate) struct Call {
     pub(crate) task_round: AtomicU32,
     pub(crate) pending: Mutex<BTreeMap<String, Pending>>,
     pub(crate) last_progress: Mutex<Option<f64>>,
+    /// Inside a task, where its progress goes (see [`StatusSink`]), and when it last went.
+    pub(crate) task_status: Option<StatusSink>,
+    pub(crate) status_at: Mutex<Option<tokio::time::Instant>>,
     pub(crate) runs: AtomicU32,
     /// The trace of the call's first round, from the sealed state (2026-07-28, when exported).
     pub(crate) trace: Option<String>,

@@ -27,6 +27,10 @@ use crate::sampling_roots_logging::{self, LogLevel};
 use crate::state::{Answer, AskKind};
 use crate::util::lock;
 
+/// How often a task's progress is written to its status message at most (the last step is
+/// always written): a body reporting every item must not write the task store that often.
+pub const TASK_PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
 /// Returned by an ask that has no answer yet. Propagate it with `?`: the layer gathers every
 /// ask still open when the body ends, gets the answers, and runs the body again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,11 +259,14 @@ impl Ctx {
 
     /// Report progress. Sent only when the client asked for progress (sent a token), and only
     /// when `value` is greater than the last value sent for this request; anything else is
-    /// dropped and noted in a debug log. Returns whether a notification was sent.
+    /// dropped and noted in a debug log. Inside a task it is also the task's status message
+    /// (`message`, else a percentage), which `tasks/get` shows, written at most every
+    /// [`TASK_PROGRESS_EVERY`]. Returns whether it was sent (or kept with the task).
     pub async fn progress(&self, value: f64, total: Option<f64>, message: Option<&str>) -> bool {
-        let Some(token) = self.call.rc().meta.get_progress_token() else {
+        let token = self.call.rc().meta.get_progress_token();
+        if token.is_none() && self.call.task_status.is_none() {
             return false;
-        };
+        }
         {
             let mut last = lock(&self.call.last_progress);
             if !value.is_finite() || last.is_some_and(|previous| value <= previous) {
@@ -272,6 +279,10 @@ impl Ctx {
             }
             *last = Some(value);
         }
+        let kept = self.keep_task_progress(value, total, message).await;
+        let Some(token) = token else {
+            return kept;
+        };
         let mut param = ProgressNotificationParam::new(token, value);
         param.total = total;
         param.message = message.map(str::to_owned);
@@ -282,6 +293,36 @@ impl Ctx {
             tracing::debug!("progress notification could not be sent: the request is over");
         }
         sent
+    }
+
+    /// Inside a task, keep the progress as the task's status message (at most every
+    /// [`TASK_PROGRESS_EVERY`], and always the last step), where `tasks/get` shows it.
+    /// Whether it was kept.
+    async fn keep_task_progress(
+        &self,
+        value: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> bool {
+        let Some(status) = &self.call.task_status else {
+            return false;
+        };
+        let now = tokio::time::Instant::now();
+        let last_step = total.is_some_and(|total| value >= total);
+        {
+            let mut at = lock(&self.call.status_at);
+            if !last_step && at.is_some_and(|at| now < at + TASK_PROGRESS_EVERY) {
+                return false;
+            }
+            *at = Some(now);
+        }
+        let text = match (message, total) {
+            (Some(message), _) => message.to_owned(),
+            (None, Some(total)) if total > 0.0 => format!("{:.0}%", value / total * 100.0),
+            (None, _) => format!("{value}"),
+        };
+        (status.0)(text).await;
+        true
     }
 
     /// Send a log message to the client, if the client wants messages of this level: on

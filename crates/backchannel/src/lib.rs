@@ -60,7 +60,7 @@ pub mod telemetry;
 pub mod testing;
 mod util;
 
-pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend};
+pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend, TASK_PROGRESS_EVERY};
 pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{

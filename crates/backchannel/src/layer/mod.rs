@@ -769,6 +769,11 @@ impl Backchannel {
             escalation: Mutex::new(start.escalation),
             pending: Mutex::new(BTreeMap::new()),
             last_progress: Mutex::new(sealed.progress),
+            task_status: match &start.mode {
+                Mode::Task(task) => Some(task.status_sink()),
+                Mode::Direct(_) => None,
+            },
+            status_at: Mutex::new(None),
             runs: AtomicU32::new(0),
             trace: sealed.trace.take(),
             task_round: AtomicU32::new(match start.mode {

@@ -36,6 +36,27 @@ pub(crate) struct TaskHandle {
     runtime: Arc<TaskRuntime>,
 }
 
+impl TaskHandle {
+    /// Where the body's progress goes: the task's status message in the store.
+    pub(crate) fn status_sink(&self) -> crate::call::StatusSink {
+        let runtime = self.runtime.clone();
+        let id = self.id.clone();
+        crate::call::StatusSink(Arc::new(move |message| {
+            let runtime = runtime.clone();
+            let id = id.clone();
+            Box::pin(async move {
+                if let Err(error) = runtime
+                    .store
+                    .set_status(&id, message, runtime.now_ms())
+                    .await
+                {
+                    tracing::debug!(task = %id, %error, "a task's progress could not be kept");
+                }
+            })
+        }))
+    }
+}
+
 /// What a run of the task needs besides its tool name, as stored with the task.
 #[derive(Debug, Serialize, Deserialize)]
 struct StoredRequest {

@@ -201,6 +201,17 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> BoxFuture<'static, StoreResult<()>>;
     /// `tasks/cancel`: mark it, and drop its open questions if it has not finished.
     fn cancel(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<bool>>;
+    /// Set the message `tasks/get` shows for people (a body's progress, "40 of 87"), if it
+    /// has not finished. The default keeps no message (a store written before this method).
+    fn set_status(
+        &self,
+        id: &str,
+        message: String,
+        now_ms: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        let _ = (id, message, now_ms);
+        Box::pin(futures::future::ready(Ok(false)))
+    }
     /// Finish it, if it has not finished and `lease_owner` still holds it.
     fn finish(
         &self,
@@ -319,6 +330,22 @@ impl TaskStore for MemoryTaskStore {
                 task.answers = answers;
                 task.updated_ms = now_ms;
             }
+        })
+    }
+
+    fn set_status(
+        &self,
+        id: &str,
+        message: String,
+        now_ms: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        self.with(|tasks| match running(tasks, id) {
+            Some(task) => {
+                task.status_message = Some(message);
+                task.updated_ms = now_ms;
+                true
+            }
+            None => false,
         })
     }
 

@@ -391,6 +391,29 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
+    fn set_status(
+        &self,
+        id: &str,
+        message: String,
+        now_ms: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        let pool = self.pool.clone();
+        let id = id.to_owned();
+        Box::pin(async move {
+            let sql = pool.sql(&format!(
+                "UPDATE backchannel_tasks SET status_message = ?, updated_ms = ? WHERE id = ? AND {RUNNING}"
+            )).into_owned();
+            on_pool!(&pool, p => sqlx::query(&sql)
+                .bind(&message)
+                .bind(ms(now_ms))
+                .bind(&id)
+                .execute(p)
+                .await
+                .map(|done| done.rows_affected() == 1))
+            .map_err(failed)
+        })
+    }
+
     fn cancel(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<bool>> {
         let pool = self.pool.clone();
         let id = id.to_owned();

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::Revision;
-pub use server::{Color, Confirmation, Observed, TestServer, elicited};
+pub use server::{Color, Confirmation, Observed, Page, TestServer, elicited};
 
 /// How an rmcp client starts on `revision`: `initialize` for 2025-11-25, `server/discover`
 /// for 2026-07-28.

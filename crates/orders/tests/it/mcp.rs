@@ -437,13 +437,14 @@ async fn recheck_runs_as_a_task_when_the_client_asks_for_tasks() {
         panic!("expected a task");
     };
     let task_id = created.task.task_id.clone();
-    let result = loop {
+    let (result, shown) = loop {
         let task = client
             .get_task(GetTaskParams::new(task_id.clone()))
             .await
             .unwrap();
+        let shown = task.task.task.status_message.clone();
         match task.task.payload {
-            TaskPayload::Completed { result } => break result,
+            TaskPayload::Completed { result } => break (result, shown),
             TaskPayload::Working => tokio::task::yield_now().await,
             other => panic!("unexpected task state {other:?}"),
         }
@@ -451,6 +452,42 @@ async fn recheck_runs_as_a_task_when_the_client_asks_for_tasks() {
     assert_eq!(
         result["content"][0]["text"],
         "Rechecked 87 shipments, 13 estimates changed."
+    );
+    // The body's progress is the task's status message (nobody listens on the request that
+    // started it); its last step is always kept.
+    assert_eq!(shown.as_deref(), Some("87 of 87"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn on_2025_11_25_a_client_that_declares_tasks_but_asks_for_none_gets_plain_calls() {
+    // MCP Inspector in its default era declares the tasks extension and sends no `task` field.
+    let desk = Desk::new().await;
+    let person = Person {
+        tasks: true,
+        ..Person::new(Answer::Accept(json!({"confirmed": true})))
+    };
+    let client = desk.connect(person.clone(), Revision::V2025_11_25).await;
+    let answer = client
+        .call_tool_once(call("cancel_order", json!({"orderId": "ORD-10002"})))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = answer else {
+        panic!("a plain call was expected, got {answer:?}");
+    };
+    assert!(text_of(&result).contains("is cancelled"), "{result:?}");
+    assert_eq!(
+        person.questions.lock().unwrap().len(),
+        1,
+        "asked on the session"
+    );
+    let recheck = client
+        .call_tool_once(call("recheck_shipments", json!({})))
+        .await
+        .unwrap();
+    assert!(
+        matches!(recheck, CallToolResponse::Complete(_)),
+        "{recheck:?}"
     );
     client.cancel().await.unwrap();
 }
