@@ -283,8 +283,10 @@ async fn stop_drops_the_model_request_while_it_writes() {
     let stopped_at = Instant::now();
     assert_eq!(crate::common::stop(&demo.url, "s", &secret).await, 204);
     assert_eq!(reply.await.unwrap(), agent::desk::STOPPED);
-    // The fake saw its connection dropped, well before its 400 words (24 s) were written.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // The fake saw its connection dropped before its 400 words were written (it records a
+    // drop only of a stream not read to its end). Only a hang is bounded: the words would
+    // take 24 s, a busy machine may take its time to drop them.
+    let deadline = Instant::now() + Duration::from_secs(60);
     let dropped = loop {
         let rung = fake.1.notified();
         if let Some(at) = fake.lock().dropped {
@@ -294,11 +296,7 @@ async fn stop_drops_the_model_request_while_it_writes() {
             .await
             .expect("the model's request was not dropped");
     };
-    let after = dropped.saturating_duration_since(stopped_at);
-    assert!(
-        after < Duration::from_secs(1),
-        "dropped {after:?} after Stop"
-    );
+    assert!(dropped >= stopped_at, "dropped before Stop was sent");
 }
 
 /// The terminal: each write kept apart, so a reply printed as it came shows as several writes;

@@ -285,3 +285,60 @@ async fn one_caller_holds_its_share_of_the_held_calls_and_no_more() {
     let theirs = call_from(other, &url, "confirm", json!({})).await;
     assert_eq!(theirs["result"]["resultType"], "input_required", "{theirs}");
 }
+
+#[tokio::test]
+async fn a_callers_token_never_goes_upstream() {
+    // The upstream records the Authorization header (or its absence) of every request.
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let server = TestServer::new(Backchannel::builder().build().unwrap());
+    let options = backchannel::serve::HttpOptions::default();
+    let record = seen.clone();
+    let served = backchannel::testing::serve_with(
+        |stop| {
+            backchannel::serve::router(move || server.clone(), &options, stop).layer(
+                axum::middleware::from_fn(
+                    move |request: axum::extract::Request, next: axum::middleware::Next| {
+                        let record = record.clone();
+                        async move {
+                            let authorization = request
+                                .headers()
+                                .get("authorization")
+                                .map(|value| value.to_str().unwrap_or_default().to_owned());
+                            record.lock().unwrap().push(authorization);
+                            next.run(request).await
+                        }
+                    },
+                ),
+            )
+        },
+        &backchannel::serve::HttpOptions::default(),
+    )
+    .await;
+    for upstream in Revision::ALL {
+        let (front, _gateway) = gateway("test", served.addr, upstream).await;
+        for downstream in Revision::ALL {
+            let client = connect_http(
+                Opener::new(false),
+                &format!("http://{}/mcp", front.addr),
+                downstream,
+                Some("the-callers-own-token-5f2c"),
+            )
+            .await;
+            let result = call_to_the_end(
+                &client,
+                "confirm",
+                json!({}),
+                |_| json!({"action": "accept", "content": {"confirmed": true}}),
+            )
+            .await;
+            assert!(text_of(&result).contains("accepted"), "{result:?}");
+            client.cancel().await.unwrap();
+        }
+    }
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 4, "the upstream was reached: {seen:?}");
+    assert!(
+        seen.iter().all(Option::is_none),
+        "the upstream saw {seen:?}"
+    );
+}
