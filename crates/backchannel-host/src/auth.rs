@@ -17,7 +17,7 @@ use rmcp::transport::auth::{
 };
 use serde::Deserialize;
 
-use crate::AuthConfig;
+use crate::config::AuthConfig;
 
 /// The default redirect: a loopback callback the host's handler listens on.
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1:8976/callback";
@@ -238,7 +238,7 @@ pub(crate) struct Reauth {
 
 impl Reauth {
     /// Sign in again after `challenge` (for example a 403 naming a scope the token lacks).
-    pub(crate) async fn sign_in_again<H: crate::HostHandler>(
+    pub(crate) async fn sign_in_again<H: crate::handler::HostHandler>(
         &self,
         connection: &str,
         challenge: &str,

@@ -4,7 +4,7 @@
 /// Read bytes as the host's TOML configuration.
 pub fn host_config(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(config) = crate::HostConfig::from_toml(text)
+        && let Ok(config) = crate::config::HostConfig::from_toml(text)
     {
         for name in config.connections.keys() {
             assert!(!name.is_empty());

@@ -1,0 +1,541 @@
+//! One open connection ([`Connection`]): opening it (stdio or HTTP, either revision, the
+//! revision fallback), signing in again when a server asks (feature `oauth`), its stderr, its
+//! tools, and closing it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ProtocolVersion, Root};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+#[cfg(not(feature = "oauth"))]
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient};
+
+#[cfg(feature = "oauth")]
+use crate::auth;
+#[cfg(feature = "oauth")]
+use crate::config::AuthConfig;
+use crate::config::{ConnectionConfig, HostConfig, Transport, file_uri};
+use crate::error::HostError;
+use crate::handler::HostHandler;
+use crate::listening::Listening;
+#[cfg(feature = "oauth")]
+use crate::listening::ListeningOpened;
+use crate::routed::Routed;
+use crate::routes::{Routes, Tagging};
+use crate::streams::{http_client, listen_for_changes, wait_for_listening};
+
+/// One open connection.
+pub struct Connection<H: HostHandler> {
+    pub(crate) name: String,
+    pub(crate) config: ConnectionConfig,
+    pub(crate) meta_allow: Arc<Vec<String>>,
+    pub(crate) service: RunningService<RoleClient, Routed<H>>,
+    pub(crate) stderr_tail: Arc<StderrTail>,
+    /// Times the session for `mcp.client.session.duration`.
+    pub(crate) _session: backchannel::metrics::ClientSession,
+    /// Stops the 2026-07-28 listen stream's watcher with the connection.
+    pub(crate) _listening: Option<tokio_util::sync::DropGuard>,
+    #[cfg(feature = "oauth")]
+    pub(crate) handler: Arc<H>,
+    /// How to sign in again when the server refuses the credentials (HTTP connections).
+    #[cfg(feature = "oauth")]
+    pub(crate) reauth: Option<auth::Reauth>,
+}
+
+/// How many times one request may sign in again before its error stands.
+pub const MAX_SIGN_INS_PER_REQUEST: usize = 3;
+
+/// The last lines a child wrote to stderr, and a signal for each new one.
+#[derive(Default)]
+pub(crate) struct StderrTail {
+    pub(crate) lines: Mutex<std::collections::VecDeque<String>>,
+    pub(crate) written: tokio::sync::Notify,
+}
+
+impl StderrTail {
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Log a child's stderr at debug level and keep its last lines.
+pub(crate) fn keep_stderr(
+    connection: &str,
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<StderrTail>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let connection = connection.to_owned();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(connection, "{line}");
+            {
+                let mut lines = tail.lines.lock().unwrap_or_else(|e| e.into_inner());
+                lines.push_back(line);
+                if lines.len() > 200 {
+                    lines.pop_front();
+                }
+            }
+            tail.written.notify_waiters();
+        }
+    });
+}
+
+impl<H: HostHandler> std::fmt::Debug for Connection<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The lifecycle rmcp runs for a connection: `initialize` for a session revision, discovery for
+/// a stateless one, and with no preference the newest first, falling back to 2025-11-25.
+pub(crate) fn lifecycle_for(protocol: Option<backchannel::Revision>) -> ClientLifecycleMode {
+    match protocol {
+        Some(revision) if revision.has_sessions() => ClientLifecycleMode::Initialize,
+        Some(revision) => ClientLifecycleMode::Discover {
+            preferred_versions: vec![revision.protocol_version()],
+        },
+        None => ClientLifecycleMode::Auto {
+            preferred_versions: vec![backchannel::Revision::LATEST.protocol_version()],
+            legacy_version: Some(backchannel::Revision::V2025_11_25.protocol_version()),
+        },
+    }
+}
+
+/// Whether a connect error is rmcp's "no compatible protocol version" from a server whose
+/// list names 2025-11-25 (the server speaks it, not the stateless revision).
+pub(crate) fn offers_only_sessions(message: &str) -> bool {
+    message.contains("no compatible protocol version")
+        && message
+            .split_once("server:")
+            .is_some_and(|(_, server)| server.contains("\"2025-11-25\""))
+}
+
+/// A connection's folders as the `file://` roots it declares, each named after its folder.
+pub(crate) fn declared_roots(paths: &[std::path::PathBuf]) -> Vec<Root> {
+    paths
+        .iter()
+        .map(|path| {
+            let mut root = Root::new(file_uri(path));
+            root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            root
+        })
+        .collect()
+}
+
+/// The configured extra request headers, each checked as an HTTP header name and value.
+pub(crate) fn custom_headers(
+    headers: &BTreeMap<String, String>,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
+    headers
+        .iter()
+        .map(|(key, value)| {
+            let key = http::HeaderName::try_from(key.as_str()).map_err(|e| e.to_string())?;
+            let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// Start a stdio server's process, its stderr kept (the last lines) in `tail`.
+pub(crate) fn spawn_stdio(
+    name: &str,
+    command: &str,
+    args: &[String],
+    cwd: Option<&std::path::Path>,
+    env: &BTreeMap<String, String>,
+    tail: &Arc<StderrTail>,
+) -> std::io::Result<TokioChildProcess> {
+    let mut process = tokio::process::Command::new(command);
+    process.args(args).envs(env);
+    if let Some(cwd) = cwd {
+        process.current_dir(cwd);
+    }
+    let (transport, stderr) = TokioChildProcess::builder(process)
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(stderr) = stderr {
+        keep_stderr(name, stderr, tail.clone());
+    }
+    Ok(transport)
+}
+
+/// What signing in to one HTTP connection needs (feature `oauth`).
+#[cfg(feature = "oauth")]
+pub(crate) struct SigningIn<'a, H> {
+    name: &'a str,
+    url: &'a str,
+    settings: AuthConfig,
+    client_name: &'a str,
+    handler: &'a Arc<H>,
+}
+
+#[cfg(feature = "oauth")]
+impl<H: HostHandler> SigningIn<'_, H> {
+    /// Connect with the tokens the store has (or none); when the server answers 401 or 403
+    /// with a challenge, sign in through the handler and connect again (at most
+    /// [`auth::MAX_SIGN_INS`] times).
+    pub(crate) async fn serve(
+        &self,
+        transport_config: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+        make_routed: impl Fn() -> Routed<H>,
+        routes: &Arc<Routes>,
+        lifecycle: ClientLifecycleMode,
+    ) -> Result<
+        (
+            RunningService<RoleClient, Routed<H>>,
+            auth::Reauth,
+            ListeningOpened,
+        ),
+        String,
+    > {
+        let store = auth::TokenStore::for_config(&self.settings);
+        let mut manager = auth::manager(self.url, &store)
+            .await
+            .map_err(|e| e.to_string())?;
+        let http = http_client()?;
+        for attempt in 0..=auth::MAX_SIGN_INS {
+            let client = rmcp::transport::auth::AuthClient::new(http.clone(), manager);
+            let held = client.auth_manager.clone();
+            let (client, opened) = Listening::new(client);
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                client,
+                transport_config.clone(),
+            );
+            let error = match make_routed()
+                .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle.clone())
+                .await
+            {
+                Ok(service) => {
+                    let reauth = auth::Reauth {
+                        url: self.url.to_owned(),
+                        settings: self.settings.clone(),
+                        client_name: self.client_name.to_owned(),
+                        store,
+                        manager: held,
+                    };
+                    return Ok((service, reauth, opened));
+                }
+                Err(error) => error,
+            };
+            let Some(challenge) = error.auth_challenge().map(str::to_owned) else {
+                return Err(error.to_string());
+            };
+            if attempt == auth::MAX_SIGN_INS {
+                return Err(format!(
+                    "the server still refuses after {} sign-ins: {error}",
+                    auth::MAX_SIGN_INS
+                ));
+            }
+            tracing::info!(connection = self.name, "the server asks to sign in");
+            manager = auth::sign_in(
+                self.url,
+                &self.settings,
+                self.client_name,
+                &challenge,
+                &store,
+                |url| self.handler.authorize(self.name, url),
+            )
+            .await
+            .map_err(|e| format!("signing in failed: {e}"))?;
+        }
+        Err("signing in failed".to_owned())
+    }
+}
+
+impl<H: HostHandler> Connection<H> {
+    /// Open one connection. With no revision asked for ("auto"), a server that refuses
+    /// 2026-07-28 as an unsupported version while listing 2025-11-25 is opened again on
+    /// 2025-11-25 (rmcp falls back only for a server that does not know `server/discover`).
+    pub async fn open(
+        name: &str,
+        config: &ConnectionConfig,
+        host: &HostConfig,
+        handler: Arc<H>,
+    ) -> Result<Connection<H>, HostError> {
+        match Self::open_as(name, config, host, handler.clone()).await {
+            Err(HostError::Connect { message, .. })
+                if config.protocol.is_none() && offers_only_sessions(&message) =>
+            {
+                tracing::debug!(connection = %name, "the server refused 2026-07-28; opening on 2025-11-25");
+                let legacy = ConnectionConfig {
+                    protocol: Some(backchannel::Revision::V2025_11_25),
+                    ..config.clone()
+                };
+                Self::open_as(name, &legacy, host, handler).await
+            }
+            opened => opened,
+        }
+    }
+
+    pub(crate) async fn open_as(
+        name: &str,
+        config: &ConnectionConfig,
+        host: &HostConfig,
+        handler: Arc<H>,
+    ) -> Result<Connection<H>, HostError> {
+        let routes = Arc::new(Routes::default());
+        let roots = declared_roots(&config.roots);
+        let make_routed = || Routed {
+            connection: name.to_owned(),
+            client_name: host.client_name.clone(),
+            declared: config.capabilities,
+            roots: roots.clone(),
+            handler: handler.clone(),
+            routes: routes.clone(),
+        };
+        let lifecycle = lifecycle_for(config.protocol);
+        let connect_error = |message: String| HostError::Connect {
+            connection: name.to_owned(),
+            message,
+        };
+        let stderr_tail = Arc::new(StderrTail::default());
+        #[cfg(feature = "oauth")]
+        let mut reauth = None;
+        let service = match &config.transport {
+            Transport::Http { url, headers } => {
+                let transport_config =
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom_headers(headers).map_err(connect_error)?);
+                #[cfg(feature = "oauth")]
+                let (service, opened) = {
+                    let signing_in = SigningIn {
+                        name,
+                        url,
+                        settings: config.auth.clone().unwrap_or_default(),
+                        client_name: &host.client_name,
+                        handler: &handler,
+                    };
+                    let (service, signed_in, opened) = signing_in
+                        .serve(transport_config, make_routed, &routes, lifecycle)
+                        .await
+                        .map_err(connect_error)?;
+                    reauth = Some(signed_in);
+                    (service, opened)
+                };
+                #[cfg(not(feature = "oauth"))]
+                let (service, opened) = {
+                    let (client, opened) = Listening::new(http_client().map_err(connect_error)?);
+                    let transport =
+                        StreamableHttpClientTransport::with_client(client, transport_config);
+                    let service = make_routed()
+                        .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
+                        .await
+                        .map_err(|e| connect_error(e.to_string()))?;
+                    (service, opened)
+                };
+                wait_for_listening(name, &service, opened, config.request_timeout()).await;
+                service
+            }
+            Transport::Stdio {
+                command,
+                args,
+                cwd,
+                env,
+            } => {
+                let transport = spawn_stdio(name, command, args, cwd.as_deref(), env, &stderr_tail)
+                    .map_err(|e| connect_error(e.to_string()))?;
+                make_routed()
+                    .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
+                    .await
+                    .map_err(|e| connect_error(e.to_string()))?
+            }
+        };
+        let listening = listen_for_changes(name, &service, handler.clone());
+        Ok(Connection {
+            name: name.to_owned(),
+            config: config.clone(),
+            meta_allow: Arc::new(host.meta_allow.clone()),
+            service,
+            stderr_tail,
+            _session: backchannel::metrics::ClientSession::start(),
+            _listening: listening,
+            #[cfg(feature = "oauth")]
+            handler,
+            #[cfg(feature = "oauth")]
+            reauth,
+        })
+    }
+
+    /// The last lines a stdio server wrote to its stderr (empty for HTTP).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr_tail.lines()
+    }
+
+    /// Wait at most `timeout` for a stdio server to write a stderr line matching `wanted`
+    /// (servers report some things, such as the roots they took, only there). Returns whether
+    /// one came.
+    pub async fn wait_for_stderr(&self, wanted: impl Fn(&str) -> bool, timeout: Duration) -> bool {
+        let tail = &self.stderr_tail;
+        let wait = async {
+            loop {
+                let written = tail.written.notified();
+                if tail.lines().iter().any(|line| wanted(line)) {
+                    return;
+                }
+                written.await;
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.is_ok()
+    }
+
+    /// The connection's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The protocol revision the connection negotiated.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.service
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.clone())
+    }
+
+    /// Whether this connection speaks a revision with sessions (2025-11-25, or a server that
+    /// has not said): the server sends its questions as requests while a call runs.
+    pub fn has_sessions(&self) -> bool {
+        self.protocol_version()
+            .is_none_or(|version| backchannel::Revision::of(&version).has_sessions())
+    }
+
+    /// The rmcp client, for everything else (resources, prompts, completion).
+    pub fn client(&self) -> &RunningService<RoleClient, impl ClientHandler> {
+        &self.service
+    }
+
+    /// The tools this connection offers the model: filtered by the configuration, named with
+    /// its prefix.
+    pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>, HostError> {
+        let mut sign_ins = 0;
+        let tools = loop {
+            // Every page of the list is one operation, as the model sees one list.
+            let span = backchannel::telemetry::client_span("tools/list", None, &self.name);
+            let started = std::time::Instant::now();
+            let listed =
+                tracing::Instrument::instrument(self.service.list_all_tools(), span.clone()).await;
+            let error = listed.as_ref().err().map(|_| "_OTHER");
+            if let Some(error) = error {
+                backchannel::telemetry::record_failure(&span, error);
+            }
+            backchannel::metrics::client_operation("tools/list", error, started.elapsed());
+            match listed {
+                Ok(tools) => break tools,
+                Err(error) => {
+                    let error = self.service_error(error);
+                    self.sign_in_again_after(error, &mut sign_ins).await?;
+                }
+            }
+        };
+        Ok(tools
+            .into_iter()
+            .filter(|tool| {
+                self.config
+                    .tools
+                    .as_ref()
+                    .is_none_or(|keep| keep.iter().any(|k| *k == tool.name))
+            })
+            .map(|mut tool| {
+                if let Some(prefix) = &self.config.tool_prefix {
+                    tool.name = format!("{prefix}{}", tool.name).into();
+                }
+                tool
+            })
+            .collect())
+    }
+
+    /// A request failed: a sign-in question when the server refused the credentials, else the
+    /// error as text.
+    pub(crate) fn service_error(&self, error: rmcp::service::ServiceError) -> HostError {
+        match error.auth_challenge() {
+            Some(challenge) => HostError::Unauthorized {
+                connection: self.name.clone(),
+                challenge: challenge.to_owned(),
+            },
+            None => match error {
+                rmcp::service::ServiceError::McpError(error) => HostError::Refused {
+                    connection: self.name.clone(),
+                    error,
+                },
+                other => self.call_error(other.to_string()),
+            },
+        }
+    }
+
+    /// After `error`: when it asks to sign in and this connection can (feature `oauth`, at
+    /// most [`MAX_SIGN_INS_PER_REQUEST`] times per request), sign in again and return `Ok`
+    /// (the caller retries); otherwise return the error.
+    pub(crate) async fn sign_in_again_after(
+        &self,
+        error: HostError,
+        sign_ins: &mut usize,
+    ) -> Result<(), HostError> {
+        let HostError::Unauthorized { challenge, .. } = &error else {
+            return Err(error);
+        };
+        if *sign_ins >= MAX_SIGN_INS_PER_REQUEST {
+            return Err(self.call_error(format!(
+                "the server still refuses after {MAX_SIGN_INS_PER_REQUEST} sign-ins"
+            )));
+        }
+        *sign_ins += 1;
+        #[cfg(feature = "oauth")]
+        if let Some(reauth) = &self.reauth {
+            return reauth
+                .sign_in_again(self.name.as_str(), challenge, &*self.handler)
+                .await
+                .map_err(|message| self.call_error(format!("signing in failed: {message}")));
+        }
+        let _ = challenge;
+        Err(error)
+    }
+
+    pub(crate) fn call_error(&self, message: String) -> HostError {
+        HostError::Call {
+            connection: self.name.clone(),
+            message,
+        }
+    }
+
+    /// Run `attempt` bounded by the connection's request timeout; when the server asks to sign
+    /// in, sign in again (where this connection can) and run it once more.
+    pub(crate) async fn signed_in<T, F, Fut>(&self, mut attempt: F) -> Result<T, HostError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, HostError>>,
+    {
+        let timeout = self.config.request_timeout();
+        let mut sign_ins = 0;
+        loop {
+            let result = tokio::time::timeout(timeout, attempt())
+                .await
+                .map_err(|_| HostError::Timeout {
+                    connection: self.name.clone(),
+                    timeout,
+                })?;
+            match result {
+                Err(error @ HostError::Unauthorized { .. }) => {
+                    self.sign_in_again_after(error, &mut sign_ins).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Close the connection.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}

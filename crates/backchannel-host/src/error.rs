@@ -1,0 +1,59 @@
+//! The host's errors ([`HostError`]).
+
+use std::time::Duration;
+
+use rmcp::ErrorData;
+
+use crate::config::ConfigError;
+
+/// Errors of the host.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The configuration was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A connection could not be opened.
+    #[error("cannot connect to {connection:?}: {message}")]
+    Connect {
+        /// The connection.
+        connection: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// No connection has that name.
+    #[error("no connection named {0:?}")]
+    UnknownConnection(String),
+    /// The server answered with an error, or the transport failed.
+    #[error("{connection:?}: {message}")]
+    Call {
+        /// The connection.
+        connection: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The server answered the request with a JSON-RPC error (a protocol error: a tool's own
+    /// failure is a result with `isError`).
+    #[error("{connection:?}: Mcp error: {error}")]
+    Refused {
+        /// The connection.
+        connection: String,
+        /// The server's error, as it sent it.
+        error: ErrorData,
+    },
+    /// The server refused the connection's credentials (401, or 403 for a scope it lacks).
+    #[error("{connection:?} asks to sign in again")]
+    Unauthorized {
+        /// The connection.
+        connection: String,
+        /// The server's `WWW-Authenticate` challenge.
+        challenge: String,
+    },
+    /// The request took longer than the connection's timeout.
+    #[error("{connection:?} did not answer within {timeout:?}")]
+    Timeout {
+        /// The connection.
+        connection: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+}

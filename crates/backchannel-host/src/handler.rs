@@ -1,0 +1,171 @@
+//! What the host application decides when its servers talk back ([`HostHandler`]), and the
+//! questions and messages it is handed (sampling, log messages).
+
+use std::future::Future;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ProgressNotificationParam, ProgressToken, RequestMetaObject, Root,
+};
+
+use backchannel::ListKind;
+
+/// What the host application decides when its servers talk back. Every method has a safe
+/// default: questions are declined, sampling is refused, notifications are ignored.
+pub trait HostHandler: Send + Sync + 'static {
+    /// A server asks the person a question. `meta` is the question's `_meta`; `caller` is the
+    /// progress token the caller gave the call that is waiting on this question (from its
+    /// [`CallContext`](crate::CallContext)), when the host can tell which call that is.
+    fn elicit(
+        &self,
+        connection: &str,
+        request: ElicitRequestParams,
+        meta: RequestMetaObject,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = ElicitResult> + Send {
+        let _ = (connection, request, meta, caller);
+        async { ElicitResult::new(ElicitationAction::Decline) }
+    }
+
+    /// A server asks for the host's model. `caller` is as for [`HostHandler::elicit`].
+    fn sample(
+        &self,
+        connection: &str,
+        question: SamplingQuestion,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = Result<SamplingAnswer, ErrorData>> + Send {
+        let _ = (connection, question, caller);
+        async {
+            Err(ErrorData::invalid_request(
+                "this host does not sample",
+                None,
+            ))
+        }
+    }
+
+    /// A server asks which folders it may use (`roots/list`). `configured` are the
+    /// connection's roots from its configuration, the answer unless the handler knows better;
+    /// `caller` is as for [`HostHandler::elicit`].
+    fn list_roots(
+        &self,
+        connection: &str,
+        configured: Vec<Root>,
+        caller: Option<ProgressToken>,
+    ) -> impl Future<Output = Result<Vec<Root>, ErrorData>> + Send {
+        let _ = (connection, caller);
+        async { Ok(configured) }
+    }
+
+    /// Progress of a call, in order: a value not above the last one delivered for the same
+    /// call (over all its rounds) is dropped before it gets here. The token is the caller's,
+    /// when it gave one. The call's result is returned only after the progress that came
+    /// ahead of it has been delivered.
+    fn on_progress(&self, connection: &str, progress: ProgressNotificationParam) {
+        let _ = (connection, progress);
+    }
+
+    /// A log message from a server.
+    fn on_log(&self, connection: &str, message: LogMessage) {
+        let _ = (connection, message);
+    }
+
+    /// A server needs the person to sign in (OAuth, feature `oauth`): show them
+    /// `authorization_url` (a link, a browser) and return the URL the browser was sent back to
+    /// (the connection's redirect URI with the code). An error ends the sign-in and the
+    /// connection fails with it.
+    fn authorize(
+        &self,
+        connection: &str,
+        authorization_url: String,
+    ) -> impl Future<Output = Result<String, String>> + Send {
+        let _ = (connection, authorization_url);
+        async { Err("this host cannot sign in to servers".to_owned()) }
+    }
+
+    /// A server's tool, prompt or resource list changed.
+    fn on_list_changed(&self, connection: &str, kind: ListKind) {
+        let _ = (connection, kind);
+    }
+
+    /// A resource the host subscribed to changed (`notifications/resources/updated`).
+    fn on_resource_updated(&self, connection: &str, uri: &str) {
+        let _ = (connection, uri);
+    }
+}
+
+/// A server's request for the host's model (`sampling/createMessage`), as a handler reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingQuestion {
+    /// The system prompt the server asks for, if any.
+    pub system_prompt: Option<String>,
+    /// The conversation to complete: its text, turn by turn.
+    pub messages: Vec<SamplingTurn>,
+    /// The most tokens the answer may take.
+    pub max_tokens: u32,
+}
+
+/// One turn of a [`SamplingQuestion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingTurn {
+    /// `true` for the assistant's turns, `false` for the user's.
+    pub assistant: bool,
+    /// The turn's text (its text parts joined by newlines).
+    pub text: String,
+}
+
+/// The host's answer to a [`SamplingQuestion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingAnswer {
+    /// What the model wrote.
+    pub text: String,
+    /// Which model wrote it.
+    pub model: String,
+}
+
+impl From<&CreateMessageRequestParams> for SamplingQuestion {
+    fn from(params: &CreateMessageRequestParams) -> Self {
+        SamplingQuestion {
+            system_prompt: params.system_prompt.clone(),
+            messages: params
+                .messages
+                .iter()
+                .map(|message| SamplingTurn {
+                    assistant: matches!(message.role, rmcp::model::Role::Assistant),
+                    text: message
+                        .content
+                        .clone()
+                        .into_vec()
+                        .into_iter()
+                        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                })
+                .collect(),
+            max_tokens: params.max_tokens,
+        }
+    }
+}
+
+impl From<SamplingAnswer> for CreateMessageResult {
+    fn from(answer: SamplingAnswer) -> Self {
+        CreateMessageResult::new(
+            rmcp::model::SamplingMessage::assistant_text(answer.text),
+            answer.model,
+        )
+    }
+}
+
+/// A log message from a server (`notifications/message`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMessage {
+    /// Its severity.
+    pub level: backchannel::LogLevel,
+    /// The server's logger name, if it gave one.
+    pub logger: Option<String>,
+    /// The message (a string or any JSON).
+    pub data: serde_json::Value,
+    /// The caller's token of the call the message belongs to, when the host can tell (the
+    /// connection has one call in flight); `None` otherwise.
+    pub caller: Option<ProgressToken>,
+}

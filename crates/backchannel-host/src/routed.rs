@@ -1,0 +1,307 @@
+//! The rmcp client handler of one connection ([`Routed`]): every question, notification and
+//! log message of the server goes to the host's [`HostHandler`], named after the call that
+//! caused it where the host can tell.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, Implementation, InputRequest,
+    JsonObject, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, RequestMetaObject, Root,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+
+use backchannel::ListKind;
+
+use crate::config::Declared;
+use crate::handler::{HostHandler, LogMessage, SamplingQuestion};
+use crate::routes::{Call, CallTag, Routes};
+
+/// The rmcp client handler of one connection: routes everything to the host handler.
+pub(crate) struct Routed<H> {
+    pub(crate) connection: String,
+    pub(crate) client_name: String,
+    pub(crate) declared: Declared,
+    pub(crate) roots: Vec<Root>,
+    pub(crate) handler: Arc<H>,
+    /// Which call each request, and so each server message, belongs to.
+    pub(crate) routes: Arc<Routes>,
+}
+
+impl<H: HostHandler> Routed<H> {
+    /// The caller a server's request is for: the call whose HTTP response stream carried it,
+    /// else the call its `conversationId` names (a request's progress token), else the one
+    /// call in flight, if exactly one is.
+    pub(crate) fn caller_of(
+        &self,
+        extensions: &rmcp::model::Extensions,
+        meta: &RequestMetaObject,
+    ) -> Option<ProgressToken> {
+        if let Some(rmcp::service::InboundStreamOrigin::OutboundRequest(id)) =
+            extensions.get::<rmcp::service::InboundStreamOrigin>()
+            && let Some(call) = self.routes.call_of_request(id)
+        {
+            return call.caller.clone();
+        }
+        if let Some(value) = meta.get("conversationId").cloned()
+            && let Ok(token) = serde_json::from_value::<ProgressToken>(value)
+            && let Some(call) = self.routes.tagged_token(&token)
+        {
+            return call.caller.clone();
+        }
+        let active = self.routes.active.lock().unwrap_or_else(|e| e.into_inner());
+        match active.as_slice() {
+            [only] => only.caller.clone(),
+            _ => None,
+        }
+    }
+
+    /// A question names its request by the request's progress token (as `conversationId`);
+    /// give the handler the caller's token instead of rmcp's.
+    pub(crate) fn caller_meta(
+        &self,
+        mut meta: RequestMetaObject,
+        caller: Option<&ProgressToken>,
+    ) -> RequestMetaObject {
+        if meta.contains_key("conversationId")
+            && let Some(caller) = caller
+        {
+            meta.insert(
+                "conversationId".into(),
+                serde_json::to_value(caller).unwrap_or_default(),
+            );
+        }
+        meta
+    }
+
+    /// Answer one question of an `input_required` round of `call`.
+    pub(crate) async fn answer(&self, request: InputRequest, call: &Call) -> serde_json::Value {
+        let caller = call.caller.clone();
+        let value = match request {
+            InputRequest::Elicitation(request) => {
+                let meta =
+                    self.caller_meta(request.params_meta().unwrap_or_default(), caller.as_ref());
+                serde_json::to_value(
+                    self.handler
+                        .elicit(&self.connection, request.params, meta, caller)
+                        .await,
+                )
+            }
+            InputRequest::CreateMessage(request) => {
+                match self
+                    .handler
+                    .sample(
+                        &self.connection,
+                        SamplingQuestion::from(&request.params),
+                        caller,
+                    )
+                    .await
+                {
+                    Ok(answer) => serde_json::to_value(CreateMessageResult::from(answer)),
+                    Err(error) => Ok(serde_json::json!({
+                        "error": {"code": error.code.0, "message": error.message}
+                    })),
+                }
+            }
+            InputRequest::ListRoots(_) => match self
+                .handler
+                .list_roots(&self.connection, self.roots.clone(), caller)
+                .await
+            {
+                Ok(roots) => serde_json::to_value(ListRootsResult::new(roots)),
+                Err(error) => Ok(serde_json::json!({
+                    "error": {"code": error.code.0, "message": error.message}
+                })),
+            },
+            other => Ok(
+                serde_json::json!({"error": {"code": -32601, "message": format!("unsupported input request {other:?}")}}),
+            ),
+        };
+        value.unwrap_or(serde_json::Value::Null)
+    }
+}
+
+pub(crate) trait ParamsMeta {
+    fn params_meta(&self) -> Option<RequestMetaObject>;
+}
+
+impl ParamsMeta for rmcp::model::ElicitRequest {
+    /// A request's `_meta` as rmcp parsed it: in the request's extensions, or (when built in
+    /// process) in the params.
+    fn params_meta(&self) -> Option<RequestMetaObject> {
+        use rmcp::model::GetExtensions;
+        if let Some(parsed) = self.extensions().get::<RequestMetaObject>()
+            && !parsed.is_empty()
+        {
+            return Some(parsed.clone());
+        }
+        match &self.params {
+            ElicitRequestParams::FormElicitationParams { meta, .. }
+            | ElicitRequestParams::UrlElicitationParams { meta, .. } => meta.clone(),
+            _ => None,
+        }
+    }
+}
+
+impl<H: HostHandler> ClientHandler for Routed<H> {
+    fn get_info(&self) -> ClientInfo {
+        let mut caps = ClientCapabilities::default();
+        if self.declared.elicitation || self.declared.url_elicitation {
+            let mut elicitation = ElicitationCapability::default();
+            if self.declared.elicitation {
+                elicitation = elicitation.with_form(Default::default());
+            }
+            if self.declared.url_elicitation {
+                elicitation = elicitation.with_url(Default::default());
+            }
+            caps.elicitation = Some(elicitation);
+        }
+        if self.declared.sampling {
+            caps.sampling = Some(Default::default());
+        }
+        if self.declared.roots {
+            let mut roots = rmcp::model::RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            caps.roots = Some(roots);
+        }
+        if self.declared.tasks {
+            caps.extensions = Some(
+                [(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    JsonObject::new(),
+                )]
+                .into_iter()
+                .collect(),
+            );
+        }
+        ClientInfo::new(
+            caps,
+            Implementation::new(
+                format!("{} - {}", self.client_name, self.connection),
+                env!("CARGO_PKG_VERSION"),
+            ),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.declared.elicitation {
+            return Err(ErrorData::invalid_request(
+                "this connection does not elicit",
+                None,
+            ));
+        }
+        // rmcp hands a 2025 request's `_meta` over in the context.
+        let meta = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                meta: Some(meta), ..
+            }
+            | ElicitRequestParams::UrlElicitationParams {
+                meta: Some(meta), ..
+            } => meta.clone(),
+            _ => context.meta.clone(),
+        };
+        let caller = self.caller_of(&context.extensions, &meta);
+        let meta = self.caller_meta(meta, caller.as_ref());
+        Ok(self
+            .handler
+            .elicit(&self.connection, request, meta, caller)
+            .await)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.declared.sampling {
+            return Err(ErrorData::invalid_request(
+                "this connection does not sample",
+                None,
+            ));
+        }
+        let caller = self.caller_of(&context.extensions, &context.meta);
+        self.handler
+            .sample(&self.connection, SamplingQuestion::from(&params), caller)
+            .await
+            .map(CreateMessageResult::from)
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let caller = self.caller_of(&context.extensions, &context.meta);
+        self.handler
+            .list_roots(&self.connection, self.roots.clone(), caller)
+            .await
+            .map(ListRootsResult::new)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let call = self.routes.call_of_token(&params.progress_token);
+        call.deliver_progress(params, |progress| {
+            self.handler.on_progress(&self.connection, progress);
+        });
+        call.handled();
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        // rmcp tells no notification's stream: the transport named the call when it was the
+        // only one in flight as the message came off the wire.
+        let call = context
+            .extensions
+            .get::<CallTag>()
+            .map(|CallTag(call)| call.clone());
+        let caller = call.as_ref().and_then(|call| call.caller.clone());
+        self.handler.on_log(
+            &self.connection,
+            LogMessage {
+                level: params.level.into(),
+                logger: params.logger,
+                data: params.data,
+                caller,
+            },
+        );
+        if let Some(call) = call {
+            call.handled();
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.handler
+            .on_list_changed(&self.connection, ListKind::Tools);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.handler
+            .on_list_changed(&self.connection, ListKind::Prompts);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.handler
+            .on_list_changed(&self.connection, ListKind::Resources);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.handler
+            .on_resource_updated(&self.connection, &params.uri);
+    }
+}
