@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use backchannel::lock;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
@@ -159,12 +160,6 @@ pub fn random_id() -> String {
         panic!("the operating system provided no random bytes");
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Events {

@@ -16,9 +16,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use backchannel::lock;
 use rmcp::RoleClient;
 use rmcp::model::{
     ClientRequest, GetMeta, JsonRpcMessage, ProgressNotificationParam, ProgressToken, RequestId,
@@ -26,10 +27,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// One call of [`crate::Connection::call_tool`], over all its rounds.
 #[derive(Debug)]

@@ -78,6 +78,7 @@ pub use sampling_roots_logging::{user_prompt, with_logging};
 pub use seal::{SealError, Sealer};
 pub use sessions::{Change, ListKind};
 pub use state::StateError;
+pub use util::lock;
 
 #[doc(hidden)]
 pub use rmcp as __rmcp;

@@ -3,8 +3,9 @@
 use std::sync::{Mutex, MutexGuard};
 
 /// Lock `mutex`, taking the data even if a holder panicked (every guarded value here stays
-/// consistent between statements).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// consistent between statements). The one poison-tolerant lock of the workspace: the host, the
+/// gateway and the desk use it too.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -18,7 +18,8 @@ use rmcp::model::{
 };
 use rmcp::service::ServiceError;
 
-use crate::relay::Relay;
+use crate::switchboard::Switchboard;
+use backchannel::lock;
 
 /// The upstreams as the catalog sees them: each connection with its prefix and what it offers.
 pub(crate) struct Catalog {
@@ -48,16 +49,10 @@ pub(crate) fn upstream_error(connection: &str, error: ServiceError) -> ErrorData
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Catalog {
     /// What each connection of `host` offers, as it said when it connected.
     pub(crate) fn new(
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
         prefixes: &BTreeMap<String, String>,
     ) -> Catalog {
         let entries = host
@@ -70,7 +65,7 @@ impl Catalog {
                     .peer_info()
                     .map(|info| info.capabilities.clone())
                     .unwrap_or_default(),
-                sessions: crate::speaks_sessions(connection),
+                sessions: connection.has_sessions(),
             })
             .collect();
         Catalog {
@@ -136,7 +131,7 @@ impl Catalog {
 
     pub(crate) async fn list_prompts(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let mut prompts = Vec::new();
         for entry in self.offering(|c| c.prompts.is_some()) {
@@ -160,7 +155,7 @@ impl Catalog {
 
     pub(crate) async fn list_resources(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let mut resources = Vec::new();
         for entry in self.offering(|c| c.resources.is_some()) {
@@ -174,7 +169,7 @@ impl Catalog {
 
     pub(crate) async fn list_resource_templates(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let mut templates = Vec::new();
         for entry in self.offering(|c| c.resources.is_some()) {
@@ -194,7 +189,7 @@ impl Catalog {
     /// upstream's error.
     pub(crate) async fn read_resource(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let mut first_error = None;
@@ -222,7 +217,7 @@ impl Catalog {
     /// that take subscriptions, the first time any downstream asks.
     pub(crate) async fn subscribe(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
         request: SubscribeRequestParams,
     ) -> Result<(), ErrorData> {
         let first = {
@@ -245,7 +240,7 @@ impl Catalog {
     /// Undo one [`Catalog::subscribe`]; the last one unsubscribes upstream.
     pub(crate) async fn unsubscribe(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
         request: UnsubscribeRequestParams,
     ) -> Result<(), ErrorData> {
         let last = {
@@ -288,7 +283,7 @@ impl Catalog {
     /// upstream that completes it.
     pub(crate) async fn complete(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
         mut request: CompleteRequestParams,
     ) -> Result<CompleteResult, ErrorData> {
         let completes = |c: &ServerCapabilities| c.completions.is_some();
@@ -318,7 +313,7 @@ impl Catalog {
 
     async fn complete_at(
         &self,
-        host: &backchannel_host::Host<Relay>,
+        host: &backchannel_host::Host<Switchboard>,
         entry: &Entry,
         request: CompleteRequestParams,
     ) -> Result<CompleteResult, ErrorData> {
@@ -333,9 +328,9 @@ impl Catalog {
 }
 
 fn connection<'h>(
-    host: &'h backchannel_host::Host<Relay>,
+    host: &'h backchannel_host::Host<Switchboard>,
     entry: &Entry,
-) -> Result<&'h Connection<Relay>, ErrorData> {
+) -> Result<&'h Connection<Switchboard>, ErrorData> {
     host.connection(&entry.connection)
         .map_err(|error| ErrorData::internal_error(error.to_string(), None))
 }

@@ -20,18 +20,15 @@ use std::time::Duration;
 use backchannel::{Ctx, PassedRound};
 use backchannel_host::{CallContext, Connection, Declared, Host, HostError, Started};
 use rmcp::ErrorData;
-use rmcp::handler::server::common::FromContextPart as _;
-use rmcp::handler::server::prompt::PromptContext;
-use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CreateTaskResult, GetPromptResponse, GetPromptResult,
-    JsonObject, ResultType,
+    CallToolResponse, CallToolResult, CreateTaskResult, GetPromptResponse, JsonObject, ResultType,
 };
 
-use crate::relay::{Relay, Update};
-use crate::{
-    Gateway, LOG_LEVEL_META_KEY, Route, answerable, forwarded_meta, hold, speaks_sessions, tasks,
-};
+use crate::config::{LOG_LEVEL_META_KEY, forwarded_meta};
+use crate::hold::{self, HeldOutcome, Outcome};
+use crate::switchboard::{Switchboard, Update};
+use crate::tasks;
+use crate::upstream::Upstreams;
 
 /// How long a held call's round waits, after a question, for the upstream's other questions
 /// of the same round, so they go to the client together (a 2025-11-25 server sends each as a
@@ -47,16 +44,6 @@ pub(crate) enum Request {
     Prompt(String, Option<JsonObject>),
 }
 
-/// What came back from upstream.
-#[derive(Debug)]
-pub(crate) enum Outcome {
-    Tool(Started),
-    Prompt(Started<GetPromptResult>),
-}
-
-/// What a held call ends with.
-pub(crate) type HeldOutcome = Result<Outcome, HostError>;
-
 /// How far one upstream request goes.
 enum How {
     /// Its questions answered through the relay; a task handed back when the caller takes
@@ -66,63 +53,56 @@ enum How {
     OneRound(Option<PassedRound>),
 }
 
+/// Where a tool's (or a prompt's) calls go: the upstream connection and the name there.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub(crate) connection: String,
+    pub(crate) tool: String,
+}
+
 /// Who a forwarded call is for: its owner (`Backchannel::owner_key`), and what its client can
 /// answer (as the gateway declares it upstream).
-struct Caller {
-    owner: String,
-    declared: Declared,
+#[derive(Debug)]
+pub(crate) struct Caller {
+    pub(crate) owner: String,
+    pub(crate) declared: Declared,
 }
 
-impl Caller {
-    fn of(
-        gateway: &Gateway,
-        ctx: &Ctx,
-        rc: &rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Caller {
-        let mut declared = answerable(ctx.client_capabilities());
-        // A 2025-11-25 client gets a task only when its request asked for one.
-        declared.tasks &= gateway.layer.takes_tasks(rc);
-        Caller {
-            owner: gateway.layer.owner_key(rc),
-            declared,
-        }
-    }
-}
-
-/// Forward one tool call (`route.tool` names it upstream).
+/// Forward one tool call of `caller` to `route` (its upstream name), with `arguments`.
 pub(crate) async fn forward(
-    mut context: ToolCallContext<'_, Gateway>,
-    route: Route,
+    upstreams: &Upstreams,
+    ctx: &Ctx,
+    caller: &Caller,
+    route: &Route,
+    arguments: Option<JsonObject>,
 ) -> Result<CallToolResponse, ErrorData> {
-    let ctx = Ctx::from_context_part(&mut context)?;
-    let request = Request::Tool(route.tool.clone(), context.arguments.take());
-    let gateway = context.service;
-    let caller = Caller::of(gateway, &ctx, &context.request_context);
-    match upstream(gateway, &ctx, &route, &caller, request).await? {
-        Ok(Outcome::Tool(Started::Task(task))) => Ok(task_created(gateway, &caller, &route, task)),
-        Ok(Outcome::Tool(Started::Done(result))) => finished(&route, Ok(result)),
-        Ok(other) => finished(&route, Err(unexpected(&route, &other))),
-        Err(error) => finished(&route, Err(error)),
+    let request = Request::Tool(route.tool.clone(), arguments);
+    match upstream(upstreams, ctx, route, caller, request).await? {
+        Ok(Outcome::Tool(Started::Task(task))) => Ok(task_created(upstreams, caller, route, task)),
+        Ok(Outcome::Tool(Started::Done(result))) => finished(route, Ok(result)),
+        Ok(other) => finished(route, Err(unexpected(route, &other))),
+        Err(error) => finished(route, Err(error)),
     }
 }
 
-/// Get one prompt (`route.tool` names it upstream), its questions relayed as a call's.
+/// Get one prompt of `caller` from `route` (its upstream name), its questions relayed as a
+/// call's.
 pub(crate) async fn forward_prompt(
-    mut context: PromptContext<'_, Gateway>,
-    route: Route,
+    upstreams: &Upstreams,
+    ctx: &Ctx,
+    caller: &Caller,
+    route: &Route,
+    arguments: Option<JsonObject>,
 ) -> Result<GetPromptResponse, ErrorData> {
-    let ctx = Ctx::from_context_part(&mut context)?;
-    let request = Request::Prompt(route.tool.clone(), context.arguments.take());
-    let gateway = context.server;
-    let caller = Caller::of(gateway, &ctx, &context.context);
-    match upstream(gateway, &ctx, &route, &caller, request).await? {
+    let request = Request::Prompt(route.tool.clone(), arguments);
+    match upstream(upstreams, ctx, route, caller, request).await? {
         Ok(Outcome::Prompt(Started::Done(mut result))) => {
             result.result_type = Some(ResultType::COMPLETE);
             Ok(GetPromptResponse::Complete(result))
         }
-        Ok(other) => Err(prompt_failed(&route, unexpected(&route, &other))),
+        Ok(other) => Err(prompt_failed(route, unexpected(route, &other))),
         Err(HostError::Refused { error, .. }) => Err(error),
-        Err(error) => Err(prompt_failed(&route, error)),
+        Err(error) => Err(prompt_failed(route, error)),
     }
 }
 
@@ -147,13 +127,13 @@ fn unexpected(route: &Route, outcome: &Outcome) -> HostError {
 /// want (see the module's docs). Ends with the layer's `Suspend` when a round goes to a
 /// 2026-07-28 client, and with an error when the client cancelled.
 async fn upstream(
-    gateway: &Gateway,
+    upstreams: &Upstreams,
     ctx: &Ctx,
     route: &Route,
     caller: &Caller,
     request: Request,
 ) -> Result<HeldOutcome, ErrorData> {
-    let host = gateway.upstreams.declaring(caller.declared).await?;
+    let host = upstreams.declaring(caller.declared).await?;
     let connection = host
         .connection(&route.connection)
         .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
@@ -161,13 +141,13 @@ async fn upstream(
         let how = How::ToTheEnd {
             tasks: caller.declared.tasks,
         };
-        return relayed(gateway, ctx, route, connection, request, how).await;
+        return relayed(upstreams, ctx, route, connection, request, how).await;
     }
-    if speaks_sessions(connection) {
-        return held_round(gateway, ctx, route, host.clone(), caller, request).await;
+    if connection.has_sessions() {
+        return held_round(upstreams, ctx, route, host.clone(), caller, request).await;
     }
     let how = How::OneRound(ctx.passed_round());
-    match relayed(gateway, ctx, route, connection, request, how).await? {
+    match relayed(upstreams, ctx, route, connection, request, how).await? {
         Ok(Outcome::Tool(Started::InputRequired {
             input_requests,
             request_state,
@@ -179,7 +159,7 @@ async fn upstream(
             // Only questions the client declared it can answer go to it.
             if let Some(why) = input_requests
                 .values()
-                .find_map(|question| crate::relay::passable(&caller.declared, question).err())
+                .find_map(|question| crate::switchboard::passable(&caller.declared, question).err())
             {
                 tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
                 return Ok(Err(HostError::Call {
@@ -195,7 +175,7 @@ async fn upstream(
 
 /// Make `request` on `connection`, naming the downstream call by `context`.
 async fn send(
-    connection: &Connection<Relay>,
+    connection: &Connection<Switchboard>,
     request: Request,
     context: &CallContext,
     how: How,
@@ -242,15 +222,15 @@ fn answers(passed: Option<PassedRound>) -> (Option<rmcp::model::InputResponses>,
 /// client through `ctx` and its progress and log messages passed on. Ends with an error when
 /// the client cancelled (dropping the upstream request cancels it there).
 async fn relayed(
-    gateway: &Gateway,
+    upstreams: &Upstreams,
     ctx: &Ctx,
     route: &Route,
-    connection: &Connection<Relay>,
+    connection: &Connection<Switchboard>,
     request: Request,
     how: How,
 ) -> Result<HeldOutcome, ErrorData> {
-    let (token, mut updates, _registered) = gateway.upstreams.relay.open(ctx.clone());
-    let call_context = upstream_context(gateway, ctx, token);
+    let (token, mut updates, _registered) = upstreams.switchboard.open(ctx.clone());
+    let call_context = upstream_context(upstreams, ctx, token);
     let call = send(connection, request, &call_context, how);
     tokio::pin!(call);
     let cancelled = ctx.cancellation().clone();
@@ -277,14 +257,14 @@ async fn relayed(
 /// waits for the call's end, or for the upstream's next questions, which it passes on with the
 /// hold's id as its state.
 async fn held_round(
-    gateway: &Gateway,
+    upstreams: &Upstreams,
     ctx: &Ctx,
     route: &Route,
-    host: Arc<Host<Relay>>,
+    host: Arc<Host<Switchboard>>,
     caller: &Caller,
     request: Request,
 ) -> Result<HeldOutcome, ErrorData> {
-    let holds = &gateway.upstreams.holds;
+    let holds = &upstreams.holds;
     let busy = |why: hold::NotHeld| {
         let message = match why {
             hold::NotHeld::OverShare => format!(
@@ -322,8 +302,8 @@ async fn held_round(
         }
         None => {
             let (token, inbox, updates, registered) =
-                gateway.upstreams.relay.open_held(caller.declared);
-            let call_context = upstream_context(gateway, ctx, token);
+                upstreams.switchboard.open_held(caller.declared);
+            let call_context = upstream_context(upstreams, ctx, token);
             let (sent, outcome) = tokio::sync::oneshot::channel();
             let connection = route.connection.clone();
             let how = How::ToTheEnd {
@@ -403,7 +383,7 @@ fn share_of(caller: &Caller, ctx: &Ctx) -> String {
 
 /// The upstream made the call `task`: the client gets it under the gateway's id for its owner.
 fn task_created(
-    gateway: &Gateway,
+    upstreams: &Upstreams,
     caller: &Caller,
     route: &Route,
     task: rmcp::model::Task,
@@ -414,7 +394,7 @@ fn task_created(
         upstream: task.task_id.clone(),
     };
     tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
-    CallToolResponse::Task(CreateTaskResult::new(gateway.upstreams.task_ids.shown(
+    CallToolResponse::Task(CreateTaskResult::new(upstreams.task_ids.shown(
         &caller.owner,
         &route,
         task,
@@ -449,8 +429,8 @@ fn finished(
 /// The call context of an upstream call made for `ctx`, naming it by `token`: the caller's
 /// `_meta` the configuration allows, and every log message asked for (the gateway passes on
 /// those the downstream client asked for: its session's level, or its request's).
-fn upstream_context(gateway: &Gateway, ctx: &Ctx, token: String) -> CallContext {
-    forwarded_meta(ctx.meta(), &gateway.upstreams.config.meta_allow)
+fn upstream_context(upstreams: &Upstreams, ctx: &Ctx, token: String) -> CallContext {
+    forwarded_meta(ctx.meta(), &upstreams.config.meta_allow)
         .into_iter()
         .fold(CallContext::new(), |context, (key, value)| {
             context.with(key, value)

@@ -20,13 +20,26 @@
 //! comes after the hold ended, is told to call again.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use backchannel::lock;
+use backchannel_host::{HostError, Started};
 use rmcp::ErrorData;
+use rmcp::model::GetPromptResult;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::relay::{Inbox, Registered, Update};
+use crate::switchboard::{Inbox, Registered, Update};
+
+/// What came back from upstream: a tool call's or a prompt's answer.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Tool(Started),
+    Prompt(Started<GetPromptResult>),
+}
+
+/// What a held call ends with.
+pub(crate) type HeldOutcome = Result<Outcome, HostError>;
 
 /// How long a held call waits for the client's next round: the time a person is given to
 /// answer a question (`backchannel`'s default ask timeout). Then the upstream call is
@@ -40,10 +53,6 @@ pub(crate) const MAX_HOLDS: usize = 1024;
 
 /// The most upstream calls one caller (a principal, else a client address) holds at once.
 pub(crate) const MAX_HOLDS_PER_CALLER: usize = 64;
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// One upstream call, running, between or during rounds. Dropped, it stops the call (which
 /// cancels it upstream).
@@ -204,8 +213,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_held_call_belongs_to_its_owner_and_is_stopped_after_hold_for() {
-        let relay = Arc::new(crate::Relay::default());
-        let (_token, inbox, updates, registered) = relay.open_held(crate::relayed_capabilities());
+        let switchboard = Arc::new(crate::Switchboard::default());
+        let (_token, inbox, updates, registered) =
+            switchboard.open_held(crate::config::relayed_capabilities());
         let (told, stopped) = oneshot::channel();
         let task = tokio::spawn(async move {
             let _tell = Tell(Some(told));
@@ -248,8 +258,9 @@ mod tests {
     }
 
     /// A held call of `share` whose upstream call does nothing, and the relay it is known to.
-    fn idle(relay: &Arc<crate::Relay>, share: &str) -> Held<()> {
-        let (_token, inbox, updates, registered) = relay.open_held(crate::relayed_capabilities());
+    fn idle(switchboard: &Arc<crate::Switchboard>, share: &str) -> Held<()> {
+        let (_token, inbox, updates, registered) =
+            switchboard.open_held(crate::config::relayed_capabilities());
         let task = tokio::spawn(std::future::pending::<()>());
         let (_sent, outcome) = oneshot::channel::<()>();
         Held::new(
@@ -265,41 +276,43 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn one_caller_holds_at_most_its_share_and_others_still_get_theirs() {
-        let relay = Arc::new(crate::Relay::default());
+        let switchboard = Arc::new(crate::Switchboard::default());
         let holds = Holds::default();
         for n in 0..MAX_HOLDS_PER_CALLER {
             holds
-                .keep(format!("m-{n}"), idle(&relay, "address:10.0.0.9"))
+                .keep(format!("m-{n}"), idle(&switchboard, "address:10.0.0.9"))
                 .unwrap();
         }
         assert_eq!(
             holds
-                .keep("m-over".into(), idle(&relay, "address:10.0.0.9"))
+                .keep("m-over".into(), idle(&switchboard, "address:10.0.0.9"))
                 .unwrap_err(),
             NotHeld::OverShare
         );
         // Another caller is not affected by the first one's flood.
         holds
-            .keep("a-1".into(), idle(&relay, "principal:alice"))
+            .keep("a-1".into(), idle(&switchboard, "principal:alice"))
             .unwrap();
         // Once one of the first caller's calls is taken, it may hold one more.
         drop(holds.take("m-0", "address:10.0.0.9").unwrap());
         holds
-            .keep("m-again".into(), idle(&relay, "address:10.0.0.9"))
+            .keep("m-again".into(), idle(&switchboard, "address:10.0.0.9"))
             .unwrap();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_full_table_refuses_a_further_hold() {
-        let relay = Arc::new(crate::Relay::default());
+        let switchboard = Arc::new(crate::Switchboard::default());
         let holds = Holds::default();
         for n in 0..MAX_HOLDS {
             let share = format!("address:10.0.{}.{}", n / 64, n % 64);
-            holds.keep(format!("h-{n}"), idle(&relay, &share)).unwrap();
+            holds
+                .keep(format!("h-{n}"), idle(&switchboard, &share))
+                .unwrap();
         }
         assert_eq!(
             holds
-                .keep("one-more".into(), idle(&relay, "principal:bob"))
+                .keep("one-more".into(), idle(&switchboard, "principal:bob"))
                 .unwrap_err(),
             NotHeld::Full
         );

@@ -11,7 +11,7 @@ use std::time::Duration;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Histogram, Meter, ObservableCounter, ObservableGauge};
 
-use super::{BUCKETS, ENDED, REGISTRY, Reason, help};
+use super::registry::{BUCKETS, ENDED, REGISTRY, Reason, help};
 
 /// The instruments of one export, kept while it runs.
 struct Instruments {

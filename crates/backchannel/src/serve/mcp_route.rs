@@ -18,6 +18,7 @@ use axum::response::Response;
 use super::jsonrpc::{self, Message};
 use super::session_post::SessionPost;
 use super::stateless::FastPath;
+use crate::util::lock;
 
 /// Who is calling, as established by the application's own authentication (a bearer token,
 /// a signed-in user). Put it in the request's extensions before `/mcp`: sessions, tasks and
@@ -26,12 +27,6 @@ use super::stateless::FastPath;
 pub struct Principal(pub String);
 
 const SESSION_HEADER: &str = "mcp-session-id";
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The gate's state, one per MCP endpoint.
 pub(super) struct Gate {

@@ -464,6 +464,15 @@ fn crate_imports(name: &str) -> BTreeMap<String, BTreeSet<String>> {
         for found in named.captures_iter(code) {
             paths.push(found[1].to_owned());
         }
+        // A crate root's child module named bare in its code (`forward::forward(…)`), not only
+        // through `use`: a root with code is a module like any other, so its circles count.
+        let roots_children = modules.iter().filter(|_| module.is_empty());
+        for child in roots_children.filter(|m| !m.is_empty() && !m.contains("::")) {
+            let bare = regex_lite::Regex::new(&format!(r"(?:^|[^:\w]){child}::\w")).unwrap();
+            if bare.is_match(code) {
+                paths.push(format!("self::{child}"));
+            }
+        }
         for path in paths {
             let path = path.trim_end_matches("::").replace(['{', '}', ' '], "");
             let Some(absolute) = absolute(module, &path) else {

@@ -7,8 +7,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
+use backchannel::lock;
 use backchannel::{
     Backchannel, Change, Ctx, ListKind, NotAnswered, Root, Sampled, SamplingMessage,
     SamplingRequest, WeakBackchannel,
@@ -74,7 +75,7 @@ impl Inbox {
 
 /// Routes upstream questions and progress to the downstream calls waiting on them.
 #[derive(Debug, Default)]
-pub struct Relay {
+pub struct Switchboard {
     calls: Mutex<HashMap<String, Arc<Asking>>>,
     next: AtomicU64,
     /// The gateway's layer, which tells the downstream clients of the upstreams' changes.
@@ -110,7 +111,7 @@ pub(crate) enum Update {
 
 /// Removes a call's entry from the relay when dropped.
 pub(crate) struct Registered {
-    relay: Arc<Relay>,
+    relay: Arc<Switchboard>,
     token: String,
 }
 
@@ -120,11 +121,7 @@ impl Drop for Registered {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Relay {
+impl Switchboard {
     /// Tell the downstream clients of upstream changes through `layer` from now on.
     pub(crate) fn announce_through(&self, layer: &Backchannel) {
         let _ = self.layer.set(layer.downgrade());
@@ -174,7 +171,7 @@ impl Relay {
         self: &Arc<Self>,
         ctx: Ctx,
     ) -> (String, mpsc::UnboundedReceiver<Update>, Registered) {
-        let declared = crate::answerable(ctx.client_capabilities());
+        let declared = crate::config::answerable(ctx.client_capabilities());
         self.register(Asker::Ctx(ctx), declared)
     }
 
@@ -327,7 +324,7 @@ fn read<T: serde::de::DeserializeOwned>(
     })
 }
 
-impl HostHandler for Relay {
+impl HostHandler for Switchboard {
     fn elicit(
         &self,
         _connection: &str,
@@ -509,7 +506,7 @@ mod tests {
             extensions: Default::default(),
         });
         assert!(passable(&form_only, &roots).is_err());
-        let everything = crate::relayed_capabilities();
+        let everything = crate::config::relayed_capabilities();
         assert_eq!(passable(&everything, &url("https://auth.example/")), Ok(()));
         assert!(passable(&everything, &url("javascript:alert(1)")).is_err());
         assert_eq!(passable(&everything, &roots), Ok(()));

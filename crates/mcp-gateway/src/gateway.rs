@@ -1,0 +1,455 @@
+//! The gateway's server ([`Gateway`]): the upstreams' tools (each a route to `forward`), their
+//! prompts, resources and completions (`catalog`), their tasks (`tasks`), and the tool list
+//! made again when an upstream's changes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use backchannel::Backchannel;
+use backchannel::Ctx;
+use backchannel_host::{Host, HostConfig, HostError};
+use futures::future::BoxFuture;
+use rmcp::RoleServer;
+use rmcp::handler::server::common::FromContextPart as _;
+use rmcp::handler::server::prompt::PromptContext;
+use rmcp::handler::server::router::prompt::{PromptRoute, PromptRouter};
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolResponse, CancelTaskParams, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    Prompt, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams, UpdateTaskParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, ServerHandler};
+
+use crate::catalog;
+use crate::config::{LOG_LEVEL_META_KEY, answerable};
+use crate::error::GatewayError;
+use crate::forward::{self, Caller, Route};
+use crate::hold;
+use crate::switchboard::Switchboard;
+use crate::tasks;
+use crate::upstream::{Upstreams, learn_tools, open_upstreams};
+
+/// The gateway's server: the upstreams' tools, each call forwarded (see the crate's docs).
+/// Cheap to clone; every clone serves the same upstreams.
+#[derive(Clone)]
+pub struct Gateway {
+    layer: Backchannel,
+    /// The upstreams' tools; made again when one says its tools changed.
+    tools: Arc<std::sync::RwLock<Arc<ToolRouter<Gateway>>>>,
+    upstreams: Arc<Upstreams>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("host", &self.upstreams.host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Connect to every upstream of `config` and gather their tools. Upstreams that cannot be
+    /// reached are left out (logged); none reachable is an error.
+    pub async fn open(config: &HostConfig) -> Result<Gateway, GatewayError> {
+        // The gateway's own `_meta` keys go upstream whatever the configuration allows.
+        let mut config = config.clone();
+        for key in ["progressToken", LOG_LEVEL_META_KEY] {
+            if !config.meta_allow.iter().any(|allowed| allowed == key) {
+                config.meta_allow.push(key.to_owned());
+            }
+        }
+        let config = &config;
+        let switchboard = Arc::new(Switchboard::default());
+        let host = open_upstreams(config, &switchboard).await?;
+        if host.connections().next().is_none() {
+            let why = host
+                .unavailable
+                .iter()
+                .map(|(name, why)| format!("{name}: {why}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(GatewayError::NoUpstream(why));
+        }
+        let prefixes: BTreeMap<String, String> = host
+            .connections()
+            .map(|connection| {
+                let prefix = config
+                    .connections
+                    .get(connection.name())
+                    .and_then(|c| c.tool_prefix.clone())
+                    .unwrap_or_default();
+                (connection.name().to_owned(), prefix)
+            })
+            .collect();
+        let (router, offered) = tool_router(&host, &prefixes).await?;
+        tracing::info!(
+            upstreams = host.connections().count(),
+            tools = offered,
+            "gateway ready"
+        );
+        let catalog = catalog::Catalog::new(&host, &prefixes);
+        let layer = Backchannel::builder().build()?;
+        switchboard.announce_through(&layer);
+        let (tools_changed, changes) = tokio::sync::mpsc::unbounded_channel();
+        switchboard.on_tools_changed(tools_changed);
+        let gateway = Gateway {
+            layer,
+            tools: Arc::new(std::sync::RwLock::new(Arc::new(router))),
+            upstreams: Arc::new(Upstreams {
+                host: Arc::new(host),
+                prefixes,
+                narrower: tokio::sync::Mutex::new(HashMap::new()),
+                config: config.clone(),
+                switchboard,
+                catalog,
+                task_ids: tasks::TaskIds::new()?,
+                holds: hold::Holds::default(),
+            }),
+        };
+        tokio::spawn(offer_changed_tools(
+            changes,
+            Arc::downgrade(&gateway.tools),
+            Arc::downgrade(&gateway.upstreams),
+            gateway.layer.downgrade(),
+        ));
+        Ok(gateway)
+    }
+
+    /// The names of the tools offered, sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .router()
+            .list_all()
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Gateway {
+    /// Who a call made by `rc` is for: its owner, and what its client can answer (a 2025-11-25
+    /// client gets a task only when its request asked for one).
+    fn caller(&self, ctx: &Ctx, rc: &RequestContext<RoleServer>) -> Caller {
+        let mut declared = answerable(ctx.client_capabilities());
+        declared.tasks &= self.layer.takes_tasks(rc);
+        Caller {
+            owner: self.layer.owner_key(rc),
+            declared,
+        }
+    }
+
+    /// The tools as they are now.
+    fn router(&self) -> Arc<ToolRouter<Gateway>> {
+        self.tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The upstreams' tools, each a route forwarding its calls; and how many there are.
+pub(crate) async fn tool_router(
+    host: &Host<Switchboard>,
+    prefixes: &BTreeMap<String, String>,
+) -> Result<(ToolRouter<Gateway>, usize), GatewayError> {
+    let mut router = ToolRouter::new();
+    let mut offered: BTreeMap<String, String> = BTreeMap::new();
+    for connection in host.connections() {
+        let prefix = prefixes.get(connection.name()).cloned().unwrap_or_default();
+        for tool in connection.tools().await? {
+            let offered_as = tool.name.to_string();
+            if let Some(first) = offered.insert(offered_as.clone(), connection.name().into()) {
+                return Err(GatewayError::Clash {
+                    tool: offered_as,
+                    first,
+                    second: connection.name().into(),
+                });
+            }
+            let route = Route {
+                connection: connection.name().to_owned(),
+                tool: offered_as
+                    .strip_prefix(prefix.as_str())
+                    .unwrap_or(&offered_as)
+                    .to_owned(),
+            };
+            router.add_route(ToolRoute::new_dyn(
+                tool,
+                move |mut context: ToolCallContext<'_, Gateway>| {
+                    let route = route.clone();
+                    Box::pin(async move {
+                        let ctx = Ctx::from_context_part(&mut context)?;
+                        let arguments = context.arguments.take();
+                        let gateway = context.service;
+                        let caller = gateway.caller(&ctx, &context.request_context);
+                        forward::forward(&gateway.upstreams, &ctx, &caller, &route, arguments).await
+                    })
+                },
+            ));
+        }
+    }
+    Ok((router, offered.len()))
+}
+
+/// Each time an upstream says its tools changed: list them all again, offer the new list,
+/// and tell the downstream clients (a list that cannot be made, two upstreams offering one
+/// name, keeps the old one). Ends with the gateway.
+pub(crate) async fn offer_changed_tools(
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+    tools: std::sync::Weak<std::sync::RwLock<Arc<ToolRouter<Gateway>>>>,
+    upstreams: std::sync::Weak<Upstreams>,
+    layer: backchannel::WeakBackchannel,
+) {
+    while changes.recv().await.is_some() {
+        // Several changes at once are one new list.
+        while changes.try_recv().is_ok() {}
+        let (Some(tools), Some(upstreams), Some(layer)) =
+            (tools.upgrade(), upstreams.upgrade(), layer.upgrade())
+        else {
+            return;
+        };
+        let narrower: Vec<Arc<Host<Switchboard>>> =
+            upstreams.narrower.lock().await.values().cloned().collect();
+        for host in &narrower {
+            learn_tools(host).await;
+        }
+        match tool_router(&upstreams.host, &upstreams.prefixes).await {
+            Ok((router, count)) => {
+                *tools
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(router);
+                tracing::info!(
+                    tools = count,
+                    "the upstreams' tools changed; offering the new list"
+                );
+                layer
+                    .notify_list_changed(backchannel::ListKind::Tools)
+                    .await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the upstreams' tools changed, but the new list cannot be offered; keeping the old one");
+            }
+        }
+    }
+}
+
+impl Gateway {
+    /// Send `request` about the downstream task `id` of the caller of `context` to the upstream
+    /// that runs it (given the connection and the upstream's task id).
+    async fn on_task<T>(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+        request: impl for<'a> FnOnce(
+            &'a backchannel_host::Connection<Switchboard>,
+            &'a str,
+        ) -> BoxFuture<'a, Result<T, HostError>>,
+    ) -> Result<T, ErrorData> {
+        let owner = self.layer.owner_key(context);
+        let route = self.upstreams.task_ids.open(&owner, id)?;
+        let host = self.upstreams.declaring(route.declared).await?;
+        let connection = host
+            .connection(&route.connection)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        request(connection, &route.upstream)
+            .await
+            .map_err(|error| tasks::task_error(&route, error))
+    }
+}
+
+impl ServerHandler for Gateway {
+    backchannel::layer_hooks!(layer, without tasks);
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let mut current = self
+            .on_task(&request.task_id, &context, |connection, upstream| {
+                Box::pin(connection.get_task(upstream))
+            })
+            .await?;
+        current.task.task.task_id = request.task_id;
+        Ok(current)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let responses = request.input_responses;
+        self.on_task(&request.task_id, &context, move |connection, upstream| {
+            Box::pin(connection.update_task(upstream, responses))
+        })
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.on_task(&request.task_id, &context, |connection, upstream| {
+            Box::pin(connection.cancel_task(upstream))
+        })
+        .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tools = self.router();
+        self.layer.call_tool(&tools, self, request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        Ok(rmcp::model::ListToolsResult::with_all_items(
+            self.router().list_all(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.router().get(name).cloned()
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.list_prompts(&upstreams.host).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        // The layer drives it like a tool call (its questions relayed, on 2026-07-28 as
+        // rounds), through a router of this one prompt.
+        let Some((connection, upstream_name)) = self.upstreams.catalog.prompt_route(&request.name)
+        else {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt is named {:?}", request.name),
+                None,
+            ));
+        };
+        let route = Route {
+            connection,
+            tool: upstream_name,
+        };
+        let mut router = PromptRouter::<Gateway>::new();
+        router.add_route(PromptRoute::new_dyn(
+            Prompt::new(request.name.clone(), None::<String>, None),
+            move |mut context: PromptContext<'_, Gateway>| {
+                let route = route.clone();
+                Box::pin(async move {
+                    let ctx = Ctx::from_context_part(&mut context)?;
+                    let arguments = context.arguments.take();
+                    let gateway = context.server;
+                    let caller = gateway.caller(&ctx, &context.context);
+                    forward::forward_prompt(&gateway.upstreams, &ctx, &caller, &route, arguments)
+                        .await
+                })
+            },
+        ));
+        self.layer.get_prompt(&router, self, request, context).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.list_resources(&upstreams.host).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams
+            .catalog
+            .list_resource_templates(&upstreams.host)
+            .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams
+            .catalog
+            .read_resource(&upstreams.host, request)
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // This session hears the upstream's updates of the resource from the layer.
+        self.layer.subscribe_resource(&request.uri, &context)?;
+        let upstreams = &self.upstreams;
+        upstreams.catalog.subscribe(&upstreams.host, request).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.layer.unsubscribe_resource(&request.uri, &context);
+        let upstreams = &self.upstreams;
+        upstreams
+            .catalog
+            .unsubscribe(&upstreams.host, request)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let upstreams = &self.upstreams;
+        upstreams.catalog.complete(&upstreams.host, request).await
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        let offered = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        ServerConfig::new(self.upstreams.catalog.capabilities(offered))
+            .with_server_info(Implementation::new(
+                "mcp-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "A gateway: these tools belong to the servers behind it, which may ask you \
+                 questions through it while a call runs.",
+            )
+    }
+}
