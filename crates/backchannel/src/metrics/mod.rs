@@ -304,6 +304,7 @@ pub fn render() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::registry::Histogram;
     use super::*;
 
     #[test]
