@@ -1,0 +1,157 @@
+//! The desk's connections, opened in the background ([`Connecting`]): a connection may wait
+//! for the person to sign in, and the page that shows the link must be up by then.
+
+use std::sync::Arc;
+
+use backchannel::Revision;
+use backchannel_host::{Host, HostConfig};
+
+use super::DeskHandler;
+
+/// Where the notes are and which filesystem server reads them.
+#[derive(Debug, Clone)]
+pub struct Knowledge {
+    /// The server's command line; the folder is added as its last argument, and the roots
+    /// name the same folder.
+    pub server: Vec<String>,
+    /// Current notes (absolute).
+    pub current: std::path::PathBuf,
+    /// Archived notes (absolute).
+    pub archive: std::path::PathBuf,
+    /// The filesystem servers are not started by the desk but reached through the order
+    /// service's endpoint: an `mcp-gateway` in front of the order service and of the two
+    /// servers, named `knowledge_base` and `knowledge_base_archive` (their tools prefixed with
+    /// those names and `_`), serving [`Knowledge::current`] and [`Knowledge::archive`].
+    pub through_orders: bool,
+}
+
+impl Knowledge {
+    /// The official `@modelcontextprotocol/server-filesystem` through `npx`, over the notes in
+    /// `support-kb/` and `support-kb-archive/` under `base`.
+    pub fn npx(base: &std::path::Path) -> Knowledge {
+        Knowledge {
+            server: ["npx", "-y", "@modelcontextprotocol/server-filesystem"]
+                .map(String::from)
+                .to_vec(),
+            current: base.join("support-kb"),
+            archive: base.join("support-kb-archive"),
+            through_orders: false,
+        }
+    }
+}
+
+/// The knowledge-base server's tools the desk uses (the model gets passages through
+/// [`NOTES_TOOL`], never whole files).
+pub(crate) const KB_TOOLS: [&str; 2] = ["read_text_file", "list_directory"];
+
+/// The desk's own tool for the model: the passages of the notes that answer a question.
+pub(crate) const NOTES_TOOL: &str = "search_support_notes";
+
+pub(crate) fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
+    use backchannel_host::{ConnectionConfig, Declared, Transport};
+    let Some((command, args)) = knowledge.server.split_first() else {
+        return;
+    };
+    if knowledge.through_orders {
+        return;
+    }
+    for (name, dir, prefix) in [
+        ("knowledge-base", &knowledge.current, "knowledge_base_"),
+        (
+            "knowledge-base-archive",
+            &knowledge.archive,
+            "knowledge_base_archive_",
+        ),
+    ] {
+        host.trusted_folders.push(dir.clone());
+        host.connections.insert(
+            name.to_owned(),
+            ConnectionConfig {
+                transport: Transport::Stdio {
+                    command: command.clone(),
+                    // The folder is given as an argument too: the server asks for roots only
+                    // after the handshake, and until the answer is applied its list of
+                    // allowed folders would be empty, so a first call could be refused.
+                    args: args
+                        .iter()
+                        .cloned()
+                        .chain([dir.display().to_string()])
+                        .collect(),
+                    cwd: None,
+                    env: Default::default(),
+                },
+                request_timeout_secs: 30,
+                roots: vec![dir.clone()],
+                protocol: Some(Revision::V2025_11_25),
+                tool_prefix: Some(prefix.to_owned()),
+                tools: Some(KB_TOOLS.map(String::from).to_vec()),
+                capabilities: Declared {
+                    elicitation: false,
+                    url_elicitation: false,
+                    sampling: false,
+                    roots: true,
+                    tasks: false,
+                },
+                auth: None,
+            },
+        );
+    }
+}
+
+/// The host, opened in the background: a connection may wait for the person to sign in, and
+/// the page that shows the link must be up by then. Whatever needs a connection waits here.
+pub(crate) struct Connecting {
+    pub(crate) ready: tokio::sync::watch::Receiver<Option<Opened>>,
+    pub(crate) task: tokio::task::JoinHandle<()>,
+}
+
+/// The host, or why it could not be opened.
+pub(crate) type Opened = Result<Arc<Host<DeskHandler>>, String>;
+
+impl Connecting {
+    pub(crate) fn open(config: HostConfig, handler: Arc<DeskHandler>) -> Connecting {
+        let (done, ready) = tokio::sync::watch::channel(None);
+        let task = tokio::spawn(async move {
+            let opened = match Host::open(&config, handler).await {
+                Ok(host) => {
+                    if let Some(reason) = host.unavailable.get("orders") {
+                        tracing::warn!("the order service is not reachable: {reason}");
+                    }
+                    for name in ["knowledge-base", "knowledge-base-archive"] {
+                        if let Some(reason) = host.unavailable.get(name) {
+                            // Said once, here; the desk works without its notes.
+                            tracing::warn!("starting without the {name} notes: {reason}");
+                        }
+                    }
+                    Ok(Arc::new(host))
+                }
+                Err(error) => {
+                    tracing::error!(%error, "the desk's connections could not be opened");
+                    Err(error.to_string())
+                }
+            };
+            done.send_replace(Some(opened));
+        });
+        Connecting { ready, task }
+    }
+
+    /// The host, once its connections are open (or have failed).
+    pub(crate) async fn host(&self) -> Opened {
+        let mut ready = self.ready.clone();
+        match ready.wait_for(Option::is_some).await {
+            Ok(opened) => opened.clone().unwrap_or_else(|| Err("not opened".into())),
+            Err(_) => Err("the desk stopped before its connections opened".into()),
+        }
+    }
+
+    pub(crate) async fn close(self) {
+        self.task.abort();
+        let opened = self.ready.borrow().clone();
+        drop(self.ready);
+        if let Some(Ok(host)) = opened
+            && let Ok(host) = Arc::try_unwrap(host)
+        {
+            host.close().await;
+        }
+    }
+}

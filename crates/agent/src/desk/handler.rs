@@ -1,0 +1,157 @@
+//! The desk's [`HostHandler`]: the order service's questions, sampling requests, progress
+//! and log messages, turned into events for the person.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backchannel_host::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion};
+use rmcp::ErrorData;
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, ProgressNotificationParam,
+    RequestMetaObject,
+};
+use serde_json::{Value, json};
+
+use crate::events::{Answer, Asked, Event, Events};
+
+/// Turns the order service's questions and progress into events for the person.
+#[derive(Debug)]
+pub struct DeskHandler {
+    pub(crate) events: Arc<Events>,
+    pub(crate) person_deadline: Duration,
+    pub(crate) model: Option<crate::llm::Provider>,
+    pub(crate) sign_in_callback: Option<String>,
+}
+
+/// How long a "Sign in" link waits for the person.
+pub const SIGN_IN_DEADLINE: Duration = Duration::from_secs(10 * 60);
+
+impl HostHandler for DeskHandler {
+    /// Show the person a "Sign in to `connection`" link and wait for the browser to come back
+    /// to the desk's callback.
+    async fn authorize(
+        &self,
+        connection: &str,
+        authorization_url: String,
+    ) -> Result<String, String> {
+        let Some(callback) = &self.sign_in_callback else {
+            return Err(format!(
+                "{connection} asks to sign in, and this desk has no callback address to sign in with"
+            ));
+        };
+        let query = self
+            .events
+            .sign_in(connection, &authorization_url, SIGN_IN_DEADLINE)
+            .await?;
+        Ok(format!("{callback}?{query}"))
+    }
+
+    async fn elicit(
+        &self,
+        _connection: &str,
+        request: ElicitRequestParams,
+        meta: RequestMetaObject,
+        caller: Option<rmcp::model::ProgressToken>,
+    ) -> ElicitResult {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            // URL questions are not shown in this desk.
+            _ => return ElicitResult::new(ElicitationAction::Decline),
+        };
+        // The host names the call's conversation; a server may name it too.
+        let conversation = match caller {
+            Some(rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(c))) => {
+                Some(c.to_string())
+            }
+            _ => meta
+                .get("conversationId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        let Some(conversation) = conversation else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        match self
+            .events
+            .ask(&conversation, &message, self.person_deadline)
+            .await
+        {
+            Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"confirmed": true, "note": note})),
+            Asked::Answered(Answer::No) => ElicitResult::new(ElicitationAction::Decline),
+            // Nobody to show it to, or nobody answered: nobody said no.
+            Asked::NobodyWatching | Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
+        }
+    }
+
+    async fn sample(
+        &self,
+        connection: &str,
+        question: SamplingQuestion,
+        caller: Option<rmcp::model::ProgressToken>,
+    ) -> Result<SamplingAnswer, ErrorData> {
+        use crate::llm::Message;
+        let Some(model) = &self.model else {
+            return Err(ErrorData::invalid_request(
+                "this desk has no model to sample with",
+                None,
+            ));
+        };
+        let Some(rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(conversation))) =
+            caller
+        else {
+            return Err(ErrorData::invalid_request(
+                "no conversation to ask for approval",
+                None,
+            ));
+        };
+        let messages = Message::sampled(&question);
+        let shown: Vec<&str> = question.messages.iter().map(|t| t.text.as_str()).collect();
+        let ask = format!("{connection} asks the model: {}", shown.join(" / "));
+        match self
+            .events
+            .approve(&conversation, &ask, self.person_deadline)
+            .await
+        {
+            Asked::Answered(Answer::Yes { .. }) => {}
+            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    "the person declined the request for the model",
+                    None,
+                ));
+            }
+            Asked::Expired => {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    "nobody approved the request for the model in time",
+                    None,
+                ));
+            }
+        }
+        let turn = model
+            .complete(&messages, &[])
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(SamplingAnswer {
+            text: turn.message.content.unwrap_or_default(),
+            model: "support-agent-model".into(),
+        })
+    }
+
+    fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
+        let rmcp::model::NumberOrString::String(conversation) = &progress.progress_token.0 else {
+            return;
+        };
+        let fraction = match progress.total {
+            Some(total) if total > 0.0 => progress.progress / total,
+            _ => progress.progress,
+        };
+        let percent = (fraction * 100.0).round().clamp(0.0, 100.0) as u32;
+        self.events.emit(conversation, Event::Progress { percent });
+    }
+
+    fn on_log(&self, connection: &str, message: LogMessage) {
+        tracing::info!(connection, level = ?message.level, "{}", message.data);
+    }
+}

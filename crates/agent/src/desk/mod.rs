@@ -1,0 +1,510 @@
+//! The agent's core: one MCP connection to the order service through `backchannel_host`, the
+//! rules planner, chat memory per conversation, guardrails, and the handler that turns the
+//! server's questions and progress into events for the person.
+//!
+//! Rooms: `handler` (the server's questions and progress, as events for the person),
+//! `connecting` (the connections, opened in the background), `model` (the model loop and its
+//! streamed replies), `knowledge` (the support notes).
+
+mod connecting;
+mod handler;
+mod knowledge;
+mod model;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use backchannel::Revision;
+use backchannel_host::{CallContext, HostConfig};
+use rmcp::model::{CallToolResult, GetPromptRequestParams};
+use serde_json::{Value, json};
+
+use crate::events::Events;
+use crate::rules::{self, Plan};
+pub use connecting::Knowledge;
+use connecting::NOTES_TOOL;
+use connecting::{Connecting, add_knowledge};
+pub use handler::{DeskHandler, SIGN_IN_DEADLINE};
+pub use model::EMPTY_REPLY;
+
+/// Settings of the desk.
+#[derive(Debug, Clone)]
+pub struct DeskConfig {
+    /// The order service's MCP endpoint.
+    pub orders_url: String,
+    /// The protocol revision to speak to it; `None` tries the newest, then 2025-11-25.
+    pub protocol: Option<Revision>,
+    /// How long the person has to answer a question (default 60 s).
+    pub person_deadline: Duration,
+    /// How long the order service waits for an answer (its ask timeout; by default
+    /// [`backchannel::DEFAULT_ASK_TIMEOUT`]).
+    pub server_ask_timeout: Duration,
+    /// How long one request to the order service may take (default 120 s).
+    pub connection_timeout: Duration,
+    /// Who the agent is, sent as `_meta.support_agent_id`.
+    pub agent_id: String,
+    /// The model; `None` runs the offline rules planner.
+    pub model: Option<crate::llm::Provider>,
+    /// Tokens one conversation may spend with the model.
+    pub token_budget: u64,
+    /// The model's context, in tokens: what is sent (the rules, the tools, the conversation)
+    /// and the reply's `max_tokens` must fit in it, so the oldest turns are left out first.
+    pub context_tokens: u32,
+    /// The knowledge base; `None` runs without it.
+    pub knowledge: Option<Knowledge>,
+    /// Where the authorization server sends the browser back to (the desk's
+    /// `/oauth/callback`); `None` means the desk cannot sign in, and an order service that
+    /// asks for it stays unavailable.
+    pub sign_in_callback: Option<String>,
+    /// Where the tokens of a sign-in are kept (a file only the user can read); `None` keeps
+    /// them in memory until the desk stops.
+    pub token_file: Option<std::path::PathBuf>,
+    /// Serve Prometheus text at `/metrics` on the web UI (behind its Host checks): the host's
+    /// `mcp_client_*` histograms, and in the demo the order service's too.
+    pub metrics: bool,
+}
+
+impl Default for DeskConfig {
+    fn default() -> Self {
+        Self {
+            orders_url: "http://127.0.0.1:8080/mcp".into(),
+            protocol: None,
+            person_deadline: Duration::from_secs(60),
+            server_ask_timeout: backchannel::DEFAULT_ASK_TIMEOUT,
+            connection_timeout: Duration::from_secs(120),
+            agent_id: "support-agent".into(),
+            model: None,
+            token_budget: 20_000,
+            context_tokens: 8192,
+            knowledge: None,
+            sign_in_callback: None,
+            token_file: None,
+            metrics: false,
+        }
+    }
+}
+
+/// Errors starting or using the desk.
+#[derive(Debug, thiserror::Error)]
+pub enum DeskError {
+    /// The timeouts are not ordered person < server < connection.
+    #[error(
+        "timeouts must nest: the person's {person:?} must be shorter than the order service's \
+         {server:?}, which must be shorter than the connection's {connection:?}"
+    )]
+    Timeouts {
+        /// The person's deadline.
+        person: Duration,
+        /// The server's ask timeout.
+        server: Duration,
+        /// The connection timeout.
+        connection: Duration,
+    },
+    /// The host failed.
+    #[error(transparent)]
+    Host(#[from] backchannel_host::HostError),
+}
+
+/// Words the desk refuses to discuss.
+pub(crate) const BLOCKED: [&str; 3] = ["password", "credit card", "social security"];
+
+/// The agent.
+pub struct Desk {
+    pub(crate) host: Connecting,
+    pub(crate) events: Arc<Events>,
+    pub(crate) config: DeskConfig,
+    pub(crate) memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
+    /// Conversations told that their oldest turns no longer fit the model's context.
+    pub(crate) trimmed: Mutex<std::collections::HashSet<String>>,
+    pub(crate) spent: Mutex<HashMap<String, u64>>,
+    /// The stop button of each conversation's message in flight.
+    pub(crate) running: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
+    pub(crate) next_run: std::sync::atomic::AtomicU64,
+}
+
+/// One step of the model loop.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// Ask the model, with the conversation so far and the tools.
+    AskModel,
+    /// The model answered: words for the person, or tool calls.
+    ModelOutput(crate::llm::Turn),
+    /// A tool the model called has returned.
+    ToolResult {
+        /// The call it answers.
+        call_id: String,
+        /// What the tool said.
+        text: String,
+    },
+}
+
+pub(crate) fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// What a stopped message replies.
+pub const STOPPED: &str = "Stopped. Nothing more will be done for that message.";
+
+impl std::fmt::Debug for Desk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desk")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn describe(order: &Value) -> String {
+    let id = order["orderId"].as_str().unwrap_or("?");
+    let status = order["status"].as_str().unwrap_or("?");
+    let customer = order["customer"]["name"].as_str().unwrap_or("?");
+    let mut text = format!(
+        "{id} is {status}: {customer}, {}",
+        crate::messages::money(&order["totalAmount"])
+    );
+    if let Some(shipment) = order.get("shipment").filter(|s| s.is_object()) {
+        text.push_str(&format!(
+            ". {} {}, due {}",
+            shipment["carrier"].as_str().unwrap_or("?"),
+            shipment["trackingNumber"].as_str().unwrap_or("?"),
+            shipment["estimatedDelivery"].as_str().unwrap_or("?")
+        ));
+    }
+    text + "."
+}
+
+impl Desk {
+    /// Connect to the order service.
+    pub async fn start(config: DeskConfig) -> Result<Desk, DeskError> {
+        if config.metrics {
+            // From the first connection on, so its tool listing is counted too.
+            backchannel::metrics::enable();
+        }
+        if !(config.person_deadline < config.server_ask_timeout
+            && config.server_ask_timeout < config.connection_timeout)
+        {
+            return Err(DeskError::Timeouts {
+                person: config.person_deadline,
+                server: config.server_ask_timeout,
+                connection: config.connection_timeout,
+            });
+        }
+        use backchannel_host::{ConnectionConfig, Declared, Transport};
+        let orders = ConnectionConfig {
+            transport: Transport::Http {
+                url: config.orders_url.clone(),
+                headers: Default::default(),
+            },
+            request_timeout_secs: config.connection_timeout.as_secs(),
+            roots: Vec::new(),
+            protocol: config.protocol,
+            tool_prefix: None,
+            tools: None,
+            capabilities: Declared {
+                elicitation: true,
+                url_elicitation: false,
+                // With no model there is nothing to sample with, so sampling is not declared.
+                sampling: config.model.is_some(),
+                roots: false,
+                tasks: false,
+            },
+            auth: config
+                .sign_in_callback
+                .as_ref()
+                .map(|callback| backchannel_host::AuthConfig {
+                    redirect_uri: Some(callback.clone()),
+                    token_file: config.token_file.clone(),
+                    ..Default::default()
+                }),
+        };
+        let mut host_config = HostConfig {
+            client_name: "support-agent".into(),
+            trusted_folders: Vec::new(),
+            meta_allow: vec!["progressToken".into(), "support_agent_id".into()],
+            connections: [("orders".to_owned(), orders)].into_iter().collect(),
+        };
+        if let Some(knowledge) = &config.knowledge {
+            add_knowledge(&mut host_config, knowledge);
+        }
+        let events = Arc::new(Events::default());
+        let handler = Arc::new(DeskHandler {
+            events: events.clone(),
+            person_deadline: config.person_deadline,
+            model: config.model.clone(),
+            sign_in_callback: config.sign_in_callback.clone(),
+        });
+        let host = Connecting::open(host_config, handler);
+        Ok(Desk {
+            host,
+            events,
+            config,
+            memory: Mutex::new(HashMap::new()),
+            trimmed: Mutex::new(std::collections::HashSet::new()),
+            spent: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
+            next_run: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The live events.
+    pub fn events(&self) -> &Arc<Events> {
+        &self.events
+    }
+
+    pub(crate) async fn call(
+        &self,
+        conversation: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, String> {
+        let host = self.host.host().await?;
+        let orders = host.connection("orders").map_err(|_| {
+            "Not connected to order-service. Is it running on port 8080?".to_owned()
+        })?;
+        let context = CallContext::new()
+            .with("progressToken", conversation)
+            .with("support_agent_id", self.config.agent_id.as_str());
+        orders
+            .call_tool(tool, arguments.as_object().cloned(), &context)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Call a tool by the name the model saw: knowledge-base tools carry their server's prefix.
+    pub(crate) async fn call_routed(
+        &self,
+        conversation: &str,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, String> {
+        if name == NOTES_TOOL {
+            let question = arguments["question"].as_str().unwrap_or_default();
+            let archive = arguments["archive"].as_bool().unwrap_or(false);
+            return Ok(CallToolResult::success(vec![
+                rmcp::model::ContentBlock::text(self.search_notes(question, archive).await),
+            ]));
+        }
+        // Through the orders endpoint (a gateway), the notes' tools are its tools.
+        let spawned = self
+            .config
+            .knowledge
+            .as_ref()
+            .is_some_and(|k| !k.through_orders);
+        let knowledge_connections = [
+            ("knowledge-base-archive", "knowledge_base_archive_"),
+            ("knowledge-base", "knowledge_base_"),
+        ];
+        for (connection, prefix) in knowledge_connections.into_iter().filter(|_| spawned) {
+            if let Some(tool) = name.strip_prefix(prefix) {
+                let host = self.host.host().await?;
+                let connection = host.connection(connection).map_err(|e| e.to_string())?;
+                return connection
+                    .call_tool(tool, arguments.as_object().cloned(), &CallContext::new())
+                    .await
+                    .map_err(|e| e.to_string());
+            }
+        }
+        self.call(conversation, name, arguments).await
+    }
+
+    /// Answer one chat message.
+    pub async fn chat(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let run = self
+            .next_run
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(conversation.to_owned(), (run, stop.clone()));
+        // Stopping drops the work: the host's request is dropped with it, and rmcp tells the
+        // server the request was cancelled, so a long tool stops there too.
+        // The turn's span (OpenTelemetry's agent conventions): the model's calls and the tool
+        // calls, with the servers' spans under them, are one trace from here.
+        let turn = tracing::info_span!(
+            target: "agent::telemetry",
+            "invoke_agent",
+            otel.name = "invoke_agent support-desk",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = "support-desk",
+            gen_ai.conversation.id = conversation,
+        );
+        let answered = self.answer(conversation, message, order_id);
+        let reply = tokio::select! {
+            reply = tracing::Instrument::instrument(answered, turn) => reply,
+            () = stop.cancelled() => STOPPED.to_owned(),
+        };
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.get(conversation).is_some_and(|(id, _)| *id == run) {
+            running.remove(conversation);
+        }
+        reply
+    }
+
+    /// Stop the message in flight in a conversation; false if there is none.
+    pub fn stop(&self, conversation: &str) -> bool {
+        match self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(conversation)
+        {
+            Some((_, token)) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether the web UI serves `/metrics` ([`DeskConfig::metrics`]).
+    pub fn serves_metrics(&self) -> bool {
+        self.config.metrics
+    }
+
+    /// What the desk says first: who it is and what it can do.
+    pub fn greeting(&self) -> String {
+        crate::messages::greeting(self.config.model.is_some(), self.config.knowledge.is_some())
+    }
+
+    pub(crate) async fn answer(
+        &self,
+        conversation: &str,
+        message: &str,
+        order_id: Option<&str>,
+    ) -> String {
+        let lower = message.to_lowercase();
+        if BLOCKED.iter().any(|word| lower.contains(word)) {
+            return "I can only help with orders and deliveries. Please contact support directly for anything else.".into();
+        }
+        if let Some(model) = self.config.model.clone() {
+            let (reply, note) = self
+                .model_chat(&model, conversation, message, order_id)
+                .await;
+            // The model reads its own answers back, not the desk's notes to the person.
+            self.remember(conversation, message, &reply);
+            return match note {
+                Some(note) => format!("{reply}\n\n{note}"),
+                None => reply,
+            };
+        }
+        let reply = match rules::plan(message, order_id) {
+            Plan::Say(text) => text,
+            Plan::RefundEmail { order_id, reason } => self.refund_email(&order_id, &reason).await,
+            Plan::Policy {
+                note,
+                archive,
+                question,
+            } => self.policy(note, archive, &question).await,
+            Plan::Tool { name, arguments } => {
+                match self.call(conversation, name, arguments).await {
+                    Err(error) => format!("Something went wrong: {error}"),
+                    Ok(result) if result.is_error == Some(true) => text_of(&result),
+                    Ok(result) => self.summarise(name, &result),
+                }
+            }
+        };
+        self.remember(conversation, message, &reply);
+        reply
+    }
+
+    pub(crate) fn remember(&self, conversation: &str, message: &str, reply: &str) {
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let turns = memory.entry(conversation.to_owned()).or_default();
+        turns.push_back((message.to_owned(), reply.to_owned()));
+        while turns.len() > 20 {
+            turns.pop_front();
+        }
+    }
+
+    pub(crate) fn summarise(&self, tool: &str, result: &CallToolResult) -> String {
+        let json: Option<Value> = result
+            .structured_content
+            .clone()
+            .or_else(|| serde_json::from_str(&text_of(result)).ok());
+        match (tool, json) {
+            ("get_order", Some(order)) => describe(&order),
+            ("get_customer_orders" | "get_orders_by_status", Some(Value::Array(orders))) => {
+                if orders.is_empty() {
+                    return "There are no such orders.".into();
+                }
+                let shown: Vec<String> = orders.iter().take(10).map(describe).collect();
+                let more = orders.len().saturating_sub(shown.len());
+                let mut text = format!("{} orders:\n{}", orders.len(), shown.join("\n"));
+                if more > 0 {
+                    text.push_str(&format!("\n…and {more} more."));
+                }
+                text
+            }
+            _ => text_of(result),
+        }
+    }
+
+    /// Draft a refund email from the `draft_refund_email` prompt. Without a language model the
+    /// desk fills a fixed template with the order's facts, following the prompt's limits.
+    pub async fn refund_email(&self, order_id: &str, reason: &str) -> String {
+        let host = self.host.host().await;
+        let Some(orders) = host.as_ref().ok().and_then(|h| h.connection("orders").ok()) else {
+            return "Not connected to order-service. Is it running on port 8080?".into();
+        };
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("orderId".into(), json!(order_id));
+        arguments.insert("reason".into(), json!(reason));
+        if let Err(error) = orders
+            .client()
+            .get_prompt(GetPromptRequestParams::new("draft_refund_email").with_arguments(arguments))
+            .await
+        {
+            return format!("I could not draft that email: {error}");
+        }
+        let order = match self
+            .call("refund-email", "get_order", json!({"orderId": order_id}))
+            .await
+        {
+            Ok(result) if result.is_error != Some(true) => {
+                result.structured_content.unwrap_or_default()
+            }
+            Ok(result) => return text_of(&result),
+            Err(error) => return error,
+        };
+        crate::messages::refund_email(
+            order["customer"]["name"].as_str().unwrap_or("customer"),
+            order_id,
+            &crate::messages::money(&order["totalAmount"]),
+            reason,
+        )
+    }
+
+    /// Orders in one status, as the order service lists them (for the UI's tabs).
+    pub async fn orders(&self, status: &str) -> Result<Value, String> {
+        let result = self
+            .call(
+                "orders-tab",
+                "get_orders_by_status",
+                json!({"status": status}),
+            )
+            .await?;
+        if result.is_error == Some(true) {
+            return Err(text_of(&result));
+        }
+        serde_json::from_str(&text_of(&result)).map_err(|e| e.to_string())
+    }
+
+    /// Close the connections.
+    pub async fn close(self) {
+        self.host.close().await;
+    }
+}

@@ -1,0 +1,138 @@
+//! One request to a model's endpoint, sent with its retries: a busy answer (429, 5xx) is tried
+//! again, at most [`ATTEMPTS`] times, waiting what `Retry-After` says up to
+//! [`MAX_RETRY_AFTER`].
+
+use super::{Generation, LlmError, Secret};
+
+/// Where a model lives and how to reach it; shared by the providers.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<Secret>,
+    pub(crate) model: String,
+    pub(crate) http: reqwest::Client,
+    pub(crate) generation: Generation,
+}
+
+impl Endpoint {
+    pub(crate) fn new(
+        base_url: String,
+        api_key: Option<Secret>,
+        model: String,
+        timeout: std::time::Duration,
+    ) -> Result<Self, LlmError> {
+        // No fallback to a default client: that one would wait for a model forever.
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(LlmError::Client)?;
+        Ok(Self {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            model,
+            http,
+            generation: Generation::default(),
+        })
+    }
+
+    /// Send a request; a non-success status becomes [`LlmError::Status`] with the body's start.
+    /// A busy or failing server (429, 500, 502, 503, 504) is asked again, at most
+    /// [`ATTEMPTS`] times in all, after its `Retry-After` (whole seconds, at most
+    /// [`MAX_RETRY_AFTER`]) or else after half a second per attempt made.
+    pub(crate) async fn send(
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, LlmError> {
+        let mut attempt: u32 = 1;
+        loop {
+            let copy = if attempt < ATTEMPTS {
+                request.try_clone()
+            } else {
+                None
+            };
+            let Some(this) = copy else {
+                return send_once(request).await?.map_err(LlmError::from);
+            };
+            match send_once(this).await? {
+                Ok(response) => return Ok(response),
+                Err(refused) if busy(refused.status) => {
+                    let wait = refused
+                        .retry_after
+                        .unwrap_or(std::time::Duration::from_millis(500) * attempt)
+                        .min(MAX_RETRY_AFTER);
+                    tracing::info!(
+                        status = refused.status,
+                        attempt,
+                        wait_ms = wait.as_millis() as u64,
+                        "the model is busy; asking again"
+                    );
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(refused) => return Err(refused.into()),
+            }
+        }
+    }
+}
+
+/// Whether a status says the server is busy or failing for now (worth asking again).
+pub(crate) fn busy(status: u16) -> bool {
+    matches!(status, 429 | 500 | 502 | 503 | 504)
+}
+
+impl LlmError {
+    /// The server answered that it is busy or failing for now (429 or a 5xx gateway status),
+    /// after the retries.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, LlmError::Status { status, .. } if busy(*status))
+    }
+}
+
+/// How many times one request is sent at most (the first time and the retries).
+pub const ATTEMPTS: u32 = 3;
+/// The longest wait before a retry, whatever `Retry-After` asks.
+pub const MAX_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A non-success answer: its status, the start of its body, and the wait it asked for.
+pub(crate) struct Refused {
+    pub(crate) status: u16,
+    pub(crate) body: String,
+    pub(crate) retry_after: Option<std::time::Duration>,
+}
+
+impl From<Refused> for LlmError {
+    fn from(refused: Refused) -> Self {
+        LlmError::Status {
+            status: refused.status,
+            body: refused.body,
+        }
+    }
+}
+
+/// One request: the response, or what a non-success status said.
+pub(crate) async fn send_once(
+    request: reqwest::RequestBuilder,
+) -> Result<Result<reqwest::Response, Refused>, LlmError> {
+    let response = request.send().await?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(Ok(response));
+    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .map(std::time::Duration::from_secs);
+    let body: String = response
+        .text()
+        .await
+        .unwrap_or_default()
+        .chars()
+        .take(500)
+        .collect();
+    Ok(Err(Refused {
+        status: status.as_u16(),
+        body,
+        retry_after,
+    }))
+}

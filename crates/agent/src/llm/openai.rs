@@ -1,0 +1,215 @@
+//! [`OpenAiCompatible`]: the chat-completions API with tool calling, whole or streamed.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::endpoint::Endpoint;
+use super::sse::{OnText, each_event, error_text, is_event_stream};
+use super::{
+    FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
+    function_type,
+};
+
+/// An OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiCompatible {
+    pub(crate) endpoint: Endpoint,
+}
+
+impl OpenAiCompatible {
+    /// `base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).
+    pub fn new(
+        base_url: impl Into<String>,
+        api_key: Option<Secret>,
+        model: impl Into<String>,
+        timeout: std::time::Duration,
+    ) -> Result<Self, LlmError> {
+        Ok(Self {
+            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout)?,
+        })
+    }
+
+    /// The same endpoint with other [`Generation`] settings.
+    pub fn with_generation(mut self, generation: Generation) -> Self {
+        self.endpoint.generation = generation;
+        self
+    }
+
+    /// One completion.
+    pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<Turn, LlmError> {
+        let response = Endpoint::send(self.request(messages, tools, false)).await?;
+        openai_answer(&response.bytes().await?)
+    }
+
+    /// One completion, streamed: `on_text` gets each piece of the reply's words as it comes.
+    /// A server that answers whole (JSON, not an event stream) is read as by
+    /// [`OpenAiCompatible::complete`].
+    pub async fn stream(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        on_text: OnText<'_>,
+    ) -> Result<Turn, LlmError> {
+        let response = Endpoint::send(self.request(messages, tools, true)).await?;
+        if !is_event_stream(&response) {
+            return openai_answer(&response.bytes().await?);
+        }
+        let mut turn = OpenAiStream::default();
+        each_event(response, |data| turn.take(data, on_text)).await?;
+        turn.finish()
+    }
+
+    fn request(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        stream: bool,
+    ) -> reqwest::RequestBuilder {
+        let endpoint = &self.endpoint;
+        let mut body = serde_json::json!({ "model": endpoint.model, "messages": messages });
+        endpoint.generation.apply(&mut body);
+        if !tools.is_empty() {
+            body["tools"] = serde_json::to_value(tools).unwrap_or_default();
+        }
+        if stream {
+            body["stream"] = Value::Bool(true);
+            body["stream_options"] = serde_json::json!({ "include_usage": true });
+        }
+        let request = endpoint
+            .http
+            .post(format!("{}/chat/completions", endpoint.base_url))
+            .json(&body);
+        match &endpoint.api_key {
+            Some(key) => request.bearer_auth(key.expose()),
+            None => request,
+        }
+    }
+}
+
+/// A whole chat-completions answer.
+fn openai_answer(answer: &[u8]) -> Result<Turn, LlmError> {
+    #[derive(Deserialize)]
+    struct Answer {
+        choices: Vec<Choice>,
+        #[serde(default)]
+        usage: Option<Usage>,
+    }
+    #[derive(Deserialize)]
+    struct Choice {
+        message: Message,
+    }
+    #[derive(Deserialize)]
+    struct Usage {
+        #[serde(default)]
+        prompt_tokens: u64,
+        #[serde(default)]
+        completion_tokens: u64,
+    }
+    let answer: Answer =
+        serde_json::from_slice(answer).map_err(|e| LlmError::Unreadable(e.to_string()))?;
+    let message = answer
+        .choices
+        .into_iter()
+        .next()
+        .ok_or(LlmError::Empty)?
+        .message;
+    Ok(Turn {
+        message,
+        usage: answer.usage.map_or_else(Default::default, |u| self::Usage {
+            input: u.prompt_tokens,
+            output: u.completion_tokens,
+        }),
+    })
+}
+
+/// A chat-completions answer being streamed: words, and tool calls by index.
+#[derive(Default)]
+pub(crate) struct OpenAiStream {
+    text: String,
+    calls: Vec<ToolCall>,
+    usage: Usage,
+}
+
+impl OpenAiStream {
+    fn take(&mut self, data: &str, on_text: OnText<'_>) -> Result<bool, LlmError> {
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| LlmError::Stream(e.to_string()))?;
+        if let Some(error) = chunk.get("error") {
+            return Err(LlmError::Stream(error_text(error)));
+        }
+        if let Some(usage) = chunk["usage"].as_object() {
+            let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Usage {
+                input: count("prompt_tokens"),
+                output: count("completion_tokens"),
+            };
+        }
+        let delta = &chunk["choices"][0]["delta"];
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            on_text(text);
+        }
+        for (position, part) in delta["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let index = part["index"].as_u64().map_or(position, |i| i as usize);
+            if index > 64 {
+                return Err(LlmError::Stream("more than 64 tool calls".into()));
+            }
+            while self.calls.len() <= index {
+                self.calls.push(ToolCall {
+                    id: String::new(),
+                    kind: function_type(),
+                    function: FunctionCall {
+                        name: String::new(),
+                        arguments: String::new(),
+                    },
+                });
+            }
+            let call = &mut self.calls[index];
+            if let Some(id) = part["id"].as_str() {
+                call.id = id.to_owned();
+            }
+            if let Some(name) = part["function"]["name"].as_str() {
+                call.function.name.push_str(name);
+            }
+            if let Some(arguments) = part["function"]["arguments"].as_str() {
+                call.function.arguments.push_str(arguments);
+            }
+        }
+        Ok(false)
+    }
+
+    fn finish(self) -> Result<Turn, LlmError> {
+        let calls: Vec<ToolCall> = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{index}");
+                }
+                call
+            })
+            .collect();
+        Ok(Turn {
+            message: Message {
+                role: "assistant".into(),
+                content: (!self.text.is_empty()).then_some(self.text),
+                tool_calls: calls,
+                tool_call_id: None,
+            },
+            usage: self.usage,
+        })
+    }
+}
