@@ -16,9 +16,9 @@ use crate::clock::Clock;
 use crate::outbox::Outbox;
 use crate::revision::Revision;
 use crate::sampling_roots_logging::LogLevel;
-use crate::serve::session_manager::SessionLink;
 use crate::sessions::Sessions;
 use crate::state::{Answer, AskKind};
+use crate::transport::SessionLink;
 use crate::util::lock;
 
 /// Inside a task, where the body's progress is kept: the task's status message, which

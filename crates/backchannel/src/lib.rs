@@ -58,6 +58,7 @@ pub mod tasks;
 pub mod telemetry;
 #[cfg(feature = "test-util")]
 pub mod testing;
+mod transport;
 mod util;
 
 pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend, TASK_PROGRESS_EVERY};

@@ -6,7 +6,7 @@ use rmcp::RoleServer;
 use rmcp::model::{Extensions, InitializeRequestParams, ServerNotification};
 use rmcp::service::Peer;
 
-use crate::serve::session_manager::SessionLink;
+use crate::transport::SessionLink;
 
 /// How a 2025-11-25 session is reached: through its link (an HTTP session served by
 /// `serve`'s own dispatch once initialized), or through rmcp's peer (a session rmcp's serve

@@ -10,8 +10,8 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, ServiceError};
 
 use crate::reach::Reach;
-use crate::serve::session_manager::NoAnswer;
 use crate::state::Answer;
+use crate::transport::NoAnswer;
 
 /// Log severity, least to most severe (the protocol's syslog levels). Ours, so code that logs
 /// to a client never names rmcp's deprecated logging types.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::jsonrpc::jsonrpc_error;
-use super::session_manager::LeanSessions;
+use crate::transport::LeanSessions;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;

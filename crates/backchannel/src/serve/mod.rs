@@ -7,8 +7,6 @@ mod host_origin;
 pub mod jsonrpc;
 mod listener;
 mod mcp_route;
-mod session_driver;
-pub(crate) mod session_manager;
 mod session_post;
 mod sign_in;
 mod standard_headers;
@@ -180,10 +178,10 @@ where
         )) as Arc<dyn stateless::FastPath>
     });
     let drivers = options.direct_sessions.then(|| {
-        Arc::new(session_driver::Drivers::new(factory.clone()))
-            as Arc<dyn session_manager::DriverFactory>
+        Arc::new(crate::transport::driver::Drivers::new(factory.clone()))
+            as Arc<dyn crate::transport::sessions::DriverFactory>
     });
-    let sessions = Arc::new(session_manager::LeanSessions::new(
+    let sessions = Arc::new(crate::transport::LeanSessions::new(
         config.sse_retry,
         drivers,
     ));

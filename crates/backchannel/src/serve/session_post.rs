@@ -23,7 +23,7 @@ use rmcp::transport::streamable_http_server::session::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::session_manager::LeanSessions;
+use crate::transport::LeanSessions;
 
 /// The revision whose session requests are served here.
 const SESSION_REVISION: &str = "2025-11-25";

@@ -128,14 +128,14 @@ impl<F> Stateless<F> {
     }
 }
 
-/// A peer with no one at the other end ([`super::session_driver::closed_peer`]) that knows
+/// A peer with no one at the other end ([`crate::transport::driver::closed_peer`]) that knows
 /// its client as a 2026-07-28 one (as rmcp's own stateless path does), so rmcp refuses to send
 /// a server-to-client request through it. What a stateless handler sends goes through `Ctx`
 /// and the request's [`Outbox`].
 fn closed_peer() -> Peer<RoleServer> {
     let mut info = InitializeRequestParams::default();
     info.protocol_version = ProtocolVersion::V_2026_07_28;
-    super::session_driver::closed_peer(info)
+    crate::transport::driver::closed_peer(info)
 }
 
 impl<S, F> FastPath for Stateless<F>

@@ -575,6 +575,9 @@ fn no_glob_imports_the_parent_outside_test_modules() {
     let offenders = all_sources()
         .into_iter()
         .filter(|path| !path.components().any(|c| c.as_os_str() == "tests"))
+        // A module's tests in a file of their own (`foo/tests.rs`, declared `#[cfg(test)] mod
+        // tests;`) are a test module.
+        .filter(|path| path.file_name().is_none_or(|name| name != "tests.rs"))
         .filter(|path| {
             let text = source(path);
             let before_tests = text.split("#[cfg(test)]").next().unwrap_or_default();

@@ -1,5 +1,5 @@
 //! What serves a 2025-11-25 session once rmcp has answered its `initialize`: the server's
-//! handler, called directly for each request and notification (see `session_manager`).
+//! handler, called directly for each request and notification (see `sessions`).
 //!
 //! rmcp runs a serve loop per session, with a task, a 1,024-slot channel to its peer and a
 //! 64-slot one to its sink, each channel allocating its first 32 slots when made; a session
@@ -24,7 +24,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{RoleServer, ServerHandler, Service};
 use tokio_util::sync::CancellationToken;
 
-use super::session_manager::{Dispatch, DriverFactory, SessionLink};
+use super::sessions::{Dispatch, DriverFactory, SessionLink};
 use crate::util::lock;
 
 /// How many different `initialize` parameters keep a shared peer; sessions beyond get a peer
@@ -34,7 +34,7 @@ const SHARED_PEERS: usize = 64;
 /// A peer with no one at the other end, knowing its client by `info`: a `RequestContext` must
 /// hold a peer (rmcp's `Peer::new` is crate-private, so one comes from a serve loop that ends
 /// at once); a notification or request sent through it reports the transport closed.
-pub(super) fn closed_peer(info: InitializeRequestParams) -> Peer<RoleServer> {
+pub(crate) fn closed_peer(info: InitializeRequestParams) -> Peer<RoleServer> {
     /// Serves nothing: its only use is the peer it comes with.
     struct Nobody;
     impl ServerHandler for Nobody {}
@@ -45,14 +45,14 @@ pub(super) fn closed_peer(info: InitializeRequestParams) -> Peer<RoleServer> {
 }
 
 /// Makes each initialized session's [`Driver`] from the endpoint's handler factory.
-pub(super) struct Drivers<F> {
+pub(crate) struct Drivers<F> {
     factory: Arc<F>,
     /// Closed peers by the `initialize` parameters they know (as JSON).
     peers: Mutex<HashMap<String, Peer<RoleServer>>>,
 }
 
 impl<F> Drivers<F> {
-    pub(super) fn new(factory: Arc<F>) -> Self {
+    pub(crate) fn new(factory: Arc<F>) -> Self {
         Self {
             factory,
             peers: Mutex::default(),
