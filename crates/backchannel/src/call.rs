@@ -18,6 +18,7 @@ use crate::revision::Revision;
 use crate::sampling_roots_logging::LogLevel;
 use crate::sessions::Sessions;
 use crate::state::{Answer, AskKind};
+#[cfg(feature = "http")]
 use crate::transport::SessionLink;
 use crate::util::lock;
 
@@ -134,19 +135,18 @@ impl Call {
         if let Some(outbox) = extensions.get::<Arc<Outbox>>() {
             return outbox.send(notification);
         }
-        match extensions.get::<SessionLink>() {
-            Some(link) => {
-                // A message of this request goes on its stream, ahead of its answer (a host
-                // can tell whose it is, and reads it before the result).
-                let mut notification = notification;
-                use rmcp::model::GetExtensions as _;
-                notification
-                    .extensions_mut()
-                    .insert(rmcp::service::OriginatingRequestId(self.rc().id.clone()));
-                link.notify(notification)
-            }
-            None => self.peer().send_notification(notification).await.is_ok(),
+        #[cfg(feature = "http")]
+        if let Some(link) = extensions.get::<SessionLink>() {
+            // A message of this request goes on its stream, ahead of its answer (a host
+            // can tell whose it is, and reads it before the result).
+            let mut notification = notification;
+            use rmcp::model::GetExtensions as _;
+            notification
+                .extensions_mut()
+                .insert(rmcp::service::OriginatingRequestId(self.rc().id.clone()));
+            return link.notify(notification);
         }
+        self.peer().send_notification(notification).await.is_ok()
     }
 
     pub(crate) fn ct(&self) -> &CancellationToken {

@@ -46,6 +46,7 @@ mod outbox;
 mod outcome;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod principal;
 mod reach;
 mod revision;
 mod sampling_roots_logging;
@@ -58,6 +59,7 @@ pub mod tasks;
 pub mod telemetry;
 #[cfg(feature = "test-util")]
 pub mod testing;
+#[cfg(feature = "http")]
 mod transport;
 mod util;
 

@@ -29,6 +29,10 @@ struct State {
     closed: bool,
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 impl Outbox {
     pub(crate) fn new() -> Arc<Self> {
         Arc::default()

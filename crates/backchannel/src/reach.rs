@@ -6,6 +6,7 @@ use rmcp::RoleServer;
 use rmcp::model::{Extensions, InitializeRequestParams, ServerNotification};
 use rmcp::service::Peer;
 
+#[cfg(feature = "http")]
 use crate::transport::SessionLink;
 
 /// How a 2025-11-25 session is reached: through its link (an HTTP session served by
@@ -13,6 +14,7 @@ use crate::transport::SessionLink;
 /// loop serves to its end: stdio, or HTTP with `direct_sessions` off).
 #[derive(Debug, Clone)]
 pub(crate) enum Reach {
+    #[cfg(feature = "http")]
     Link(SessionLink),
     Peer(Peer<RoleServer>),
 }
@@ -20,6 +22,7 @@ pub(crate) enum Reach {
 /// Identifies a 2025-11-25 session: its id, or the `initialize` parameters rmcp keeps for it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum SessionKey {
+    #[cfg(feature = "http")]
     Link(Arc<str>),
     /// The address of the peer's parameters (kept alive by the session, checked with the
     /// [`Weak`] the registry holds beside it).
@@ -30,16 +33,19 @@ impl Reach {
     /// The session a request or notification came from: the link in its extensions when it
     /// has one, else its peer.
     pub(crate) fn of(extensions: &Extensions, peer: &Peer<RoleServer>) -> Self {
-        match extensions.get::<SessionLink>() {
-            Some(link) => Reach::Link(link.clone()),
-            None => Reach::Peer(peer.clone()),
+        #[cfg(feature = "http")]
+        if let Some(link) = extensions.get::<SessionLink>() {
+            return Reach::Link(link.clone());
         }
+        let _ = extensions;
+        Reach::Peer(peer.clone())
     }
 
     /// Its key, with what tells whether a peer's session is still there; `None` for a peer
     /// that never initialized (no session).
     pub(crate) fn key(&self) -> Option<(SessionKey, Option<Weak<InitializeRequestParams>>)> {
         match self {
+            #[cfg(feature = "http")]
             Reach::Link(link) => Some((SessionKey::Link(link.id().clone()), None)),
             Reach::Peer(peer) => peer.peer_info().map(|info| {
                 (
@@ -56,6 +62,7 @@ impl Reach {
 
     pub(crate) async fn notify(&self, notification: ServerNotification) -> bool {
         match self {
+            #[cfg(feature = "http")]
             Reach::Link(link) => link.notify(notification),
             Reach::Peer(peer) => peer.send_notification(notification).await.is_ok(),
         }

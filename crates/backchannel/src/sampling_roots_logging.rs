@@ -11,6 +11,7 @@ use rmcp::service::{PeerRequestOptions, ServiceError};
 
 use crate::reach::Reach;
 use crate::state::Answer;
+#[cfg(feature = "http")]
 use crate::transport::NoAnswer;
 
 /// Log severity, least to most severe (the protocol's syslog levels). Ours, so code that logs
@@ -150,6 +151,10 @@ pub(crate) fn list_roots_request() -> InputRequest {
 
 /// Send one question as a real server-to-client request (2025-11-25) to the session `reach`
 /// names, on behalf of its request `origin`, and wait at most `timeout`.
+#[cfg_attr(
+    not(feature = "http"),
+    expect(unused_variables, reason = "a session link is HTTP's")
+)]
 pub(crate) async fn fulfil(
     reach: &Reach,
     origin: &RequestId,
@@ -169,6 +174,7 @@ pub(crate) async fn fulfil(
         }
     };
     let response = match reach {
+        #[cfg(feature = "http")]
         Reach::Link(link) => match link.ask(request, origin, timeout).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(ServiceError::McpError(error)),

@@ -28,6 +28,7 @@ struct LegacySession {
 impl LegacySession {
     fn is_open(&self) -> bool {
         match &self.reach {
+            #[cfg(feature = "http")]
             Reach::Link(link) => link.is_open(),
             Reach::Peer(peer) => {
                 self.info

@@ -31,6 +31,10 @@ pub fn exporting() -> bool {
     EXPORTING.load(Ordering::Relaxed)
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 /// The span of one MCP request at the HTTP edge, before its body is read (or a disabled span
 /// when nothing is exported). Named and described by [`describe_request`] once the body is.
 pub(crate) fn request_span(protocol_version: Option<&str>, session: Option<&str>) -> tracing::Span {
@@ -145,6 +149,10 @@ impl<S> tracing_subscriber::layer::Filter<S> for ExportedSpans {
     }
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 /// Name the current request's span after its method and target, record its id, and continue
 /// the trace its `_meta` names.
 pub(crate) fn describe_request(
@@ -255,6 +263,10 @@ pub fn record_failure(span: &tracing::Span, error_type: &str) {
     span.record("otel.status_code", "ERROR");
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 /// A span around a question sent to a 2025-11-25 client and its answer.
 pub(crate) fn question_span(method: &str) -> tracing::Span {
     if !exporting() {

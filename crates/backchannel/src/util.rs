@@ -11,6 +11,10 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 /// Keep `cx`'s waker in `slot` to be woken later (cloning it only when it is not the one kept).
 pub(crate) fn keep_waker(slot: &mut Option<std::task::Waker>, cx: &std::task::Context<'_>) {
     if !slot

@@ -486,7 +486,7 @@ impl Backchannel {
         }
     }
 
-    /// The caller's identity: the builder's `principal`, else the [`crate::serve::Principal`]
+    /// The caller's identity: the builder's `principal`, else the [`crate::principal::Principal`]
     /// an HTTP layer put into the request.
     fn principal_of(&self, rc: &RequestContext<RoleServer>) -> Option<String> {
         if let Some(principal) = &self.inner.principal {
@@ -494,7 +494,7 @@ impl Backchannel {
         }
         rc.extensions
             .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::serve::Principal>())
+            .and_then(|parts| parts.extensions.get::<crate::principal::Principal>())
             .map(|principal| principal.0.clone())
     }
 

@@ -169,7 +169,7 @@ fn detached_context(stored: &StoredRequest) -> RequestContext<RoleServer> {
     if let Some(principal) = &stored.principal {
         parts
             .extensions
-            .insert(crate::serve::Principal(principal.clone()));
+            .insert(crate::principal::Principal(principal.clone()));
     }
     rc.extensions.insert(parts);
     rc

@@ -147,11 +147,19 @@ pub fn refused(reason: Reason) {
     REGISTRY.refused[at].fetch_add(1, Ordering::Relaxed);
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 /// A 2025-11-25 session opened.
 pub(crate) fn session_opened() {
     REGISTRY.open_sessions.fetch_add(1, Ordering::Relaxed);
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 /// A 2025-11-25 session closed after `lasted`.
 pub(crate) fn session_closed(lasted: Duration) {
     REGISTRY.open_sessions.fetch_sub(1, Ordering::Relaxed);

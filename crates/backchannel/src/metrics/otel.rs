@@ -16,6 +16,10 @@ use super::registry::{BUCKETS, ENDED, REGISTRY, Reason, help};
 /// The instruments of one export, kept while it runs.
 struct Instruments {
     server_operation: Histogram<f64>,
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "used by the HTTP edge")
+    )]
     server_session: Histogram<f64>,
     client_operation: Histogram<f64>,
     client_session: Histogram<f64>,
@@ -155,6 +159,10 @@ pub(super) fn client_operation(
     });
 }
 
+#[cfg_attr(
+    not(feature = "http"),
+    allow(dead_code, reason = "used by the HTTP edge")
+)]
 pub(super) fn server_session(lasted: Duration) {
     with(|instruments| instruments.server_session.record(lasted.as_secs_f64(), &[]));
 }

@@ -20,11 +20,7 @@ use super::session_post::SessionPost;
 use super::stateless::FastPath;
 use crate::util::lock;
 
-/// Who is calling, as established by the application's own authentication (a bearer token,
-/// a signed-in user). Put it in the request's extensions before `/mcp`: sessions, tasks and
-/// sealed state are then bound to it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Principal(pub String);
+use crate::principal::Principal;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 

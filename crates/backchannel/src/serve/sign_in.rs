@@ -13,7 +13,7 @@ use axum::response::Response;
 
 use super::bearer::{BearerError, bearer_token};
 use super::jsonrpc::jsonrpc_error;
-use super::mcp_route::Principal;
+use crate::principal::Principal;
 
 /// The JSON-RPC error code of a refused sign-in (the 401's body).
 pub const SIGN_IN_REQUIRED: i32 = -32001;
