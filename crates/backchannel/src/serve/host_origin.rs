@@ -168,8 +168,8 @@ mod tests {
         ] {
             assert!(options.refusal(&headers(bad)).is_some(), "{bad:?}");
         }
-        assert_eq!(super::super::edge::host_port("[::1]:80"), Some("80"));
-        assert_eq!(super::super::edge::host_port("[::1]"), None);
-        assert_eq!(super::super::edge::host_port("a:"), None);
+        assert_eq!(super::super::options::host_port("[::1]:80"), Some("80"));
+        assert_eq!(super::super::options::host_port("[::1]"), None);
+        assert_eq!(super::super::options::host_port("a:"), None);
     }
 }

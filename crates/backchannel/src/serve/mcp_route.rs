@@ -390,15 +390,242 @@ fn names_a_stateless_revision(headers: &http::HeaderMap) -> bool {
         })
 }
 
-/// `method` is set to the operation's label once the body is parsed (POSTs only: a GET stream
-/// or a DELETE is not an MCP operation).
+/// What a POST to `/mcp` becomes, decided once from its headers and checked body
+/// ([`Post::decide`]), then carried out ([`Post::serve`]).
+enum Post {
+    /// Refused with this answer; nothing reaches a handler.
+    Refused(Response),
+    /// Served by the stateless fast path: its reply.
+    Fast(futures::future::BoxFuture<'static, Response>),
+    /// A message to a 2025-11-25 session this endpoint serves itself.
+    InSession {
+        session: String,
+        message: Box<rmcp::model::ClientJsonRpcMessage>,
+        parts: Box<http::request::Parts>,
+        in_flight: Option<InFlight>,
+    },
+    /// Everything else, for rmcp: `opening` when it may open a session (no session header).
+    ToRmcp {
+        parts: Box<http::request::Parts>,
+        bytes: Bytes,
+        in_flight: Option<InFlight>,
+        opening: bool,
+    },
+}
+
+impl Post {
+    /// Decide what the POST of `parts` and `bytes`, in `session` if it names one, becomes;
+    /// `method` is set to its operation's label once the body is parsed.
+    fn decide(
+        gate: &Gate,
+        mut parts: http::request::Parts,
+        bytes: Bytes,
+        session: Option<&str>,
+        method: &mut Option<&'static str>,
+    ) -> Post {
+        // A plain 2026-07-28 `tools/call` is parsed once, into its typed request.
+        if session.is_none()
+            && let Some(fast) = &gate.fast
+        {
+            match fast.serve_call(parts, &bytes) {
+                Ok(reply) => {
+                    *method = Some(crate::metrics::method_label("tools/call"));
+                    return Post::Fast(reply);
+                }
+                Err(back) => parts = *back,
+            }
+        }
+        let (message, value) = match jsonrpc::check(&bytes) {
+            Ok(checked) => checked,
+            Err(error) => {
+                return Post::Refused(jsonrpc_error(
+                    http::StatusCode::BAD_REQUEST,
+                    error.code,
+                    error.message,
+                    error.id,
+                ));
+            }
+        };
+        *method = match &message {
+            Message::Request { method, .. } | Message::Notification { method } => {
+                Some(crate::metrics::method_label(method))
+            }
+            Message::Response => None,
+        };
+        if crate::telemetry::exporting() {
+            describe(&message, &value);
+        }
+        if matches!(&message, Message::Request { method, .. } if method == "tools/call")
+            && value["params"]["task"].is_object()
+        {
+            // On 2025-11-25 a task is the requester's choice: the layer reads it here.
+            parts.extensions.insert(crate::revision::TaskAsked);
+        }
+        let Some(session) = session else {
+            // No session: the fast path, the session cap, or rmcp.
+            return Post::sessionless(gate, parts, bytes, &message, value);
+        };
+        let Message::Request { id, .. } = &message else {
+            return Post::in_session(gate, parts, bytes, session, value, None);
+        };
+        // One request per id in flight in a session.
+        let key = (session.to_owned(), id.to_string());
+        if !lock(&gate.in_flight).insert(key.clone()) {
+            return Post::Refused(jsonrpc_error(
+                http::StatusCode::BAD_REQUEST,
+                -32600,
+                format!("a request with id {id} is already in flight in this session"),
+                Some(id.clone()),
+            ));
+        }
+        let in_flight = Some(InFlight {
+            set: gate.in_flight.clone(),
+            key,
+        });
+        Post::in_session(gate, parts, bytes, session, value, in_flight)
+    }
+
+    /// A message without a session: served by the fast path if it takes it, refused when it
+    /// would open one session too many, else rmcp's.
+    fn sessionless(
+        gate: &Gate,
+        parts: http::request::Parts,
+        bytes: Bytes,
+        message: &Message,
+        value: serde_json::Value,
+    ) -> Post {
+        let mut parts = parts;
+        if let (Message::Request { .. }, Some(fast)) = (message, &gate.fast) {
+            match fast.serve(parts, value) {
+                Ok(reply) => return Post::Fast(reply),
+                Err(back) => parts = *back,
+            }
+        }
+        if let Message::Request { method, id } = message
+            && method == "initialize"
+            && gate.sessions.len() >= gate.max_sessions
+        {
+            crate::metrics::refused(crate::metrics::Reason::Sessions);
+            return Post::Refused(jsonrpc_error(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                format!(
+                    "this server holds its maximum of {} open sessions; try again later",
+                    gate.max_sessions
+                ),
+                Some(id.clone()),
+            ));
+        }
+        detach(&mut parts);
+        Post::ToRmcp {
+            parts: Box::new(parts),
+            bytes,
+            in_flight: None,
+            opening: true,
+        }
+    }
+
+    /// A message in `session`: served here when this endpoint serves that session and the
+    /// message is one of its own, else rmcp's.
+    fn in_session(
+        gate: &Gate,
+        mut parts: http::request::Parts,
+        bytes: Bytes,
+        session: &str,
+        value: serde_json::Value,
+        in_flight: Option<InFlight>,
+    ) -> Post {
+        detach(&mut parts);
+        let typed = gate
+            .sessions
+            .contains(session)
+            .then(|| gate.session_post.message(&parts.headers, value))
+            .flatten();
+        match typed {
+            Some(message) => Post::InSession {
+                session: session.to_owned(),
+                message: Box::new(message),
+                parts: Box::new(parts),
+                in_flight,
+            },
+            None => Post::ToRmcp {
+                parts: Box::new(parts),
+                bytes,
+                in_flight,
+                opening: false,
+            },
+        }
+    }
+
+    /// Carry the decision out: the answer, with a request's in-flight entry held for as long
+    /// as its answer streams, and the owner of a session it opened recorded.
+    async fn serve<S: rmcp::ServerHandler + Send + 'static>(
+        self,
+        gate: &Gate,
+        next: Next<'_, S>,
+        principal: Option<Principal>,
+    ) -> Response {
+        let (response, in_flight) = match self {
+            Post::Refused(response) => return response,
+            Post::Fast(reply) => return reply.await,
+            Post::InSession {
+                session,
+                message,
+                parts,
+                in_flight,
+            } => (
+                gate.session_post
+                    .serve(&gate.sessions, &session, *message, *parts)
+                    .await,
+                in_flight,
+            ),
+            Post::ToRmcp {
+                parts,
+                bytes,
+                in_flight,
+                opening,
+            } => {
+                let response = next
+                    .run(Request::from_parts(*parts, Body::from(bytes)))
+                    .await;
+                if opening
+                    && let Some(id) = response
+                        .headers()
+                        .get(SESSION_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                {
+                    gate.record_owner(id.to_owned(), principal).await;
+                }
+                (response, in_flight)
+            }
+        };
+        match in_flight {
+            None => response,
+            Some(in_flight) => {
+                let (parts, body) = response.into_parts();
+                Response::from_parts(
+                    parts,
+                    Body::new(Holding {
+                        inner: body,
+                        _guard: in_flight,
+                    }),
+                )
+            }
+        }
+    }
+}
+
+/// What every request to `/mcp` passes: a 2026-07-28 request's session header dropped, a
+/// session of another caller not found; then a POST decided and served ([`Post`]), a DELETE
+/// closing its session, anything else (the GET stream) rmcp's. `method` is set to the
+/// operation's label once a POST's body is parsed (a GET stream or a DELETE is not an MCP
+/// operation).
 async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     gate: Arc<Gate>,
-    request: Request,
+    mut request: Request,
     next: Next<'_, S>,
     method: &mut Option<&'static str>,
 ) -> Response {
-    let mut request = request;
     if names_a_stateless_revision(request.headers()) {
         // A 2026-07-28 request belongs to no session: an `Mcp-Session-Id` it carries is
         // ignored, so it neither reaches that session nor lends its owner to anything.
@@ -416,152 +643,42 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
         return no_such_session();
     }
     match *request.method() {
-        http::Method::POST => {}
-        http::Method::DELETE => {
-            let Some(session) = session else {
-                return jsonrpc_error(
-                    http::StatusCode::BAD_REQUEST,
-                    -32600,
-                    "DELETE needs the Mcp-Session-Id header of the session to close",
-                    None,
-                );
+        http::Method::POST => {
+            let (parts, body) = request.into_parts();
+            let bytes = match read_body(&gate, body).await {
+                Ok(bytes) => bytes,
+                Err(refused) => return refused,
             };
-            if !gate.sessions.contains(&session) {
-                return no_such_session();
-            }
-            let response = next.run(request).await;
-            if response.status().is_success() {
-                lock(&gate.owners).remove(&session);
-            }
-            return response;
+            Post::decide(&gate, parts, bytes, session.as_deref(), method)
+                .serve(&gate, next, principal)
+                .await
         }
-        _ => return next.run(request).await,
+        http::Method::DELETE => close_session(&gate, request, session, next).await,
+        _ => next.run(request).await,
     }
-    let (mut parts, body) = request.into_parts();
-    let bytes = match read_body(&gate, body).await {
-        Ok(bytes) => bytes,
-        Err(refused) => return refused,
-    };
-    // A plain 2026-07-28 `tools/call` is parsed once, into its typed request, by the fast path.
-    if session.is_none()
-        && let Some(fast) = &gate.fast
-    {
-        match fast.serve_call(parts, &bytes) {
-            Ok(reply) => {
-                *method = Some(crate::metrics::method_label("tools/call"));
-                return reply.await;
-            }
-            Err(back) => parts = *back,
-        }
-    }
-    let (message, value) = match jsonrpc::check(&bytes) {
-        Ok(checked) => {
-            *method = match &checked.0 {
-                Message::Request { method, .. } | Message::Notification { method } => {
-                    Some(crate::metrics::method_label(method))
-                }
-                Message::Response => None,
-            };
-            checked
-        }
-        Err(error) => {
-            return jsonrpc_error(
-                http::StatusCode::BAD_REQUEST,
-                error.code,
-                error.message,
-                error.id,
-            );
-        }
-    };
-    if crate::telemetry::exporting() {
-        describe(&message, &value);
-    }
-    if matches!(&message, Message::Request { method, .. } if method == "tools/call")
-        && value["params"]["task"].is_object()
-    {
-        // On 2025-11-25 a task is the requester's choice: the layer reads it here.
-        parts.extensions.insert(crate::revision::TaskAsked);
-    }
-    let value = match (&session, &message, &gate.fast) {
-        (None, Message::Request { .. }, Some(fast)) => match fast.serve(parts, value) {
-            Ok(reply) => return reply.await,
-            Err(back) => {
-                parts = *back;
-                None
-            }
-        },
-        _ => Some(value),
-    };
-    if let (None, Message::Request { method, id }) = (&session, &message)
-        && method == "initialize"
-        && gate.sessions.len() >= gate.max_sessions
-    {
-        crate::metrics::refused(crate::metrics::Reason::Sessions);
+}
+
+/// A DELETE: the session it names closed by rmcp, and forgotten here once it is.
+async fn close_session<S: rmcp::ServerHandler + Send + 'static>(
+    gate: &Gate,
+    request: Request,
+    session: Option<String>,
+    next: Next<'_, S>,
+) -> Response {
+    let Some(session) = session else {
         return jsonrpc_error(
-            http::StatusCode::SERVICE_UNAVAILABLE,
-            -32000,
-            format!(
-                "this server holds its maximum of {} open sessions; try again later",
-                gate.max_sessions
-            ),
-            Some(id.clone()),
+            http::StatusCode::BAD_REQUEST,
+            -32600,
+            "DELETE needs the Mcp-Session-Id header of the session to close",
+            None,
         );
-    }
-    let mut in_flight = None;
-    if let (Some(session), Message::Request { id, .. }) = (&session, &message) {
-        let key = (session.clone(), id.to_string());
-        if !lock(&gate.in_flight).insert(key.clone()) {
-            return jsonrpc_error(
-                http::StatusCode::BAD_REQUEST,
-                -32600,
-                format!("a request with id {id} is already in flight in this session"),
-                Some(id.clone()),
-            );
-        }
-        in_flight = Some(InFlight {
-            set: gate.in_flight.clone(),
-            key,
-        });
-    }
-    let opening = session.is_none();
-    detach(&mut parts);
-    let served_here = match (&session, value) {
-        (Some(session), Some(value)) if gate.sessions.contains(session) => gate
-            .session_post
-            .message(&parts.headers, value)
-            .map(|typed| (session.clone(), typed)),
-        _ => None,
     };
-    let response = match served_here {
-        Some((session, typed)) => {
-            gate.session_post
-                .serve(&gate.sessions, &session, typed, parts)
-                .await
-        }
-        None => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
-        }
-    };
-    if opening
-        && let Some(id) = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-    {
-        gate.record_owner(id.to_owned(), principal).await;
+    if !gate.sessions.contains(&session) {
+        return no_such_session();
     }
-    match in_flight {
-        None => response,
-        Some(in_flight) => {
-            let (parts, body) = response.into_parts();
-            Response::from_parts(
-                parts,
-                Body::new(Holding {
-                    inner: body,
-                    _guard: in_flight,
-                }),
-            )
-        }
+    let response = next.run(request).await;
+    if response.status().is_success() {
+        lock(&gate.owners).remove(&session);
     }
+    response
 }

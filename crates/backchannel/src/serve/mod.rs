@@ -15,6 +15,8 @@ mod listener;
 #[cfg(feature = "http")]
 mod mcp_route;
 #[cfg(feature = "http")]
+mod options;
+#[cfg(feature = "http")]
 mod session_post;
 #[cfg(feature = "http")]
 mod sign_in;
@@ -28,9 +30,11 @@ pub use crate::principal::Principal;
 #[cfg(feature = "http")]
 pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
 #[cfg(feature = "http")]
-pub use edge::{HttpOptions, http, metrics_router, router};
+pub use edge::{http, metrics_router, router};
 #[cfg(feature = "http")]
 pub use jsonrpc::jsonrpc_error;
+#[cfg(feature = "http")]
+pub use options::HttpOptions;
 #[cfg(feature = "http")]
 pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
 pub use traced::Traced;
