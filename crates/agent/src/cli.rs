@@ -45,6 +45,107 @@ pub async fn run(
     run_with(desk, lines, out, Bar::InPlace).await
 }
 
+/// What the terminal shows between lines typed: how far the bar was drawn, the question
+/// waiting for an answer, whether a message is being worked on, the reply streamed so far.
+struct Screen {
+    style: Bar,
+    shown_quarter: u32,
+    question: Option<String>,
+    busy: bool,
+    streamed: String,
+}
+
+impl Screen {
+    /// Show one event of the conversation.
+    fn show(&mut self, event: Event, out: &mut impl Write) -> std::io::Result<()> {
+        match event {
+            Event::Progress { percent } => self.progress(percent, out)?,
+            Event::Confirmation {
+                id,
+                message,
+                seconds,
+            }
+            | Event::Sampling {
+                id,
+                message,
+                seconds,
+            } => {
+                writeln!(
+                    out,
+                    "\r{message}\nType 'yes' to confirm ({seconds} seconds):"
+                )?;
+                self.question = Some(id);
+            }
+            Event::Closed { id } => {
+                if self.question.as_deref() == Some(id.as_str()) {
+                    self.question = None;
+                    writeln!(
+                        out,
+                        "\rThe question closed without an answer; nothing was changed."
+                    )?;
+                }
+            }
+            Event::SignIn { server, url } => {
+                writeln!(
+                    out,
+                    "\r{server} asks you to sign in. Open this address in a browser:\n  {url}"
+                )?;
+            }
+            Event::SignInEnded { server, completed } => {
+                if completed {
+                    writeln!(out, "\rSigned in to {server}.")?;
+                } else {
+                    writeln!(out, "\rThe sign-in to {server} was not finished in time.")?;
+                }
+            }
+            Event::Reply { text, .. } => {
+                // The words as they come (the Markdown as the model writes it); the final
+                // answer adds only what has not been printed.
+                match text.strip_prefix(self.streamed.as_str()) {
+                    Some(new) if !self.streamed.is_empty() => write!(out, "{new}")?,
+                    _ => write!(out, "\rAgent: {text}")?,
+                }
+                out.flush()?;
+                self.streamed = text;
+            }
+            Event::Hello { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The progress bar, drawn in place or a line per quarter.
+    fn progress(&mut self, percent: u32, out: &mut impl Write) -> std::io::Result<()> {
+        match self.style {
+            Bar::InPlace => {
+                write!(out, "\r{}", bar(percent))?;
+                if percent >= 100 {
+                    writeln!(out)?;
+                }
+                out.flush()
+            }
+            Bar::Quarters => {
+                let quarter = percent.min(100) / 25;
+                if quarter > self.shown_quarter {
+                    self.shown_quarter = quarter;
+                    writeln!(out, "{}", bar(percent))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A message's final reply: only what the stream has not printed yet.
+    fn reply(&mut self, reply: &str, out: &mut impl Write) -> std::io::Result<()> {
+        self.busy = false;
+        let printed = std::mem::take(&mut self.streamed);
+        match reply.strip_prefix(printed.trim()) {
+            Some(rest) if !printed.is_empty() => writeln!(out, "{rest}"),
+            _ if !printed.is_empty() => writeln!(out, "\nAgent: {}", crate::render::plain(reply)),
+            _ => writeln!(out, "\rAgent: {}", crate::render::plain(reply)),
+        }
+    }
+}
+
 /// [`run`], drawing the progress bar as `style` says.
 pub async fn run_with(
     desk: Arc<Desk>,
@@ -52,7 +153,6 @@ pub async fn run_with(
     mut out: impl Write + Send,
     style: Bar,
 ) -> std::io::Result<()> {
-    let mut shown_quarter = 0;
     let (secret, mut events) = desk.events().open(CONVERSATION);
     writeln!(
         out,
@@ -60,79 +160,24 @@ pub async fn run_with(
         crate::render::plain(&desk.greeting())
     )?;
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
-    let mut question: Option<String> = None;
-    let mut busy = false;
-    // The reply printed so far while the model streams it.
-    let mut streamed = String::new();
+    let mut screen = Screen {
+        style,
+        shown_quarter: 0,
+        question: None,
+        busy: false,
+        streamed: String::new(),
+    };
     loop {
         tokio::select! {
             // Events first: a long tool's last progress is queued before its reply, so the
             // bar is finished before the reply is printed.
             biased;
-            Some(event) = events.recv() => match event {
-                Event::Progress { percent } => match style {
-                    Bar::InPlace => {
-                        write!(out, "\r{}", bar(percent))?;
-                        if percent >= 100 {
-                            writeln!(out)?;
-                        }
-                        out.flush()?;
-                    }
-                    Bar::Quarters => {
-                        let quarter = percent.min(100) / 25;
-                        if quarter > shown_quarter {
-                            shown_quarter = quarter;
-                            writeln!(out, "{}", bar(percent))?;
-                        }
-                    }
-                },
-                Event::Confirmation { id, message, seconds } | Event::Sampling { id, message, seconds } => {
-                    writeln!(out, "\r{message}\nType 'yes' to confirm ({seconds} seconds):")?;
-                    question = Some(id);
-                }
-                Event::Closed { id } => {
-                    if question.as_deref() == Some(id.as_str()) {
-                        question = None;
-                        writeln!(out, "\rThe question closed without an answer; nothing was changed.")?;
-                    }
-                }
-                Event::SignIn { server, url } => {
-                    writeln!(out, "\r{server} asks you to sign in. Open this address in a browser:\n  {url}")?;
-                }
-                Event::SignInEnded { server, completed } => {
-                    if completed {
-                        writeln!(out, "\rSigned in to {server}.")?;
-                    } else {
-                        writeln!(out, "\rThe sign-in to {server} was not finished in time.")?;
-                    }
-                }
-                Event::Reply { text, .. } => {
-                    // The words as they come (the Markdown as the model writes it); the final
-                    // answer below adds only what has not been printed.
-                    match text.strip_prefix(streamed.as_str()) {
-                        Some(new) if !streamed.is_empty() => write!(out, "{new}")?,
-                        _ => write!(out, "\rAgent: {text}")?,
-                    }
-                    out.flush()?;
-                    streamed = text;
-                }
-                Event::Hello { .. } => {}
-            },
-            Some(reply) = replies.recv() => {
-                busy = false;
-                let printed = std::mem::take(&mut streamed);
-                match reply.strip_prefix(printed.trim()) {
-                    Some(rest) if !printed.is_empty() => writeln!(out, "{rest}")?,
-                    _ if !printed.is_empty() => {
-                        writeln!(out, "\nAgent: {}", crate::render::plain(&reply))?
-                    }
-                    _ => writeln!(out, "\rAgent: {}", crate::render::plain(&reply))?,
-                }
-            }
+            Some(event) = events.recv() => screen.show(event, &mut out)?,
+            Some(reply) = replies.recv() => screen.reply(&reply, &mut out)?,
             line = lines.recv() => {
                 let Some(line) = line else { break };
                 let line = line.trim().to_owned();
-                if let Some(id) = question.take() {
+                if let Some(id) = screen.question.take() {
                     let answer = if line.eq_ignore_ascii_case("yes") {
                         Answer::Yes { note: "confirmed at the command line".into() }
                     } else {
@@ -149,12 +194,12 @@ pub async fn run_with(
                 if line.eq_ignore_ascii_case("quit") || line.eq_ignore_ascii_case("exit") {
                     break;
                 }
-                if busy {
+                if screen.busy {
                     writeln!(out, "Still working on the last question; one at a time, please.")?;
                     continue;
                 }
-                busy = true;
-                shown_quarter = 0;
+                screen.busy = true;
+                screen.shown_quarter = 0;
                 let desk = desk.clone();
                 let replies = replies_tx.clone();
                 tokio::spawn(async move {

@@ -265,35 +265,11 @@ async fn held_round(
     request: Request,
 ) -> Result<HeldOutcome, ErrorData> {
     let holds = &upstreams.holds;
-    let busy = |why: hold::NotHeld| {
-        let message = match why {
-            hold::NotHeld::OverShare => format!(
-                "you already have {} calls waiting for answers on this gateway; answer or \
-                 abandon one of them first",
-                hold::MAX_HOLDS_PER_CALLER
-            ),
-            _ => {
-                "too many calls are waiting for answers on this gateway; try again later".to_owned()
-            }
-        };
-        Ok(Err(HostError::Call {
-            connection: route.connection.clone(),
-            message,
-        }))
-    };
     let (id, mut held, mut asked) = match ctx.passed_round() {
         Some(passed) => {
             let id = passed.state.unwrap_or_default();
             let Ok(held) = holds.take(&id, &caller.owner) else {
-                return Ok(Err(HostError::Call {
-                    connection: route.connection.clone(),
-                    message: format!(
-                        "the upstream call these answers were for is no longer waiting (it \
-                         waits {} s for each round, on the gateway instance that asked); \
-                         start again",
-                        hold::HOLD_FOR.as_secs()
-                    ),
-                }));
+                return Ok(Err(no_longer_held(route)));
             };
             // Counted from before the answers go, so a question they lead to is seen.
             let asked = held.inbox.asked();
@@ -301,31 +277,8 @@ async fn held_round(
             (id, held, asked)
         }
         None => {
-            let (token, inbox, updates, registered) =
-                upstreams.switchboard.open_held(caller.declared);
-            let call_context = upstream_context(upstreams, ctx, token);
-            let (sent, outcome) = tokio::sync::oneshot::channel();
-            let connection = route.connection.clone();
-            let how = How::ToTheEnd {
-                tasks: caller.declared.tasks,
-            };
-            let task = tokio::spawn(async move {
-                let result = match host.connection(&connection) {
-                    Ok(connection) => send(connection, request, &call_context, how).await,
-                    Err(error) => Err(error),
-                };
-                let _ = sent.send(result);
-            });
-            let asked = inbox.asked();
-            let held = hold::Held::new(
-                caller.owner.clone(),
-                share_of(caller, ctx),
-                inbox,
-                outcome,
-                updates,
-                task,
-                registered,
-            );
+            let held = start_held(upstreams, ctx, route, host, caller, request);
+            let asked = held.inbox.asked();
             (hold::fresh_id()?, held, asked)
         }
     };
@@ -337,7 +290,7 @@ async fn held_round(
             let open = held.inbox.open();
             if let Err(why) = holds.keep(id.clone(), held) {
                 // The held call was dropped, which cancelled it upstream; no round goes out.
-                return busy(why);
+                return Ok(Err(not_held(route, why)));
             }
             return Err(ctx.pass_round(open, Some(id)).into());
         }
@@ -360,6 +313,69 @@ async fn held_round(
             message: "the held call ended without a result".into(),
         })
     }))
+}
+
+/// Start `request` upstream for `caller`, running on its own so it can be held between the
+/// client's rounds; its questions go to the held call's inbox.
+fn start_held(
+    upstreams: &Upstreams,
+    ctx: &Ctx,
+    route: &Route,
+    host: Arc<Host<Switchboard>>,
+    caller: &Caller,
+    request: Request,
+) -> hold::Held<HeldOutcome> {
+    let (token, inbox, updates, registered) = upstreams.switchboard.open_held(caller.declared);
+    let call_context = upstream_context(upstreams, ctx, token);
+    let (sent, outcome) = tokio::sync::oneshot::channel();
+    let connection = route.connection.clone();
+    let how = How::ToTheEnd {
+        tasks: caller.declared.tasks,
+    };
+    let task = tokio::spawn(async move {
+        let result = match host.connection(&connection) {
+            Ok(connection) => send(connection, request, &call_context, how).await,
+            Err(error) => Err(error),
+        };
+        let _ = sent.send(result);
+    });
+    hold::Held::new(
+        caller.owner.clone(),
+        share_of(caller, ctx),
+        inbox,
+        outcome,
+        updates,
+        task,
+        registered,
+    )
+}
+
+/// A round whose held call is gone (it waited too long, or another instance holds it).
+fn no_longer_held(route: &Route) -> HostError {
+    HostError::Call {
+        connection: route.connection.clone(),
+        message: format!(
+            "the upstream call these answers were for is no longer waiting (it waits {} s for \
+             each round, on the gateway instance that asked); start again",
+            hold::HOLD_FOR.as_secs()
+        ),
+    }
+}
+
+/// A call that could not be held: the table is full, or its caller holds its whole share.
+fn not_held(route: &Route, why: hold::NotHeld) -> HostError {
+    let message = match why {
+        hold::NotHeld::OverShare => format!(
+            "you already have {} calls waiting for answers on this gateway; answer or abandon \
+             one of them first",
+            hold::MAX_HOLDS_PER_CALLER
+        ),
+        _ => "too many calls are waiting for answers on this gateway; try again later".to_owned(),
+    };
+    HostError::Call {
+        connection: route.connection.clone(),
+        message,
+    }
 }
 
 /// Whose share of the held calls a call of `caller` counts against: its owner (a principal,

@@ -216,28 +216,13 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
     })
 }
 
+/// Our log targets, at INFO by default.
+const OURS: [&str; 3] = ["agent", "support_agent", "orders"];
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    const OURS: [&str; 3] = ["agent", "support_agent", "orders"];
     let cli = Cli::parse();
-    // The chat screen is not for logs: the terminal front end logs to a file.
-    let _logs = match &cli.command {
-        Command::Cli {
-            log_file, verbose, ..
-        } => backchannel::logging::init_file(
-            log_file,
-            backchannel::logging::verbosity_filter(&OURS, *verbose),
-        )
-        .with_context(|| format!("cannot write the log file {}", log_file.display()))?,
-        _ => backchannel::logging::init_with(
-            &OURS,
-            backchannel::telemetry::Export::from_vars(
-                |name| std::env::var(name).ok(),
-                "support-agent",
-            )
-            .as_ref(),
-        ),
-    };
+    let _logs = logs(&cli.command)?;
     let shutdown = backchannel::serve::shutdown_on_signal();
     match cli.command {
         Command::Demo {
@@ -284,22 +269,7 @@ async fn main() -> anyhow::Result<()> {
                 orders_url: orders,
                 ..desk_config(&desk)?
             };
-            let desk = app::terminal_desk(config, shutdown).await?;
-            {
-                use std::io::Write;
-                writeln!(
-                    std::io::stdout(),
-                    "(The log goes to {}.)",
-                    log_file.display()
-                )?;
-            }
-            let (lines, above_prompt) = agent::cli::terminal_lines();
-            match above_prompt {
-                Some(out) => {
-                    agent::cli::run_with(desk, lines, out, agent::cli::Bar::Quarters).await?
-                }
-                None => agent::cli::run(desk, lines, std::io::stdout()).await?,
-            }
+            terminal(config, &log_file, shutdown).await?;
         }
         Command::Web {
             listen,
@@ -307,19 +277,75 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             desk,
         } => {
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("cannot listen on {listen}"))?;
             let config = DeskConfig {
                 orders_url: orders,
                 ..desk_config(&desk)?
             };
-            let address = listener
-                .local_addr()
-                .with_context(|| format!("cannot listen on {listen}"))?;
-            eprintln!("Support Desk web UI: open http://{address}/");
-            app::serve_web(listener, config, http_options(&allow_hosts), shutdown).await?;
+            web(listen, config, &allow_hosts, shutdown).await?;
         }
     }
+    Ok(())
+}
+
+/// The logs: to a file for the terminal front end (the screen is the chat's), else to stderr
+/// (and exported when the environment asks).
+fn logs(command: &Command) -> anyhow::Result<backchannel::logging::Guard> {
+    Ok(match command {
+        Command::Cli {
+            log_file, verbose, ..
+        } => backchannel::logging::init_file(
+            log_file,
+            backchannel::logging::verbosity_filter(&OURS, *verbose),
+        )
+        .with_context(|| format!("cannot write the log file {}", log_file.display()))?,
+        _ => backchannel::logging::init_with(
+            &OURS,
+            backchannel::telemetry::Export::from_vars(
+                |name| std::env::var(name).ok(),
+                "support-agent",
+            )
+            .as_ref(),
+        ),
+    })
+}
+
+/// Chat at the terminal until the person quits.
+async fn terminal(
+    config: DeskConfig,
+    log_file: &std::path::Path,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<()> {
+    let desk = app::terminal_desk(config, shutdown).await?;
+    {
+        use std::io::Write;
+        writeln!(
+            std::io::stdout(),
+            "(The log goes to {}.)",
+            log_file.display()
+        )?;
+    }
+    let (lines, above_prompt) = agent::cli::terminal_lines();
+    match above_prompt {
+        Some(out) => agent::cli::run_with(desk, lines, out, agent::cli::Bar::Quarters).await?,
+        None => agent::cli::run(desk, lines, std::io::stdout()).await?,
+    }
+    Ok(())
+}
+
+/// Serve the web UI on `listen` until shutdown.
+async fn web(
+    listen: SocketAddr,
+    config: DeskConfig,
+    allow_hosts: &[String],
+    shutdown: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let address = listener
+        .local_addr()
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    eprintln!("Support Desk web UI: open http://{address}/");
+    app::serve_web(listener, config, http_options(allow_hosts), shutdown).await?;
     Ok(())
 }

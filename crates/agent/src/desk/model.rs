@@ -89,7 +89,7 @@ impl Desk {
         mut messages: Vec<crate::llm::Message>,
         tools: &[crate::llm::ToolSpec],
     ) -> String {
-        use crate::llm::{LlmError, Message};
+        use crate::llm::Message;
         // The loop takes typed steps from a queue: asking the model, what the model said, what
         // a tool returned. Questions and progress travel as events to the person meanwhile, and
         // a stop drops the whole loop (`Desk::chat`).
@@ -104,30 +104,12 @@ impl Desk {
                         break;
                     }
                     asked += 1;
-                    let shown = StreamedReply::new(&self.events, conversation, &said);
-                    let span = model_span(model);
-                    let on_text = |piece: &str| shown.push(piece);
-                    let streamed = model.stream(&messages, tools, &on_text);
-                    let streamed = tracing::Instrument::instrument(streamed, span.clone()).await;
-                    match &streamed {
-                        Ok(turn) => {
-                            span.record("gen_ai.usage.input_tokens", turn.usage.input);
-                            span.record("gen_ai.usage.output_tokens", turn.usage.output);
-                        }
-                        Err(_) => {
-                            span.record("error.type", "_OTHER");
-                            span.record("otel.status_code", "ERROR");
-                        }
-                    }
-                    match streamed {
+                    match self
+                        .ask_model(model, conversation, &messages, tools, &said)
+                        .await
+                    {
                         Ok(turn) => steps.push_back(Step::ModelOutput(turn)),
-                        Err(LlmError::Http(error)) if error.is_timeout() => {
-                            return "The model did not answer in time, so the request was stopped. Ask again in a moment.".into();
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "model call failed");
-                            return model_failure(model, &error);
-                        }
+                        Err(reply) => return reply,
                     }
                 }
                 Step::ModelOutput(turn) => {
@@ -153,24 +135,7 @@ impl Desk {
                     }
                     messages.push(turn.message);
                     for call in calls {
-                        let text = match checked_call(tools, &call) {
-                            Ok(arguments) => match self
-                                .call_routed(conversation, &call.function.name, arguments)
-                                .await
-                            {
-                                Ok(result) => text_of(&result),
-                                Err(error) => format!("error: {error}"),
-                            },
-                            Err(refusal) => {
-                                tracing::info!(
-                                    conversation,
-                                    tool = call.function.name,
-                                    %refusal,
-                                    "a tool call of the model was not made"
-                                );
-                                format!("error: {refusal}")
-                            }
-                        };
+                        let text = self.tool_call(conversation, tools, &call).await;
                         steps.push_back(Step::ToolResult {
                             call_id: call.id,
                             text,
@@ -185,6 +150,72 @@ impl Desk {
         }
         "I could not finish that in a reasonable number of steps. Please ask again more simply."
             .into()
+    }
+
+    /// One turn of the model, its words shown as they stream; `Err` is the reply to give the
+    /// person when the model cannot answer.
+    async fn ask_model(
+        &self,
+        model: &crate::llm::Provider,
+        conversation: &str,
+        messages: &[crate::llm::Message],
+        tools: &[crate::llm::ToolSpec],
+        said: &[String],
+    ) -> Result<crate::llm::Turn, String> {
+        use crate::llm::LlmError;
+        let shown = StreamedReply::new(&self.events, conversation, said);
+        let span = model_span(model);
+        let on_text = |piece: &str| shown.push(piece);
+        let streamed = model.stream(messages, tools, &on_text);
+        let streamed = tracing::Instrument::instrument(streamed, span.clone()).await;
+        match &streamed {
+            Ok(turn) => {
+                span.record("gen_ai.usage.input_tokens", turn.usage.input);
+                span.record("gen_ai.usage.output_tokens", turn.usage.output);
+            }
+            Err(_) => {
+                span.record("error.type", "_OTHER");
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        match streamed {
+            Ok(turn) => Ok(turn),
+            Err(LlmError::Http(error)) if error.is_timeout() => Err(
+                "The model did not answer in time, so the request was stopped. Ask again in a moment."
+                    .into(),
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "model call failed");
+                Err(model_failure(model, &error))
+            }
+        }
+    }
+
+    /// Make one tool call the model asked for, if it may be made; what the model is told.
+    async fn tool_call(
+        &self,
+        conversation: &str,
+        tools: &[crate::llm::ToolSpec],
+        call: &crate::llm::ToolCall,
+    ) -> String {
+        match checked_call(tools, call) {
+            Ok(arguments) => match self
+                .call_routed(conversation, &call.function.name, arguments)
+                .await
+            {
+                Ok(result) => text_of(&result),
+                Err(error) => format!("error: {error}"),
+            },
+            Err(refusal) => {
+                tracing::info!(
+                    conversation,
+                    tool = call.function.name,
+                    %refusal,
+                    "a tool call of the model was not made"
+                );
+                format!("error: {refusal}")
+            }
+        }
     }
 
     /// The tools the model may call: the notes search (with a knowledge base) and every tool

@@ -262,6 +262,184 @@ fn like_pattern(text: &str) -> String {
 const MOVIE_COLUMNS: &str =
     "id, title, release_year, genre, rating, runtime, plot, poster_url, tmdb_id";
 
+/// The seed's steps, each a macro so that one text serves SQLite's and PostgreSQL's
+/// transaction (`on_pool!` picks the type): `$store` is the [`Store`], `$tx` the transaction.
+macro_rules! seed_users {
+    ($store:ident, $tx:ident, $hashes:ident) => {{
+        let mut users = HashMap::new();
+        for u in seed::users() {
+            let id: i64 = sqlx::query_scalar(&$store.sql(
+                "INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
+                 RETURNING id",
+            ))
+            .bind(u.username)
+            .bind(u.email)
+            .bind($hashes.get(u.username).map(String::as_str).unwrap_or(""))
+            .bind(u.role.as_str())
+            .fetch_one(&mut *$tx)
+            .await?;
+            users.insert(u.username, id);
+        }
+        users
+    }};
+}
+
+macro_rules! seed_people {
+    ($store:ident, $tx:ident) => {{
+        let mut people = HashMap::new();
+        for p in seed::PEOPLE {
+            let id: i64 = sqlx::query_scalar(&$store.sql(
+                "INSERT INTO people (name, birth_year, biography, country_code) \
+                 VALUES (?, ?, ?, ?) RETURNING id",
+            ))
+            .bind(p.name)
+            .bind(p.birth_year)
+            .bind(p.bio)
+            .bind(p.country)
+            .fetch_one(&mut *$tx)
+            .await?;
+            people.insert(p.name, id);
+        }
+        people
+    }};
+}
+
+macro_rules! seed_movies {
+    ($store:ident, $tx:ident, $person:ident) => {{
+        let mut movies = HashMap::new();
+        for m in seed::MOVIES {
+            let id: i64 = sqlx::query_scalar(&$store.sql(
+                "INSERT INTO movies (title, release_year, genre, rating, runtime, plot, tmdb_id) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            ))
+            .bind(m.title)
+            .bind(m.year)
+            .bind(m.genre.as_str())
+            .bind(m.rating)
+            .bind(m.runtime)
+            .bind(m.plot)
+            .bind(m.tmdb)
+            .fetch_one(&mut *$tx)
+            .await?;
+            movies.insert(m.title, id);
+            for d in m.directors {
+                sqlx::query(
+                    &$store.sql("INSERT INTO movie_directors (movie_id, person_id) VALUES (?, ?)"),
+                )
+                .bind(id)
+                .bind($person(d)?)
+                .execute(&mut *$tx)
+                .await?;
+            }
+            for (actor, character) in m.cast {
+                sqlx::query(&$store.sql(
+                    "INSERT INTO movie_cast (movie_id, person_id, character_name) VALUES (?, ?, ?)",
+                ))
+                .bind(id)
+                .bind($person(actor)?)
+                .bind(character)
+                .execute(&mut *$tx)
+                .await?;
+            }
+        }
+        movies
+    }};
+}
+
+macro_rules! seed_shows {
+    ($store:ident, $tx:ident, $person:ident) => {{
+        let mut shows = HashMap::new();
+        for s in seed::SHOWS {
+            let id: i64 = sqlx::query_scalar(&$store.sql(
+                "INSERT INTO tv_shows (title, genre, rating, tmdb_id, start_year, end_year, \
+                 seasons, plot) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            ))
+            .bind(s.title)
+            .bind(s.genre.as_str())
+            .bind(s.rating)
+            .bind(s.tmdb)
+            .bind(s.start)
+            .bind(s.end)
+            .bind(s.seasons)
+            .bind(s.plot)
+            .fetch_one(&mut *$tx)
+            .await?;
+            shows.insert(s.title, id);
+            for c in s.creators {
+                sqlx::query(
+                    &$store
+                        .sql("INSERT INTO tv_show_creators (tv_show_id, person_id) VALUES (?, ?)"),
+                )
+                .bind(id)
+                .bind($person(c)?)
+                .execute(&mut *$tx)
+                .await?;
+            }
+            for (actor, character) in s.cast {
+                sqlx::query(&$store.sql(
+                    "INSERT INTO tv_show_cast (tv_show_id, person_id, character_name) \
+                     VALUES (?, ?, ?)",
+                ))
+                .bind(id)
+                .bind($person(actor)?)
+                .bind(character)
+                .execute(&mut *$tx)
+                .await?;
+            }
+            for (season, number, title, year) in s.episodes {
+                sqlx::query(&$store.sql(
+                    "INSERT INTO episodes (tv_show_id, season_number, episode_number, title, \
+                     runtime, air_year) VALUES (?, ?, ?, ?, ?, ?)",
+                ))
+                .bind(id)
+                .bind(season)
+                .bind(number)
+                .bind(title)
+                .bind(s.episode_runtime)
+                .bind(year)
+                .execute(&mut *$tx)
+                .await?;
+            }
+        }
+        shows
+    }};
+}
+
+macro_rules! seed_activity {
+    ($store:ident, $tx:ident, $subject:ident, $user:ident) => {{
+        // Reviews are dated a day apart, oldest first, ending yesterday.
+        let start = Utc::now() - chrono::Duration::days(seed::REVIEWS.len() as i64 + 1);
+        for (i, r) in seed::REVIEWS.iter().enumerate() {
+            let (movie, show) = subject_columns($subject(r.title)?);
+            sqlx::query(&$store.sql(
+                "INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            ))
+            .bind(r.score)
+            .bind(r.comment)
+            .bind((start + chrono::Duration::days(i as i64)).to_rfc3339())
+            .bind($user(r.user)?)
+            .bind(movie)
+            .bind(show)
+            .execute(&mut *$tx)
+            .await?;
+        }
+        for (name, title, status) in seed::WATCHLIST {
+            let (movie, show) = subject_columns($subject(*title)?);
+            sqlx::query(&$store.sql(
+                "INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
+                 VALUES (?, ?, ?, ?)",
+            ))
+            .bind($user(name)?)
+            .bind(movie)
+            .bind(show)
+            .bind(status.as_str())
+            .execute(&mut *$tx)
+            .await?;
+        }
+    }};
+}
+
 impl Store {
     /// Open (creating if missing) the database at `url`, migrate it, and seed it if it holds
     /// no movies. `sqlite::memory:` gives a private in-memory database.
@@ -334,110 +512,16 @@ impl Store {
                 return Ok(());
             }
         }
-        let mut users = HashMap::new();
-        for u in seed::users() {
-            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO users (username, email, password_hash, role) VALUES (?, ?, ?, ?) \
-                 RETURNING id"))
-            .bind(u.username)
-            .bind(u.email)
-            .bind(hashes.get(u.username).map(String::as_str).unwrap_or(""))
-            .bind(u.role.as_str())
-            .fetch_one(&mut *tx)
-            .await?;
-            users.insert(u.username, id);
-        }
-        let mut people = HashMap::new();
-        for p in seed::PEOPLE {
-            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO people (name, birth_year, biography, country_code) \
-                 VALUES (?, ?, ?, ?) RETURNING id"))
-            .bind(p.name)
-            .bind(p.birth_year)
-            .bind(p.bio)
-            .bind(p.country)
-            .fetch_one(&mut *tx)
-            .await?;
-            people.insert(p.name, id);
-        }
+        let users = seed_users!(self, tx, hashes);
+        let people = seed_people!(self, tx);
         let person = |name: &str| {
             people
                 .get(name)
                 .copied()
                 .ok_or_else(|| StoreError::Seed(format!("unknown person {name}")))
         };
-        let mut movies = HashMap::new();
-        for m in seed::MOVIES {
-            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO movies (title, release_year, genre, rating, runtime, plot, tmdb_id) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"))
-            .bind(m.title)
-            .bind(m.year)
-            .bind(m.genre.as_str())
-            .bind(m.rating)
-            .bind(m.runtime)
-            .bind(m.plot)
-            .bind(m.tmdb)
-            .fetch_one(&mut *tx)
-            .await?;
-            movies.insert(m.title, id);
-            for d in m.directors {
-                sqlx::query(&self.sql("INSERT INTO movie_directors (movie_id, person_id) VALUES (?, ?)"))
-                    .bind(id)
-                    .bind(person(d)?)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            for (actor, character) in m.cast {
-                sqlx::query(&self.sql("INSERT INTO movie_cast (movie_id, person_id, character_name) VALUES (?, ?, ?)"))
-                .bind(id)
-                .bind(person(actor)?)
-                .bind(character)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        let mut shows = HashMap::new();
-        for s in seed::SHOWS {
-            let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO tv_shows (title, genre, rating, tmdb_id, start_year, end_year, \
-                 seasons, plot) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"))
-            .bind(s.title)
-            .bind(s.genre.as_str())
-            .bind(s.rating)
-            .bind(s.tmdb)
-            .bind(s.start)
-            .bind(s.end)
-            .bind(s.seasons)
-            .bind(s.plot)
-            .fetch_one(&mut *tx)
-            .await?;
-            shows.insert(s.title, id);
-            for c in s.creators {
-                sqlx::query(&self.sql("INSERT INTO tv_show_creators (tv_show_id, person_id) VALUES (?, ?)"))
-                    .bind(id)
-                    .bind(person(c)?)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            for (actor, character) in s.cast {
-                sqlx::query(&self.sql("INSERT INTO tv_show_cast (tv_show_id, person_id, character_name) \
-                     VALUES (?, ?, ?)"))
-                .bind(id)
-                .bind(person(actor)?)
-                .bind(character)
-                .execute(&mut *tx)
-                .await?;
-            }
-            for (season, number, title, year) in s.episodes {
-                sqlx::query(&self.sql("INSERT INTO episodes (tv_show_id, season_number, episode_number, title, \
-                     runtime, air_year) VALUES (?, ?, ?, ?, ?, ?)"))
-                .bind(id)
-                .bind(season)
-                .bind(number)
-                .bind(title)
-                .bind(s.episode_runtime)
-                .bind(year)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
+        let movies = seed_movies!(self, tx, person);
+        let shows = seed_shows!(self, tx, person);
         let subject = |title: SeedTitle| match title {
             SeedTitle::Movie(t) => movies
                 .get(t)
@@ -454,32 +538,7 @@ impl Store {
                 .copied()
                 .ok_or_else(|| StoreError::Seed(format!("unknown user {name}")))
         };
-        // Reviews are dated a day apart, oldest first, ending yesterday.
-        let start = Utc::now() - chrono::Duration::days(seed::REVIEWS.len() as i64 + 1);
-        for (i, r) in seed::REVIEWS.iter().enumerate() {
-            let (movie, show) = subject_columns(subject(r.title)?);
-            sqlx::query(&self.sql("INSERT INTO reviews (score, comment, created_at, user_id, movie_id, tv_show_id) \
-                 VALUES (?, ?, ?, ?, ?, ?)"))
-            .bind(r.score)
-            .bind(r.comment)
-            .bind((start + chrono::Duration::days(i as i64)).to_rfc3339())
-            .bind(user(r.user)?)
-            .bind(movie)
-            .bind(show)
-            .execute(&mut *tx)
-            .await?;
-        }
-        for (name, title, status) in seed::WATCHLIST {
-            let (movie, show) = subject_columns(subject(*title)?);
-            sqlx::query(&self.sql("INSERT INTO watchlist_items (user_id, movie_id, tv_show_id, status) \
-                 VALUES (?, ?, ?, ?)"))
-            .bind(user(name)?)
-            .bind(movie)
-            .bind(show)
-            .bind(status.as_str())
-            .execute(&mut *tx)
-            .await?;
-        }
+        seed_activity!(self, tx, subject, user);
         tx.commit().await?;
         });
         Ok(())
