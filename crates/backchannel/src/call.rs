@@ -35,6 +35,10 @@ impl std::fmt::Debug for StatusSink {
     }
 }
 
+/// How long a server waits for a person's answer unless told otherwise
+/// ([`BackchannelBuilder::ask_timeout`](crate::BackchannelBuilder::ask_timeout)); a host that knows the server's setting waits as long.
+pub const DEFAULT_ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// What every call of one layer shares: its clock, its defaults and its sessions.
 #[derive(Debug)]
 pub(crate) struct Shared {
