@@ -186,7 +186,7 @@ pub(crate) async fn sign_in<F, Fut>(
 ) -> Result<AuthorizationManager, String>
 where
     F: FnOnce(String) -> Fut,
-    Fut: std::future::Future<Output = Result<String, String>>,
+    Fut: std::future::Future<Output = Result<String, crate::error::AuthorizeError>>,
 {
     let mut manager = AuthorizationManager::new(url)
         .await
@@ -216,7 +216,9 @@ where
         .get_authorization_url()
         .await
         .map_err(|e| e.to_string())?;
-    let came_back = authorize(authorization_url).await?;
+    let came_back = authorize(authorization_url)
+        .await
+        .map_err(|e| e.to_string())?;
     state
         .handle_callback_url(&came_back)
         .await

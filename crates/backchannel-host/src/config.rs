@@ -166,6 +166,7 @@ fn default_meta_allow() -> Vec<String> {
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// Not valid TOML, or not the expected shape.
     #[error("the host configuration is not valid: {0}")]

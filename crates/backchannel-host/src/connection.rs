@@ -114,13 +114,32 @@ pub(crate) fn lifecycle_for(protocol: Option<backchannel::Revision>) -> ClientLi
     }
 }
 
-/// Whether a connect error is rmcp's "no compatible protocol version" from a server whose
-/// list names 2025-11-25 (the server speaks it, not the stateless revision).
-pub(crate) fn offers_only_sessions(message: &str) -> bool {
-    message.contains("no compatible protocol version")
-        && message
-            .split_once("server:")
-            .is_some_and(|(_, server)| server.contains("\"2025-11-25\""))
+/// A connection's start failed with `error`, as the host reports it: rmcp's "no compatible
+/// protocol version" from a server whose list names a revision with sessions apart (it speaks
+/// 2025-11-25, not the stateless revision), read from rmcp's type, not its text.
+pub(crate) fn connect_failed(
+    connection: &str,
+    error: rmcp::service::ClientInitializeError,
+) -> HostError {
+    let sessions_only = matches!(
+        &error,
+        rmcp::service::ClientInitializeError::NoCompatibleProtocolVersion { server_supported, .. }
+            if server_supported
+                .iter()
+                .any(|version| backchannel::Revision::of(version).has_sessions())
+    );
+    let (connection, message) = (connection.to_owned(), error.to_string());
+    if sessions_only {
+        HostError::SessionsOnly {
+            connection,
+            message,
+        }
+    } else {
+        HostError::Connect {
+            connection,
+            message,
+        }
+    }
 }
 
 /// A connection's folders as the `file://` roots it declares, each named after its folder.
@@ -199,13 +218,17 @@ impl<H: HostHandler> SigningIn<'_, H> {
             auth::Reauth,
             ListeningOpened,
         ),
-        String,
+        HostError,
     > {
+        let failed = |message: String| HostError::Connect {
+            connection: self.name.to_owned(),
+            message,
+        };
         let store = auth::TokenStore::for_config(&self.settings);
         let mut manager = auth::manager(self.url, &store)
             .await
-            .map_err(|e| e.to_string())?;
-        let http = http_client()?;
+            .map_err(|e| failed(e.to_string()))?;
+        let http = http_client().map_err(failed)?;
         for attempt in 0..=auth::MAX_SIGN_INS {
             let client = rmcp::transport::auth::AuthClient::new(http.clone(), manager);
             let held = client.auth_manager.clone();
@@ -231,13 +254,13 @@ impl<H: HostHandler> SigningIn<'_, H> {
                 Err(error) => error,
             };
             let Some(challenge) = error.auth_challenge().map(str::to_owned) else {
-                return Err(error.to_string());
+                return Err(connect_failed(self.name, error));
             };
             if attempt == auth::MAX_SIGN_INS {
-                return Err(format!(
+                return Err(failed(format!(
                     "the server still refuses after {} sign-ins: {error}",
                     auth::MAX_SIGN_INS
-                ));
+                )));
             }
             tracing::info!(connection = self.name, "the server asks to sign in");
             manager = auth::sign_in(
@@ -249,9 +272,9 @@ impl<H: HostHandler> SigningIn<'_, H> {
                 |url| self.handler.authorize(self.name, url),
             )
             .await
-            .map_err(|e| format!("signing in failed: {e}"))?;
+            .map_err(|e| failed(format!("signing in failed: {e}")))?;
         }
-        Err("signing in failed".to_owned())
+        Err(failed("signing in failed".to_owned()))
     }
 }
 
@@ -266,9 +289,7 @@ impl<H: HostHandler> Connection<H> {
         handler: Arc<H>,
     ) -> Result<Connection<H>, HostError> {
         match Self::open_as(name, config, host, handler.clone()).await {
-            Err(HostError::Connect { message, .. })
-                if config.protocol.is_none() && offers_only_sessions(&message) =>
-            {
+            Err(HostError::SessionsOnly { .. }) if config.protocol.is_none() => {
                 tracing::debug!(connection = %name, "the server refused 2026-07-28; opening on 2025-11-25");
                 let legacy = ConnectionConfig {
                     protocol: Some(backchannel::Revision::V2025_11_25),
@@ -320,8 +341,7 @@ impl<H: HostHandler> Connection<H> {
                     };
                     let (service, signed_in, opened) = signing_in
                         .serve(transport_config, make_routed, &routes, lifecycle)
-                        .await
-                        .map_err(connect_error)?;
+                        .await?;
                     reauth = Some(signed_in);
                     (service, opened)
                 };
@@ -333,7 +353,7 @@ impl<H: HostHandler> Connection<H> {
                     let service = make_routed()
                         .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                         .await
-                        .map_err(|e| connect_error(e.to_string()))?;
+                        .map_err(|error| connect_failed(name, error))?;
                     (service, opened)
                 };
                 wait_for_listening(name, &service, opened, config.request_timeout()).await;
@@ -350,7 +370,7 @@ impl<H: HostHandler> Connection<H> {
                 make_routed()
                     .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await
-                    .map_err(|e| connect_error(e.to_string()))?
+                    .map_err(|error| connect_failed(name, error))?
             }
         };
         let listening = listen_for_changes(name, &service, handler.clone());

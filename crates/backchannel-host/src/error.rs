@@ -8,6 +8,7 @@ use crate::config::ConfigError;
 
 /// Errors of the host.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// The configuration was refused.
     #[error(transparent)]
@@ -15,6 +16,15 @@ pub enum HostError {
     /// A connection could not be opened.
     #[error("cannot connect to {connection:?}: {message}")]
     Connect {
+        /// The connection.
+        connection: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The server refused the revision asked for and speaks only 2025-11-25 (with no revision
+    /// configured, the host opens the connection again on it).
+    #[error("cannot connect to {connection:?}: {message}")]
+    SessionsOnly {
         /// The connection.
         connection: String,
         /// What went wrong.
@@ -56,4 +66,22 @@ pub enum HostError {
         /// The timeout.
         timeout: Duration,
     },
+}
+
+/// Why a person's sign-in to a server did not come back ([`crate::HostHandler::authorize`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthorizeError {
+    /// This host has no way to take a person through a sign-in.
+    #[error("this host cannot sign in to servers")]
+    Unsupported,
+    /// The sign-in was tried and did not finish: why, for the person.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<String> for AuthorizeError {
+    fn from(reason: String) -> Self {
+        AuthorizeError::Failed(reason)
+    }
 }

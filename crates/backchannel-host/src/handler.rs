@@ -11,6 +11,8 @@ use rmcp::model::{
 
 use backchannel::ListKind;
 
+use crate::error::AuthorizeError;
+
 /// What the host application decides when its servers talk back. Every method has a safe
 /// default: questions are declined, sampling is refused, notifications are ignored.
 pub trait HostHandler: Send + Sync + 'static {
@@ -78,9 +80,9 @@ pub trait HostHandler: Send + Sync + 'static {
         &self,
         connection: &str,
         authorization_url: String,
-    ) -> impl Future<Output = Result<String, String>> + Send {
+    ) -> impl Future<Output = Result<String, AuthorizeError>> + Send {
         let _ = (connection, authorization_url);
-        async { Err("this host cannot sign in to servers".to_owned()) }
+        async { Err(AuthorizeError::Unsupported) }
     }
 
     /// A server's tool, prompt or resource list changed.

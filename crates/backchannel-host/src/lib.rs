@@ -46,7 +46,7 @@ pub use config::{
     file_uri,
 };
 pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST};
-pub use error::HostError;
+pub use error::{AuthorizeError, HostError};
 pub use handler::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion, SamplingTurn};
 pub use host::Host;
 pub use rounds::{CallContext, Started};

@@ -8,6 +8,7 @@ use crate::ctx::Suspend;
 
 /// The error side of a tool body.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ToolError {
     /// An ask has no answer yet; the layer fetches it and runs the body again.
     Suspended,

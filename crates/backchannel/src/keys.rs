@@ -47,6 +47,7 @@ impl std::fmt::Debug for StateKeys {
 
 /// Why a key ring was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateKeysError {
     /// A key is too short to be safe.
     #[error(

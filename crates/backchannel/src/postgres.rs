@@ -211,7 +211,7 @@ impl SpentLedger for PgSpentRounds {
         round: u32,
         expires_ms: u64,
         now_ms: u64,
-    ) -> BoxFuture<'static, Result<bool, String>> {
+    ) -> BoxFuture<'static, Result<bool, crate::LedgerError>> {
         let pool = self.pool.clone();
         let nonce = nonce.to_owned();
         let sweep = self
@@ -236,7 +236,7 @@ impl SpentLedger for PgSpentRounds {
             .bind(clamp(expires_ms))
             .execute(&pool)
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| crate::LedgerError(error.to_string()))?;
             Ok(done.rows_affected() == 1)
         })
     }

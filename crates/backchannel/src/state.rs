@@ -104,6 +104,7 @@ pub(crate) struct PassedOn {
 
 /// Why a `requestState` was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StateError {
     /// The state does not verify: tampered, sealed for another call, or by another key.
     #[error("requestState failed verification (tampered, or sealed for a different call)")]

@@ -236,7 +236,7 @@ impl HostHandler for ConformanceHandler {
         &self,
         _connection: &str,
         authorization_url: String,
-    ) -> Result<String, String> {
+    ) -> Result<String, backchannel_host::AuthorizeError> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -256,6 +256,7 @@ impl HostHandler for ConformanceHandler {
                     "the authorization server answered {} without sending the browser back",
                     response.status()
                 )
+                .into()
             })
     }
 

@@ -4,6 +4,7 @@ use backchannel_host::HostError;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GatewayError {
     /// An upstream given on the command line is not `NAME=URL`.
     #[error("bad upstream {0}")]

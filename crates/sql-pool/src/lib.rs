@@ -222,6 +222,7 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Why a [`Direct::write`] did not happen; nothing of it is in the database.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// SQLite refused the statement (`SQLITE_BUSY`: another connection is writing).
     #[error(transparent)]
@@ -430,6 +431,7 @@ async fn commit_soon(
 
 /// Why a [`Direct`] connection could not be opened.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DirectError {
     /// The URL is not a SQLite URL.
     #[error("not a SQLite database URL: {0}")]

@@ -33,11 +33,11 @@ impl HostHandler for DeskHandler {
         &self,
         connection: &str,
         authorization_url: String,
-    ) -> Result<String, String> {
+    ) -> Result<String, backchannel_host::AuthorizeError> {
         let Some(callback) = &self.sign_in_callback else {
-            return Err(format!(
+            return Err(backchannel_host::AuthorizeError::Failed(format!(
                 "{connection} asks to sign in, and this desk has no callback address to sign in with"
-            ));
+            )));
         };
         let query = self
             .events

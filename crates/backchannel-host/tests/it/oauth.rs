@@ -179,7 +179,11 @@ struct Browser {
 }
 
 impl HostHandler for Browser {
-    async fn authorize(&self, _connection: &str, url: String) -> Result<String, String> {
+    async fn authorize(
+        &self,
+        _connection: &str,
+        url: String,
+    ) -> Result<String, backchannel_host::AuthorizeError> {
         self.sign_ins.fetch_add(1, Ordering::SeqCst);
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -191,7 +195,7 @@ impl HostHandler for Browser {
             .get(reqwest::header::LOCATION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
-            .ok_or_else(|| "no redirect".to_owned())
+            .ok_or_else(|| "no redirect".to_owned().into())
     }
 }
 

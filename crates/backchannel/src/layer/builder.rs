@@ -47,6 +47,7 @@ impl std::fmt::Debug for BackchannelBuilder {
 
 /// Errors building a [`Backchannel`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// The sealing key is shorter than 32 bytes.
     #[error("the request-state key must be at least 32 bytes, got {0}")]

@@ -75,8 +75,13 @@ pub trait SpentLedger: Send + Sync + 'static {
         round: u32,
         expires_ms: u64,
         now_ms: u64,
-    ) -> futures::future::BoxFuture<'static, Result<bool, String>>;
+    ) -> futures::future::BoxFuture<'static, Result<bool, LedgerError>>;
 }
+
+/// A [`SpentLedger`] could not be asked (the retry is then refused).
+#[derive(Debug, thiserror::Error)]
+#[error("the ledger of spent rounds could not be asked: {0}")]
+pub struct LedgerError(pub String);
 
 /// Who a task belongs to: the principal that started it, else the 2025-11-25 session it was
 /// started in, else (an anonymous stateless caller) whoever knows its random id.

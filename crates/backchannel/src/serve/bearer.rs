@@ -5,6 +5,7 @@ pub const MAX_TOKEN_BYTES: usize = 4096;
 
 /// Why an `Authorization` header holds no usable bearer token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BearerError {
     /// The header is not visible ASCII.
     #[error("the Authorization header is not readable text")]

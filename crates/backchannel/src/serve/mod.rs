@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Errors of the serving helpers.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The stdio session could not start (for example, a malformed first message).
     #[error("the stdio session could not start: {0}")]
