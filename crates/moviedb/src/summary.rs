@@ -213,7 +213,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// One review as the summariser sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct ReviewText {
     /// Score, 1–10.
     pub score: i32,

@@ -53,6 +53,17 @@ impl Outcome {
             .collect()
     }
 
+    /// For read tools: the data read as `T` (the shape of the document's selection), or the
+    /// errors as a tool failure.
+    pub(crate) fn data_as<T: serde::de::DeserializeOwned>(self) -> Result<T, ToolError> {
+        let data = self.data_or_fail()?;
+        serde_json::from_value(data).map_err(|error| {
+            ToolError::failed(format!(
+                "the GraphQL answer did not have the expected shape: {error}"
+            ))
+        })
+    }
+
     /// For read tools: data, or the errors as a tool failure.
     pub(crate) fn data_or_fail(self) -> Result<Value, ToolError> {
         if self.errors.is_empty() {
@@ -96,4 +107,35 @@ pub(crate) fn viewer_of(extensions: &Extensions, fixed: Option<&Viewer>) -> Opti
         .and_then(|parts| parts.extensions.get::<Viewer>())
         .or(fixed)
         .cloned()
+}
+
+/// What [`RECOMMEND`] selects.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Recommended {
+    pub(crate) recommend_movies_for_mood: Vec<RecommendedRow>,
+}
+
+/// One movie of [`Recommended`].
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecommendedRow {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) release_year: i32,
+    pub(crate) genre: String,
+    pub(crate) average_rating: Option<f64>,
+}
+
+/// What [`REVIEWS`] selects: the movie, `None` when there is no movie with that id.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Reviews {
+    pub(crate) movie: Option<ReviewedMovie>,
+}
+
+/// The movie of [`Reviews`] and what its reviewers said.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ReviewedMovie {
+    pub(crate) title: String,
+    pub(crate) reviews: Vec<ReviewText>,
 }

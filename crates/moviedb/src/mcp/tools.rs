@@ -12,9 +12,11 @@ use crate::mcp::args::{
     Staged, SummarizeArgs, SummaryOutput,
 };
 use crate::mcp::confirmations::TokenRefusal;
-use crate::mcp::documents::{ADD, ITEM, Outcome, RECOMMEND, REMOVE, REVIEWS, tool_error_entry};
+use crate::mcp::documents::{
+    ADD, ITEM, Outcome, RECOMMEND, REMOVE, REVIEWS, Recommended, Reviews, tool_error_entry,
+};
 use crate::mcp::{MovieServer, SIGN_IN_NEEDED};
-use crate::summary::{self, ReviewText};
+use crate::summary;
 
 #[tool_router(vis = "pub(crate)")]
 impl MovieServer {
@@ -56,21 +58,18 @@ impl MovieServer {
             "mood": args.input.mood,
             "excludeWatched": args.input.exclude_watched,
         });
-        let data = self.run(&ctx, RECOMMEND, variables).await.data_or_fail()?;
-        let movies = data["recommendMoviesForMood"]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .map(|m| RecommendedMovie {
-                        id: m["id"].as_str().unwrap_or_default().to_owned(),
-                        title: m["title"].as_str().unwrap_or_default().to_owned(),
-                        release_year: m["releaseYear"].as_i64().unwrap_or_default() as i32,
-                        genre: m["genre"].as_str().unwrap_or_default().to_owned(),
-                        rating: m["averageRating"].as_f64(),
-                    })
-                    .collect()
+        let data: Recommended = self.run(&ctx, RECOMMEND, variables).await.data_as()?;
+        let movies = data
+            .recommend_movies_for_mood
+            .into_iter()
+            .map(|m| RecommendedMovie {
+                id: m.id,
+                title: m.title,
+                release_year: m.release_year,
+                genre: m.genre,
+                rating: m.average_rating,
             })
-            .unwrap_or_default();
+            .collect();
         Ok(Json(Recommendations { movies }))
     }
 
@@ -94,26 +93,18 @@ impl MovieServer {
             ToolError::failed(format!("Invalid value '{}' for movieId", args.movie_id))
         })?;
         ctx.progress(0.0, Some(1.0), Some("Loading reviews")).await;
-        let data = self
+        let data: Reviews = self
             .run(&ctx, REVIEWS, json!({ "id": movie_id.to_string() }))
             .await
-            .data_or_fail()?;
-        // An unknown movie reads as one without reviews.
-        let movie = &data["movie"];
-        let reviews: Vec<ReviewText> = movie["reviews"]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .map(|r| ReviewText {
-                        score: r["score"].as_i64().unwrap_or_default() as i32,
-                        comment: r["comment"].as_str().map(str::to_owned),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let summary = summary::summarize(movie_id, &reviews, async |reviews| {
+            .data_as()?;
+        let Some(movie) = data.movie else {
+            return Err(ToolError::failed(format!(
+                "There is no movie with id {movie_id}; search for movies to find their ids."
+            )));
+        };
+        let summary = summary::summarize(movie_id, &movie.reviews, async |reviews| {
             ctx.progress(0.4, Some(1.0), Some("Summarizing")).await;
-            self.summarize_with_model(&ctx, movie_id, movie["title"].as_str(), reviews)
+            self.summarize_with_model(&ctx, movie_id, Some(movie.title.as_str()), reviews)
                 .await
         })
         .await?;

@@ -60,13 +60,24 @@ async fn the_three_summary_states_follow_the_review_count() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let client = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
-        // Forrest Gump has no reviews, an unknown id counts as none.
-        for id in ["5", "999"] {
-            let s = summarize(&db, client.clone(), wire, id).await;
-            assert_eq!(s["reviewCount"], 0, "{wire:?} {id}");
-            assert!(s["summary"].is_null() && s["averageScore"].is_null());
-            assert_eq!(s["themes"], json!([]));
-        }
+        // Forrest Gump has no reviews.
+        let s = summarize(&db, client.clone(), wire, "5").await;
+        assert_eq!(s["reviewCount"], 0, "{wire:?}");
+        assert!(s["summary"].is_null() && s["averageScore"].is_null());
+        assert_eq!(s["themes"], json!([]));
+        // An unknown movie is no movie without reviews: a clear tool error.
+        let running = Db::connect(db.server(None), client.clone(), wire).await;
+        let unknown = running
+            .call_tool(call("summarizeMovieReviews", json!({ "movieId": "999" })))
+            .await
+            .unwrap();
+        running.cancel().await.unwrap();
+        assert_eq!(unknown.is_error, Some(true), "{wire:?}");
+        assert!(
+            text_of(&unknown).contains("There is no movie with id 999"),
+            "{wire:?}: {}",
+            text_of(&unknown)
+        );
         // The Godfather has two: an average, no prose.
         let s = summarize(&db, client.clone(), wire, "2").await;
         assert_eq!(
