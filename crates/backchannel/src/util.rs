@@ -73,14 +73,15 @@ pub(crate) fn fresh_nonce() -> String {
 /// How many nonces one read of the operating system's random source makes.
 const NONCE_BATCH: usize = 64;
 
-/// Run `check` on every input in `fuzz/corpus/<target>` and `fuzz/regressions/<target>`;
-/// panics naming the first input that makes `check` panic, or when there are none. Shared by
-/// the library's own corpus tests and `testing::replay_fuzz_corpus`.
+/// Run `check` on every input in `fuzz/seeds/<target>` (a small corpus spread over the sizes
+/// `scripts/fuzz` found) and `fuzz/regressions/<target>` (every input a fuzzer ever crashed
+/// on); panics naming the first input that makes `check` panic, or when there are none.
+/// Shared by the library's own corpus tests and `testing::replay_fuzz_corpus`.
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
     let mut seen = 0;
-    for dir in ["corpus", "regressions"] {
+    for dir in ["seeds", "regressions"] {
         let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
             continue;
         };
@@ -94,7 +95,7 @@ pub(crate) fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8]) + std::pani
             seen += 1;
         }
     }
-    assert!(seen > 0, "fuzz/corpus/{target} holds the seeds");
+    assert!(seen > 0, "fuzz/seeds/{target} holds the seeds");
 }
 
 #[cfg(test)]

@@ -211,7 +211,7 @@ pub fn cluster() -> (
     (dir, endpoints)
 }
 
-/// Run `check` on every input in `fuzz/corpus/<target>` and `fuzz/regressions/<target>` (the
+/// Run `check` on every input in `fuzz/seeds/<target>` and `fuzz/regressions/<target>` (the
 /// fuzzer's findings, replayed by the crates' own tests); panics naming the first input that
 /// makes `check` panic, or when there are no inputs at all.
 pub fn replay_fuzz_corpus(target: &str, check: impl Fn(&[u8]) + std::panic::RefUnwindSafe) {
