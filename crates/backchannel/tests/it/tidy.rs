@@ -844,3 +844,13 @@ fn the_library_crate_roots_are_faces() {
         assert!(items.is_empty(), "{root} holds items of its own: {items:?}");
     }
 }
+
+#[test]
+fn the_architecture_document_stays_short() {
+    let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let lines = architecture.lines().count();
+    assert!(
+        lines < 350,
+        "ARCHITECTURE.md has {lines} lines: keep it a map (numbers live in the code)"
+    );
+}
