@@ -77,6 +77,34 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The name of every kind of event, as the stream names them (the `event` field too).
+    pub const NAMES: [&'static str; 8] = [
+        "hello",
+        "progress",
+        "confirmation",
+        "sampling",
+        "closed",
+        "signin",
+        "signinended",
+        "reply",
+    ];
+
+    /// This event's name in the stream (one of [`Event::NAMES`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Hello { .. } => "hello",
+            Event::Progress { .. } => "progress",
+            Event::Confirmation { .. } => "confirmation",
+            Event::Sampling { .. } => "sampling",
+            Event::Closed { .. } => "closed",
+            Event::SignIn { .. } => "signin",
+            Event::SignInEnded { .. } => "signinended",
+            Event::Reply { .. } => "reply",
+        }
+    }
+}
+
 /// The person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -400,6 +428,42 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_event_is_named_as_its_json_names_it() {
+        let events = [
+            Event::Hello { secret: "s".into() },
+            Event::Progress { percent: 1 },
+            Event::Confirmation {
+                id: "i".into(),
+                message: "m".into(),
+                seconds: 1,
+            },
+            Event::Sampling {
+                id: "i".into(),
+                message: "m".into(),
+                seconds: 1,
+            },
+            Event::Closed { id: "i".into() },
+            Event::SignIn {
+                server: "s".into(),
+                url: "https://a.example/".into(),
+            },
+            Event::SignInEnded {
+                server: "s".into(),
+                completed: true,
+            },
+            Event::Reply {
+                text: "t".into(),
+                html: "t".into(),
+            },
+        ];
+        let names: Vec<&str> = events.iter().map(Event::name).collect();
+        assert_eq!(names, Event::NAMES);
+        for event in &events {
+            assert_eq!(serde_json::to_value(event).unwrap()["event"], event.name());
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_question_is_answered_once_and_only_with_its_secret() {

@@ -10,4 +10,5 @@ pub mod messages;
 pub mod notes;
 pub mod render;
 pub mod rules;
+pub mod vocabulary;
 pub mod web;

@@ -52,6 +52,7 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/favicon.svg", get(favicon))
         .route("/favicon.ico", get(favicon))
         .route("/api/greeting", get(greeting))
+        .route("/api/desk", get(vocabulary))
         .route("/api/chat", post(chat))
         .route("/api/chat/stop", post(stop))
         .route("/api/refund-email", post(refund_email))
@@ -181,6 +182,11 @@ async fn favicon() -> impl IntoResponse {
 }
 
 /// What the desk says before anything is asked.
+/// The page's vocabulary (`vocabulary::desk`).
+async fn vocabulary() -> Response {
+    Json(crate::vocabulary::desk()).into_response()
+}
+
 async fn greeting(State(desk): State<Arc<Desk>>) -> Response {
     Json(reply_json(&desk.greeting())).into_response()
 }
@@ -243,16 +249,7 @@ async fn events(
     let (_secret, mut rx) = desk.events().open(&query.conversation_id);
     let stream = async_stream(move |yielder| async move {
         while let Some(event) = rx.recv().await {
-            let name = match &event {
-                crate::events::Event::Hello { .. } => "hello",
-                crate::events::Event::Progress { .. } => "progress",
-                crate::events::Event::Confirmation { .. } => "confirmation",
-                crate::events::Event::Sampling { .. } => "sampling",
-                crate::events::Event::Closed { .. } => "closed",
-                crate::events::Event::SignIn { .. } => "signin",
-                crate::events::Event::SignInEnded { .. } => "signinended",
-                crate::events::Event::Reply { .. } => "reply",
-            };
+            let name = event.name();
             let data = serde_json::to_string(&event).unwrap_or_default();
             if yielder
                 .send(Ok(SseEvent::default().event(name).data(data)))

@@ -2,8 +2,9 @@
 // confirmation dialog that answers the order service's questions.
 "use strict";
 
-const STATUSES = ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"];
-const REASONS = ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"];
+// The desk's vocabulary (statuses, which may have a refund e-mail, the refund reasons, the
+// names of the stream's events) is the desk's to decide: `GET /api/desk` fills it at start.
+let vocabulary = { statuses: [], refundable: [], refundReasons: [], events: [] };
 const conversationId = "ui-" + Math.random().toString(36).slice(2, 10);
 const $ = (id) => document.getElementById(id);
 const eur = new Intl.NumberFormat("en-IE", { style: "currency", currency: "EUR" });
@@ -26,7 +27,7 @@ $("theme").onclick = () => {
 };
 
 function renderTabs() {
-  $("tabs").replaceChildren(...STATUSES.map((s) => {
+  $("tabs").replaceChildren(...vocabulary.statuses.map((s) => {
     const b = document.createElement("button");
     b.textContent = s;
     b.dataset.status = s;
@@ -101,7 +102,7 @@ function select(order) {
   }));
   const s = order.shipment;
   $("detail-shipment").textContent = s ? `${s.carrier} ${s.trackingNumber}, due ${s.estimatedDelivery}` : "Not shipped yet";
-  const refundable = ["SHIPPED", "DELIVERED", "CANCELLED"].includes(order.status);
+  const refundable = vocabulary.refundable.includes(order.status);
   $("refund-open").disabled = !refundable;
   $("refund-hint").hidden = refundable;
 }
@@ -216,14 +217,21 @@ $("chat-stop").onclick = () => fetch("/api/chat/stop", {
 let countdown = null;
 function connectEvents() {
   const source = new EventSource("/api/events?conversationId=" + conversationId);
-  source.addEventListener("hello", (e) => { secret = JSON.parse(e.data).secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; });
-  source.addEventListener("progress", (e) => setProgress(JSON.parse(e.data).percent));
-  source.addEventListener("reply", (e) => growReply(JSON.parse(e.data)));
-  source.addEventListener("confirmation", (e) => ask(JSON.parse(e.data), "Confirm"));
-  source.addEventListener("sampling", (e) => ask(JSON.parse(e.data), "Let the model answer this?"));
-  source.addEventListener("closed", (e) => closed(JSON.parse(e.data).id));
-  source.addEventListener("signin", (e) => showSignIn(JSON.parse(e.data)));
-  source.addEventListener("signinended", (e) => endSignIn(JSON.parse(e.data)));
+  const handlers = {
+    hello: (data) => { secret = data.secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; },
+    progress: (data) => setProgress(data.percent),
+    reply: (data) => growReply(data),
+    confirmation: (data) => ask(data, "Confirm"),
+    sampling: (data) => ask(data, "Let the model answer this?"),
+    closed: (data) => closed(data.id),
+    signin: (data) => showSignIn(data),
+    signinended: (data) => endSignIn(data),
+  };
+  for (const name of vocabulary.events) {
+    const handle = handlers[name];
+    if (!handle) { console.warn("the desk sends events this page does not show:", name); continue; }
+    source.addEventListener(name, (e) => handle(JSON.parse(e.data)));
+  }
   source.onerror = () => { $("agent-state").textContent = ": agent not running"; };
 }
 
@@ -328,26 +336,32 @@ function ask(question, title) {
 }
 
 // Refund email.
-$("refund-chips").replaceChildren(...REASONS.map((r) => {
-  const chip = document.createElement("span");
-  chip.className = "chip";
-  chip.textContent = r;
-  chip.onclick = () => { $("refund-reason").value = r; };
-  return chip;
-}));
+function renderReasons() {
+  $("refund-chips").replaceChildren(...vocabulary.refundReasons.map((r) => {
+    const chip = document.createElement("span");
+    chip.className = "chip";
+    chip.textContent = r;
+    chip.onclick = () => { $("refund-reason").value = r; };
+    return chip;
+  }));
+}
 $("refund-open").onclick = () => { $("refund-text").textContent = ""; $("refund").showModal(); };
 $("refund-close").onclick = () => $("refund").close();
 $("refund-copy").onclick = () => navigator.clipboard && navigator.clipboard.writeText($("refund-text").textContent);
 $("refund-draft").onclick = async () => {
   const res = await fetch("/api/refund-email", {
     method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ orderId: selected.orderId, reason: $("refund-reason").value || REASONS[0] }),
+    body: JSON.stringify({ orderId: selected.orderId, reason: $("refund-reason").value || vocabulary.refundReasons[0] }),
   });
   if (res.status === 404) { $("refund-text").textContent = "The refund endpoint is not available."; return; }
   $("refund-text").textContent = (await res.json()).reply;
 };
 
-renderTabs();
-loadOrders();
-greet();
-connectEvents();
+(async () => {
+  vocabulary = await (await fetch("/api/desk")).json();
+  renderTabs();
+  renderReasons();
+  loadOrders();
+  greet();
+  connectEvents();
+})();

@@ -480,6 +480,13 @@ impl Desk {
             Ok(result) => return text_of(&result),
             Err(error) => return error,
         };
+        let status = order["status"].as_str().unwrap_or_default();
+        if !crate::vocabulary::refundable(status) {
+            return format!(
+                "Order {order_id} is {status}: a refund e-mail is drafted only for an order that \
+                 shipped, was delivered or was cancelled."
+            );
+        }
         crate::messages::refund_email(
             order["customer"]["name"].as_str().unwrap_or("customer"),
             order_id,

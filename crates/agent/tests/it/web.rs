@@ -505,3 +505,40 @@ async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
         "the page itself is served to loopback"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refund_rule() {
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    let vocabulary: Value = reqwest::get(format!("{}api/desk", demo.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // The contract the page is written against.
+    assert_eq!(
+        vocabulary,
+        json!({
+            "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
+            "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
+            "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
+            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply"],
+        })
+    );
+    // A refund e-mail for an order that has not shipped is refused by the desk, whatever a
+    // page sends.
+    let refused: Value = reqwest::Client::new()
+        .post(format!("{}api/refund-email", demo.url))
+        .json(&json!({"orderId": "ORD-10002", "reason": "faulty"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = refused["reply"].as_str().unwrap();
+    assert!(
+        text.contains("ORD-10002 is PENDING") && text.contains("drafted only for"),
+        "{text}"
+    );
+}
