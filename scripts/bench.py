@@ -64,23 +64,12 @@ class OtlpSink:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-BODY = json.dumps({
-    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-    "params": {
-        "name": "get_order", "arguments": {"orderId": "ORD-10001"},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
-        },
-    },
-})
+GET_ORDER = kit.tool_call("get_order", {"orderId": "ORD-10001"}, kit.meta({}))
+BODY = json.dumps(GET_ORDER)
 HEADERS = {
     "Content-Type": "application/json",
     "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": "2026-07-28",
-    "Mcp-Method": "tools/call",
-    "Mcp-Name": "get_order",
+    **kit.stateless_headers(GET_ORDER),
 }
 
 
@@ -183,7 +172,7 @@ def hold_2026(port, pid, ids):
 
         async def worker():
             nonlocal opened
-            connection = bench_cluster.Connection(port)
+            connection = kit.Connection(port)
             for order in queue:
                 _, answer = await connection.post(bench_cluster.call("cancel_order", {"orderId": order}))
                 opened += answer.get("result", {}).get("resultType") == "input_required"
@@ -199,13 +188,9 @@ def hold_2026(port, pid, ids):
 def recheck_wall_ms(port):
     """Wall time of one `recheck_shipments` call (every shipped order, the simulated carrier
     answering each in 30 ms), as a 2026-07-28 call without a progress token."""
-    body = json.dumps({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "recheck_shipments", "arguments": {},
-                   "_meta": json.loads(BODY)["params"]["_meta"]},
-    }).encode()
-    headers = dict(HEADERS, **{"Mcp-Name": "recheck_shipments"})
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, headers=headers)
+    message = kit.tool_call("recheck_shipments", {}, kit.meta({}))
+    headers = dict(HEADERS, **kit.stateless_headers(message))
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=json.dumps(message).encode(), headers=headers)
     t0 = time.perf_counter()
     with urllib.request.urlopen(request, timeout=60) as r:
         text = r.read().decode()

@@ -10,7 +10,6 @@ order of its own (the benchmark adds cancellable orders to the database first).
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import resource
@@ -22,66 +21,12 @@ import time
 
 import kit
 
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
-}
+META = kit.meta({"elicitation": {"form": {}}})
 EXTRA_ORDERS = 20000
 
 
 def call(name, arguments, extra=None):
-    params = {"name": name, "arguments": arguments, "_meta": META}
-    params.update(extra or {})
-    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-
-
-class Connection:
-    """One keep-alive HTTP/1.1 connection to the balancer."""
-
-    def __init__(self, port):
-        self.port = port
-        self.reader = self.writer = None
-
-    async def post(self, message):
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        body = json.dumps(message).encode()
-        head = (
-            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-            f"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
-            f"Mcp-Name: {message['params']['name']}\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
-        self.writer.write(head.encode() + body)
-        await self.writer.drain()
-        status_line = await self.reader.readuntil(b"\r\n")
-        headers = {}
-        while True:
-            line = await self.reader.readuntil(b"\r\n")
-            if line == b"\r\n":
-                break
-            key, _, value = line.decode().partition(":")
-            headers[key.strip().lower()] = value.strip()
-        if "content-length" in headers:
-            data = await self.reader.readexactly(int(headers["content-length"]))
-        else:  # chunked (an SSE stream)
-            data = b""
-            while True:
-                size = int((await self.reader.readuntil(b"\r\n")).strip(), 16)
-                chunk = await self.reader.readexactly(size + 2)
-                if size == 0:
-                    break
-                data += chunk[:-2]
-        if headers.get("connection", "").lower() == "close":
-            self.writer.close()
-            self.writer = None
-        status = int(status_line.split()[1])
-        text = data.decode()
-        if text.lstrip().startswith("{"):
-            return status, json.loads(text)
-        messages = [json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
-        return status, next((m for m in reversed(messages) if "id" in m), {})
+    return kit.tool_call(name, arguments, META, extra)
 
 
 def percentile(values, p):
@@ -95,7 +40,7 @@ async def get_order_load(port, seconds, concurrency):
 
     async def worker():
         nonlocal errors
-        connection = Connection(port)
+        connection = kit.Connection(port)
         message = call("get_order", {"orderId": "ORD-10001"})
         while time.perf_counter() < deadline:
             t0 = time.perf_counter()
@@ -103,7 +48,7 @@ async def get_order_load(port, seconds, concurrency):
                 status, answer = await connection.post(message)
                 ok = status == 200 and answer.get("result", {}).get("isError") is False
             except (OSError, asyncio.IncompleteReadError, ValueError):
-                ok, connection = False, Connection(port)
+                ok, connection = False, kit.Connection(port)
             latencies.append(time.perf_counter() - t0) if ok else None
             errors += 0 if ok else 1
 
@@ -120,7 +65,7 @@ async def cancel_load(port, seconds, concurrency, orders):
 
     async def worker():
         nonlocal done, failed
-        connection = Connection(port)
+        connection = kit.Connection(port)
         while time.perf_counter() < deadline:
             order = next(pool, None)
             if order is None:
@@ -136,7 +81,7 @@ async def cancel_load(port, seconds, concurrency, orders):
                 _, final = await connection.post(call("cancel_order", {"orderId": order}, retry))
                 ok = "is cancelled" in final["result"]["content"][0]["text"]
             except (OSError, KeyError, IndexError, asyncio.IncompleteReadError, ValueError):
-                ok, connection = False, Connection(port)
+                ok, connection = False, kit.Connection(port)
             done += 1 if ok else 0
             failed += 0 if ok else 1
 

@@ -68,3 +68,23 @@ on_a_port() {
     echo "no free port after 10 tries" >&2
     return 1
 }
+
+# need COMMAND PACKAGE: install Debian's PACKAGE (install_package) when COMMAND, a path or a
+# name on $PATH, is missing.
+need() {
+    [ -x "$1" ] || command -v "$1" >/dev/null 2>&1 || install_package "$2"
+}
+
+# install_package PACKAGE: install Debian's PACKAGE, fetching the package lists once per boot
+# (not once per script that installs something). Its output goes to stderr; a failure says
+# what to install by hand.
+install_package() {
+    local stamp=/tmp/.backchannel-apt-updated
+    echo "installing Debian's $1..." >&2
+    if [ ! -e "$stamp" ]; then
+        apt-get update -qq >&2 || { echo "apt-get update failed; install $1 by hand" >&2; return 1; }
+        touch "$stamp"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >&2 \
+        || { echo "could not install $1; install it by hand" >&2; return 1; }
+}

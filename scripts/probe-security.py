@@ -21,6 +21,8 @@ import threading
 import time
 import urllib.parse
 
+import kit
+
 MOVIEDB, MOVIEDB_PID, ORDERS, ORDERS_PID = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 TICKS = 100  # USER_HZ on Linux
 
@@ -50,24 +52,12 @@ def post(url, path, body, headers=None, timeout=60):
     return response.status, text, dict(response.getheaders())
 
 
-def last_message(text):
-    try:
-        return json.loads(text)
-    except ValueError:
-        messages = [json.loads(l[5:]) for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
-        return [m for m in messages if "id" in m][-1]
-
-
 def mcp_call(tool, params):
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
-    }
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": dict(name=tool, _meta=meta, **params)}
-    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
-    status, text, _ = post(MOVIEDB, "/mcp", body, headers)
-    return last_message(text)
+    arguments = params.get("arguments", {})
+    extra = {k: v for k, v in params.items() if k != "arguments"}
+    message = kit.tool_call(tool, arguments, kit.meta({"sampling": {}}, "probe"), extra)
+    status, text, _ = post(MOVIEDB, "/mcp", message, kit.stateless_headers(message))
+    return kit.response(text)
 
 
 def graphql(query):

@@ -7,5 +7,4 @@ mod common;
 mod http;
 mod task_store;
 mod tasks;
-mod tidy;
 mod two_way;

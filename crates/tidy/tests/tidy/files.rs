@@ -1,0 +1,165 @@
+//! What every source file holds: a module comment, deprecation only where acknowledged, the
+//! environment read only at the edges, documented public items, tests only where a harness
+//! runs them.
+
+use std::path::PathBuf;
+
+use crate::{all_sources, assert_none, code_lines, rust_files, source, workspace};
+
+#[test]
+fn every_source_file_starts_with_a_module_comment() {
+    let offenders = all_sources()
+        .into_iter()
+        .filter(|path| !source(path).starts_with("//!"))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none("files without a `//!` module comment first", offenders);
+}
+
+/// Where rmcp's deprecation of sampling, roots and logging may be acknowledged: once per crate
+/// that speaks them for others.
+/// Tests that play the client acknowledge it once per test binary.
+const DEPRECATED_ALLOWED_IN: [&str; 9] = [
+    "crates/backchannel/src/lib.rs",
+    "crates/backchannel-host/src/lib.rs",
+    "crates/conformance/src/lib.rs",
+    "crates/mcp-gateway/src/lib.rs",
+    "crates/backchannel/tests/it/main.rs",
+    "crates/conformance/tests/it/main.rs",
+    "crates/mcp-gateway/tests/it/main.rs",
+    "crates/moviedb/tests/it/main.rs",
+    "crates/orders/tests/it/main.rs",
+];
+
+#[test]
+fn deprecation_is_acknowledged_only_where_listed() {
+    let pattern = regex_lite::Regex::new(r"#!?\[\s*(allow|expect)\(\s*deprecated").unwrap();
+    let offenders = all_sources()
+        .into_iter()
+        .filter(|path| !DEPRECATED_ALLOWED_IN.contains(&path.to_str().unwrap()))
+        .filter(|path| pattern.is_match(&source(path)))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none(
+        "allow/expect(deprecated) outside the listed files (use backchannel's own types)",
+        offenders,
+    );
+}
+
+#[test]
+fn the_environment_is_read_only_by_binaries_and_tests() {
+    let pattern = regex_lite::Regex::new(r"env::(var|var_os|vars|vars_os)\s*\(").unwrap();
+    let offenders = all_sources()
+        .into_iter()
+        .filter(|path| {
+            let path = path.to_str().unwrap();
+            !path.contains("/src/bin/")
+                && !path.contains("/tests/")
+                // The test kit reads UPDATE_SNAPSHOTS.
+                && path != "crates/backchannel/src/testing/mod.rs"
+        })
+        .filter(|path| code_lines(&source(path)).any(|line| pattern.is_match(line)))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none(
+        "environment variables read outside src/bin/ (put them into the crate's Config)",
+        offenders,
+    );
+}
+
+/// The published libraries hold every public item to a doc comment: `missing_docs` at warn
+/// (or stricter) in each crate root, which the clippy step (`-D warnings`) and the rustdoc
+/// step (`RUSTDOCFLAGS=-D warnings`) turn into errors; scripts/check-libraries relies on it.
+#[test]
+fn the_published_libraries_lint_undocumented_public_items() {
+    let offenders = ["backchannel", "backchannel-host"]
+        .into_iter()
+        .filter(|name| {
+            let root = source(&workspace().join("crates").join(name).join("src/lib.rs"));
+            !code_lines(&root).any(|line| {
+                [
+                    "#![warn(missing_docs)]",
+                    "#![deny(missing_docs)]",
+                    "#![forbid(missing_docs)]",
+                ]
+                .contains(&line.trim())
+            })
+        })
+        .map(str::to_owned)
+        .collect();
+    assert_none(
+        "published libraries whose lib.rs does not say #![warn(missing_docs)]",
+        offenders,
+    );
+}
+
+/// Targets built without a test harness (`test = false`, `doctest = false` in their
+/// Cargo.toml, which saves a link per target in every test run) hold no test that would then
+/// silently never run: no `#[test]` in a binary or library without unit tests, no code block
+/// in the doc comments of a library without doc tests.
+#[test]
+fn targets_without_a_test_harness_hold_no_tests() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(workspace())
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "cargo metadata failed");
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut checked = 0;
+    let mut offenders = Vec::new();
+    for target in metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|package| package["targets"].as_array().unwrap())
+    {
+        let kind = target["kind"][0].as_str().unwrap_or_default();
+        let path = PathBuf::from(target["src_path"].as_str().unwrap());
+        // A binary is its file; a library, every file under its root's folder but src/bin.
+        let files = || match kind {
+            "lib" => rust_files(path.parent().unwrap())
+                .into_iter()
+                .filter(|file| !file.components().any(|c| c.as_os_str() == "bin"))
+                .collect(),
+            _ => vec![path.clone()],
+        };
+        if target["test"] == false && matches!(kind, "lib" | "bin") {
+            checked += 1;
+            for file in files() {
+                let text = source(&file);
+                if code_lines(&text)
+                    .any(|line| line.contains("#[test]") || line.contains("#[tokio::test"))
+                {
+                    offenders.push(format!("{} (test = false)", file.display()));
+                }
+            }
+        }
+        if target["doctest"] == false && kind == "lib" {
+            checked += 1;
+            for file in files() {
+                let text = source(&file);
+                if text.lines().any(|line| {
+                    let line = line.trim_start();
+                    (line.starts_with("///") || line.starts_with("//!")) && line.contains("```")
+                }) {
+                    offenders.push(format!("{} (doctest = false)", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 10,
+        "the harness-less targets are read ({checked})"
+    );
+    assert_none(
+        "tests in targets built without a test harness (set test/doctest back to true)",
+        offenders,
+    );
+}
