@@ -10,14 +10,10 @@ pub fn money(value: &Value) -> String {
         return "€?".into();
     };
     let cents = (amount.abs() * 100.0).round() as u64;
-    let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
+    // Groups of three digits from the right: 1232 → ["1", "232"].
+    let digits: Vec<char> = (cents / 100).to_string().chars().collect();
+    let groups: Vec<String> = digits.rchunks(3).rev().map(String::from_iter).collect();
+    let grouped = groups.join(",");
     let sign = if amount < 0.0 && cents > 0 { "-" } else { "" };
     format!("{sign}€{grouped}.{:02}", cents % 100)
 }

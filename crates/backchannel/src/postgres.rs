@@ -205,13 +205,7 @@ impl PgSpentRounds {
 }
 
 impl SpentLedger for PgSpentRounds {
-    fn spend(
-        &self,
-        nonce: &str,
-        round: u32,
-        expires_ms: u64,
-        now_ms: u64,
-    ) -> BoxFuture<'static, Result<bool, crate::LedgerError>> {
+    fn spend(&self, nonce: &str, round: u32, expires_ms: u64, now_ms: u64) -> crate::Spend {
         let pool = self.pool.clone();
         let nonce = nonce.to_owned();
         let sweep = self

@@ -534,10 +534,10 @@ impl ServerHandler for OrderServer {
 
     async fn unsubscribe(
         &self,
-        request: UnsubscribeRequestParams,
+        UnsubscribeRequestParams { uri, .. }: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.layer.unsubscribe_resource(&request.uri, &context);
+        self.layer.unsubscribe_resource(&uri, &context);
         Ok(())
     }
 
@@ -577,10 +577,10 @@ impl ServerHandler for OrderServer {
 
     async fn read_resource(
         &self,
-        request: ReadResourceRequestParams,
+        ReadResourceRequestParams { uri, .. }: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let uri = request.uri.as_str();
+        let uri = uri.as_str();
         let (mime, body) = match uri {
             "policy://returns" => ("text/markdown", RETURNS_POLICY.to_owned()),
             "policy://shipping" => ("text/markdown", SHIPPING_POLICY.to_owned()),

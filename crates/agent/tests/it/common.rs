@@ -125,15 +125,12 @@ pub async fn chat_about(
     message: &str,
     order: Option<&str>,
 ) -> String {
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{url}api/chat"))
-        .json(&json!({"conversationId": conversation, "message": message, "orderId": order}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply: Value = json_answer(
+        reqwest::Client::new()
+            .post(format!("{url}api/chat"))
+            .json(&json!({"conversationId": conversation, "message": message, "orderId": order})),
+    )
+    .await;
     reply["reply"].as_str().unwrap().to_owned()
 }
 
@@ -231,12 +228,7 @@ pub async fn answer(url: &str, id: &str, secret: &str, confirmed: bool) -> u16 {
 /// The status of an order, read through the demo's own API (the tab it is listed in).
 pub async fn status_of(url: &str, id: &str) -> String {
     for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
-        let orders: Value = reqwest::get(format!("{url}api/orders?status={status}"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let orders: Value = get_json(format!("{url}api/orders?status={status}")).await;
         if orders
             .as_array()
             .unwrap()
@@ -247,4 +239,14 @@ pub async fn status_of(url: &str, id: &str) -> String {
         }
     }
     panic!("{id} is in no tab");
+}
+
+/// The JSON body of the answer to a GET of `url` (which must be answered).
+pub async fn get_json<T: serde::de::DeserializeOwned>(url: impl reqwest::IntoUrl) -> T {
+    json_answer(reqwest::Client::new().get(url)).await
+}
+
+/// The JSON body of the answer to `request` (which must be answered).
+pub async fn json_answer<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder) -> T {
+    request.send().await.unwrap().json().await.unwrap()
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use agent::llm::{AnthropicMessages, Generation, OpenAiCompatible, Provider};
 
-use crate::common::{Demo, Events};
+use crate::common::{Demo, Events, get_json};
 
 /// The server `scripts/real-model` started, as `http://127.0.0.1:PORT`.
 fn server() -> String {
@@ -390,12 +390,7 @@ async fn anthropic_a_review_summary_borrows_the_real_model() {
 
 /// Whether the real server is generating for any request now (`/slots`).
 async fn generating() -> bool {
-    let slots: Value = reqwest::get(format!("{}/slots", server()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let slots: Value = get_json(format!("{}/slots", server())).await;
     slots
         .as_array()
         .unwrap()
@@ -406,12 +401,8 @@ async fn generating() -> bool {
 /// Tokens the real server has generated since it started (`/metrics`, llama-server's
 /// `--metrics`), counting those of requests dropped before their end.
 async fn tokens_generated() -> f64 {
-    let text = reqwest::get(format!("{}/metrics", server()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = reqwest::get(format!("{}/metrics", server())).await;
+    let text = metrics.unwrap().text().await.unwrap();
     text.lines()
         .find_map(|line| line.strip_prefix("llamacpp:tokens_predicted_total "))
         .and_then(|value| value.trim().parse().ok())

@@ -4,7 +4,7 @@
 //! progress to 100 %.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::{Demo, Events};
+use crate::common::{Demo, Events, get_json, json_answer};
 
 use std::time::Duration;
 
@@ -20,6 +20,16 @@ async fn demo(protocol: Revision, person_deadline: Duration) -> Demo {
         ..DeskConfig::default()
     };
     crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await
+}
+
+/// A desk on `protocol` without notes, in front of an order service whose lookups take
+/// `lookup` each.
+async fn plain_desk(protocol: Revision, lookup: Duration) -> Demo {
+    let desk = DeskConfig {
+        protocol: Some(protocol),
+        ..DeskConfig::default()
+    };
+    crate::common::start(crate::common::orders_in_memory(lookup), desk).await
 }
 
 async fn chat(demo: &Demo, conversation: &str, message: &str) -> String {
@@ -165,12 +175,7 @@ async fn rechecking_shipments_fills_the_progress_bar() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_greeting_says_what_the_desk_does_and_blocked_words_are_refused() {
     let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
-    let greeting: Value = reqwest::get(format!("{}api/greeting", demo.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let greeting: Value = get_json(format!("{}api/greeting", demo.url)).await;
     let text = greeting["reply"].as_str().unwrap();
     assert!(text.starts_with("Hello! I am the support desk."), "{text}");
     assert!(text.contains("No language model is configured"), "{text}");
@@ -227,14 +232,7 @@ async fn policy_questions_are_answered_from_the_notes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_ends_a_long_tool_and_needs_the_secret() {
     // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::from_millis(200)),
-        DeskConfig {
-            protocol: Some(Revision::V2026_07_28),
-            ..DeskConfig::default()
-        },
-    )
-    .await;
+    let demo = plain_desk(Revision::V2026_07_28, Duration::from_millis(200)).await;
     let (mut events, secret) = Events::open(&demo, "c1").await;
     let url = demo.url.clone();
     let reply =
@@ -277,14 +275,7 @@ async fn progress_to_full(events: &mut Events, label: &str) -> Vec<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refresh_in_one_conversation_fills_the_bar_again() {
     for protocol in Revision::ALL {
-        let demo = crate::common::start(
-            crate::common::orders_in_memory(Duration::ZERO),
-            DeskConfig {
-                protocol: Some(protocol),
-                ..DeskConfig::default()
-            },
-        )
-        .await;
+        let demo = plain_desk(protocol, Duration::ZERO).await;
         let (mut events, _secret) = Events::open(&demo, "c1").await;
         for round in 1..=3 {
             let reply = chat(&demo, "c1", "refresh delivery estimates").await;
@@ -307,12 +298,7 @@ async fn every_refresh_in_one_conversation_fills_the_bar_again() {
 async fn cancellable(demo: &Demo, n: usize) -> Vec<String> {
     let mut ids = Vec::new();
     for status in ["PENDING", "PROCESSING"] {
-        let orders: Value = reqwest::get(format!("{}api/orders?status={status}", demo.url))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let orders: Value = get_json(format!("{}api/orders?status={status}", demo.url)).await;
         ids.extend(
             orders
                 .as_array()
@@ -361,12 +347,7 @@ async fn cancel_at_once(demo: &Demo, conversations: usize, label: &str) -> Vec<S
             }
         });
     futures::future::join_all(people).await;
-    let cancelled: Value = reqwest::get(format!("{}api/orders?status=CANCELLED", demo.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let cancelled: Value = get_json(format!("{}api/orders?status=CANCELLED", demo.url)).await;
     for order in &orders {
         assert!(
             cancelled
@@ -385,14 +366,7 @@ async fn twenty_people_cancelling_at_once_are_each_asked() {
     // On 2025-11-25 the question travels as a server-to-client request that can overtake the
     // host's own bookkeeping of the call; every one must still reach its conversation.
     for repetition in 1..=50 {
-        let demo = crate::common::start(
-            crate::common::orders_in_memory(Duration::ZERO),
-            DeskConfig {
-                protocol: Some(Revision::V2025_11_25),
-                ..DeskConfig::default()
-            },
-        )
-        .await;
+        let demo = plain_desk(Revision::V2025_11_25, Duration::ZERO).await;
         let cancelled = cancel_at_once(&demo, 20, &format!("repetition {repetition}")).await;
         assert_eq!(cancelled.len(), 20);
     }
@@ -411,14 +385,7 @@ async fn stress_questions_and_progress_interleaved_across_conversations() {
     for repetition in 1..=stress_repeat() {
         for protocol in Revision::ALL {
             let label = format!("{protocol:?} repetition {repetition}");
-            let demo = crate::common::start(
-                crate::common::orders_in_memory(Duration::ZERO),
-                DeskConfig {
-                    protocol: Some(protocol),
-                    ..DeskConfig::default()
-                },
-            )
-            .await;
+            let demo = plain_desk(protocol, Duration::ZERO).await;
             let refreshers = (0..8).map(|i| {
                 let (demo, label) = (&demo, &label);
                 async move {
@@ -509,12 +476,7 @@ async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refund_rule() {
     let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
-    let vocabulary: Value = reqwest::get(format!("{}api/desk", demo.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let vocabulary: Value = get_json(format!("{}api/desk", demo.url)).await;
     // The contract the page is written against.
     assert_eq!(
         vocabulary,
@@ -527,15 +489,12 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a
     // page sends.
-    let refused: Value = reqwest::Client::new()
-        .post(format!("{}api/refund-email", demo.url))
-        .json(&json!({"orderId": "ORD-10002", "reason": "faulty"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let refused: Value = json_answer(
+        reqwest::Client::new()
+            .post(format!("{}api/refund-email", demo.url))
+            .json(&json!({"orderId": "ORD-10002", "reason": "faulty"})),
+    )
+    .await;
     let text = refused["reply"].as_str().unwrap();
     assert!(
         text.contains("ORD-10002 is PENDING") && text.contains("drafted only for"),

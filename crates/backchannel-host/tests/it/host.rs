@@ -59,6 +59,13 @@ async fn start_server() -> (String, backchannel::testing::Served) {
     (served.url("/mcp"), served)
 }
 
+/// A host of one connection, `orders` at `url` on `protocol`, answering as a fresh `Person`.
+async fn open(url: &str, protocol: &str) -> (Arc<Person>, Host<Person>) {
+    let person = Arc::new(Person::default());
+    let host = Host::open(&config(url, protocol), person.clone()).await;
+    (person, host.unwrap())
+}
+
 fn config(url: &str, protocol: &str) -> HostConfig {
     HostConfig::from_toml(&format!(
         r#"
@@ -78,10 +85,7 @@ request_timeout_secs = 20
 async fn the_host_answers_questions_on_both_revisions() {
     let (url, _stop) = start_server().await;
     for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
-        let person = Arc::new(Person::default());
-        let host = Host::open(&config(&url, protocol), person.clone())
-            .await
-            .unwrap();
+        let (person, host) = open(&url, protocol).await;
         assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
         let orders = host.connection("orders").unwrap();
         let version = orders.protocol_version().map(|v| v.to_string());
@@ -102,10 +106,7 @@ async fn the_host_answers_questions_on_both_revisions() {
 #[tokio::test]
 async fn the_host_follows_a_task_and_answers_its_question() {
     let (url, _stop) = start_server().await;
-    let person = Arc::new(Person::default());
-    let host = Host::open(&config(&url, "2026-07-28"), person.clone())
-        .await
-        .unwrap();
+    let (person, host) = open(&url, "2026-07-28").await;
     let result = host
         .connection("orders")
         .unwrap()
@@ -124,10 +125,7 @@ async fn the_host_follows_a_task_and_answers_its_question() {
 async fn progress_reaches_the_handler_in_order() {
     let (url, _stop) = start_server().await;
     for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
-        let person = Arc::new(Person::default());
-        let host = Host::open(&config(&url, protocol), person.clone())
-            .await
-            .unwrap();
+        let (person, host) = open(&url, protocol).await;
         let context = CallContext::new()
             .with("progressToken", "conversation-1")
             .with("secret", "x");
@@ -172,8 +170,10 @@ async fn an_unreachable_server_is_listed_not_fatal() {
 /// the roots this host declares.
 #[tokio::test]
 async fn the_filesystem_server_uses_the_declared_roots() {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent();
+    let repo = crates
+        .and_then(|c| c.parent())
+        .unwrap()
         .canonicalize()
         .unwrap();
     let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");

@@ -69,14 +69,11 @@ pub trait SpentLedger: Send + Sync + 'static {
     /// Mark round `round` of the call `nonce` as used until `expires_ms` (unix milliseconds):
     /// `Ok(true)` if it was not used before, `Ok(false)` if it was, `Err` if the ledger could
     /// not be asked (the retry is then refused).
-    fn spend(
-        &self,
-        nonce: &str,
-        round: u32,
-        expires_ms: u64,
-        now_ms: u64,
-    ) -> futures::future::BoxFuture<'static, Result<bool, LedgerError>>;
+    fn spend(&self, nonce: &str, round: u32, expires_ms: u64, now_ms: u64) -> Spend;
 }
+
+/// What [`SpentLedger::spend`] returns: whether the round was unspent, once the ledger knows.
+pub type Spend = futures::future::BoxFuture<'static, Result<bool, LedgerError>>;
 
 /// A [`SpentLedger`] could not be asked (the retry is then refused).
 #[derive(Debug, thiserror::Error)]

@@ -2,41 +2,33 @@
 //! the protections every server we ship shares (Host/Origin on every route, checked JSON-RPC
 //! bodies, capped sessions and connections, header and body timeouts).
 
-#[cfg(feature = "http")]
-mod bearer;
-#[cfg(feature = "http")]
-mod edge;
-#[cfg(feature = "http")]
-mod host_origin;
-#[cfg(feature = "http")]
-pub mod jsonrpc;
-#[cfg(feature = "http")]
-mod listener;
-#[cfg(feature = "http")]
-mod mcp_route;
-#[cfg(feature = "http")]
-mod options;
-#[cfg(feature = "http")]
-mod session_post;
-#[cfg(feature = "http")]
-mod sign_in;
-#[cfg(feature = "http")]
-mod standard_headers;
-#[cfg(feature = "http")]
-mod stateless;
+/// Items that exist only with the `http` feature (one `cfg` for all of them).
+macro_rules! with_http {
+    ($($item:item)*) => { $(#[cfg(feature = "http")] $item)* };
+}
+
+with_http! {
+    mod bearer;
+    mod edge;
+    mod host_origin;
+    mod keep_alive;
+    pub mod jsonrpc;
+    mod listener;
+    mod mcp_route;
+    mod options;
+    mod session_post;
+    mod sign_in;
+    mod standard_headers;
+    mod stateless;
+    pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
+    pub use edge::{http, metrics_router, router};
+    pub use jsonrpc::jsonrpc_error;
+    pub use options::HttpOptions;
+    pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
+}
 mod traced;
 
 pub use crate::principal::Principal;
-#[cfg(feature = "http")]
-pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
-#[cfg(feature = "http")]
-pub use edge::{http, metrics_router, router};
-#[cfg(feature = "http")]
-pub use jsonrpc::jsonrpc_error;
-#[cfg(feature = "http")]
-pub use options::HttpOptions;
-#[cfg(feature = "http")]
-pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
 pub use traced::Traced;
 
 use rmcp::{RoleServer, Service, ServiceExt};

@@ -23,6 +23,7 @@ use rmcp::transport::streamable_http_server::session::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::keep_alive::KeepAlive;
 use crate::transport::LeanSessions;
 
 /// The revision whose session requests are served here.
@@ -108,10 +109,7 @@ impl SessionPost {
     ) -> Response {
         let body = SessionEvents {
             stream: Box::pin(stream),
-            every: self.keep_alive,
-            keep_alive: self
-                .keep_alive
-                .map(|every| Box::pin(tokio::time::sleep(every))),
+            keep_alive: KeepAlive::every(self.keep_alive),
             shutdown: Box::pin(self.shutdown.clone().cancelled_owned()),
             done: false,
         };
@@ -160,18 +158,9 @@ fn frame(message: &ServerSseMessage) -> Bytes {
 /// while, ending when the stream ends or the server shuts down.
 struct SessionEvents {
     stream: Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>,
-    every: Option<Duration>,
-    keep_alive: Option<Pin<Box<tokio::time::Sleep>>>,
+    keep_alive: Option<KeepAlive>,
     shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
     done: bool,
-}
-
-impl SessionEvents {
-    fn sent(&mut self) {
-        if let (Some(sleep), Some(every)) = (self.keep_alive.as_mut(), self.every) {
-            sleep.as_mut().reset(tokio::time::Instant::now() + every);
-        }
-    }
 }
 
 impl http_body::Body for SessionEvents {
@@ -189,7 +178,9 @@ impl http_body::Body for SessionEvents {
         }
         match this.stream.as_mut().poll_next(cx) {
             Poll::Ready(Some(message)) => {
-                this.sent();
+                if let Some(keep_alive) = this.keep_alive.as_mut() {
+                keep_alive.sent();
+            }
                 return Poll::Ready(Some(Ok(http_body::Frame::data(frame(&message)))));
             }
             Poll::Ready(None) => {
@@ -198,15 +189,10 @@ impl http_body::Body for SessionEvents {
             }
             Poll::Pending => {}
         }
-        if let Some(sleep) = this.keep_alive.as_mut()
-            && sleep.as_mut().poll(cx).is_ready()
-        {
-            this.sent();
-            return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(
-                b":\n\n",
-            )))));
+        match this.keep_alive.as_mut().map(|k| k.poll_comment(cx)) {
+            Some(Poll::Ready(comment)) => Poll::Ready(Some(Ok(comment))),
+            _ => Poll::Pending,
         }
-        Poll::Pending
     }
 
     fn is_end_stream(&self) -> bool {

@@ -42,6 +42,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::keep_alive::KeepAlive;
 use super::standard_headers;
 use crate::outbox::Outbox;
 
@@ -534,9 +535,7 @@ impl Reply {
     }
 
     fn into_stream(self) -> Response {
-        let keep_alive = self
-            .keep_alive
-            .map(|every| Box::pin(tokio::time::sleep(every)));
+        let keep_alive = KeepAlive::every(self.keep_alive);
         let shutdown = Box::pin(self.shutdown.clone().cancelled_owned());
         let body = EventStream {
             reply: self,
@@ -560,17 +559,9 @@ impl Reply {
 /// when nothing was sent for a while; the end when the server shuts down.
 struct EventStream {
     reply: Reply,
-    keep_alive: Option<Pin<Box<tokio::time::Sleep>>>,
+    keep_alive: Option<KeepAlive>,
     shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
     done: bool,
-}
-
-impl EventStream {
-    fn sent(&mut self) {
-        if let (Some(sleep), Some(every)) = (self.keep_alive.as_mut(), self.reply.keep_alive) {
-            sleep.as_mut().reset(tokio::time::Instant::now() + every);
-        }
-    }
 }
 
 impl http_body::Body for EventStream {
@@ -593,7 +584,9 @@ impl http_body::Body for EventStream {
             this.reply.result = Some(message);
         }
         if let Poll::Ready(message) = this.reply.outbox.poll_next(cx) {
-            this.sent();
+            if let Some(keep_alive) = this.keep_alive.as_mut() {
+                keep_alive.sent();
+            }
             return Poll::Ready(Some(Ok(http_body::Frame::data(event(&message)))));
         }
         if this.reply.handling.is_none() {
@@ -605,15 +598,10 @@ impl http_body::Body for EventStream {
                     .map(|message| Ok(http_body::Frame::data(event(&message)))),
             );
         }
-        if let Some(sleep) = this.keep_alive.as_mut()
-            && sleep.as_mut().poll(cx).is_ready()
-        {
-            this.sent();
-            return Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(
-                b":\n\n",
-            )))));
+        match this.keep_alive.as_mut().map(|k| k.poll_comment(cx)) {
+            Some(Poll::Ready(comment)) => Poll::Ready(Some(Ok(comment))),
+            _ => Poll::Pending,
         }
-        Poll::Pending
     }
 
     fn is_end_stream(&self) -> bool {
@@ -624,17 +612,7 @@ impl http_body::Body for EventStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.append(
-                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                value.parse().unwrap(),
-            );
-        }
-        map
-    }
+    use crate::serve::standard_headers::tests::headers;
 
     const PLAIN: &[(&str, &str)] = &[
         ("accept", "application/json, text/event-stream"),

@@ -10,7 +10,7 @@ use backchannel::Revision;
 use backchannel::serve::HttpOptions;
 use backchannel::testing::{Served, call, connect_http, serve_with, text_of};
 
-use crate::common::{call_to_the_end, gateway, other};
+use crate::common::{call_to_the_end, gateway, get_json, other};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -36,22 +36,12 @@ pub(crate) async fn order_service(only: Revision) -> Served {
 }
 
 async fn status(orders: SocketAddr, order: &str) -> String {
-    let order: Value = reqwest::get(format!("http://{orders}/api/orders/{order}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let order: Value = get_json(format!("http://{orders}/api/orders/{order}")).await;
     order["status"].as_str().unwrap().to_owned()
 }
 
 async fn cancellable(orders: SocketAddr) -> Vec<String> {
-    let pending: Vec<Value> = reqwest::get(format!("http://{orders}/api/orders?status=PENDING"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let pending: Vec<Value> = get_json(format!("http://{orders}/api/orders?status=PENDING")).await;
     pending
         .iter()
         .map(|order| order["orderId"].as_str().unwrap().to_owned())

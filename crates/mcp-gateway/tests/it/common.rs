@@ -80,3 +80,13 @@ pub(crate) async fn call_to_the_end<C: ClientHandler>(
     }
     panic!("more than six rounds");
 }
+
+/// The JSON body of the answer to a GET of `url` (which must be answered).
+pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(url: impl reqwest::IntoUrl) -> T {
+    json_answer(reqwest::Client::new().get(url)).await
+}
+
+/// The JSON body of the answer to `request` (which must be answered).
+async fn json_answer<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder) -> T {
+    request.send().await.unwrap().json().await.unwrap()
+}

@@ -16,7 +16,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Database, Decode, Encode, PgPool, Postgres, Row, Sqlite, Type};
 
 use crate::domain::{
-    Credit, Movie, PageRequest, Person, Review, Subject, TvShow, User, WatchlistItem,
+    Credit, Episode, Movie, PageRequest, Person, Review, Subject, TvShow, User, WatchlistItem,
 };
 use crate::seed::{self, SeedTitle};
 
@@ -126,7 +126,33 @@ macro_rules! from_columns {
 }
 
 from_columns!(Movie => movie_row, TvShow => show_row, Person => person_row, Review => review_row,
-    User => user_row, WatchlistItem => item_row);
+    User => user_row, WatchlistItem => item_row, Credit => credit_row, Episode => episode_row,
+    (Movie, Option<String>) => role_row);
+
+fn credit_row(row: &impl Columns) -> Result<Credit, StoreError> {
+    Ok(Credit {
+        person: person_row(row)?,
+        character_name: row.col("character_name")?,
+    })
+}
+
+/// A movie a person acted in, with the character.
+fn role_row(row: &impl Columns) -> Result<(Movie, Option<String>), StoreError> {
+    Ok((movie_row(row)?, row.col("character_name")?))
+}
+
+fn episode_row(row: &impl Columns) -> Result<Episode, StoreError> {
+    Ok(Episode {
+        id: row.col("id")?,
+        tv_show_id: row.col("tv_show_id")?,
+        season_number: row.col("season_number")?,
+        episode_number: row.col("episode_number")?,
+        title: row.col("title")?,
+        overview: row.col("overview")?,
+        runtime: row.col("runtime")?,
+        air_year: row.col("air_year")?,
+    })
+}
 
 /// A value both backends can bind.
 pub(crate) trait Bind<'q, DB: Database>: Encode<'q, DB> + Type<DB> + Send + 'q {}
@@ -545,23 +571,24 @@ impl Store {
     }
 
     async fn credits(&self, sql: &str, id: i64) -> Result<Vec<Credit>, StoreError> {
+        self.all_with_id(sql, id).await
+    }
+
+    // ---- people ----
+
+    /// The rows `sql` (a constant of this module with one `?`, bound to `id`) selects, in its
+    /// order.
+    async fn all_with_id<T: FromColumns>(&self, sql: &str, id: i64) -> Result<Vec<T>, StoreError> {
         on_pool!(&self.pool, pool => {
         sqlx::query(&self.sql(sql))
             .bind(id)
             .fetch_all(pool)
             .await?
             .iter()
-            .map(|row| {
-                Ok(Credit {
-                    person: person_row(row)?,
-                    character_name: row.col("character_name")?,
-                })
-            })
+            .map(T::from_columns)
             .collect()
         })
     }
-
-    // ---- people ----
 
     /// One row of `table` by id. `table` is one of this module's constants, never input.
     async fn by_id<T: FromColumns>(&self, table: &str, id: i64) -> Result<Option<T>, StoreError> {

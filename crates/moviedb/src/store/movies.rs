@@ -6,9 +6,15 @@ use sqlx::{Database, QueryBuilder};
 use crate::domain::{
     Credit, Genre, Movie, MovieFilter, MovieInput, MovieSortField, PageRequest, Person, SortOrder,
 };
-use crate::store::{
-    Bind, MOVIE_COLUMNS, Store, StoreError, Writes, like_pattern, movie_row, person_row,
-};
+use crate::store::{Bind, MOVIE_COLUMNS, Store, StoreError, Writes, like_pattern, movie_row};
+
+/// A movie's directors (one `?`, the id).
+const DIRECTORS: &str = "SELECT p.* FROM people p JOIN movie_directors d ON d.person_id = p.id \
+     WHERE d.movie_id = ? ORDER BY p.id";
+
+/// A movie's cast, in billing order (one `?`, the id).
+const MOVIE_CAST: &str = "SELECT p.*, c.character_name FROM people p JOIN movie_cast c ON c.person_id = p.id \
+     WHERE c.movie_id = ? ORDER BY c.id";
 
 impl Store {
     // ---- movies ----
@@ -151,26 +157,12 @@ impl Store {
 
     /// A movie's directors.
     pub async fn directors(&self, movie_id: i64) -> Result<Vec<Person>, StoreError> {
-        on_pool!(&self.pool, pool => {
-        sqlx::query(&self.sql("SELECT p.* FROM people p JOIN movie_directors d ON d.person_id = p.id \
-             WHERE d.movie_id = ? ORDER BY p.id"))
-        .bind(movie_id)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(person_row)
-        .collect()
-        })
+        self.all_with_id(DIRECTORS, movie_id).await
     }
 
     /// A movie's cast, in billing order.
     pub async fn movie_cast(&self, movie_id: i64) -> Result<Vec<Credit>, StoreError> {
-        self.credits(
-            "SELECT p.*, c.character_name FROM people p JOIN movie_cast c ON c.person_id = p.id \
-             WHERE c.movie_id = ? ORDER BY c.id",
-            movie_id,
-        )
-        .await
+        self.credits(MOVIE_CAST, movie_id).await
     }
 }
 

@@ -1,10 +1,13 @@
 //! People: lookups, pages, search, filmographies, and their writes.
 
 use sql_pool::on_pool;
-use sqlx::Row;
 
 use crate::domain::{Movie, PageRequest, Person, PersonInput};
-use crate::store::{PersonDeletion, Store, StoreError, Writes, movie_row};
+use crate::store::{PersonDeletion, Store, StoreError, Writes};
+
+/// Movies a person directed (one `?`, the id).
+const DIRECTED_MOVIES: &str = "SELECT m.* FROM movies m JOIN movie_directors d ON d.movie_id = m.id \
+     WHERE d.person_id = ? ORDER BY m.release_year, m.id";
 
 impl Store {
     /// One person.
@@ -24,16 +27,7 @@ impl Store {
 
     /// Movies a person directed.
     pub async fn directed_movies(&self, person_id: i64) -> Result<Vec<Movie>, StoreError> {
-        on_pool!(&self.pool, pool => {
-        sqlx::query(&self.sql("SELECT m.* FROM movies m JOIN movie_directors d ON d.movie_id = m.id \
-             WHERE d.person_id = ? ORDER BY m.release_year, m.id"))
-        .bind(person_id)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(movie_row)
-        .collect()
-        })
+        self.all_with_id(DIRECTED_MOVIES, person_id).await
     }
 
     /// Movies a person acted in, with the character.
@@ -41,16 +35,12 @@ impl Store {
         &self,
         person_id: i64,
     ) -> Result<Vec<(Movie, Option<String>)>, StoreError> {
-        on_pool!(&self.pool, pool => {
-        sqlx::query(&self.sql("SELECT m.*, c.character_name FROM movies m JOIN movie_cast c ON c.movie_id = m.id \
-             WHERE c.person_id = ? ORDER BY m.release_year, m.id"))
-        .bind(person_id)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|row| Ok((movie_row(row)?, row.try_get("character_name")?)))
-        .collect()
-        })
+        self.all_with_id(
+            "SELECT m.*, c.character_name FROM movies m JOIN movie_cast c ON c.movie_id = m.id \
+             WHERE c.person_id = ? ORDER BY m.release_year, m.id",
+            person_id,
+        )
+        .await
     }
 }
 

@@ -4,7 +4,7 @@ use chrono::Utc;
 use sql_pool::on_pool;
 
 use crate::domain::{Review, Subject};
-use crate::store::{Store, StoreError, Writes, review_row, subject_columns};
+use crate::store::{Store, StoreError, Writes, subject_columns};
 
 impl Store {
     /// Whether the movie or show exists.
@@ -29,19 +29,11 @@ impl Store {
 
     /// The reviews of a title, oldest first.
     pub async fn reviews(&self, subject: Subject) -> Result<Vec<Review>, StoreError> {
-        on_pool!(&self.pool, pool => {
         let (sql, id) = match subject {
             Subject::Movie(id) => ("SELECT * FROM reviews WHERE movie_id = ? ORDER BY id", id),
             Subject::TvShow(id) => ("SELECT * FROM reviews WHERE tv_show_id = ? ORDER BY id", id),
         };
-        sqlx::query(&self.sql(sql))
-            .bind(id)
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(review_row)
-            .collect()
-        })
+        self.all_with_id(sql, id).await
     }
 
     /// One review.

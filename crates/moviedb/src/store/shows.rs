@@ -1,10 +1,19 @@
 //! TV shows: lookups, pages, search, creators, cast and episodes.
 
-use sql_pool::on_pool;
-use sqlx::Row;
-
 use crate::domain::{Credit, Episode, PageRequest, Person, TvShow};
-use crate::store::{Store, StoreError, person_row};
+use crate::store::{Store, StoreError};
+
+/// A show's creators (one `?`, the id).
+const CREATORS: &str = "SELECT p.* FROM people p JOIN tv_show_creators c ON c.person_id = p.id \
+     WHERE c.tv_show_id = ? ORDER BY p.id";
+
+/// A show's cast (one `?`, the id).
+const SHOW_CAST: &str = "SELECT p.*, c.character_name FROM people p JOIN tv_show_cast c \
+     ON c.person_id = p.id WHERE c.tv_show_id = ? ORDER BY c.id";
+
+/// A show's episodes by season and number (one `?`, the id).
+const EPISODES: &str =
+    "SELECT * FROM episodes WHERE tv_show_id = ? ORDER BY season_number, episode_number";
 
 impl Store {
     // ---- TV ----
@@ -26,49 +35,16 @@ impl Store {
 
     /// A show's creators.
     pub async fn creators(&self, show_id: i64) -> Result<Vec<Person>, StoreError> {
-        on_pool!(&self.pool, pool => {
-        sqlx::query(&self.sql("SELECT p.* FROM people p JOIN tv_show_creators c ON c.person_id = p.id \
-             WHERE c.tv_show_id = ? ORDER BY p.id"))
-        .bind(show_id)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(person_row)
-        .collect()
-        })
+        self.all_with_id(CREATORS, show_id).await
     }
 
     /// A show's cast.
     pub async fn show_cast(&self, show_id: i64) -> Result<Vec<Credit>, StoreError> {
-        self.credits(
-            "SELECT p.*, c.character_name FROM people p JOIN tv_show_cast c \
-             ON c.person_id = p.id WHERE c.tv_show_id = ? ORDER BY c.id",
-            show_id,
-        )
-        .await
+        self.credits(SHOW_CAST, show_id).await
     }
 
     /// A show's episodes by season and number.
     pub async fn episodes(&self, show_id: i64) -> Result<Vec<Episode>, StoreError> {
-        on_pool!(&self.pool, pool => {
-        sqlx::query(&self.sql("SELECT * FROM episodes WHERE tv_show_id = ? ORDER BY season_number, episode_number"))
-        .bind(show_id)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|row| {
-            Ok(Episode {
-                id: row.try_get("id")?,
-                tv_show_id: row.try_get("tv_show_id")?,
-                season_number: row.try_get("season_number")?,
-                episode_number: row.try_get("episode_number")?,
-                title: row.try_get("title")?,
-                overview: row.try_get("overview")?,
-                runtime: row.try_get("runtime")?,
-                air_year: row.try_get("air_year")?,
-            })
-        })
-        .collect()
-        })
+        self.all_with_id(EPISODES, show_id).await
     }
 }

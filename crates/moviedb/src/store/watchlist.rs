@@ -5,20 +5,15 @@ use sql_pool::on_pool;
 use crate::domain::{Subject, WatchStatus, WatchlistItem};
 use crate::store::{Store, StoreError, Writes, item_row, subject_columns};
 
+/// A user's watch list, oldest entry first (one `?`, the user's id).
+const WATCHLIST: &str = "SELECT * FROM watchlist_items WHERE user_id = ? ORDER BY id";
+
 impl Store {
     // ---- watch lists ----
 
     /// A user's watch list, oldest entry first.
     pub async fn watchlist(&self, user_id: i64) -> Result<Vec<WatchlistItem>, StoreError> {
-        on_pool!(&self.pool, pool => {
-        sqlx::query(&self.sql("SELECT * FROM watchlist_items WHERE user_id = ? ORDER BY id"))
-            .bind(user_id)
-            .fetch_all(pool)
-            .await?
-            .iter()
-            .map(item_row)
-            .collect()
-        })
+        self.all_with_id(WATCHLIST, user_id).await
     }
 
     /// One entry of `user_id`'s list (another user's entry reads as missing).

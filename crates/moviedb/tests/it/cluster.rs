@@ -89,26 +89,8 @@ async fn a_summary_written_through_one_instance_is_reused_by_the_other() {
 }
 
 async fn ping(url: &str, token: &str) -> u16 {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": "ping", "arguments": { "name": "x" }, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" } } }
-    });
-    reqwest::Client::new()
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", "ping")
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    let answer = crate::common::raw_ping(url, Some(token)).send().await;
+    answer.unwrap().status().as_u16()
 }
 
 #[tokio::test]

@@ -215,3 +215,26 @@ pub fn snapshot(name: &str, actual: &str) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
     backchannel::testing::snapshot(&dir, name, actual);
 }
+
+/// A 2026-07-28 `ping` call to the MCP endpoint `url`, written by hand (no SDK in between),
+/// with `token` as its bearer when there is one.
+pub fn raw_ping(url: &str, token: Option<&str>) -> reqwest::RequestBuilder {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "ping", "arguments": { "name": "x" }, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" } } }
+    });
+    let request = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "ping")
+        .json(&body);
+    match token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
+    }
+}

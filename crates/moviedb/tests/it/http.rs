@@ -67,24 +67,8 @@ impl Running {
     }
 
     async fn raw_mcp(&self, token: Option<&str>) -> reqwest::Response {
-        let body = json!({
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": { "name": "ping", "arguments": { "name": "x" }, "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" } } }
-        });
-        let mut request = reqwest::Client::new()
-            .post(format!("http://{}/mcp", self.addr))
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", "2026-07-28")
-            .header("Mcp-Method", "tools/call")
-            .header("Mcp-Name", "ping")
-            .json(&body);
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        request.send().await.unwrap()
+        let url = format!("http://{}/mcp", self.addr);
+        crate::common::raw_ping(&url, token).send().await.unwrap()
     }
 }
 

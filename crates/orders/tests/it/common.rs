@@ -113,12 +113,7 @@ async fn new_postgres_database(server: &str) -> String {
 
 /// An order's status as the REST API at `addr` shows it.
 pub async fn status_at(addr: SocketAddr, order: &str) -> String {
-    let order: Value = reqwest::get(format!("http://{addr}/api/orders/{order}"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let order: Value = get_json(format!("http://{addr}/api/orders/{order}")).await;
     order["status"].as_str().unwrap().to_owned()
 }
 
@@ -127,12 +122,8 @@ pub async fn status_at(addr: SocketAddr, order: &str) -> String {
 pub async fn cancellable(addr: SocketAddr) -> Vec<String> {
     let mut ids = Vec::new();
     for status in ["PENDING", "PROCESSING"] {
-        let orders: Vec<Value> = reqwest::get(format!("http://{addr}/api/orders?status={status}"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let orders: Vec<Value> =
+            get_json(format!("http://{addr}/api/orders?status={status}")).await;
         ids.extend(
             orders
                 .iter()
@@ -223,4 +214,14 @@ pub async fn poll_task(
 /// Whether a `tasks/get` result has `status`.
 pub fn has_status(status: &'static str) -> impl Fn(&Value) -> bool {
     move |task: &Value| task["status"] == status
+}
+
+/// The JSON body of the answer to a GET of `url` (which must be answered).
+pub async fn get_json<T: serde::de::DeserializeOwned>(url: impl reqwest::IntoUrl) -> T {
+    json_answer(reqwest::Client::new().get(url)).await
+}
+
+/// The JSON body of the answer to `request` (which must be answered).
+pub async fn json_answer<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder) -> T {
+    request.send().await.unwrap().json().await.unwrap()
 }

@@ -14,7 +14,7 @@ use orders::store::Store;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{modern_call, post, yes};
+use crate::common::{json_answer, modern_call, post, yes};
 
 struct Running {
     addr: SocketAddr,
@@ -608,15 +608,12 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_for_the_configured_reso
         "/.well-known/oauth-protected-resource/mcp",
         "/.well-known/oauth-protected-resource",
     ] {
-        let metadata: Value = client
-            .get(format!("http://{addr}{path}"))
-            .header("Host", &other_host)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let metadata: Value = json_answer(
+            client
+                .get(format!("http://{addr}{path}"))
+                .header("Host", &other_host),
+        )
+        .await;
         assert_eq!(metadata["resource"], RESOURCE, "whatever Host says");
         assert_eq!(
             metadata["authorization_servers"],
