@@ -2,38 +2,20 @@
 
 use serde_json::Value;
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, provider};
 use super::sse::{OnText, each_event, error_text, is_event_stream};
 use super::{
     FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
     function_type,
 };
 
-/// Anthropic's Messages API, with tool use.
-#[derive(Debug, Clone)]
-pub struct AnthropicMessages {
-    pub(crate) endpoint: Endpoint,
-}
+provider!(
+    /// Anthropic's Messages API, with tool use.
+    AnthropicMessages,
+    "`base_url` without `/v1` (e.g. `https://api.anthropic.com`)."
+);
 
 impl AnthropicMessages {
-    /// `base_url` without `/v1` (e.g. `https://api.anthropic.com`).
-    pub fn new(
-        base_url: impl Into<String>,
-        api_key: Option<Secret>,
-        model: impl Into<String>,
-        timeout: std::time::Duration,
-    ) -> Result<Self, LlmError> {
-        Ok(Self {
-            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout)?,
-        })
-    }
-
-    /// The same endpoint with other [`Generation`] settings.
-    pub fn with_generation(mut self, generation: Generation) -> Self {
-        self.endpoint.generation = generation;
-        self
-    }
-
     /// One completion. The conversation is given in the chat-completions shape and converted:
     /// system messages become `system`, tool calls `tool_use` blocks, tool results
     /// `tool_result` blocks in a user turn.

@@ -4,6 +4,37 @@
 
 use super::{Generation, LlmError, Secret};
 
+/// A provider's struct over one [`Endpoint`], with its constructor (`$base_url` documents
+/// the base URL it wants) and `with_generation`.
+macro_rules! provider {
+    ($(#[$doc:meta])* $name:ident, $base_url:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            pub(crate) endpoint: Endpoint,
+        }
+
+        impl $name {
+            #[doc = $base_url]
+            pub fn new(
+                base_url: impl Into<String>,
+                api_key: Option<Secret>,
+                model: impl Into<String>,
+                timeout: std::time::Duration,
+            ) -> Result<Self, LlmError> {
+                let endpoint = Endpoint::new(base_url.into(), api_key, model.into(), timeout)?;
+                Ok(Self { endpoint })
+            }
+
+            /// The same endpoint with other [`Generation`] settings.
+            pub fn with_generation(mut self, generation: Generation) -> Self {
+                self.endpoint.generation = generation;
+                self
+            }
+        }
+    };
+}
+
 /// Where a model lives and how to reach it; shared by the providers.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
@@ -136,3 +167,5 @@ pub(crate) async fn send_once(
         retry_after,
     }))
 }
+
+pub(crate) use provider;

@@ -3,38 +3,20 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, provider};
 use super::sse::{OnText, each_event, error_text, is_event_stream};
 use super::{
     FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
     function_type,
 };
 
-/// An OpenAI-compatible chat-completions endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAiCompatible {
-    pub(crate) endpoint: Endpoint,
-}
+provider!(
+    /// An OpenAI-compatible chat-completions endpoint.
+    OpenAiCompatible,
+    "`base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama)."
+);
 
 impl OpenAiCompatible {
-    /// `base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).
-    pub fn new(
-        base_url: impl Into<String>,
-        api_key: Option<Secret>,
-        model: impl Into<String>,
-        timeout: std::time::Duration,
-    ) -> Result<Self, LlmError> {
-        Ok(Self {
-            endpoint: Endpoint::new(base_url.into(), api_key, model.into(), timeout)?,
-        })
-    }
-
-    /// The same endpoint with other [`Generation`] settings.
-    pub fn with_generation(mut self, generation: Generation) -> Self {
-        self.endpoint.generation = generation;
-        self
-    }
-
     /// One completion.
     pub async fn complete(
         &self,

@@ -118,11 +118,7 @@ impl ClientHandler for TestClient {
             caps.roots = Some(Default::default());
         }
         if self.declares.tasks {
-            caps.extensions = Some(
-                [(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())]
-                    .into_iter()
-                    .collect(),
-            );
+            caps.extensions = Some([(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())].into());
         }
         ClientInfo::new(caps, Implementation::new("test-client", "0.0.0"))
     }

@@ -29,7 +29,7 @@ enum Command {
     /// Serve the upstreams over Streamable HTTP (both revisions on one endpoint).
     Serve {
         /// Address to listen on (loopback by default; port 0 picks a free one).
-        #[arg(long, default_value = "127.0.0.1:8090")]
+        #[arg(long, default_value = "127.0.0.1:8070")]
         listen: SocketAddr,
         /// A host name (besides loopback) clients use to reach the gateway; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]

@@ -36,11 +36,7 @@ impl ClientHandler for Client {
         let mut caps = ClientCapabilities::default();
         caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
         if self.tasks {
-            caps.extensions = Some(
-                [(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())]
-                    .into_iter()
-                    .collect(),
-            );
+            caps.extensions = Some([(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())].into());
         }
         ClientConfig::new(caps, Implementation::new("tasks-client", "1.0.0"))
     }

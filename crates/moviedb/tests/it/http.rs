@@ -116,15 +116,12 @@ async fn graphql_signs_in_and_serves_graphiql_on_the_same_port() {
 async fn the_health_check_answers_without_sign_in_behind_the_host_check() {
     let running = start().await;
     let client = reqwest::Client::new();
-    let health = client
-        .get(format!("http://{}/healthz", running.addr))
-        .send()
-        .await
-        .unwrap();
+    let url = format!("http://{}/healthz", running.addr);
+    let health = client.get(&url).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
     assert_eq!(health.text().await.unwrap(), r#"{"status":"ok"}"#);
     let rebound = client
-        .get(format!("http://{}/healthz", running.addr))
+        .get(&url)
         .header("Host", "evil.example")
         .send()
         .await

@@ -25,8 +25,9 @@ async fn start_with(config: Config) -> Running {
         &options,
     )
     .await;
+    let addr = served.addr;
     Running {
-        addr: served.addr,
+        addr,
         db,
         _served: served,
     }

@@ -63,11 +63,7 @@ impl ClientHandler for Person {
             caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
         }
         if self.tasks {
-            caps.extensions = Some(
-                [(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())]
-                    .into_iter()
-                    .collect(),
-            );
+            caps.extensions = Some([(TASKS_EXTENSION_ID.to_owned(), JsonObject::new())].into());
         }
         ClientInfo::new(caps, Implementation::new("support-agent", "1.0.0"))
     }
