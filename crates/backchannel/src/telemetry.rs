@@ -17,6 +17,28 @@ use rmcp::model::JsonObject;
 /// The target of the spans made for export (the log's own filter leaves them out).
 pub const TARGET: &str = "backchannel::telemetry";
 
+/// The span of one MCP request served, its fields named and those filled later empty; the
+/// fields after `protocol_version` say how it came (`network.transport` and the like).
+macro_rules! server_span {
+    ($protocol_version:expr, $($how:tt)*) => {
+        tracing::info_span!(
+            target: TARGET,
+            "mcp",
+            otel.name = tracing::field::Empty,
+            otel.kind = "server",
+            otel.status_code = tracing::field::Empty,
+            mcp.method.name = tracing::field::Empty,
+            gen_ai.tool.name = tracing::field::Empty,
+            gen_ai.prompt.name = tracing::field::Empty,
+            mcp.resource.uri = tracing::field::Empty,
+            jsonrpc.request.id = tracing::field::Empty,
+            mcp.protocol.version = $protocol_version,
+            error.type = tracing::field::Empty,
+            $($how)*
+        )
+    };
+}
+
 static EXPORTING: AtomicBool = AtomicBool::new(false);
 
 /// Whether a span or event is one made for export (its target is this module's or ends in
@@ -41,20 +63,9 @@ pub(crate) fn request_span(protocol_version: Option<&str>, session: Option<&str>
     if !exporting() {
         return tracing::Span::none();
     }
-    tracing::info_span!(
-        target: TARGET,
-        "mcp",
-        otel.name = tracing::field::Empty,
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        mcp.method.name = tracing::field::Empty,
-        gen_ai.tool.name = tracing::field::Empty,
-        gen_ai.prompt.name = tracing::field::Empty,
-        mcp.resource.uri = tracing::field::Empty,
-        jsonrpc.request.id = tracing::field::Empty,
-        mcp.protocol.version = protocol_version,
+    server_span!(
+        protocol_version,
         mcp.session.id = session,
-        error.type = tracing::field::Empty,
         network.transport = "tcp",
         network.protocol.name = "http",
     )
@@ -89,21 +100,7 @@ pub(crate) fn pipe_span(
     if !exporting() {
         return tracing::Span::none();
     }
-    let span = tracing::info_span!(
-        target: TARGET,
-        "mcp",
-        otel.name = tracing::field::Empty,
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        mcp.method.name = tracing::field::Empty,
-        gen_ai.tool.name = tracing::field::Empty,
-        gen_ai.prompt.name = tracing::field::Empty,
-        mcp.resource.uri = tracing::field::Empty,
-        jsonrpc.request.id = tracing::field::Empty,
-        mcp.protocol.version = protocol_version,
-        error.type = tracing::field::Empty,
-        network.transport = "pipe",
-    );
+    let span = server_span!(protocol_version, network.transport = "pipe",);
     describe(&span, method, target, id, meta);
     span
 }

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::endpoint::{Endpoint, provider};
-use super::sse::{OnText, each_event, error_text, is_event_stream};
+use super::endpoint::{Endpoint, Gather, Wire, provider};
+use super::sse::{OnText, error_text};
 use super::{
     FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
     function_type,
@@ -15,36 +15,11 @@ provider!(
     "`base_url` without `/v1` (e.g. `https://api.anthropic.com`)."
 );
 
-impl AnthropicMessages {
-    /// One completion. The conversation is given in the chat-completions shape and converted:
-    /// system messages become `system`, tool calls `tool_use` blocks, tool results
-    /// `tool_result` blocks in a user turn.
-    pub async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Turn, LlmError> {
-        let response = Endpoint::send(self.request(messages, tools, false)).await?;
-        anthropic_answer(response.json().await?)
-    }
-
-    /// One completion, streamed (Anthropic's message events): `on_text` gets each piece of the
-    /// reply's words as it comes. A server that answers whole is read as by
-    /// [`AnthropicMessages::complete`].
-    pub async fn stream(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        on_text: OnText<'_>,
-    ) -> Result<Turn, LlmError> {
-        let response = Endpoint::send(self.request(messages, tools, true)).await?;
-        if !is_event_stream(&response) {
-            return anthropic_answer(response.json().await?);
-        }
-        let mut turn = AnthropicStream::default();
-        each_event(response, |data| turn.take(data, on_text)).await?;
-        Ok(turn.finish())
-    }
+/// The conversation is given in the chat-completions shape and converted: system messages
+/// become `system`, tool calls `tool_use` blocks, tool results `tool_result` blocks in a user
+/// turn.
+impl Wire for AnthropicMessages {
+    type Streamed = AnthropicStream;
 
     fn request(
         &self,
@@ -135,6 +110,12 @@ impl AnthropicMessages {
             None => request,
         }
     }
+
+    fn whole(answer: &[u8]) -> Result<Turn, LlmError> {
+        anthropic_answer(
+            serde_json::from_slice(answer).map_err(|e| LlmError::Unreadable(e.to_string()))?,
+        )
+    }
 }
 
 /// A whole Messages answer.
@@ -185,12 +166,12 @@ enum Block {
 
 /// A Messages answer being streamed: its blocks by index, and the tokens counted.
 #[derive(Default)]
-struct AnthropicStream {
+pub(crate) struct AnthropicStream {
     blocks: Vec<Block>,
     usage: Usage,
 }
 
-impl AnthropicStream {
+impl Gather for AnthropicStream {
     fn take(&mut self, data: &str, on_text: OnText<'_>) -> Result<bool, LlmError> {
         let event: Value =
             serde_json::from_str(data).map_err(|e| LlmError::Stream(e.to_string()))?;
@@ -249,7 +230,7 @@ impl AnthropicStream {
         Ok(false)
     }
 
-    fn finish(self) -> Turn {
+    fn finish(self) -> Result<Turn, LlmError> {
         let mut text: Vec<String> = Vec::new();
         let mut tool_calls = Vec::new();
         for block in self.blocks {
@@ -271,7 +252,7 @@ impl AnthropicStream {
                 }),
             }
         }
-        Turn {
+        Ok(Turn {
             message: Message {
                 role: "assistant".into(),
                 content: (!text.is_empty()).then(|| text.join("\n")),
@@ -279,6 +260,6 @@ impl AnthropicStream {
                 tool_call_id: None,
             },
             usage: self.usage,
-        }
+        })
     }
 }

@@ -2,7 +2,8 @@
 //! again, at most [`ATTEMPTS`] times, waiting what `Retry-After` says up to
 //! [`MAX_RETRY_AFTER`].
 
-use super::{Generation, LlmError, Secret};
+use super::sse::{OnText, each_event, is_event_stream};
+use super::{Generation, LlmError, Message, Secret, ToolSpec, Turn};
 
 /// A provider's struct over one [`Endpoint`], with its constructor (`$base_url` documents
 /// the base URL it wants) and `with_generation`.
@@ -33,6 +34,60 @@ macro_rules! provider {
             }
         }
     };
+}
+
+/// What one provider says on the wire: how it asks, and how its answers read, whole or
+/// streamed. [`complete`] and [`stream`] are written once over it.
+pub(crate) trait Wire {
+    /// An answer being streamed, gathered event by event.
+    type Streamed: Gather;
+
+    /// The request for one completion (`stream` asks for an event stream).
+    fn request(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        stream: bool,
+    ) -> reqwest::RequestBuilder;
+
+    /// A whole answer's body.
+    fn whole(answer: &[u8]) -> Result<Turn, LlmError>;
+}
+
+/// A streamed answer being gathered, event by event.
+pub(crate) trait Gather: Default {
+    /// One event's `data:`; `true` once the answer is complete.
+    fn take(&mut self, data: &str, on_text: OnText<'_>) -> Result<bool, LlmError>;
+
+    /// The answer, once its events are in.
+    fn finish(self) -> Result<Turn, LlmError>;
+}
+
+/// One completion, answered whole.
+pub(crate) async fn complete<W: Wire>(
+    wire: &W,
+    messages: &[Message],
+    tools: &[ToolSpec],
+) -> Result<Turn, LlmError> {
+    let response = Endpoint::send(wire.request(messages, tools, false)).await?;
+    W::whole(&response.bytes().await?)
+}
+
+/// One completion, streamed: `on_text` gets each piece of the reply's words as it comes. A
+/// server that answers whole (JSON, not an event stream) is read as by [`complete`].
+pub(crate) async fn stream<W: Wire>(
+    wire: &W,
+    messages: &[Message],
+    tools: &[ToolSpec],
+    on_text: OnText<'_>,
+) -> Result<Turn, LlmError> {
+    let response = Endpoint::send(wire.request(messages, tools, true)).await?;
+    if !is_event_stream(&response) {
+        return W::whole(&response.bytes().await?);
+    }
+    let mut streamed = W::Streamed::default();
+    each_event(response, |data| streamed.take(data, on_text)).await?;
+    streamed.finish()
 }
 
 /// Where a model lives and how to reach it; shared by the providers.

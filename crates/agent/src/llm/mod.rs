@@ -268,8 +268,8 @@ impl Provider {
         tools: &[ToolSpec],
     ) -> Result<Turn, LlmError> {
         match self {
-            Provider::OpenAi(model) => model.complete(messages, tools).await,
-            Provider::Anthropic(model) => model.complete(messages, tools).await,
+            Provider::OpenAi(model) => endpoint::complete(model, messages, tools).await,
+            Provider::Anthropic(model) => endpoint::complete(model, messages, tools).await,
         }
     }
 
@@ -281,8 +281,8 @@ impl Provider {
         on_text: OnText<'_>,
     ) -> Result<Turn, LlmError> {
         match self {
-            Provider::OpenAi(model) => model.stream(messages, tools, on_text).await,
-            Provider::Anthropic(model) => model.stream(messages, tools, on_text).await,
+            Provider::OpenAi(model) => endpoint::stream(model, messages, tools, on_text).await,
+            Provider::Anthropic(model) => endpoint::stream(model, messages, tools, on_text).await,
         }
     }
 }

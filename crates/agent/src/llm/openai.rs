@@ -3,8 +3,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::endpoint::{Endpoint, provider};
-use super::sse::{OnText, each_event, error_text, is_event_stream};
+use super::endpoint::{Endpoint, Gather, Wire, provider};
+use super::sse::{OnText, error_text};
 use super::{
     FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
     function_type,
@@ -16,34 +16,8 @@ provider!(
     "`base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama)."
 );
 
-impl OpenAiCompatible {
-    /// One completion.
-    pub async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Turn, LlmError> {
-        let response = Endpoint::send(self.request(messages, tools, false)).await?;
-        openai_answer(&response.bytes().await?)
-    }
-
-    /// One completion, streamed: `on_text` gets each piece of the reply's words as it comes.
-    /// A server that answers whole (JSON, not an event stream) is read as by
-    /// [`OpenAiCompatible::complete`].
-    pub async fn stream(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        on_text: OnText<'_>,
-    ) -> Result<Turn, LlmError> {
-        let response = Endpoint::send(self.request(messages, tools, true)).await?;
-        if !is_event_stream(&response) {
-            return openai_answer(&response.bytes().await?);
-        }
-        let mut turn = OpenAiStream::default();
-        each_event(response, |data| turn.take(data, on_text)).await?;
-        turn.finish()
-    }
+impl Wire for OpenAiCompatible {
+    type Streamed = OpenAiStream;
 
     fn request(
         &self,
@@ -69,6 +43,10 @@ impl OpenAiCompatible {
             Some(key) => request.bearer_auth(key.expose()),
             None => request,
         }
+    }
+
+    fn whole(answer: &[u8]) -> Result<Turn, LlmError> {
+        openai_answer(answer)
     }
 }
 
@@ -116,7 +94,7 @@ pub(crate) struct OpenAiStream {
     usage: Usage,
 }
 
-impl OpenAiStream {
+impl Gather for OpenAiStream {
     fn take(&mut self, data: &str, on_text: OnText<'_>) -> Result<bool, LlmError> {
         if data == "[DONE]" {
             return Ok(true);

@@ -194,69 +194,63 @@ impl Backchannel {
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let span = crate::telemetry::span_for_call(rc.extensions.get::<http::request::Parts>());
-        tracing::Instrument::instrument(self.call_tool_here(router, service, params, rc), span)
-            .await
-    }
-
-    async fn call_tool_here<S: Clone + Send + Sync + 'static>(
-        &self,
-        router: &ToolRouter<S>,
-        service: &S,
-        params: CallToolRequestParams,
-        rc: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let support = self.inner.task_tools.get(params.name.as_ref()).copied();
-        // Parsing the capabilities costs; only task tools need them here.
-        let client_tasks = support.is_some() && takes_tasks(&rc);
-        if support == Some(TaskSupport::Required) && !client_tasks {
-            let mut required = rmcp::model::ClientCapabilities::default();
-            required.extensions = Some(
-                [(
-                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                    JsonObject::new(),
-                )]
-                .into_iter()
-                .collect(),
-            );
-            return Err(ErrorData::missing_required_client_capability(required));
-        }
-        let escalation = if support.is_some() && client_tasks {
-            Escalation::Allowed
-        } else {
-            Escalation::NotAvailable
-        };
-        let binding = self.binding("tool", &params.name, params.arguments.as_ref(), &rc);
-        let start = Start {
-            binding: &binding,
-            mode: Mode::Direct(revision_of(&rc)),
-            escalation,
-            input_responses: params.input_responses.clone(),
-            request_state: params.request_state.clone(),
-            resumed: None,
-        };
-        let driven = self
-            .drive(rc, start, |rc| tool_run(router, service, &params, rc))
-            .await?;
-        match driven {
-            Driven::Complete(CallToolResponse::InputRequired(_)) => Err(ErrorData::internal_error(
-                "a tool driven by backchannel must ask through Ctx, not return input_required",
-                None,
-            )),
-            Driven::Complete(response) => Ok(response),
-            Driven::InputRequired(result) => Ok(CallToolResponse::InputRequired(result)),
-            Driven::Escalate(rc, sealed) => {
-                let binding = binding.into_owned();
-                self.spawn_task(
-                    router.clone(),
-                    service.clone(),
-                    params,
-                    *rc,
-                    binding,
-                    sealed,
-                )
-                .await
+        let call = async {
+            let support = self.inner.task_tools.get(params.name.as_ref()).copied();
+            // Parsing the capabilities costs; only task tools need them here.
+            let client_tasks = support.is_some() && takes_tasks(&rc);
+            if support == Some(TaskSupport::Required) && !client_tasks {
+                let mut required = rmcp::model::ClientCapabilities::default();
+                required.extensions = Some(
+                    [(
+                        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                        JsonObject::new(),
+                    )]
+                    .into_iter()
+                    .collect(),
+                );
+                return Err(ErrorData::missing_required_client_capability(required));
             }
-        }
+            let escalation = if support.is_some() && client_tasks {
+                Escalation::Allowed
+            } else {
+                Escalation::NotAvailable
+            };
+            let binding = self.binding("tool", &params.name, params.arguments.as_ref(), &rc);
+            let start = Start {
+                binding: &binding,
+                mode: Mode::Direct(revision_of(&rc)),
+                escalation,
+                input_responses: params.input_responses.clone(),
+                request_state: params.request_state.clone(),
+                resumed: None,
+            };
+            let driven = self
+                .drive(rc, start, |rc| tool_run(router, service, &params, rc))
+                .await?;
+            match driven {
+                Driven::Complete(CallToolResponse::InputRequired(_)) => {
+                    Err(ErrorData::internal_error(
+                        "a tool driven by backchannel must ask through Ctx, not return input_required",
+                        None,
+                    ))
+                }
+                Driven::Complete(response) => Ok(response),
+                Driven::InputRequired(result) => Ok(CallToolResponse::InputRequired(result)),
+                Driven::Escalate(rc, sealed) => {
+                    let binding = binding.into_owned();
+                    self.spawn_task(
+                        router.clone(),
+                        service.clone(),
+                        params,
+                        *rc,
+                        binding,
+                        sealed,
+                    )
+                    .await
+                }
+            }
+        };
+        tracing::Instrument::instrument(call, span).await
     }
 
     /// The caller's identity: the builder's `principal`, else the [`crate::principal::Principal`]

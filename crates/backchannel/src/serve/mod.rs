@@ -11,7 +11,7 @@ with_http! {
     mod bearer;
     mod edge;
     mod host_origin;
-    mod keep_alive;
+    mod sse_body;
     pub mod jsonrpc;
     mod listener;
     mod mcp_route;

@@ -6,8 +6,6 @@
 //! are none to check), no per-request revision in `_meta`, JSON sent, JSON and SSE accepted, and
 //! a message other than `initialize`. Anything else goes on to rmcp as before.
 
-use std::convert::Infallible;
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -23,7 +21,7 @@ use rmcp::transport::streamable_http_server::session::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::keep_alive::KeepAlive;
+use super::sse_body::{Events, SseBody};
 use crate::transport::LeanSessions;
 
 /// The revision whose session requests are served here.
@@ -107,19 +105,11 @@ impl SessionPost {
         &self,
         stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
     ) -> Response {
-        let body = SessionEvents {
-            stream: Box::pin(stream),
-            keep_alive: KeepAlive::every(self.keep_alive),
-            shutdown: Box::pin(self.shutdown.clone().cancelled_owned()),
-            done: false,
-        };
-        Response::builder()
-            .status(http::StatusCode::OK)
-            .header(http::header::CONTENT_TYPE, "text/event-stream")
-            .header(http::header::CACHE_CONTROL, "no-cache")
-            .header("x-accel-buffering", "no")
-            .body(Body::new(body))
-            .unwrap_or_default()
+        SseBody::respond(
+            SessionEvents(Box::pin(stream)),
+            self.keep_alive,
+            &self.shutdown,
+        )
     }
 }
 
@@ -154,49 +144,12 @@ fn frame(message: &ServerSseMessage) -> Bytes {
     Bytes::from(text)
 }
 
-/// A call's stream as an SSE body, with a keep-alive comment when nothing was sent for a
-/// while, ending when the stream ends or the server shuts down.
-struct SessionEvents {
-    stream: Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>,
-    keep_alive: Option<KeepAlive>,
-    shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-    done: bool,
-}
+/// A call's stream, as the events of an SSE body.
+struct SessionEvents(Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>);
 
-impl http_body::Body for SessionEvents {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        let this = &mut *self;
-        if this.done || this.shutdown.as_mut().poll(cx).is_ready() {
-            this.done = true;
-            return Poll::Ready(None);
-        }
-        match this.stream.as_mut().poll_next(cx) {
-            Poll::Ready(Some(message)) => {
-                if let Some(keep_alive) = this.keep_alive.as_mut() {
-                keep_alive.sent();
-            }
-                return Poll::Ready(Some(Ok(http_body::Frame::data(frame(&message)))));
-            }
-            Poll::Ready(None) => {
-                this.done = true;
-                return Poll::Ready(None);
-            }
-            Poll::Pending => {}
-        }
-        match this.keep_alive.as_mut().map(|k| k.poll_comment(cx)) {
-            Some(Poll::Ready(comment)) => Poll::Ready(Some(Ok(comment))),
-            _ => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.done
+impl Events for SessionEvents {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.0.as_mut().poll_next(cx).map(|message| message.map(|m| frame(&m)))
     }
 }
 

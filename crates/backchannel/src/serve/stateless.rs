@@ -20,14 +20,11 @@
 //! by construction, and the answers to well-formed requests come from the same
 //! `handle_request` with the same context.
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use http::HeaderMap;
@@ -42,7 +39,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::keep_alive::KeepAlive;
+use super::sse_body::{Events, SseBody};
 use super::standard_headers;
 use crate::outbox::Outbox;
 
@@ -535,77 +532,32 @@ impl Reply {
     }
 
     fn into_stream(self) -> Response {
-        let keep_alive = KeepAlive::every(self.keep_alive);
-        let shutdown = Box::pin(self.shutdown.clone().cancelled_owned());
-        let body = EventStream {
-            reply: self,
-            keep_alive,
-            shutdown,
-            done: false,
-        };
-        (
-            [
-                (http::header::CONTENT_TYPE, EVENT_STREAM),
-                (http::header::CACHE_CONTROL, "no-cache"),
-                (http::HeaderName::from_static("x-accel-buffering"), "no"),
-            ],
-            Body::new(body),
-        )
-            .into_response()
+        let keep_alive = self.keep_alive;
+        let shutdown = self.shutdown.clone();
+        SseBody::respond(self, keep_alive, &shutdown)
     }
 }
 
-/// The SSE body: what the handler queued, in order, then its result; a keep-alive comment
-/// when nothing was sent for a while; the end when the server shuts down.
-struct EventStream {
-    reply: Reply,
-    keep_alive: Option<KeepAlive>,
-    shutdown: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-    done: bool,
-}
-
-impl http_body::Body for EventStream {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        let this = &mut *self;
-        if this.done || this.shutdown.as_mut().poll(cx).is_ready() {
-            this.done = true;
-            return Poll::Ready(None);
-        }
-        if let Some(handling) = this.reply.handling.as_mut()
+/// The SSE body's events: what the handler queued, in order, then its result.
+impl Events for Reply {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        if let Some(handling) = self.handling.as_mut()
             && let Poll::Ready(message) = handling.as_mut().poll(cx)
         {
-            this.reply.finished();
-            this.reply.result = Some(message);
+            self.finished();
+            self.result = Some(message);
         }
-        if let Poll::Ready(message) = this.reply.outbox.poll_next(cx) {
-            if let Some(keep_alive) = this.keep_alive.as_mut() {
-                keep_alive.sent();
-            }
-            return Poll::Ready(Some(Ok(http_body::Frame::data(event(&message)))));
+        if let Poll::Ready(message) = self.outbox.poll_next(cx) {
+            return Poll::Ready(Some(event(&message)));
         }
-        if this.reply.handling.is_none() {
-            this.done = true;
-            return Poll::Ready(
-                this.reply
-                    .result
-                    .take()
-                    .map(|message| Ok(http_body::Frame::data(event(&message)))),
-            );
+        if self.handling.is_none() {
+            return Poll::Ready(self.result.take().map(|message| event(&message)));
         }
-        match this.keep_alive.as_mut().map(|k| k.poll_comment(cx)) {
-            Some(Poll::Ready(comment)) => Poll::Ready(Some(Ok(comment))),
-            _ => Poll::Pending,
-        }
+        Poll::Pending
     }
 
-    fn is_end_stream(&self) -> bool {
-        self.done
+    fn ended(&self) -> bool {
+        self.handling.is_none() && self.result.is_none()
     }
 }
 
