@@ -68,41 +68,58 @@ pub(crate) struct Caller {
     pub(crate) declared: Declared,
 }
 
-/// Forward one tool call of `caller` to `route` (its upstream name), with `arguments`.
-pub(crate) async fn forward(
-    upstreams: &Upstreams,
-    ctx: &Ctx,
-    caller: &Caller,
-    route: &Route,
-    arguments: Option<JsonObject>,
-) -> Result<CallToolResponse, ErrorData> {
-    let request = Request::Tool(route.tool.clone(), arguments);
-    match upstream(upstreams, ctx, route, caller, request).await? {
-        Ok(Outcome::Tool(Started::Task(task))) => Ok(task_created(upstreams, caller, route, task)),
-        Ok(Outcome::Tool(Started::Done(result))) => finished(route, Ok(result)),
-        Ok(other) => finished(route, Err(unexpected(route, &other))),
-        Err(error) => finished(route, Err(error)),
-    }
+/// One downstream request of `caller` to pass to `route` (its upstream name).
+pub(crate) struct Forward<'a> {
+    pub(crate) upstreams: &'a Upstreams,
+    pub(crate) ctx: &'a Ctx,
+    pub(crate) caller: &'a Caller,
+    pub(crate) route: &'a Route,
 }
 
-/// Get one prompt of `caller` from `route` (its upstream name), its questions relayed as a
-/// call's.
-pub(crate) async fn forward_prompt(
-    upstreams: &Upstreams,
-    ctx: &Ctx,
-    caller: &Caller,
-    route: &Route,
-    arguments: Option<JsonObject>,
-) -> Result<GetPromptResponse, ErrorData> {
-    let request = Request::Prompt(route.tool.clone(), arguments);
-    match upstream(upstreams, ctx, route, caller, request).await? {
-        Ok(Outcome::Prompt(Started::Done(mut result))) => {
-            result.result_type = Some(ResultType::COMPLETE);
-            Ok(GetPromptResponse::Complete(result))
+impl Forward<'_> {
+    /// Forward a tool call with `arguments`.
+    pub(crate) async fn tool(
+        self,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Forward {
+            upstreams,
+            ctx,
+            caller,
+            route,
+        } = self;
+        let request = Request::Tool(route.tool.clone(), arguments);
+        match upstream(upstreams, ctx, route, caller, request).await? {
+            Ok(Outcome::Tool(Started::Task(task))) => {
+                Ok(task_created(upstreams, caller, route, task))
+            }
+            Ok(Outcome::Tool(Started::Done(result))) => finished(route, Ok(result)),
+            Ok(other) => finished(route, Err(unexpected(route, &other))),
+            Err(error) => finished(route, Err(error)),
         }
-        Ok(other) => Err(prompt_failed(route, unexpected(route, &other))),
-        Err(HostError::Refused { error, .. }) => Err(error),
-        Err(error) => Err(prompt_failed(route, error)),
+    }
+
+    /// Get a prompt with `arguments`, its questions relayed as a call's.
+    pub(crate) async fn prompt(
+        self,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let Forward {
+            upstreams,
+            ctx,
+            caller,
+            route,
+        } = self;
+        let request = Request::Prompt(route.tool.clone(), arguments);
+        match upstream(upstreams, ctx, route, caller, request).await? {
+            Ok(Outcome::Prompt(Started::Done(mut result))) => {
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(GetPromptResponse::Complete(result))
+            }
+            Ok(other) => Err(prompt_failed(route, unexpected(route, &other))),
+            Err(HostError::Refused { error, .. }) => Err(error),
+            Err(error) => Err(prompt_failed(route, error)),
+        }
     }
 }
 

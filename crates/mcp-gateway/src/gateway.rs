@@ -28,7 +28,7 @@ use rmcp::{ErrorData, ServerHandler};
 use crate::catalog;
 use crate::config::{LOG_LEVEL_META_KEY, answerable};
 use crate::error::GatewayError;
-use crate::forward::{self, Caller, Route};
+use crate::forward::{Caller, Forward, Route};
 use crate::hold;
 use crate::switchboard::Switchboard;
 use crate::tasks;
@@ -188,7 +188,14 @@ pub(crate) async fn tool_router(
                         let arguments = context.arguments.take();
                         let gateway = context.service;
                         let caller = gateway.caller(&ctx, &context.request_context);
-                        forward::forward(&gateway.upstreams, &ctx, &caller, &route, arguments).await
+                        let upstreams = &gateway.upstreams;
+                        let forward = Forward {
+                            upstreams,
+                            ctx: &ctx,
+                            caller: &caller,
+                            route: &route,
+                        };
+                        forward.tool(arguments).await
                     })
                 },
             ));
@@ -363,8 +370,14 @@ impl ServerHandler for Gateway {
                     let arguments = context.arguments.take();
                     let gateway = context.server;
                     let caller = gateway.caller(&ctx, &context.context);
-                    forward::forward_prompt(&gateway.upstreams, &ctx, &caller, &route, arguments)
-                        .await
+                    let upstreams = &gateway.upstreams;
+                    let forward = Forward {
+                        upstreams,
+                        ctx: &ctx,
+                        caller: &caller,
+                        route: &route,
+                    };
+                    forward.prompt(arguments).await
                 })
             },
         ));

@@ -337,18 +337,8 @@ impl Store {
         );
         on_pool!(&self.pool, pool => {
             let mut tx = pool.begin().await?;
-            if self.is_shared() {
-                // Instances starting together on an empty database: one seeds, the others wait
-                // for it here and then find the orders there.
-                sqlx::query("SELECT pg_advisory_xact_lock(7340001)")
-                    .execute(&mut *tx)
-                    .await?;
-                let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders")
-                    .fetch_one(&mut *tx)
-                    .await?;
-                if existing > 0 {
-                    return Ok(());
-                }
+            if sql_pool::seeded_elsewhere!(self.pool, tx, 7340001, "orders") {
+                return Ok(());
             }
             for c in &customers {
                 sqlx::query(&insert_customer)

@@ -54,6 +54,25 @@ macro_rules! on_pool {
     };
 }
 
+/// Whether another instance seeded the database already, asked inside the seeding transaction
+/// `$tx` on a pool `$on` (a `&Pool`): on a shared database the instances starting together wait
+/// for one advisory lock (`$lock`) so that one seeds and the others then find `$table` full;
+/// on a database of one's own, `false` at once. Errors go out with `?`.
+#[macro_export]
+macro_rules! seeded_elsewhere {
+    ($on:expr, $tx:ident, $lock:literal, $table:literal) => {
+        $on.is_shared() && {
+            ::sqlx::query(concat!("SELECT pg_advisory_xact_lock(", $lock, ")"))
+                .execute(&mut *$tx)
+                .await?;
+            let existing: i64 = ::sqlx::query_scalar(concat!("SELECT COUNT(*) FROM ", $table))
+                .fetch_one(&mut *$tx)
+                .await?;
+            existing > 0
+        }
+    };
+}
+
 impl Pool {
     /// Whether the database is shared with other processes by design (PostgreSQL), so that
     /// nothing read from it may be kept in one process's memory.

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::{Mood, WatchStatus};
 use crate::summary::{ReviewSummary, SummarySource};
 
 /// Arguments of `ping`.
@@ -12,24 +13,36 @@ pub struct PingArgs {
     pub name: String,
 }
 
-/// A mood, as the tools accept it.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum MoodArg {
-    Comfort,
-    Adventure,
-    Romance,
-    Horror,
-    Thoughtful,
-    Comedy,
+/// The schema of a domain enum as the tools accept it: its codes, under the name and with the
+/// description the tools' schemas have always shown.
+macro_rules! coded_schema {
+    ($domain:ty, $name:literal, $description:literal) => {
+        impl JsonSchema for $domain {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                $name.into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let codes: Vec<&str> = <$domain>::ALL.iter().map(|code| code.as_str()).collect();
+                schemars::json_schema!({ "description": $description, "enum": codes, "type": "string" })
+            }
+        }
+    };
 }
+
+coded_schema!(Mood, "MoodArg", "A mood, as the tools accept it.");
+coded_schema!(
+    WatchStatus,
+    "StatusArg",
+    "A watch status, as the tools accept it."
+);
 
 /// The mood request.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MoodInput {
     /// The closest mood to what the person asked for.
-    pub mood: MoodArg,
+    pub mood: Mood,
     /// Leave out movies the signed-in person has marked WATCHED.
     pub exclude_watched: bool,
 }
@@ -121,23 +134,6 @@ pub struct SubjectArg {
     pub tv_show_id: Option<String>,
 }
 
-/// A watch status, as the tools accept it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum StatusArg {
-    WantToWatch,
-    Watched,
-}
-
-impl StatusArg {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            StatusArg::WantToWatch => "WANT_TO_WATCH",
-            StatusArg::Watched => "WATCHED",
-        }
-    }
-}
-
 /// Arguments of `addToWatchlist`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AddArgs {
@@ -146,7 +142,7 @@ pub struct AddArgs {
     /// WATCHED or WANT_TO_WATCH, when the person already said; leave it out to let the server
     /// ask them.
     #[serde(default)]
-    pub status: Option<StatusArg>,
+    pub status: Option<WatchStatus>,
 }
 
 /// The form `addToWatchlist` shows the person. An empty submission reads as "no answer".
@@ -154,7 +150,7 @@ pub struct AddArgs {
 pub struct WatchStatusAnswer {
     /// WATCHED if already seen, WANT_TO_WATCH to watch later.
     #[serde(default)]
-    pub status: Option<StatusArg>,
+    pub status: Option<WatchStatus>,
 }
 
 impl JsonSchema for WatchStatusAnswer {

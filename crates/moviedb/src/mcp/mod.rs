@@ -17,6 +17,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::domain::WatchStatus;
 use crate::graphql::{self, MovieSchema};
 use crate::mcp::confirmations::Confirmations;
 use crate::mcp::documents::{Outcome, PRECHECK, reviews_digest, viewer_of};
@@ -71,9 +72,8 @@ mod documents;
 mod tools;
 
 pub use args::{
-    AddArgs, ConfirmArgs, MoodArg, MoodInput, PingArgs, RecommendArgs, Recommendations,
-    RecommendedMovie, StageArgs, Staged, StatusArg, SubjectArg, SummarizeArgs, SummaryOutput,
-    WatchStatusAnswer,
+    AddArgs, ConfirmArgs, MoodInput, PingArgs, RecommendArgs, Recommendations, RecommendedMovie,
+    StageArgs, Staged, SubjectArg, SummarizeArgs, SummaryOutput, WatchStatusAnswer,
 };
 pub use audit::{AuditRecord, AuditSink};
 
@@ -204,7 +204,7 @@ impl MovieServer {
 
     /// Ask the person whether they watched the title. Every answer but a chosen status falls
     /// back to the server's default, and the add goes ahead.
-    async fn ask_status(&self, ctx: &Ctx) -> Result<Option<StatusArg>, ToolError> {
+    async fn ask_status(&self, ctx: &Ctx) -> Result<Option<WatchStatus>, ToolError> {
         let answer = ctx
             .elicit::<WatchStatusAnswer>("watch-status", WATCH_STATUS_QUESTION)
             .await?;

@@ -525,18 +525,8 @@ impl Store {
         let hashes = seed_hashes().await?;
         on_pool!(&self.pool, pool => {
         let mut tx = pool.begin().await?;
-        if self.is_shared() {
-            // Instances starting together on an empty database: one seeds, the others wait
-            // for it here and then find the movies there.
-            sqlx::query("SELECT pg_advisory_xact_lock(7340002)")
-                .execute(&mut *tx)
-                .await?;
-            let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM movies")
-                .fetch_one(&mut *tx)
-                .await?;
-            if existing > 0 {
-                return Ok(());
-            }
+        if sql_pool::seeded_elsewhere!(self.pool, tx, 7340002, "movies") {
+            return Ok(());
         }
         let users = seed_users!(self, tx, hashes);
         let people = seed_people!(self, tx);

@@ -16,6 +16,32 @@ const DIRECTORS: &str = "SELECT p.* FROM people p JOIN movie_directors d ON d.pe
 const MOVIE_CAST: &str = "SELECT p.*, c.character_name FROM people p JOIN movie_cast c ON c.person_id = p.id \
      WHERE c.movie_id = ? ORDER BY c.id";
 
+/// A new movie (its eight fields, bound by [`bind_movie!`]).
+const INSERT_MOVIE: &str = "INSERT INTO movies (title, release_year, genre, rating, runtime, \
+     plot, poster_url, tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id";
+
+/// The given fields of a movie changed (its eight fields, bound by [`bind_movie!`], then the id).
+const UPDATE_MOVIE: &str = "UPDATE movies SET title = COALESCE(?, title), \
+     release_year = COALESCE(?, release_year), genre = COALESCE(?, genre), \
+     rating = COALESCE(?, rating), runtime = COALESCE(?, runtime), \
+     plot = COALESCE(?, plot), poster_url = COALESCE(?, poster_url), \
+     tmdb_id = COALESCE(?, tmdb_id) WHERE id = ?";
+
+/// A movie's fields bound to `$query` in the order both its insert and its update name them.
+macro_rules! bind_movie {
+    ($query:expr, $input:expr) => {
+        $query
+            .bind($input.title.as_deref().map(str::trim))
+            .bind($input.release_year)
+            .bind($input.genre.map(Genre::as_str))
+            .bind($input.rating)
+            .bind($input.runtime)
+            .bind(&$input.plot)
+            .bind(&$input.poster_url)
+            .bind($input.tmdb_id)
+    };
+}
+
 impl Store {
     // ---- movies ----
 
@@ -170,18 +196,9 @@ impl Writes {
     /// Store a new movie (already validated).
     pub async fn create_movie(&self, input: &MovieInput) -> Result<Movie, StoreError> {
         on_pool!(&self.pool, pool => {
-        let id: i64 = sqlx::query_scalar(&self.sql("INSERT INTO movies (title, release_year, genre, rating, runtime, plot, poster_url, \
-             tmdb_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"))
-        .bind(input.title.as_deref().map(str::trim))
-        .bind(input.release_year)
-        .bind(input.genre.map(Genre::as_str))
-        .bind(input.rating)
-        .bind(input.runtime)
-        .bind(&input.plot)
-        .bind(&input.poster_url)
-        .bind(input.tmdb_id)
-        .fetch_one(pool)
-        .await?;
+        let id: i64 = bind_movie!(sqlx::query_scalar(&self.sql(INSERT_MOVIE)), input)
+            .fetch_one(pool)
+            .await?;
         self.movie(id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("a created movie vanished".into()))
@@ -195,22 +212,10 @@ impl Writes {
         input: &MovieInput,
     ) -> Result<Option<Movie>, StoreError> {
         on_pool!(&self.pool, pool => {
-        let done = sqlx::query(&self.sql("UPDATE movies SET title = COALESCE(?, title), \
-             release_year = COALESCE(?, release_year), genre = COALESCE(?, genre), \
-             rating = COALESCE(?, rating), runtime = COALESCE(?, runtime), \
-             plot = COALESCE(?, plot), poster_url = COALESCE(?, poster_url), \
-             tmdb_id = COALESCE(?, tmdb_id) WHERE id = ?"))
-        .bind(input.title.as_deref().map(str::trim))
-        .bind(input.release_year)
-        .bind(input.genre.map(Genre::as_str))
-        .bind(input.rating)
-        .bind(input.runtime)
-        .bind(&input.plot)
-        .bind(&input.poster_url)
-        .bind(input.tmdb_id)
-        .bind(id)
-        .execute(pool)
-        .await?;
+        let done = bind_movie!(sqlx::query(&self.sql(UPDATE_MOVIE)), input)
+            .bind(id)
+            .execute(pool)
+            .await?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
