@@ -68,30 +68,37 @@ pub(crate) struct Caller {
     pub(crate) declared: Declared,
 }
 
-/// One downstream request of `caller` to pass to `route` (its upstream name).
+/// One downstream request of `caller` to pass to `route` (its upstream name), made by the
+/// gateway for the call of `ctx`.
 pub(crate) struct Forward<'a> {
     pub(crate) upstreams: &'a Upstreams,
-    pub(crate) ctx: &'a Ctx,
-    pub(crate) caller: &'a Caller,
-    pub(crate) route: &'a Route,
+    pub(crate) ctx: Ctx,
+    pub(crate) caller: Caller,
+    pub(crate) route: Route,
 }
 
 impl Forward<'_> {
+    /// Run `request` upstream for this call.
+    async fn send(&self, request: Request) -> Result<HeldOutcome, ErrorData> {
+        upstream(
+            self.upstreams,
+            &self.ctx,
+            &self.route,
+            &self.caller,
+            request,
+        )
+        .await
+    }
+
     /// Forward a tool call with `arguments`.
-    pub(crate) async fn tool(
-        self,
-        arguments: Option<JsonObject>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let Forward {
-            upstreams,
-            ctx,
-            caller,
-            route,
-        } = self;
-        let request = Request::Tool(route.tool.clone(), arguments);
-        match upstream(upstreams, ctx, route, caller, request).await? {
+    pub(crate) async fn tool(self, arguments: Option<JsonObject>) -> ToolAnswer {
+        let route = &self.route;
+        match self
+            .send(Request::Tool(route.tool.clone(), arguments))
+            .await?
+        {
             Ok(Outcome::Tool(Started::Task(task))) => {
-                Ok(task_created(upstreams, caller, route, task))
+                Ok(task_created(self.upstreams, &self.caller, route, task))
             }
             Ok(Outcome::Tool(Started::Done(result))) => finished(route, Ok(result)),
             Ok(other) => finished(route, Err(unexpected(route, &other))),
@@ -100,18 +107,12 @@ impl Forward<'_> {
     }
 
     /// Get a prompt with `arguments`, its questions relayed as a call's.
-    pub(crate) async fn prompt(
-        self,
-        arguments: Option<JsonObject>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let Forward {
-            upstreams,
-            ctx,
-            caller,
-            route,
-        } = self;
-        let request = Request::Prompt(route.tool.clone(), arguments);
-        match upstream(upstreams, ctx, route, caller, request).await? {
+    pub(crate) async fn prompt(self, arguments: Option<JsonObject>) -> PromptAnswer {
+        let (route, request) = (
+            &self.route,
+            Request::Prompt(self.route.tool.clone(), arguments),
+        );
+        match self.send(request).await? {
             Ok(Outcome::Prompt(Started::Done(mut result))) => {
                 result.result_type = Some(ResultType::COMPLETE);
                 Ok(GetPromptResponse::Complete(result))
@@ -122,6 +123,11 @@ impl Forward<'_> {
         }
     }
 }
+
+/// What a forwarded tool call answers downstream.
+type ToolAnswer = Result<CallToolResponse, ErrorData>;
+/// What a forwarded prompt answers downstream.
+type PromptAnswer = Result<GetPromptResponse, ErrorData>;
 
 fn prompt_failed(route: &Route, error: HostError) -> ErrorData {
     ErrorData::internal_error(

@@ -34,6 +34,29 @@ use crate::switchboard::Switchboard;
 use crate::tasks;
 use crate::upstream::{Upstreams, learn_tools, open_upstreams};
 
+/// A route's body that forwards: the call's `Ctx` and arguments taken from `$context` (a tool's
+/// or a prompt's), the caller named by the gateway in `$context.$gateway` from the request in
+/// `$context.$request`, then [`Forward`]'s `$what` to `$route`.
+macro_rules! forwarded {
+    ($context:ident, $gateway:ident, $request:ident, $route:ident, $what:ident) => {{
+        let route = $route.clone();
+        Box::pin(async move {
+            let ctx = Ctx::from_context_part(&mut $context)?;
+            let arguments = $context.arguments.take();
+            let gateway = $context.$gateway;
+            let caller = gateway.caller(&ctx, &$context.$request);
+            let upstreams = &gateway.upstreams;
+            let forward = Forward {
+                upstreams,
+                ctx,
+                caller,
+                route,
+            };
+            forward.$what(arguments).await
+        })
+    }};
+}
+
 /// The gateway's server: the upstreams' tools, each call forwarded (see the crate's docs).
 /// Cheap to clone; every clone serves the same upstreams.
 #[derive(Clone)]
@@ -182,21 +205,7 @@ pub(crate) async fn tool_router(
             router.add_route(ToolRoute::new_dyn(
                 tool,
                 move |mut context: ToolCallContext<'_, Gateway>| {
-                    let route = route.clone();
-                    Box::pin(async move {
-                        let ctx = Ctx::from_context_part(&mut context)?;
-                        let arguments = context.arguments.take();
-                        let gateway = context.service;
-                        let caller = gateway.caller(&ctx, &context.request_context);
-                        let upstreams = &gateway.upstreams;
-                        let forward = Forward {
-                            upstreams,
-                            ctx: &ctx,
-                            caller: &caller,
-                            route: &route,
-                        };
-                        forward.tool(arguments).await
-                    })
+                    forwarded!(context, service, request_context, route, tool)
                 },
             ));
         }
@@ -364,21 +373,7 @@ impl ServerHandler for Gateway {
         router.add_route(PromptRoute::new_dyn(
             Prompt::new(request.name.clone(), None::<String>, None),
             move |mut context: PromptContext<'_, Gateway>| {
-                let route = route.clone();
-                Box::pin(async move {
-                    let ctx = Ctx::from_context_part(&mut context)?;
-                    let arguments = context.arguments.take();
-                    let gateway = context.server;
-                    let caller = gateway.caller(&ctx, &context.context);
-                    let upstreams = &gateway.upstreams;
-                    let forward = Forward {
-                        upstreams,
-                        ctx: &ctx,
-                        caller: &caller,
-                        route: &route,
-                    };
-                    forward.prompt(arguments).await
-                })
+                forwarded!(context, server, context, route, prompt)
             },
         ));
         self.layer.get_prompt(&router, self, request, context).await

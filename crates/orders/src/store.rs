@@ -246,30 +246,23 @@ impl Store {
     /// `sqlite://PATH` (created if missing), `sqlite::memory:` (private, in memory), or
     /// `postgres://…` (the database must exist; instances may share it).
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let store = if sql_pool::is_postgres(url) {
-            let pool = sql_pool::connect_postgres(url).await?;
-            // Takes an advisory lock: instances starting together migrate once.
-            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-            Store {
-                pool: Pool::Postgres(pool),
-                direct: None,
-            }
-        } else {
-            let pool = sql_pool::connect(url).await?;
-            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-            let direct = Direct::open(url)?.map(Arc::new);
-            if let Some(direct) = &direct {
+        let pool = Pool::open::<StoreError>(
+            url,
+            &sqlx::migrate!("./migrations/postgres"),
+            &sqlx::migrate!("./migrations/sqlite"),
+        )
+        .await?;
+        let direct = match &pool {
+            Pool::Sqlite(pool) => Direct::open(url)?.map(Arc::new).inspect(|direct| {
                 tokio::spawn(Direct::checkpoint_through(
                     Arc::downgrade(direct),
                     pool.clone(),
                     CHECKPOINT_EVERY,
                 ));
-            }
-            Store {
-                pool: Pool::Sqlite(pool),
-                direct,
-            }
+            }),
+            Pool::Postgres(_) => None,
         };
+        let store = Store { pool, direct };
         if store.order_count().await? == 0 {
             store.seed().await?;
         }

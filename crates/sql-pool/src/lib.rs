@@ -23,6 +23,7 @@ use std::time::Duration;
 /// The SQLite library [`Direct`] speaks through (the same SQLite as sqlx's).
 pub use rusqlite;
 
+use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -74,6 +75,25 @@ macro_rules! seeded_elsewhere {
 }
 
 impl Pool {
+    /// Connect to `url` (PostgreSQL for a `postgres://` URL, else SQLite, created if missing)
+    /// and bring its schema up to date with that backend's migrations. On PostgreSQL the
+    /// migrator takes an advisory lock, so instances starting together migrate once. The error
+    /// is the caller's own, made from either kind of failure.
+    pub async fn open<E>(url: &str, postgres: &Migrator, sqlite: &Migrator) -> Result<Pool, E>
+    where
+        E: From<sqlx::Error> + From<MigrateError>,
+    {
+        if is_postgres(url) {
+            let pool = connect_postgres(url).await?;
+            postgres.run(&pool).await?;
+            Ok(Pool::Postgres(pool))
+        } else {
+            let pool = connect(url).await?;
+            sqlite.run(&pool).await?;
+            Ok(Pool::Sqlite(pool))
+        }
+    }
+
     /// Whether the database is shared with other processes by design (PostgreSQL), so that
     /// nothing read from it may be kept in one process's memory.
     pub fn is_shared(&self) -> bool {

@@ -2,12 +2,9 @@
 
 use serde_json::Value;
 
-use super::endpoint::{Endpoint, Gather, Wire, provider};
+use super::endpoint::{Ask, Endpoint, Gather, Wire, provider};
 use super::sse::{OnText, error_text};
-use super::{
-    FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
-    function_type,
-};
+use super::{FunctionCall, Generation, LlmError, Secret, ToolCall, Turn, Usage, function_type};
 
 provider!(
     /// Anthropic's Messages API, with tool use.
@@ -21,19 +18,15 @@ provider!(
 impl Wire for AnthropicMessages {
     type Streamed = AnthropicStream;
 
-    fn request(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        stream: bool,
-    ) -> reqwest::RequestBuilder {
-        let system: Vec<&str> = messages
+    fn request(&self, ask: Ask<'_>) -> reqwest::RequestBuilder {
+        let system: Vec<&str> = ask
+            .messages
             .iter()
             .filter(|m| m.role == "system")
             .filter_map(|m| m.content.as_deref())
             .collect();
         let mut turns: Vec<Value> = Vec::new();
-        for message in messages.iter().filter(|m| m.role != "system") {
+        for message in ask.messages.iter().filter(|m| m.role != "system") {
             let (role, blocks) = match message.role.as_str() {
                 "tool" => (
                     "user",
@@ -78,16 +71,16 @@ impl Wire for AnthropicMessages {
             "model": self.endpoint.model,
             "messages": turns,
         });
-        if stream {
+        if ask.stream {
             body["stream"] = Value::Bool(true);
         }
         self.endpoint.generation.apply(&mut body);
         if !system.is_empty() {
             body["system"] = Value::String(system.join("\n\n"));
         }
-        if !tools.is_empty() {
+        if !ask.tools.is_empty() {
             body["tools"] = Value::Array(
-                tools
+                ask.tools
                     .iter()
                     .map(|t| {
                         serde_json::json!({
@@ -143,15 +136,7 @@ fn anthropic_answer(answer: Value) -> Result<Turn, LlmError> {
         input: usage["input_tokens"].as_u64().unwrap_or(0),
         output: usage["output_tokens"].as_u64().unwrap_or(0),
     };
-    Ok(Turn {
-        message: Message {
-            role: "assistant".into(),
-            content: (!text.is_empty()).then(|| text.join("\n")),
-            tool_calls,
-            tool_call_id: None,
-        },
-        usage,
-    })
+    Ok(Turn::assistant(text.join("\n"), tool_calls, usage))
 }
 
 /// One content block of a streamed Messages answer.
@@ -252,14 +237,6 @@ impl Gather for AnthropicStream {
                 }),
             }
         }
-        Ok(Turn {
-            message: Message {
-                role: "assistant".into(),
-                content: (!text.is_empty()).then(|| text.join("\n")),
-                tool_calls,
-                tool_call_id: None,
-            },
-            usage: self.usage,
-        })
+        Ok(Turn::assistant(text.join("\n"), tool_calls, self.usage))
     }
 }

@@ -36,19 +36,25 @@ macro_rules! provider {
     };
 }
 
+/// What one completion asks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ask<'a> {
+    /// The conversation so far.
+    pub(crate) messages: &'a [Message],
+    /// The tools the model may call.
+    pub(crate) tools: &'a [ToolSpec],
+    /// Whether the answer should come as an event stream.
+    pub(crate) stream: bool,
+}
+
 /// What one provider says on the wire: how it asks, and how its answers read, whole or
 /// streamed. [`complete`] and [`stream`] are written once over it.
 pub(crate) trait Wire {
     /// An answer being streamed, gathered event by event.
     type Streamed: Gather;
 
-    /// The request for one completion (`stream` asks for an event stream).
-    fn request(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        stream: bool,
-    ) -> reqwest::RequestBuilder;
+    /// The request for one completion.
+    fn request(&self, ask: Ask<'_>) -> reqwest::RequestBuilder;
 
     /// A whole answer's body.
     fn whole(answer: &[u8]) -> Result<Turn, LlmError>;
@@ -69,7 +75,12 @@ pub(crate) async fn complete<W: Wire>(
     messages: &[Message],
     tools: &[ToolSpec],
 ) -> Result<Turn, LlmError> {
-    let response = Endpoint::send(wire.request(messages, tools, false)).await?;
+    let ask = Ask {
+        messages,
+        tools,
+        stream: false,
+    };
+    let response = Endpoint::send(wire.request(ask)).await?;
     W::whole(&response.bytes().await?)
 }
 
@@ -81,7 +92,12 @@ pub(crate) async fn stream<W: Wire>(
     tools: &[ToolSpec],
     on_text: OnText<'_>,
 ) -> Result<Turn, LlmError> {
-    let response = Endpoint::send(wire.request(messages, tools, true)).await?;
+    let ask = Ask {
+        messages,
+        tools,
+        stream: true,
+    };
+    let response = Endpoint::send(wire.request(ask)).await?;
     if !is_event_stream(&response) {
         return W::whole(&response.bytes().await?);
     }

@@ -138,6 +138,21 @@ pub struct Turn {
     pub usage: Usage,
 }
 
+impl Turn {
+    /// The assistant's turn: its words (none when empty) and its tool calls.
+    pub(crate) fn assistant(text: String, tool_calls: Vec<ToolCall>, usage: Usage) -> Turn {
+        Turn {
+            message: Message {
+                role: "assistant".into(),
+                content: (!text.is_empty()).then_some(text),
+                tool_calls,
+                tool_call_id: None,
+            },
+            usage,
+        }
+    }
+}
+
 /// Tokens one model call used (0 where the server did not say).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {

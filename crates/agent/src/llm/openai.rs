@@ -3,11 +3,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::endpoint::{Endpoint, Gather, Wire, provider};
+use super::endpoint::{Ask, Endpoint, Gather, Wire, provider};
 use super::sse::{OnText, error_text};
 use super::{
-    FunctionCall, Generation, LlmError, Message, Secret, ToolCall, ToolSpec, Turn, Usage,
-    function_type,
+    FunctionCall, Generation, LlmError, Message, Secret, ToolCall, Turn, Usage, function_type,
 };
 
 provider!(
@@ -19,19 +18,14 @@ provider!(
 impl Wire for OpenAiCompatible {
     type Streamed = OpenAiStream;
 
-    fn request(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        stream: bool,
-    ) -> reqwest::RequestBuilder {
+    fn request(&self, ask: Ask<'_>) -> reqwest::RequestBuilder {
         let endpoint = &self.endpoint;
-        let mut body = serde_json::json!({ "model": endpoint.model, "messages": messages });
+        let mut body = serde_json::json!({ "model": endpoint.model, "messages": ask.messages });
         endpoint.generation.apply(&mut body);
-        if !tools.is_empty() {
-            body["tools"] = serde_json::to_value(tools).unwrap_or_default();
+        if !ask.tools.is_empty() {
+            body["tools"] = serde_json::to_value(ask.tools).unwrap_or_default();
         }
-        if stream {
+        if ask.stream {
             body["stream"] = Value::Bool(true);
             body["stream_options"] = serde_json::json!({ "include_usage": true });
         }
@@ -162,14 +156,6 @@ impl Gather for OpenAiStream {
                 call
             })
             .collect();
-        Ok(Turn {
-            message: Message {
-                role: "assistant".into(),
-                content: (!self.text.is_empty()).then_some(self.text),
-                tool_calls: calls,
-                tool_call_id: None,
-            },
-            usage: self.usage,
-        })
+        Ok(Turn::assistant(self.text, calls, self.usage))
     }
 }

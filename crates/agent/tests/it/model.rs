@@ -17,15 +17,19 @@ use tokio_util::sync::CancellationToken;
 
 type Seen = Arc<Mutex<Vec<Value>>>;
 
+/// Keep `request` in `seen`; its last message.
+fn record(seen: &Seen, request: &Value) -> Value {
+    seen.lock().unwrap().push(request.clone());
+    request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap()
+}
+
 /// The script: a user message gets a `get_order` call; a tool result gets words built from it.
 async fn completions(State(seen): State<Seen>, Json(request): Json<Value>) -> Json<Value> {
-    seen.lock().unwrap().push(request.clone());
-    let last = request["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = record(&seen, &request);
     let message = if request.get("tools").is_none() {
         // A sampling request forwarded by the desk: no tools offered.
         let asked = last["content"].as_str().unwrap_or_default();
@@ -282,13 +286,7 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
 /// The Anthropic messages script: a user turn gets a `tool_use` of get_order; a `tool_result`
 /// gets words built from it.
 async fn anthropic(State(seen): State<Seen>, Json(request): Json<Value>) -> Json<Value> {
-    seen.lock().unwrap().push(request.clone());
-    let last = request["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = record(&seen, &request);
     let block = &last["content"][0];
     let content = if block["type"] == "tool_result" {
         let text = block["content"].as_str().unwrap_or_default();

@@ -157,18 +157,17 @@ async fn bearer(
     }
     match token {
         Some(token) if ledger.valid.lock().unwrap().contains(&token) => next.run(request).await,
-        _ => {
-            let challenge = format!(
-                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"",
-                ledger.base()
-            );
-            (
-                StatusCode::UNAUTHORIZED,
-                [(axum::http::header::WWW_AUTHENTICATE, challenge)],
-            )
-                .into_response()
-        }
+        _ => unauthorized(&ledger.base(), ", scope=\"mcp\""),
     }
+}
+
+/// A 401 whose challenge points at the resource metadata under `base`, then says `more`.
+fn unauthorized(base: &str, more: &str) -> axum::response::Response {
+    let challenge = format!(
+        "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"{more}"
+    );
+    let header = [(axum::http::header::WWW_AUTHENTICATE, challenge)];
+    (StatusCode::UNAUTHORIZED, header).into_response()
 }
 
 /// A person in a browser who approves every sign-in: fetches the authorization URL and hands
@@ -470,15 +469,7 @@ async fn a_new_authorization_server_never_sees_the_old_ones_credentials() {
                     if presented == Some(current.as_str()) {
                         return next.run(request).await;
                     }
-                    let challenge = format!(
-                        "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
-                        state.base()
-                    );
-                    (
-                        StatusCode::UNAUTHORIZED,
-                        [(axum::http::header::WWW_AUTHENTICATE, challenge)],
-                    )
-                        .into_response()
+                    unauthorized(&state.base(), "")
                 }
             };
             backchannel::serve::router(move || server.clone(), &Default::default(), stop)

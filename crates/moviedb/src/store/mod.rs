@@ -470,20 +470,13 @@ impl Store {
     /// Open (creating if missing) the database at `url`, migrate it, and seed it if it holds
     /// no movies. `sqlite::memory:` gives a private in-memory database.
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let store = if sql_pool::is_postgres(url) {
-            let pool = sql_pool::connect_postgres(url).await?;
-            // Takes an advisory lock: instances starting together migrate once.
-            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-            Store {
-                pool: Pool::Postgres(pool),
-            }
-        } else {
-            let pool = sql_pool::connect(url).await?;
-            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-            Store {
-                pool: Pool::Sqlite(pool),
-            }
-        };
+        let pool = Pool::open::<StoreError>(
+            url,
+            &sqlx::migrate!("./migrations/postgres"),
+            &sqlx::migrate!("./migrations/sqlite"),
+        )
+        .await?;
+        let store = Store { pool };
         if store.movie_count().await? == 0 {
             store.seed().await?;
         }
