@@ -78,25 +78,11 @@ pub(crate) struct Forward<'a> {
 }
 
 impl Forward<'_> {
-    /// Run `request` upstream for this call.
-    async fn send(&self, request: Request) -> Result<HeldOutcome, ErrorData> {
-        upstream(
-            self.upstreams,
-            &self.ctx,
-            &self.route,
-            &self.caller,
-            request,
-        )
-        .await
-    }
-
     /// Forward a tool call with `arguments`.
     pub(crate) async fn tool(self, arguments: Option<JsonObject>) -> ToolAnswer {
+        let request = Request::Tool(self.route.tool.clone(), arguments);
         let route = &self.route;
-        match self
-            .send(Request::Tool(route.tool.clone(), arguments))
-            .await?
-        {
+        match self.upstream(request).await? {
             Ok(Outcome::Tool(Started::Task(task))) => {
                 Ok(task_created(self.upstreams, &self.caller, route, task))
             }
@@ -108,11 +94,9 @@ impl Forward<'_> {
 
     /// Get a prompt with `arguments`, its questions relayed as a call's.
     pub(crate) async fn prompt(self, arguments: Option<JsonObject>) -> PromptAnswer {
-        let (route, request) = (
-            &self.route,
-            Request::Prompt(self.route.tool.clone(), arguments),
-        );
-        match self.send(request).await? {
+        let request = Request::Prompt(self.route.tool.clone(), arguments);
+        let route = &self.route;
+        match self.upstream(request).await? {
             Ok(Outcome::Prompt(Started::Done(mut result))) => {
                 result.result_type = Some(ResultType::COMPLETE);
                 Ok(GetPromptResponse::Complete(result))
@@ -121,6 +105,148 @@ impl Forward<'_> {
             Err(HostError::Refused { error, .. }) => Err(error),
             Err(error) => Err(prompt_failed(route, error)),
         }
+    }
+
+    /// Run `request` upstream for the downstream call of `ctx`, as the revisions on either side
+    /// want (see the module's docs). Ends with the layer's `Suspend` when a round goes to a
+    /// 2026-07-28 client, and with an error when the client cancelled.
+    async fn upstream(&self, request: Request) -> Result<HeldOutcome, ErrorData> {
+        let (upstreams, ctx, route, caller) =
+            (self.upstreams, &self.ctx, &self.route, &self.caller);
+        let host = upstreams.declaring(caller.declared).await?;
+        let connection = host
+            .connection(&route.connection)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        if !ctx.passes_rounds() {
+            let how = How::ToTheEnd {
+                tasks: caller.declared.tasks,
+            };
+            return relayed(upstreams, ctx, route, connection, request, how).await;
+        }
+        if connection.has_sessions() {
+            return self.held_round(host.clone(), request).await;
+        }
+        let how = How::OneRound(ctx.passed_round());
+        match relayed(upstreams, ctx, route, connection, request, how).await? {
+            Ok(Outcome::Tool(Started::InputRequired {
+                input_requests,
+                request_state,
+            }))
+            | Ok(Outcome::Prompt(Started::InputRequired {
+                input_requests,
+                request_state,
+            })) => {
+                // Only questions the client declared it can answer go to it.
+                if let Some(why) = input_requests.values().find_map(|question| {
+                    crate::switchboard::passable(&caller.declared, question).err()
+                }) {
+                    tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
+                    return Ok(Err(HostError::Call {
+                        connection: route.connection.clone(),
+                        message: format!("it asked a question that was not passed on ({why})"),
+                    }));
+                }
+                Err(ctx.pass_round(input_requests, request_state).into())
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// One round of a 2026-07-28 client's call to a 2025-11-25 upstream, whose call is held
+    /// between the rounds (see `hold`): the first round starts the upstream call, a later one
+    /// takes it by the id its sealed state names and hands it the client's answers; then the round
+    /// waits for the call's end, or for the upstream's next questions, which it passes on with the
+    /// hold's id as its state.
+    async fn held_round(
+        &self,
+        host: Arc<Host<Switchboard>>,
+        request: Request,
+    ) -> Result<HeldOutcome, ErrorData> {
+        let (upstreams, ctx, route, caller) =
+            (self.upstreams, &self.ctx, &self.route, &self.caller);
+        let holds = &upstreams.holds;
+        let (id, mut held, mut asked) = match ctx.passed_round() {
+            Some(passed) => {
+                let id = passed.state.unwrap_or_default();
+                let Ok(held) = holds.take(&id, &caller.owner) else {
+                    return Ok(Err(no_longer_held(route)));
+                };
+                // Counted from before the answers go, so a question they lead to is seen.
+                let asked = held.inbox.asked();
+                held.inbox.answer(passed.responses);
+                (id, held, asked)
+            }
+            None => {
+                let held = self.start_held(host, request);
+                let asked = held.inbox.asked();
+                (hold::fresh_id()?, held, asked)
+            }
+        };
+        let cancelled = ctx.cancellation().clone();
+        let mut unanswered = !held.inbox.open().is_empty();
+        let outcome = loop {
+            if unanswered {
+                gather_questions(&mut asked).await;
+                let open = held.inbox.open();
+                if let Err(why) = holds.keep(id.clone(), held) {
+                    // The held call was dropped, which cancelled it upstream; no round goes out.
+                    return Ok(Err(not_held(route, why)));
+                }
+                return Err(ctx.pass_round(open, Some(id)).into());
+            }
+            tokio::select! {
+                biased;
+                () = cancelled.cancelled() => {
+                    return Err(ErrorData::internal_error("the call was cancelled", None));
+                }
+                Some(update) = held.updates.recv() => pass_on(ctx, route, update).await,
+                outcome = &mut held.outcome => break outcome,
+                Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
+            }
+        };
+        while let Ok(update) = held.updates.try_recv() {
+            pass_on(ctx, route, update).await;
+        }
+        Ok(outcome.unwrap_or_else(|_| {
+            Err(HostError::Call {
+                connection: route.connection.clone(),
+                message: "the held call ended without a result".into(),
+            })
+        }))
+    }
+
+    /// Start `request` upstream for `caller`, running on its own so it can be held between the
+    /// client's rounds; its questions go to the held call's inbox.
+    fn start_held(
+        &self,
+        host: Arc<Host<Switchboard>>,
+        request: Request,
+    ) -> hold::Held<HeldOutcome> {
+        let (upstreams, ctx, route, caller) =
+            (self.upstreams, &self.ctx, &self.route, &self.caller);
+        let (token, inbox, updates, registered) = upstreams.switchboard.open_held(caller.declared);
+        let call_context = upstream_context(upstreams, ctx, token);
+        let (sent, outcome) = tokio::sync::oneshot::channel();
+        let connection = route.connection.clone();
+        let how = How::ToTheEnd {
+            tasks: caller.declared.tasks,
+        };
+        let task = tokio::spawn(async move {
+            let result = match host.connection(&connection) {
+                Ok(connection) => send(connection, request, &call_context, how).await,
+                Err(error) => Err(error),
+            };
+            let _ = sent.send(result);
+        });
+        hold::Held::new(
+            caller.owner.clone(),
+            share_of(caller, ctx),
+            inbox,
+            outcome,
+            updates,
+            task,
+            registered,
+        )
     }
 }
 
@@ -146,90 +272,41 @@ fn unexpected(route: &Route, outcome: &Outcome) -> HostError {
     }
 }
 
-/// Run `request` upstream for the downstream call of `ctx`, as the revisions on either side
-/// want (see the module's docs). Ends with the layer's `Suspend` when a round goes to a
-/// 2026-07-28 client, and with an error when the client cancelled.
-async fn upstream(
-    upstreams: &Upstreams,
-    ctx: &Ctx,
-    route: &Route,
-    caller: &Caller,
-    request: Request,
-) -> Result<HeldOutcome, ErrorData> {
-    let host = upstreams.declaring(caller.declared).await?;
-    let connection = host
-        .connection(&route.connection)
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-    if !ctx.passes_rounds() {
-        let how = How::ToTheEnd {
-            tasks: caller.declared.tasks,
-        };
-        return relayed(upstreams, ctx, route, connection, request, how).await;
-    }
-    if connection.has_sessions() {
-        return held_round(upstreams, ctx, route, host.clone(), caller, request).await;
-    }
-    let how = How::OneRound(ctx.passed_round());
-    match relayed(upstreams, ctx, route, connection, request, how).await? {
-        Ok(Outcome::Tool(Started::InputRequired {
-            input_requests,
-            request_state,
-        }))
-        | Ok(Outcome::Prompt(Started::InputRequired {
-            input_requests,
-            request_state,
-        })) => {
-            // Only questions the client declared it can answer go to it.
-            if let Some(why) = input_requests
-                .values()
-                .find_map(|question| crate::switchboard::passable(&caller.declared, question).err())
-            {
-                tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
-                return Ok(Err(HostError::Call {
-                    connection: route.connection.clone(),
-                    message: format!("it asked a question that was not passed on ({why})"),
-                }));
-            }
-            Err(ctx.pass_round(input_requests, request_state).into())
-        }
-        other => Ok(other),
-    }
-}
-
-/// Make `request` on `connection`, naming the downstream call by `context`.
+/// Make `request` on `connection`, naming the downstream call by `call`.
 async fn send(
     connection: &Connection<Switchboard>,
     request: Request,
-    context: &CallContext,
+    call: &CallContext,
     how: How,
 ) -> HeldOutcome {
-    match (request, how) {
-        (Request::Tool(name, arguments), How::OneRound(passed)) => {
+    match how {
+        How::OneRound(passed) => {
             let (responses, state) = answers(passed);
-            connection
-                .call_round(&name, arguments, context, responses, state)
-                .await
-                .map(Outcome::Tool)
+            match request {
+                Request::Tool(name, arguments) => {
+                    let round = connection.call_round(&name, arguments, call, responses, state);
+                    round.await.map(Outcome::Tool)
+                }
+                Request::Prompt(name, arguments) => {
+                    let round = connection.prompt_round(&name, arguments, call, responses, state);
+                    round.await.map(Outcome::Prompt)
+                }
+            }
         }
-        (Request::Tool(name, arguments), How::ToTheEnd { tasks: true }) => connection
-            .start_tool(&name, arguments, context)
-            .await
-            .map(Outcome::Tool),
-        (Request::Tool(name, arguments), How::ToTheEnd { tasks: false }) => connection
-            .call_tool(&name, arguments, context)
-            .await
-            .map(|result| Outcome::Tool(Started::Done(result))),
-        (Request::Prompt(name, arguments), How::OneRound(passed)) => {
-            let (responses, state) = answers(passed);
-            connection
-                .prompt_round(&name, arguments, context, responses, state)
+        How::ToTheEnd { tasks } => match request {
+            Request::Tool(name, arguments) if tasks => connection
+                .start_tool(&name, arguments, call)
                 .await
-                .map(Outcome::Prompt)
-        }
-        (Request::Prompt(name, arguments), How::ToTheEnd { .. }) => connection
-            .get_prompt(&name, arguments, context)
-            .await
-            .map(|result| Outcome::Prompt(Started::Done(result))),
+                .map(Outcome::Tool),
+            Request::Tool(name, arguments) => {
+                let result = connection.call_tool(&name, arguments, call).await;
+                result.map(|result| Outcome::Tool(Started::Done(result)))
+            }
+            Request::Prompt(name, arguments) => {
+                let result = connection.get_prompt(&name, arguments, call).await;
+                result.map(|result| Outcome::Prompt(Started::Done(result)))
+            }
+        },
     }
 }
 
@@ -272,105 +349,6 @@ async fn relayed(
         pass_on(ctx, route, update).await;
     }
     Ok(outcome)
-}
-
-/// One round of a 2026-07-28 client's call to a 2025-11-25 upstream, whose call is held
-/// between the rounds (see `hold`): the first round starts the upstream call, a later one
-/// takes it by the id its sealed state names and hands it the client's answers; then the round
-/// waits for the call's end, or for the upstream's next questions, which it passes on with the
-/// hold's id as its state.
-async fn held_round(
-    upstreams: &Upstreams,
-    ctx: &Ctx,
-    route: &Route,
-    host: Arc<Host<Switchboard>>,
-    caller: &Caller,
-    request: Request,
-) -> Result<HeldOutcome, ErrorData> {
-    let holds = &upstreams.holds;
-    let (id, mut held, mut asked) = match ctx.passed_round() {
-        Some(passed) => {
-            let id = passed.state.unwrap_or_default();
-            let Ok(held) = holds.take(&id, &caller.owner) else {
-                return Ok(Err(no_longer_held(route)));
-            };
-            // Counted from before the answers go, so a question they lead to is seen.
-            let asked = held.inbox.asked();
-            held.inbox.answer(passed.responses);
-            (id, held, asked)
-        }
-        None => {
-            let held = start_held(upstreams, ctx, route, host, caller, request);
-            let asked = held.inbox.asked();
-            (hold::fresh_id()?, held, asked)
-        }
-    };
-    let cancelled = ctx.cancellation().clone();
-    let mut unanswered = !held.inbox.open().is_empty();
-    let outcome = loop {
-        if unanswered {
-            gather_questions(&mut asked).await;
-            let open = held.inbox.open();
-            if let Err(why) = holds.keep(id.clone(), held) {
-                // The held call was dropped, which cancelled it upstream; no round goes out.
-                return Ok(Err(not_held(route, why)));
-            }
-            return Err(ctx.pass_round(open, Some(id)).into());
-        }
-        tokio::select! {
-            biased;
-            () = cancelled.cancelled() => {
-                return Err(ErrorData::internal_error("the call was cancelled", None));
-            }
-            Some(update) = held.updates.recv() => pass_on(ctx, route, update).await,
-            outcome = &mut held.outcome => break outcome,
-            Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
-        }
-    };
-    while let Ok(update) = held.updates.try_recv() {
-        pass_on(ctx, route, update).await;
-    }
-    Ok(outcome.unwrap_or_else(|_| {
-        Err(HostError::Call {
-            connection: route.connection.clone(),
-            message: "the held call ended without a result".into(),
-        })
-    }))
-}
-
-/// Start `request` upstream for `caller`, running on its own so it can be held between the
-/// client's rounds; its questions go to the held call's inbox.
-fn start_held(
-    upstreams: &Upstreams,
-    ctx: &Ctx,
-    route: &Route,
-    host: Arc<Host<Switchboard>>,
-    caller: &Caller,
-    request: Request,
-) -> hold::Held<HeldOutcome> {
-    let (token, inbox, updates, registered) = upstreams.switchboard.open_held(caller.declared);
-    let call_context = upstream_context(upstreams, ctx, token);
-    let (sent, outcome) = tokio::sync::oneshot::channel();
-    let connection = route.connection.clone();
-    let how = How::ToTheEnd {
-        tasks: caller.declared.tasks,
-    };
-    let task = tokio::spawn(async move {
-        let result = match host.connection(&connection) {
-            Ok(connection) => send(connection, request, &call_context, how).await,
-            Err(error) => Err(error),
-        };
-        let _ = sent.send(result);
-    });
-    hold::Held::new(
-        caller.owner.clone(),
-        share_of(caller, ctx),
-        inbox,
-        outcome,
-        updates,
-        task,
-        registered,
-    )
 }
 
 /// A round whose held call is gone (it waited too long, or another instance holds it).

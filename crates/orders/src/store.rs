@@ -246,12 +246,7 @@ impl Store {
     /// `sqlite://PATH` (created if missing), `sqlite::memory:` (private, in memory), or
     /// `postgres://…` (the database must exist; instances may share it).
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let pool = Pool::open::<StoreError>(
-            url,
-            &sqlx::migrate!("./migrations/postgres"),
-            &sqlx::migrate!("./migrations/sqlite"),
-        )
-        .await?;
+        let pool = sql_pool::open_migrated!(url, StoreError).await?;
         let direct = match &pool {
             Pool::Sqlite(pool) => Direct::open(url)?.map(Arc::new).inspect(|direct| {
                 tokio::spawn(Direct::checkpoint_through(

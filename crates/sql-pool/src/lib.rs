@@ -55,6 +55,19 @@ macro_rules! on_pool {
     };
 }
 
+/// [`Pool::open`] with the calling crate's migrations, kept in `migrations/postgres` and
+/// `migrations/sqlite` beside its `Cargo.toml`; failures become `$error`.
+#[macro_export]
+macro_rules! open_migrated {
+    ($url:expr, $error:ty) => {
+        $crate::Pool::open::<$error>(
+            $url,
+            &::sqlx::migrate!("./migrations/postgres"),
+            &::sqlx::migrate!("./migrations/sqlite"),
+        )
+    };
+}
+
 /// Whether another instance seeded the database already, asked inside the seeding transaction
 /// `$tx` on a pool `$on` (a `&Pool`): on a shared database the instances starting together wait
 /// for one advisory lock (`$lock`) so that one seeds and the others then find `$table` full;

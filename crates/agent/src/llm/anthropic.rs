@@ -2,15 +2,9 @@
 
 use serde_json::Value;
 
-use super::endpoint::{Ask, Endpoint, Gather, Wire, provider};
+use super::endpoint::{Ask, Gather, Wire};
 use super::sse::{OnText, error_text};
-use super::{FunctionCall, Generation, LlmError, Secret, ToolCall, Turn, Usage, function_type};
-
-provider!(
-    /// Anthropic's Messages API, with tool use.
-    AnthropicMessages,
-    "`base_url` without `/v1` (e.g. `https://api.anthropic.com`)."
-);
+use super::{AnthropicMessages, FunctionCall, LlmError, ToolCall, Turn, Usage, function_type};
 
 /// The conversation is given in the chat-completions shape and converted: system messages
 /// become `system`, tool calls `tool_use` blocks, tool results `tool_result` blocks in a user

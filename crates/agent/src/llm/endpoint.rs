@@ -5,10 +5,10 @@
 use super::sse::{OnText, each_event, is_event_stream};
 use super::{Generation, LlmError, Message, Secret, ToolSpec, Turn};
 
-/// A provider's struct over one [`Endpoint`], with its constructor (`$base_url` documents
-/// the base URL it wants) and `with_generation`.
-macro_rules! provider {
-    ($(#[$doc:meta])* $name:ident, $base_url:literal) => {
+/// The providers' structs, each over one [`Endpoint`], with its constructor (`$base_url`
+/// documents the base URL it wants) and `with_generation`.
+macro_rules! providers {
+    ($($(#[$doc:meta])* $name:ident: $base_url:literal;)+) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name {
@@ -33,7 +33,7 @@ macro_rules! provider {
                 self
             }
         }
-    };
+    )+};
 }
 
 /// What one completion asks for.
@@ -239,4 +239,4 @@ pub(crate) async fn send_once(
     }))
 }
 
-pub(crate) use provider;
+pub(crate) use providers;

@@ -14,10 +14,17 @@ mod sse;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use anthropic::AnthropicMessages;
 pub use endpoint::{ATTEMPTS, MAX_RETRY_AFTER};
-pub use openai::OpenAiCompatible;
 pub use sse::{MAX_EVENT_BYTES, OnText};
+
+use endpoint::{Endpoint, providers};
+
+providers! {
+    /// An OpenAI-compatible chat-completions endpoint (see `openai`).
+    OpenAiCompatible: "`base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).";
+    /// Anthropic's Messages API, with tool use (see `anthropic`).
+    AnthropicMessages: "`base_url` without `/v1` (e.g. `https://api.anthropic.com`).";
+}
 
 /// One message of a chat-completions conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,17 +3,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::endpoint::{Ask, Endpoint, Gather, Wire, provider};
+use super::endpoint::{Ask, Gather, Wire};
 use super::sse::{OnText, error_text};
 use super::{
-    FunctionCall, Generation, LlmError, Message, Secret, ToolCall, Turn, Usage, function_type,
+    FunctionCall, LlmError, Message, OpenAiCompatible, ToolCall, Turn, Usage, function_type,
 };
-
-provider!(
-    /// An OpenAI-compatible chat-completions endpoint.
-    OpenAiCompatible,
-    "`base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama)."
-);
 
 impl Wire for OpenAiCompatible {
     type Streamed = OpenAiStream;

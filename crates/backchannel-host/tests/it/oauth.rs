@@ -161,6 +161,19 @@ async fn bearer(
     }
 }
 
+/// An authorization server's routes (the protected resource's metadata, the server's own,
+/// registration, authorization and token), each of its paths under `$at` (a path or "").
+macro_rules! authorization_routes {
+    ($at:literal, $resource:expr, $metadata:expr, $register:expr, $authorize:expr, $token:expr) => {
+        axum::Router::new()
+            .route("/.well-known/oauth-protected-resource/mcp", get($resource))
+            .route(concat!("/.well-known/oauth-authorization-server", $at), get($metadata))
+            .route(concat!($at, "/register"), post($register))
+            .route(concat!($at, "/authorize"), get($authorize))
+            .route(concat!($at, "/token"), post($token))
+    };
+}
+
 /// A 401 whose challenge points at the resource metadata under `base`, then says `more`.
 fn unauthorized(base: &str, more: &str) -> axum::response::Response {
     let challenge = format!(
@@ -256,19 +269,15 @@ async fn the_host_signs_in_keeps_tokens_private_refreshes_before_use_and_logs_no
     let served = backchannel::testing::serve_with(
         move |stop| {
             let server = TestServer::new(Backchannel::new());
-            let authorization = axum::Router::new()
-                .route(
-                    "/.well-known/oauth-protected-resource/mcp",
-                    get(protected_resource),
-                )
-                .route(
-                    "/.well-known/oauth-authorization-server",
-                    get(authorization_server),
-                )
-                .route("/register", post(register))
-                .route("/authorize", get(authorize))
-                .route("/token", post(token))
-                .with_state(state.clone());
+            let authorization = authorization_routes!(
+                "",
+                protected_resource,
+                authorization_server,
+                register,
+                authorize,
+                token
+            )
+            .with_state(state.clone());
             backchannel::serve::router(move || server.clone(), &Default::default(), stop)
                 .merge(authorization)
                 .layer(axum::middleware::from_fn_with_state(state, bearer))
@@ -429,15 +438,7 @@ fn two_servers_router(state: Arc<TwoServers>) -> axum::Router {
             "refresh_token": format!("rt-as{n}-{}", s.nonce),
         }))
     };
-    axum::Router::new()
-        .route("/.well-known/oauth-protected-resource/mcp", get(resource))
-        .route(
-            "/.well-known/oauth-authorization-server/{name}",
-            get(metadata),
-        )
-        .route("/{name}/register", post(register))
-        .route("/{name}/authorize", get(authorize))
-        .route("/{name}/token", post(token))
+    authorization_routes!("/{name}", resource, metadata, register, authorize, token)
         .with_state(state)
 }
 

@@ -470,12 +470,7 @@ impl Store {
     /// Open (creating if missing) the database at `url`, migrate it, and seed it if it holds
     /// no movies. `sqlite::memory:` gives a private in-memory database.
     pub async fn open(url: &str) -> Result<Store, StoreError> {
-        let pool = Pool::open::<StoreError>(
-            url,
-            &sqlx::migrate!("./migrations/postgres"),
-            &sqlx::migrate!("./migrations/sqlite"),
-        )
-        .await?;
+        let pool = sql_pool::open_migrated!(url, StoreError).await?;
         let store = Store { pool };
         if store.movie_count().await? == 0 {
             store.seed().await?;
