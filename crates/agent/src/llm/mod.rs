@@ -3,28 +3,22 @@
 //! whole or streamed. The loop that uses them lives in `desk::model`.
 //!
 //! Rooms: this module holds the vocabulary (messages, tool calls, turns, usage, errors, the
-//! key, the generation settings) and [`Provider`]; `endpoint` sends one request with its
-//! retries; `sse` reads an event stream; `openai` and `anthropic` are the two providers.
+//! key, the generation settings); `provider` the two providers' structs and [`Provider`];
+//! `endpoint` their `Wire`, one completion whole or streamed, sent with its retries; `sse`
+//! reads an event stream; `openai` and `anthropic` speak each provider's wire.
 
 mod anthropic;
 mod endpoint;
 mod openai;
+mod provider;
 mod sse;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use endpoint::{ATTEMPTS, MAX_RETRY_AFTER};
+pub use provider::{AnthropicMessages, OpenAiCompatible, Provider};
 pub use sse::{MAX_EVENT_BYTES, OnText};
-
-use endpoint::{Endpoint, providers};
-
-providers! {
-    /// An OpenAI-compatible chat-completions endpoint (see `openai`).
-    OpenAiCompatible: "`base_url` up to `/v1` (e.g. `http://127.0.0.1:11434/v1` for Ollama).";
-    /// Anthropic's Messages API, with tool use (see `anthropic`).
-    AnthropicMessages: "`base_url` without `/v1` (e.g. `https://api.anthropic.com`).";
-}
 
 /// One message of a chat-completions conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,102 +247,5 @@ impl Generation {
         if let Some(temperature) = self.temperature {
             body["temperature"] = Value::from(temperature);
         }
-    }
-}
-
-/// The model the desk talks to.
-#[derive(Debug, Clone)]
-pub enum Provider {
-    /// Chat completions (OpenAI, Ollama, llama.cpp, vLLM).
-    OpenAi(OpenAiCompatible),
-    /// Anthropic messages.
-    Anthropic(AnthropicMessages),
-}
-
-impl Provider {
-    /// Where the model lives and which model is asked for, for messages to the person.
-    pub fn describe(&self) -> (&str, &str) {
-        let endpoint = match self {
-            Provider::OpenAi(model) => &model.endpoint,
-            Provider::Anthropic(model) => &model.endpoint,
-        };
-        (&endpoint.base_url, &endpoint.model)
-    }
-
-    /// How much each reply may write and how freely.
-    pub fn generation(&self) -> Generation {
-        match self {
-            Provider::OpenAi(model) => model.endpoint.generation,
-            Provider::Anthropic(model) => model.endpoint.generation,
-        }
-    }
-
-    /// One completion.
-    pub async fn complete(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Turn, LlmError> {
-        match self {
-            Provider::OpenAi(model) => endpoint::complete(model, messages, tools).await,
-            Provider::Anthropic(model) => endpoint::complete(model, messages, tools).await,
-        }
-    }
-
-    /// One completion, its words handed to `on_text` as they arrive.
-    pub async fn stream(
-        &self,
-        messages: &[Message],
-        tools: &[ToolSpec],
-        on_text: OnText<'_>,
-    ) -> Result<Turn, LlmError> {
-        match self {
-            Provider::OpenAi(model) => endpoint::stream(model, messages, tools, on_text).await,
-            Provider::Anthropic(model) => endpoint::stream(model, messages, tools, on_text).await,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const KEY: &str = "sk-test-5f1c0ffee";
-
-    #[test]
-    fn an_api_key_is_never_printed() {
-        let timeout = std::time::Duration::from_secs(1);
-        let openai = OpenAiCompatible::new(
-            "http://127.0.0.1:1/v1",
-            Some(Secret::new(KEY)),
-            "m",
-            timeout,
-        )
-        .unwrap();
-        let anthropic =
-            AnthropicMessages::new("http://127.0.0.1:1", Some(Secret::new(KEY)), "m", timeout)
-                .unwrap();
-        let printed = [
-            format!("{:?}", Secret::new(KEY)),
-            format!("{openai:?}"),
-            format!("{:#?}", Provider::OpenAi(openai.clone())),
-            format!("{:?}", Provider::Anthropic(anthropic)),
-            format!(
-                "{:?}",
-                crate::desk::DeskConfig {
-                    model: Some(Provider::OpenAi(openai)),
-                    ..Default::default()
-                }
-            ),
-        ];
-        for text in printed {
-            assert!(!text.contains(KEY), "{text}");
-            assert!(text.contains("<redacted>"), "{text}");
-        }
-    }
-
-    #[test]
-    fn the_key_is_still_what_is_sent() {
-        assert_eq!(Secret::new(KEY).expose(), KEY);
     }
 }
