@@ -181,12 +181,12 @@ async fn favicon() -> impl IntoResponse {
     )
 }
 
-/// What the desk says before anything is asked.
 /// The page's vocabulary (`vocabulary::desk`).
 async fn vocabulary() -> Response {
     Json(crate::vocabulary::desk()).into_response()
 }
 
+/// What the desk says before anything is asked.
 async fn greeting(State(desk): State<Arc<Desk>>) -> Response {
     Json(reply_json(&desk.greeting())).into_response()
 }

@@ -35,31 +35,21 @@ impl Desk {
         let connection = host
             .connection(name)
             .map_err(|_| "the knowledge base is not available right now".to_owned())?;
-        let mut arguments = serde_json::Map::new();
-        arguments.insert("path".into(), json!(dir));
-        let listing = connection
-            .call_tool(
-                &format!("{prefix}list_directory"),
-                Some(arguments),
-                &CallContext::new(),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        // One filesystem tool of the knowledge server, on one path.
+        let on_path = async |tool: &str, path: std::path::PathBuf| {
+            let arguments = serde_json::Map::from_iter([("path".to_owned(), json!(path))]);
+            let tool = format!("{prefix}{tool}");
+            let context = CallContext::new();
+            let result = connection.call_tool(&tool, Some(arguments), &context).await;
+            result.map_err(|e| e.to_string())
+        };
+        let listing = on_path("list_directory", dir.clone()).await?;
         let mut notes = Vec::new();
         for line in text_of(&listing).lines() {
             let Some(file) = line.strip_prefix("[FILE] ").filter(|f| f.ends_with(".md")) else {
                 continue;
             };
-            let mut arguments = serde_json::Map::new();
-            arguments.insert("path".into(), json!(dir.join(file)));
-            let result = connection
-                .call_tool(
-                    &format!("{prefix}read_text_file"),
-                    Some(arguments),
-                    &CallContext::new(),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
+            let result = on_path("read_text_file", dir.join(file)).await?;
             if result.is_error != Some(true) {
                 notes.push((file.to_owned(), text_of(&result)));
             }
