@@ -55,11 +55,10 @@ pub struct Config {
     pub service: ServiceConfig,
     /// HTTP endpoint settings.
     pub http: HttpOptions,
-    /// Bearer tokens every HTTP route requires; `None` serves without sign-in (loopback only).
-    pub tokens: Option<crate::auth::Tokens>,
-    /// Require an OAuth token from this authorization server on every route but the health
-    /// check and the protected-resource metadata.
-    pub oauth: Option<std::sync::Arc<crate::oauth::OAuthResource>>,
+    /// The sign-in every route but the health check and the protected-resource metadata
+    /// requires (a token file or an OAuth issuer); `None` serves without sign-in (loopback
+    /// only).
+    pub sign_in: Option<std::sync::Arc<serve::ResourceServer>>,
     /// The key ring sealing `requestState`, shared by every instance; `None` for a random key
     /// per process (rounds then survive neither a restart nor a move to another instance).
     pub state_keys: Option<backchannel::StateKeys>,
@@ -145,9 +144,10 @@ pub async fn durable_mcp_server(
     Ok(OrderServer::new(service, builder.build()?))
 }
 
-/// REST and MCP on one router: `/api/orders…` and `/mcp`; with `config.tokens`, every route needs
-/// one of them as a bearer token (401 otherwise), and the token's name is the caller's
-/// principal (sealed state and tasks are bound to it).
+/// REST and MCP on one router: `/api/orders…` and `/mcp`; with `config.sign_in`, every route
+/// but the health check needs a bearer token (401 with the protected-resource metadata's
+/// address otherwise), and the principal it stands for is the caller's (sealed state, sessions
+/// and tasks are bound to it).
 pub fn router(
     service: OrderService,
     config: &Config,
@@ -179,87 +179,12 @@ fn router_with(
     if config.metrics {
         app = app.merge(serve::metrics_router());
     }
-    let app = match (config.tokens.clone(), config.oauth.clone()) {
-        (Some(tokens), _) => serve::require_sign_in(app, TokenFile(tokens)),
-        (None, Some(oauth)) => {
-            serve::require_sign_in(app, OAuthSignIn(oauth.clone())).merge(resource_metadata(oauth))
-        }
-        (None, None) => app,
+    let app = match &config.sign_in {
+        Some(sign_in) => sign_in.clone().protect(app),
+        None => app,
     };
     // The health check needs no token (a load balancer has none) and tells nothing else.
     app.merge(health)
-}
-
-/// Signing in with a token from the service's token file (`--tokens`): required on every route.
-struct TokenFile(crate::auth::Tokens);
-
-impl serve::SignIn for TokenFile {
-    async fn sign_in(
-        &self,
-        token: Result<Option<String>, serve::BearerError>,
-        _request: &mut http::request::Parts,
-    ) -> Result<Option<serve::Principal>, serve::Refusal> {
-        token
-            .ok()
-            .flatten()
-            .and_then(|token| self.0.principal(&token))
-            .map(|name| Some(serve::Principal(name.to_owned())))
-            .ok_or_else(|| {
-                serve::Refusal::new(
-                    "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
-                     service's token file",
-                )
-            })
-    }
-}
-
-/// The protected-resource metadata (RFC 9728), readable without a token: at the well-known
-/// path of the configured resource, and at the bare well-known path.
-fn resource_metadata(oauth: std::sync::Arc<crate::oauth::OAuthResource>) -> axum::Router {
-    let path = reqwest::Url::parse(&oauth.metadata_url())
-        .map(|url| url.path().to_owned())
-        .unwrap_or_else(|_| "/.well-known/oauth-protected-resource/mcp".to_owned());
-    let serve = move || {
-        let oauth = oauth.clone();
-        async move { axum::Json(oauth.metadata()) }
-    };
-    let mut router = axum::Router::new().route(
-        "/.well-known/oauth-protected-resource",
-        axum::routing::get(serve.clone()),
-    );
-    if path != "/.well-known/oauth-protected-resource" {
-        router = router.route(&path, axum::routing::get(serve));
-    }
-    router
-}
-
-/// Signing in with an OAuth access token from the configured issuer (`--oauth-issuer`): the
-/// principal is the one its introspection names for the configured resource (never one a
-/// request's `Host` names); a refusal's challenge points to the protected-resource metadata.
-struct OAuthSignIn(std::sync::Arc<crate::oauth::OAuthResource>);
-
-impl serve::SignIn for OAuthSignIn {
-    async fn sign_in(
-        &self,
-        token: Result<Option<String>, serve::BearerError>,
-        _request: &mut http::request::Parts,
-    ) -> Result<Option<serve::Principal>, serve::Refusal> {
-        if let Some(token) = token.ok().flatten()
-            && let Some(name) = self.0.principal(&token).await
-        {
-            return Ok(Some(serve::Principal(name)));
-        }
-        let refusal = serve::Refusal::new(
-            "Sign-in required: send `Authorization: Bearer <token>` with a token issued for this \
-             service's resource by the authorization server named in the protected-resource \
-             metadata",
-        );
-        let challenge = format!("Bearer resource_metadata=\"{}\"", self.0.metadata_url());
-        Err(match http::HeaderValue::try_from(challenge) {
-            Ok(challenge) => refusal.with_challenge(challenge),
-            Err(_) => refusal,
-        })
-    }
 }
 
 /// Serve REST and MCP on `listener` until `shutdown` is cancelled.
@@ -271,8 +196,7 @@ pub async fn serve_http(
     let addr: Option<SocketAddr> = listener.local_addr().ok();
     if let Some(addr) = addr
         && !addr.ip().is_loopback()
-        && config.tokens.is_none()
-        && config.oauth.is_none()
+        && config.sign_in.is_none()
     {
         return Err(AppError::Unauthenticated(addr));
     }

@@ -2,11 +2,9 @@
 //! `recheck_shipments`, over MCP (both protocol revisions) and a small REST API.
 
 pub mod app;
-pub mod auth;
 pub mod domain;
 pub mod mcp;
 pub mod messages;
-pub mod oauth;
 pub mod rest;
 pub mod seed;
 pub mod service;

@@ -26,9 +26,13 @@ with_http! {
     pub use options::HttpOptions;
     pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
 }
+#[cfg(feature = "resource-server")]
+mod resource;
 mod traced;
 
 pub use crate::principal::Principal;
+#[cfg(feature = "resource-server")]
+pub use resource::{MIN_TOKEN_LEN, ResourceError, ResourceServer, TokenFileError, Tokens};
 pub use traced::Traced;
 
 use rmcp::{RoleServer, Service, ServiceExt};

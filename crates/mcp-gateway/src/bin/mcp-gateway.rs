@@ -1,6 +1,8 @@
 //! `mcp-gateway serve --upstream NAME=URL [--listen ADDR]`: the upstreams' tools on one
 //! Streamable HTTP endpoint for both protocol revisions (prints `listening on http://ADDR/mcp`
-//! once ready; port 0 picks a free port). `mcp-gateway stdio --upstream NAME=URL`: the same
+//! once ready; port 0 picks a free port). `--token-file FILE` or `--oauth-issuer URL` signs
+//! clients in (required beyond loopback); sessions, rounds, held calls and task ids are then
+//! bound to the person a token stands for. `mcp-gateway stdio --upstream NAME=URL`: the same
 //! over stdin/stdout, for desktop clients. `--config FILE` reads the upstreams from the host's
 //! TOML connection settings instead (`[connections.NAME]`, HTTP or stdio, either revision,
 //! OAuth sign-in, tool prefix and filter).
@@ -8,10 +10,11 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use backchannel::Revision;
-use backchannel::serve::{self, HttpOptions};
+use backchannel::serve::{self, HttpOptions, ResourceServer};
 use backchannel_host::HostConfig;
 use clap::{Args, Parser, Subcommand};
 use mcp_gateway::{Gateway, Upstream, quick_config_with_meta};
@@ -35,6 +38,8 @@ enum Command {
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
         #[command(flatten)]
+        sign_in: SignInArgs,
+        #[command(flatten)]
         upstreams: Upstreams,
     },
     /// Serve the upstreams over stdin/stdout; logs go to stderr.
@@ -42,6 +47,66 @@ enum Command {
         #[command(flatten)]
         upstreams: Upstreams,
     },
+}
+
+/// How clients sign in to the gateway (none by default: loopback only).
+#[derive(Debug, Args)]
+struct SignInArgs {
+    /// Require a bearer token on every route: a file of `name=token` lines (tokens of 32+
+    /// characters), the name being the person's principal.
+    #[arg(long, value_name = "FILE", conflicts_with = "oauth_issuer")]
+    token_file: Option<PathBuf>,
+    /// Require an OAuth token from this authorization server (its issuer URL), issued for
+    /// this gateway's resource; tokens are checked with its introspection endpoint. Clients
+    /// find it through /.well-known/oauth-protected-resource/mcp.
+    #[arg(long, value_name = "URL")]
+    oauth_issuer: Option<String>,
+    /// The authorization server's token introspection endpoint, when its metadata does not
+    /// name one.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_introspection: Option<String>,
+    /// The gateway's MCP URL as its clients reach it: the resource a token must be issued for
+    /// (an OAuth token's audience; a token issued for an upstream is refused). Default:
+    /// http://ADDRESS/mcp, ADDRESS the one it listens on. Never taken from a request.
+    #[arg(long, value_name = "URL")]
+    resource: Option<String>,
+}
+
+impl SignInArgs {
+    /// The sign-in these flags ask for, for a gateway listening on `addr`; `None` without
+    /// `--token-file` or `--oauth-issuer`.
+    async fn resource_server(&self, addr: SocketAddr) -> anyhow::Result<Option<ResourceServer>> {
+        let resource = match &self.resource {
+            Some(resource) => resource.clone(),
+            None => format!("http://{addr}/mcp"),
+        };
+        let server = if let Some(path) = &self.token_file {
+            let tokens = serve::Tokens::from_file(path)?;
+            ResourceServer::tokens(&resource, "mcp-gateway", tokens)?
+        } else if let Some(issuer) = &self.oauth_issuer {
+            anyhow::ensure!(
+                self.resource.is_some() || !addr.ip().is_unspecified(),
+                "listening on {addr}, the gateway cannot tell the URL its clients reach it at, \
+                 which their tokens must be issued for: give it with --resource URL"
+            );
+            ResourceServer::oauth(
+                &resource,
+                "mcp-gateway",
+                issuer,
+                self.oauth_introspection.as_deref(),
+            )
+            .await?
+        } else {
+            anyhow::ensure!(
+                self.resource.is_none(),
+                "--resource names what a token must be issued for: give --token-file or \
+                 --oauth-issuer with it"
+            );
+            return Ok(None);
+        };
+        tracing::info!(%resource, "clients sign in: tokens must be issued for this resource");
+        Ok(Some(server))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -104,14 +169,20 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve {
             listen,
             allow_hosts,
+            sign_in,
             upstreams,
         } => {
-            // Nothing signs clients in yet: anyone who reaches the gateway reaches its upstreams.
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            let addr = listener.local_addr()?;
+            let sign_in = sign_in.resource_server(addr).await?;
+            // Without sign-in, anyone who reaches the gateway reaches its upstreams.
             anyhow::ensure!(
-                listen.ip().is_loopback(),
-                "refusing to listen on {listen}: the gateway does not sign clients in, so \
-                 anything that reaches that address could call every upstream's tools; listen \
-                 on a loopback address such as 127.0.0.1"
+                sign_in.is_some() || addr.ip().is_loopback(),
+                "refusing to listen on {listen}: without sign-in, anything that reaches that \
+                 address could call every upstream's tools; listen on a loopback address such \
+                 as 127.0.0.1, or require sign-in with --token-file FILE or --oauth-issuer URL"
             );
             let gateway = Gateway::open(&upstreams.host_config()?).await?;
             let options = allow_hosts
@@ -119,12 +190,12 @@ async fn main() -> anyhow::Result<()> {
                 .fold(HttpOptions::default(), |options, host| {
                     options.allow_host(host)
                 });
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("cannot listen on {listen}"))?;
             let shutdown = CancellationToken::new();
-            let app = serve::router(move || gateway.clone(), &options, shutdown.clone());
-            eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+            let mut app = serve::router(move || gateway.clone(), &options, shutdown.clone());
+            if let Some(sign_in) = sign_in {
+                app = Arc::new(sign_in).protect(app);
+            }
+            eprintln!("listening on http://{addr}/mcp");
             serve::http(listener, app, &options, async move {
                 serve::shutdown_signal().await;
                 shutdown.cancel();

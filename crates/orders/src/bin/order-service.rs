@@ -1,15 +1,17 @@
 //! `order-service`: the Support Desk order service.
 //!
 //! - `order-service serve [--listen ADDR] [--token-file FILE] [--database URL]`: REST + MCP on
-//!   one port; beyond loopback only with `--token-file`.
+//!   one port; beyond loopback only with sign-in (`--token-file` or `--oauth-issuer`).
 //! - `order-service stdio [--database URL]`: MCP over stdio (for Claude Desktop).
 //! - `order-service reset [--database URL]`: write the seed again.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use backchannel::serve;
 use clap::{Parser, Subcommand};
 use orders::app::{self, Config};
 
@@ -67,10 +69,10 @@ enum Command {
         /// name one.
         #[arg(long, value_name = "URL", requires = "oauth_issuer")]
         oauth_introspection: Option<String>,
-        /// This service's MCP URL as its clients reach it: the resource an OAuth token must be
-        /// issued for (its audience). Default: http://ADDRESS/mcp, ADDRESS the one it listens
-        /// on. Never taken from a request.
-        #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+        /// This service's MCP URL as its clients reach it: the resource a token must be issued
+        /// for (an OAuth token's audience), named in the protected-resource metadata. Default:
+        /// http://ADDRESS/mcp, ADDRESS the one it listens on. Never taken from a request.
+        #[arg(long, value_name = "URL")]
         resource: Option<String>,
         /// A host name (besides loopback) clients use to reach the service; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
@@ -153,28 +155,36 @@ async fn main() -> anyhow::Result<()> {
             config.only_revision = only_revision;
             config.http.max_sessions = max_sessions;
             config.http.max_connections = max_connections;
-            if let Some(path) = &token_file {
-                config.tokens = Some(orders::auth::Tokens::from_file(path)?);
-            }
             config.http = allow_hosts
                 .iter()
                 .fold(config.http, |options, host| options.allow_host(host));
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
-            if let Some(issuer) = &oauth_issuer {
-                let resource = match resource {
-                    Some(resource) => resource,
-                    None => format!("http://{}/mcp", listener.local_addr()?),
-                };
-                let oauth = orders::oauth::OAuthResource::discover(
-                    issuer,
-                    oauth_introspection.as_deref(),
+            let resource = match resource {
+                Some(resource) => resource,
+                None => format!("http://{}/mcp", listener.local_addr()?),
+            };
+            if let Some(path) = &token_file {
+                let tokens = serve::Tokens::from_file(path)?;
+                config.sign_in = Some(Arc::new(serve::ResourceServer::tokens(
                     &resource,
-                )
-                .await?;
-                tracing::info!(%resource, "OAuth tokens must be issued for this resource");
-                config.oauth = Some(std::sync::Arc::new(oauth));
+                    "order-service",
+                    tokens,
+                )?));
+            } else if let Some(issuer) = &oauth_issuer {
+                config.sign_in = Some(Arc::new(
+                    serve::ResourceServer::oauth(
+                        &resource,
+                        "order-service",
+                        issuer,
+                        oauth_introspection.as_deref(),
+                    )
+                    .await?,
+                ));
+            }
+            if config.sign_in.is_some() {
+                tracing::info!(%resource, "tokens must be issued for this resource");
             }
             let shutdown = backchannel::serve::shutdown_on_signal();
             app::serve_http(listener, &config, shutdown).await?;

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use backchannel::serve::HttpOptions;
-use orders::auth::Tokens;
+use backchannel::serve::{ResourceServer, Tokens};
 use orders::service::{OrderService, ServiceConfig};
 use orders::store::Store;
 use serde_json::{Value, json};
@@ -21,6 +21,9 @@ struct Running {
     service: OrderService,
     _served: backchannel::testing::Served,
 }
+
+/// The resource the token-file tests' order service names in its metadata.
+const TOKEN_RESOURCE: &str = "http://127.0.0.1:8080/mcp";
 
 async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
     let store = Store::open(&crate::common::fresh_database().await)
@@ -38,7 +41,11 @@ async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
         |stop| {
             let config = orders::app::Config {
                 http: options.clone(),
-                tokens,
+                sign_in: tokens.map(|tokens| {
+                    std::sync::Arc::new(
+                        ResourceServer::tokens(TOKEN_RESOURCE, "order-service", tokens).unwrap(),
+                    )
+                }),
                 ..Default::default()
             };
             orders::app::router(app_service, &config, stop).unwrap()
@@ -294,8 +301,23 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
         }
         let response = request.send().await.unwrap();
         assert_eq!(response.status().as_u16(), 401, "{auth:?}");
-        assert!(response.headers().contains_key("www-authenticate"));
+        // Every refusal names the protected-resource metadata, with a token file too.
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer resource_metadata=\"http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp\"",
+            "{auth:?}"
+        );
     }
+    let metadata: Value = json_answer(client.get(format!(
+        "http://{}/.well-known/oauth-protected-resource/mcp",
+        running.addr
+    )))
+    .await;
+    assert_eq!(metadata["resource"], TOKEN_RESOURCE, "{metadata}");
+    assert!(
+        metadata.get("authorization_servers").is_none(),
+        "{metadata}"
+    );
     let body = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
     let (status, _) = post(running.addr, &body, &[]).await;
     assert_eq!(status, 401, "MCP needs the token too");
@@ -555,10 +577,11 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_for_the_configured_reso
     let elsewhere = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let issuer = introspection_server(elsewhere.clone(), asked.clone()).await;
-    let oauth = orders::oauth::OAuthResource::discover(
+    let oauth = ResourceServer::oauth(
+        RESOURCE,
+        "order-service",
         "http://issuer.example",
         Some(&issuer.url("/introspect")),
-        RESOURCE,
     )
     .await
     .unwrap();
@@ -570,7 +593,7 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_for_the_configured_reso
     let served = backchannel::testing::serve_with(
         |stop| {
             let config = orders::app::Config {
-                oauth: Some(oauth),
+                sign_in: Some(oauth),
                 ..Default::default()
             };
             orders::app::router(service, &config, stop).unwrap()
@@ -654,27 +677,4 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_for_the_configured_reso
         assert_eq!(status, if token == "good" { 200 } else { 401 }, "{token}");
     }
     assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), before);
-}
-
-#[tokio::test]
-async fn a_resource_that_is_not_an_absolute_http_url_is_refused_at_start() {
-    for resource in [
-        "",
-        "/mcp",
-        "orders.example/mcp",
-        "ftp://orders.example/mcp",
-        "http://orders.example/mcp#x",
-    ] {
-        let error = orders::oauth::OAuthResource::discover(
-            "http://issuer.example",
-            Some("http://127.0.0.1:9/introspect"),
-            resource,
-        )
-        .await
-        .unwrap_err();
-        assert!(
-            matches!(error, orders::oauth::OAuthError::Resource(_)),
-            "{resource:?}: {error}"
-        );
-    }
 }

@@ -1,5 +1,5 @@
-//! Optional sign-in for the order service: bearer tokens read from a file, each naming the
-//! principal it stands for. Off for the loopback demo; required to listen beyond loopback.
+//! Bearer tokens read from a file, each naming the principal it stands for (`name=token`
+//! lines): the simplest sign-in a server can require.
 
 use std::path::Path;
 

@@ -1,0 +1,279 @@
+//! A server as an OAuth 2.1 protected resource (feature `resource-server`): who may call it
+//! (bearer tokens from a file, or tokens an authorization server vouches for by introspection),
+//! the protected-resource metadata (RFC 9728) that tells a client how to sign in, and the 401
+//! challenge `Bearer resource_metadata="…"` every refusal carries, whichever way tokens are
+//! checked.
+//!
+//! The resource a token must be issued for is configuration ([`ResourceServer::resource`],
+//! typically `--resource URL`, by default the address the server listens on), never read from
+//! a request: a token whose audience does not name it, or names none, is refused whatever
+//! `Host` the request carries (a server sharing the authorization server cannot replay its
+//! callers' tokens here).
+//!
+//! ```no_run
+//! # async fn run(app: axum::Router) -> Result<(), backchannel::serve::ResourceError> {
+//! use std::sync::Arc;
+//! use backchannel::serve::{ResourceServer, Tokens};
+//!
+//! let tokens = Tokens::from_file("tokens.txt".as_ref())?;
+//! let guard = Arc::new(ResourceServer::tokens("http://127.0.0.1:8080/mcp", "orders", tokens)?);
+//! let app = guard.protect(app); // every route of `app` needs a token; metadata is open
+//! # drop(app); Ok(()) }
+//! ```
+
+mod error;
+mod introspection;
+mod tokens;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+pub use error::ResourceError;
+pub use tokens::{MIN_TOKEN_LEN, TokenFileError, Tokens};
+
+use super::bearer::BearerError;
+use super::sign_in::{Refusal, SignIn};
+use crate::principal::Principal;
+use introspection::Introspector;
+
+/// How tokens are checked.
+#[derive(Debug)]
+enum Check {
+    /// Against a token file.
+    Tokens(Tokens),
+    /// By the authorization server's introspection.
+    OAuth(Introspector),
+}
+
+/// A server's sign-in: the resource tokens are for, its name in the metadata, and how tokens
+/// are checked. [`ResourceServer::protect`] puts it in front of a router.
+#[derive(Debug)]
+pub struct ResourceServer {
+    resource: String,
+    name: String,
+    check: Check,
+}
+
+impl ResourceServer {
+    /// Tokens from a token file, for `resource` (this server's MCP URL as its clients reach
+    /// it), named `name` in the metadata.
+    pub fn tokens(resource: &str, name: &str, tokens: Tokens) -> Result<Self, ResourceError> {
+        Ok(ResourceServer {
+            resource: checked_resource(resource)?,
+            name: name.to_owned(),
+            check: Check::Tokens(tokens),
+        })
+    }
+
+    /// Tokens issued for `resource` by the authorization server `issuer`, checked at
+    /// `introspection` when given, else at the introspection endpoint its metadata names.
+    pub async fn oauth(
+        resource: &str,
+        name: &str,
+        issuer: &str,
+        introspection: Option<&str>,
+    ) -> Result<Self, ResourceError> {
+        let resource = checked_resource(resource)?;
+        Ok(ResourceServer {
+            resource,
+            name: name.to_owned(),
+            check: Check::OAuth(Introspector::discover(issuer, introspection).await?),
+        })
+    }
+
+    /// The resource tokens must be issued for (this server's MCP URL).
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Whether tokens are checked by an authorization server (else against a token file).
+    pub fn is_oauth(&self) -> bool {
+        matches!(self.check, Check::OAuth(_))
+    }
+
+    /// Where the protected-resource metadata is (RFC 9728: the well-known path inserted
+    /// between the resource's host and its path).
+    pub fn metadata_url(&self) -> String {
+        match url_parts(&self.resource) {
+            Some((origin, path)) => {
+                format!("{origin}/.well-known/oauth-protected-resource{path}")
+            }
+            None => self.resource.clone(),
+        }
+    }
+
+    /// The protected-resource metadata (RFC 9728). With a token file it names no
+    /// authorization server: the tokens are handed out by whoever runs the server.
+    pub fn metadata(&self) -> Value {
+        let mut metadata = json!({
+            "resource": self.resource,
+            "bearer_methods_supported": ["header"],
+            "resource_name": self.name,
+        });
+        if let Check::OAuth(introspector) = &self.check {
+            metadata["authorization_servers"] = json!([introspector.issuer()]);
+        }
+        metadata
+    }
+
+    /// Who `token` stands for, if anyone.
+    pub async fn principal(&self, token: &str) -> Option<String> {
+        match &self.check {
+            Check::Tokens(tokens) => tokens.principal(token).map(str::to_owned),
+            Check::OAuth(introspector) => introspector.principal(token, &self.resource).await,
+        }
+    }
+
+    /// `router` with every route signed in, and the metadata readable without a token at the
+    /// resource's well-known path and at the bare one.
+    pub fn protect(self: Arc<Self>, router: axum::Router) -> axum::Router {
+        let metadata = self.metadata_router();
+        super::require_sign_in(router, Guard(self)).merge(metadata)
+    }
+
+    fn metadata_router(self: &Arc<Self>) -> axum::Router {
+        let path = url_parts(&self.metadata_url())
+            .map(|(_, path)| path)
+            .unwrap_or_else(|| "/.well-known/oauth-protected-resource/mcp".to_owned());
+        let server = self.clone();
+        let serve = move || {
+            let server = server.clone();
+            async move {
+                (
+                    [(http::header::CONTENT_TYPE, "application/json")],
+                    server.metadata().to_string(),
+                )
+            }
+        };
+        let bare = "/.well-known/oauth-protected-resource";
+        let mut router = axum::Router::new().route(bare, axum::routing::get(serve.clone()));
+        if path != bare {
+            router = router.route(&path, axum::routing::get(serve));
+        }
+        router
+    }
+
+    fn refusal(&self) -> Refusal {
+        let message = match self.check {
+            Check::Tokens(_) => {
+                "Sign-in required: send `Authorization: Bearer <token>` with a token from the \
+                 server's token file"
+            }
+            Check::OAuth(_) => {
+                "Sign-in required: send `Authorization: Bearer <token>` with a token issued for \
+                 this server's resource by the authorization server named in the \
+                 protected-resource metadata"
+            }
+        };
+        let refusal = Refusal::new(message);
+        let challenge = format!("Bearer resource_metadata=\"{}\"", self.metadata_url());
+        match http::HeaderValue::try_from(challenge) {
+            Ok(challenge) => refusal.with_challenge(challenge),
+            Err(_) => refusal,
+        }
+    }
+}
+
+/// The sign-in edge of a [`ResourceServer`]: a token is required on every route.
+struct Guard(Arc<ResourceServer>);
+
+impl SignIn for Guard {
+    async fn sign_in(
+        &self,
+        token: Result<Option<String>, BearerError>,
+        _request: &mut http::request::Parts,
+    ) -> Result<Option<Principal>, Refusal> {
+        if let Some(token) = token.ok().flatten()
+            && let Some(name) = self.0.principal(&token).await
+        {
+            return Ok(Some(Principal(name)));
+        }
+        Err(self.0.refusal())
+    }
+}
+
+/// `resource` if it is an absolute `http(s)` URL with a host and no fragment.
+fn checked_resource(resource: &str) -> Result<String, ResourceError> {
+    match reqwest::Url::parse(resource) {
+        Ok(url)
+            if matches!(url.scheme(), "http" | "https")
+                && url.host().is_some()
+                && url.fragment().is_none() =>
+        {
+            Ok(resource.to_owned())
+        }
+        _ => Err(ResourceError::Resource(resource.to_owned())),
+    }
+}
+
+/// A URL's origin (`scheme://host[:port]`) and its path without a trailing slash.
+fn url_parts(url: &str) -> Option<(String, String)> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let origin = url.origin().ascii_serialization();
+    Some((origin, url.path().trim_end_matches('/').to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn with_tokens(resource: &str) -> ResourceServer {
+        let tokens = Tokens::parse(&format!("ana={}", "a".repeat(40))).unwrap();
+        ResourceServer::tokens(resource, "orders", tokens).unwrap()
+    }
+
+    #[test]
+    fn the_metadata_sits_at_the_resource_s_well_known_path() {
+        let server = with_tokens("https://orders.example/mcp");
+        assert_eq!(
+            server.metadata_url(),
+            "https://orders.example/.well-known/oauth-protected-resource/mcp"
+        );
+        let metadata = server.metadata();
+        assert_eq!(metadata["resource"], "https://orders.example/mcp");
+        assert!(
+            metadata.get("authorization_servers").is_none(),
+            "{metadata}"
+        );
+        assert_eq!(
+            with_tokens("http://127.0.0.1:9/").metadata_url(),
+            "http://127.0.0.1:9/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(
+            with_tokens("http://127.0.0.1:9/mcp?x=1").metadata_url(),
+            "http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp"
+        );
+    }
+
+    #[test]
+    fn a_token_file_refusal_names_the_metadata() {
+        let refusal = with_tokens("https://orders.example/mcp").refusal();
+        assert_eq!(
+            refusal.challenge,
+            "Bearer resource_metadata=\"https://orders.example/.well-known/oauth-protected-resource/mcp\""
+        );
+    }
+
+    #[test]
+    fn a_resource_that_is_not_an_absolute_http_url_is_refused() {
+        for resource in [
+            "",
+            "/mcp",
+            "orders.example/mcp",
+            "ftp://orders.example/mcp",
+            "http://orders.example/mcp#x",
+        ] {
+            let tokens = Tokens::parse(&format!("ana={}", "a".repeat(40))).unwrap();
+            assert!(
+                matches!(
+                    ResourceServer::tokens(resource, "orders", tokens),
+                    Err(ResourceError::Resource(_))
+                ),
+                "{resource:?}"
+            );
+        }
+    }
+}
