@@ -18,6 +18,7 @@ use rmcp::transport::auth::{
 use serde::Deserialize;
 
 use crate::config::AuthConfig;
+pub use crate::credentials::SharedCredentials;
 
 /// The default redirect: a loopback callback the host's handler listens on.
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1:8976/callback";
@@ -37,10 +38,14 @@ fn redirect_uri(config: &AuthConfig) -> &str {
 pub(crate) enum TokenStore {
     Memory(InMemoryCredentialStore),
     File(Arc<TokenFile>),
+    Shared(SharedCredentials),
 }
 
 impl TokenStore {
     pub(crate) fn for_config(config: &AuthConfig) -> Self {
+        if let Some(shared) = &config.credentials {
+            return TokenStore::Shared(shared.clone());
+        }
         match &config.token_file {
             Some(path) => TokenStore::File(Arc::new(TokenFile {
                 path: path.clone(),
@@ -54,6 +59,7 @@ impl TokenStore {
         match self {
             TokenStore::Memory(store) => manager.set_credential_store(store.clone()),
             TokenStore::File(file) => manager.set_credential_store(SharedFile(file.clone())),
+            TokenStore::Shared(shared) => manager.set_credential_store(shared.clone()),
         }
     }
 }
@@ -174,13 +180,37 @@ pub(crate) async fn manager(
     Ok(manager)
 }
 
-/// Sign in to `url` after its `challenge`: start the authorization, let `authorize` take the
-/// person through it (it returns the URL the browser came back to), then exchange the code.
+/// Sign in to the server at `url` as `config` says, for a program that takes the person
+/// through it itself (a gateway asking each person for their own sign-in): the server's
+/// authorization server discovered from its protected-resource metadata, the client
+/// registered, then `authorize` is given the authorization URL and returns the URL the browser
+/// came back to (the redirect URI with the code), and the code is exchanged. The tokens go to
+/// the store `config` names ([`AuthConfig::credentials`], else its token file, else nowhere
+/// lasting).
+pub async fn sign_in_with<F, Fut>(
+    url: &str,
+    config: &AuthConfig,
+    client_name: &str,
+    authorize: F,
+) -> Result<(), String>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = Result<String, crate::error::AuthorizeError>>,
+{
+    let store = TokenStore::for_config(config);
+    sign_in(url, config, client_name, None, &store, authorize)
+        .await
+        .map(drop)
+}
+
+/// Sign in to `url` after its `challenge` (if any): start the authorization, let `authorize`
+/// take the person through it (it returns the URL the browser came back to), then exchange
+/// the code.
 pub(crate) async fn sign_in<F, Fut>(
     url: &str,
     config: &AuthConfig,
     client_name: &str,
-    challenge: &str,
+    challenge: Option<&str>,
     store: &TokenStore,
     authorize: F,
 ) -> Result<AuthorizationManager, String>
@@ -193,9 +223,10 @@ where
         .map_err(|e| e.to_string())?;
     store.install(&mut manager);
     let mut state = OAuthState::Unauthorized(manager);
-    let mut request = AuthorizationRequest::new(redirect_uri(config))
-        .with_client_name(client_name)
-        .with_challenge(challenge);
+    let mut request = AuthorizationRequest::new(redirect_uri(config)).with_client_name(client_name);
+    if let Some(challenge) = challenge {
+        request = request.with_challenge(challenge);
+    }
     if !config.scopes.is_empty() {
         request = request.with_scopes(config.scopes.clone());
     }
@@ -270,7 +301,7 @@ impl Reauth {
             &self.url,
             &settings,
             &self.client_name,
-            challenge,
+            Some(challenge),
             &self.store,
             |url| handler.authorize(connection, url),
         )

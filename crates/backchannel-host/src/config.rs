@@ -126,6 +126,16 @@ pub struct AuthConfig {
     pub redirect_uri: Option<String>,
     /// The token file (readable by the user only); without one, tokens live in memory.
     pub token_file: Option<PathBuf>,
+    /// A file holding a bearer token sent with every request: a static credential of the
+    /// host's own, read when the connection opens (no OAuth sign-in then; only its first line
+    /// counts).
+    pub bearer_file: Option<PathBuf>,
+    /// Where this connection's OAuth tokens are kept, given by the program rather than read
+    /// from the configuration (a gateway keeps each person's own in its database); it wins
+    /// over `token_file`.
+    #[cfg(feature = "oauth")]
+    #[serde(skip)]
+    pub credentials: Option<crate::credentials::SharedCredentials>,
 }
 
 fn default_timeout_secs() -> u64 {

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use rmcp::model::{ProtocolVersion, Root};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-#[cfg(not(feature = "oauth"))]
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
@@ -168,6 +167,32 @@ pub(crate) fn custom_headers(
         .collect()
 }
 
+/// The bearer token of `config`'s bearer file, if it names one.
+fn bearer_of(config: &ConnectionConfig) -> Result<Option<String>, String> {
+    match config
+        .auth
+        .as_ref()
+        .and_then(|auth| auth.bearer_file.as_deref())
+    {
+        Some(path) => read_bearer(path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The bearer token in the first line of the file at `path`.
+fn read_bearer(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the bearer file {}: {e}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim();
+    if token.is_empty() || !token.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(format!(
+            "the bearer file {} holds no token on its first line (printable ASCII, no spaces)",
+            path.display()
+        ));
+    }
+    Ok(token.to_owned())
+}
+
 /// Start a stdio server's process, its stderr kept (the last lines) in `tail`.
 pub(crate) fn spawn_stdio(
     name: &str,
@@ -267,7 +292,7 @@ impl<H: HostHandler> SigningIn<'_, H> {
                 self.url,
                 &self.settings,
                 self.client_name,
-                &challenge,
+                Some(&challenge),
                 &store,
                 |url| self.handler.authorize(self.name, url),
             )
@@ -327,26 +352,15 @@ impl<H: HostHandler> Connection<H> {
         let mut reauth = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
-                let transport_config =
+                let mut transport_config =
                     rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom_headers(headers).map_err(connect_error)?);
-                #[cfg(feature = "oauth")]
-                let (service, opened) = {
-                    let signing_in = SigningIn {
-                        name,
-                        url,
-                        settings: config.auth.clone().unwrap_or_default(),
-                        client_name: &host.client_name,
-                        handler: &handler,
-                    };
-                    let (service, signed_in, opened) = signing_in
-                        .serve(transport_config, make_routed, &routes, lifecycle)
-                        .await?;
-                    reauth = Some(signed_in);
-                    (service, opened)
-                };
-                #[cfg(not(feature = "oauth"))]
-                let (service, opened) = {
+                let bearer = bearer_of(config).map_err(connect_error)?;
+                let plain = bearer.is_some() || cfg!(not(feature = "oauth"));
+                if let Some(token) = bearer {
+                    transport_config = transport_config.auth_header(token);
+                }
+                let (service, opened) = if plain {
                     let (client, opened) = Listening::new(http_client().map_err(connect_error)?);
                     let transport =
                         StreamableHttpClientTransport::with_client(client, transport_config);
@@ -355,6 +369,24 @@ impl<H: HostHandler> Connection<H> {
                         .await
                         .map_err(|error| connect_failed(name, error))?;
                     (service, opened)
+                } else {
+                    #[cfg(feature = "oauth")]
+                    {
+                        let signing_in = SigningIn {
+                            name,
+                            url,
+                            settings: config.auth.clone().unwrap_or_default(),
+                            client_name: &host.client_name,
+                            handler: &handler,
+                        };
+                        let (service, signed_in, opened) = signing_in
+                            .serve(transport_config, make_routed, &routes, lifecycle)
+                            .await?;
+                        reauth = Some(signed_in);
+                        (service, opened)
+                    }
+                    #[cfg(not(feature = "oauth"))]
+                    unreachable!("without feature `oauth` every HTTP connection is plain")
                 };
                 wait_for_listening(name, &service, opened, config.request_timeout()).await;
                 service

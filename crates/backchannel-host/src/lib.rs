@@ -29,6 +29,8 @@
 pub mod auth;
 mod config;
 mod connection;
+#[cfg(feature = "oauth")]
+mod credentials;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -112,7 +112,7 @@ impl Scenario {
                 client_secret: self.context.client_secret.clone(),
                 scopes: Vec::new(),
                 redirect_uri: Some(REDIRECT_URI.into()),
-                token_file: None,
+                ..AuthConfig::default()
             }),
         };
         HostConfig {

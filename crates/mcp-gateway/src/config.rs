@@ -18,6 +18,20 @@ pub(crate) const LOG_LEVEL_META_KEY: &str = "io.modelcontextprotocol/logLevel";
 /// How long one forwarded call may take upstream, questions to the person included.
 pub const UPSTREAM_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How the gateway runs beyond its upstreams' configuration.
+#[derive(Debug, Clone, Default)]
+pub struct GatewayOptions {
+    /// Upstreams each person signs in to with their own account (their tokens kept by the
+    /// gateway, asked for by URL elicitation); each must be an HTTP connection.
+    pub per_person: std::collections::BTreeSet<String>,
+    /// Where each person's upstream tokens are kept: a SQLite or PostgreSQL URL; `None` for
+    /// `data/mcp-gateway.sqlite` (used only with per-person upstreams).
+    pub database: Option<String>,
+    /// The key ring sealing round state and the tokens at rest, shared by every instance;
+    /// `None` for a random key per process (kept tokens then open only in that process).
+    pub state_keys: Option<backchannel::StateKeys>,
+}
+
 /// One upstream named on the command line: `NAME=URL` (Streamable HTTP).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {

@@ -36,4 +36,13 @@ pub enum GatewayError {
     /// No random key could be had for the gateway's task ids.
     #[error("no key for the gateway's task ids: {0}")]
     Random(#[from] backchannel::SealError),
+    /// An upstream marked per-person is not one of the HTTP upstreams.
+    #[error("{0:?} cannot sign people in one by one: it is no HTTP upstream of this gateway")]
+    NotPersonal(String),
+    /// The gateway's database could not be opened.
+    #[error("the gateway's database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The gateway's database could not be brought up to date.
+    #[error("the gateway's database could not be migrated: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
 }

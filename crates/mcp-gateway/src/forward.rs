@@ -26,6 +26,7 @@ use rmcp::model::{
 
 use crate::config::{LOG_LEVEL_META_KEY, forwarded_meta};
 use crate::hold::{self, HeldOutcome, Outcome};
+use crate::personal::NotSignedIn;
 use crate::switchboard::{Switchboard, Update};
 use crate::tasks;
 use crate::upstream::Upstreams;
@@ -78,11 +79,25 @@ pub(crate) struct Forward<'a> {
 }
 
 impl Forward<'_> {
+    /// The connections this call goes through (the caller's own for a per-person upstream,
+    /// who may be asked to sign in first).
+    async fn host(&self) -> Result<Arc<Host<Switchboard>>, NotSignedIn> {
+        let caller = (self.caller.owner.as_str(), self.caller.declared);
+        self.upstreams
+            .for_call(&self.ctx, caller, &self.route.connection)
+            .await
+    }
+
     /// Forward a tool call with `arguments`.
     pub(crate) async fn tool(self, arguments: Option<JsonObject>) -> ToolAnswer {
         let request = Request::Tool(self.route.tool.clone(), arguments);
         let route = &self.route;
-        match self.upstream(request).await? {
+        let host = match self.host().await {
+            Ok(host) => host,
+            Err(NotSignedIn::Tool(why)) => return Ok(backchannel::error_text(why).into()),
+            Err(NotSignedIn::Protocol(error)) => return Err(error),
+        };
+        match self.upstream(host, request).await? {
             Ok(Outcome::Tool(Started::Task(task))) => {
                 Ok(task_created(self.upstreams, &self.caller, route, task))
             }
@@ -96,7 +111,14 @@ impl Forward<'_> {
     pub(crate) async fn prompt(self, arguments: Option<JsonObject>) -> PromptAnswer {
         let request = Request::Prompt(self.route.tool.clone(), arguments);
         let route = &self.route;
-        match self.upstream(request).await? {
+        let host = match self.host().await {
+            Ok(host) => host,
+            Err(NotSignedIn::Tool(why)) => {
+                return Err(ErrorData::invalid_request(why, None));
+            }
+            Err(NotSignedIn::Protocol(error)) => return Err(error),
+        };
+        match self.upstream(host, request).await? {
             Ok(Outcome::Prompt(Started::Done(mut result))) => {
                 result.result_type = Some(ResultType::COMPLETE);
                 Ok(GetPromptResponse::Complete(result))
@@ -110,10 +132,13 @@ impl Forward<'_> {
     /// Run `request` upstream for the downstream call of `ctx`, as the revisions on either side
     /// want (see the module's docs). Ends with the layer's `Suspend` when a round goes to a
     /// 2026-07-28 client, and with an error when the client cancelled.
-    async fn upstream(&self, request: Request) -> Result<HeldOutcome, ErrorData> {
+    async fn upstream(
+        &self,
+        host: Arc<Host<Switchboard>>,
+        request: Request,
+    ) -> Result<HeldOutcome, ErrorData> {
         let (upstreams, ctx, route, caller) =
             (self.upstreams, &self.ctx, &self.route, &self.caller);
-        let host = upstreams.declaring(caller.declared).await?;
         let connection = host
             .connection(&route.connection)
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;

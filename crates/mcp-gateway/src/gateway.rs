@@ -25,14 +25,17 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, ServerHandler};
 
+use backchannel::serve::ResourceServer;
+
 use crate::catalog;
-use crate::config::{LOG_LEVEL_META_KEY, answerable};
+use crate::config::{GatewayOptions, LOG_LEVEL_META_KEY, answerable};
 use crate::error::GatewayError;
 use crate::forward::{Caller, Forward, Route};
 use crate::hold;
+use crate::personal::Personal;
 use crate::switchboard::Switchboard;
 use crate::tasks;
-use crate::upstream::{Upstreams, learn_tools, open_upstreams};
+use crate::upstream::{PersonalTools, Upstreams, learn_tools, open_upstreams};
 
 /// A route's body that forwards: the call's `Ctx` and arguments taken from `$context` (a tool's
 /// or a prompt's), the caller named by the gateway in `$context.$gateway` from the request in
@@ -79,6 +82,15 @@ impl Gateway {
     /// Connect to every upstream of `config` and gather their tools. Upstreams that cannot be
     /// reached are left out (logged); none reachable is an error.
     pub async fn open(config: &HostConfig) -> Result<Gateway, GatewayError> {
+        Gateway::open_with(config, GatewayOptions::default()).await
+    }
+
+    /// [`Gateway::open`] with `options`: per-person upstreams (not connected until a person
+    /// signs in; their tokens kept in the database), the state keys.
+    pub async fn open_with(
+        config: &HostConfig,
+        options: GatewayOptions,
+    ) -> Result<Gateway, GatewayError> {
         // The gateway's own `_meta` keys go upstream whatever the configuration allows.
         let mut config = config.clone();
         for key in ["progressToken", LOG_LEVEL_META_KEY] {
@@ -86,10 +98,21 @@ impl Gateway {
                 config.meta_allow.push(key.to_owned());
             }
         }
+        for name in &options.per_person {
+            match config.connections.get(name).map(|c| &c.transport) {
+                Some(backchannel_host::Transport::Http { .. }) => {}
+                _ => return Err(GatewayError::NotPersonal(name.clone())),
+            }
+        }
         let config = &config;
+        // Per-person upstreams are reached with each person's tokens only.
+        let mut shared = config.clone();
+        shared
+            .connections
+            .retain(|name, _| !options.per_person.contains(name));
         let switchboard = Arc::new(Switchboard::default());
-        let host = open_upstreams(config, &switchboard).await?;
-        if host.connections().next().is_none() {
+        let host = open_upstreams(&shared, &switchboard).await?;
+        if host.connections().next().is_none() && options.per_person.is_empty() {
             let why = host
                 .unavailable
                 .iter()
@@ -98,25 +121,32 @@ impl Gateway {
                 .join("; ");
             return Err(GatewayError::NoUpstream(why));
         }
-        let prefixes: BTreeMap<String, String> = host
-            .connections()
-            .map(|connection| {
-                let prefix = config
-                    .connections
-                    .get(connection.name())
-                    .and_then(|c| c.tool_prefix.clone())
-                    .unwrap_or_default();
-                (connection.name().to_owned(), prefix)
+        let prefixes: BTreeMap<String, String> = config
+            .connections
+            .iter()
+            .map(|(name, connection)| {
+                (
+                    name.clone(),
+                    connection.tool_prefix.clone().unwrap_or_default(),
+                )
             })
             .collect();
-        let (router, offered) = tool_router(&host, &prefixes).await?;
+        let personal = open_personal(&options).await?;
+        let personal_tools = std::sync::RwLock::new(BTreeMap::new());
+        let (router, offered) =
+            tool_router(&host, &prefixes, &personal_tools, personal.as_deref()).await?;
         tracing::info!(
             upstreams = host.connections().count(),
+            per_person = options.per_person.len(),
             tools = offered,
             "gateway ready"
         );
         let catalog = catalog::Catalog::new(&host, &prefixes);
-        let layer = Backchannel::builder().build()?;
+        let mut layer = Backchannel::builder();
+        if let Some(keys) = options.state_keys {
+            layer = layer.state_keys(keys);
+        }
+        let layer = layer.build()?;
         switchboard.announce_through(&layer);
         let (tools_changed, changes) = tokio::sync::mpsc::unbounded_channel();
         switchboard.on_tools_changed(tools_changed);
@@ -132,6 +162,8 @@ impl Gateway {
                 catalog,
                 task_ids: tasks::TaskIds::new()?,
                 holds: hold::Holds::default(),
+                personal,
+                personal_tools,
             }),
         };
         tokio::spawn(offer_changed_tools(
@@ -141,6 +173,21 @@ impl Gateway {
             gateway.layer.downgrade(),
         ));
         Ok(gateway)
+    }
+
+    /// The pages a person's browser opens to sign in to a per-person upstream, for a gateway
+    /// that browsers reach at `base` (its origin, e.g. `http://127.0.0.1:8070`), with `front`
+    /// the gateway's own sign-in (a browser proves who it is with one of its tokens): the
+    /// pages (open to anyone: they check the browser themselves) and the sign-out route (to
+    /// go behind the front door). `None` without per-person upstreams.
+    pub fn sign_in_pages(
+        &self,
+        base: &str,
+        front: Option<Arc<ResourceServer>>,
+    ) -> Option<(axum::Router, axum::Router)> {
+        let personal = self.upstreams.personal.clone()?;
+        personal.serve_at(base, front);
+        Some(crate::personal::routes(personal))
     }
 
     /// The names of the tools offered, sorted.
@@ -177,26 +224,81 @@ impl Gateway {
     }
 }
 
-/// The upstreams' tools, each a route forwarding its calls; and how many there are.
+/// The per-person upstreams of `options` and their people's tokens (the database opened and
+/// migrated); `None` when there are none.
+async fn open_personal(options: &GatewayOptions) -> Result<Option<Arc<Personal>>, GatewayError> {
+    if options.per_person.is_empty() {
+        return Ok(None);
+    }
+    let sealer = match &options.state_keys {
+        Some(keys) => backchannel::Sealer::with_keys(keys)?,
+        None => {
+            tracing::warn!(
+                "without --state-keys the people's upstream tokens are sealed under a key of \
+                 this process's own: after a restart they are asked to sign in again"
+            );
+            backchannel::Sealer::random()?
+        }
+    };
+    let database = match &options.database {
+        Some(url) => url.clone(),
+        None => sql_pool::file_url(std::path::Path::new(""), "mcp-gateway.sqlite").map_err(
+            |(dir, error)| {
+                GatewayError::Database(sqlx::Error::Configuration(
+                    format!("cannot make {}: {error}", dir.display()).into(),
+                ))
+            },
+        )?,
+    };
+    let vault = crate::personal::Vault::open(&database, sealer).await?;
+    Ok(Some(Arc::new(Personal::new(
+        options.per_person.clone(),
+        vault,
+    ))))
+}
+
+/// The upstreams' tools, each a route forwarding its calls; and how many there are. A
+/// per-person upstream's tools are those learnt through a person's connection; until someone
+/// has signed in, a tool `sign_in_to_NAME` stands in for them.
 pub(crate) async fn tool_router(
     host: &Host<Switchboard>,
     prefixes: &BTreeMap<String, String>,
+    personal_tools: &PersonalTools,
+    personal: Option<&Personal>,
 ) -> Result<(ToolRouter<Gateway>, usize), GatewayError> {
-    let mut router = ToolRouter::new();
-    let mut offered: BTreeMap<String, String> = BTreeMap::new();
+    let mut lists: Vec<(String, Vec<rmcp::model::Tool>)> = Vec::new();
     for connection in host.connections() {
-        let prefix = prefixes.get(connection.name()).cloned().unwrap_or_default();
-        for tool in connection.tools().await? {
+        lists.push((connection.name().to_owned(), connection.tools().await?));
+    }
+    let learnt = personal_tools
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let mut router = ToolRouter::new();
+    for upstream in personal.map(Personal::upstreams).into_iter().flatten() {
+        match learnt.get(upstream) {
+            Some(tools) => lists.push((upstream.clone(), tools.clone())),
+            None => router.add_route(sign_in_route(upstream)),
+        }
+    }
+    let mut offered: BTreeMap<String, String> = BTreeMap::new();
+    for (connection, tools) in lists {
+        let prefix = prefixes.get(&connection).cloned().unwrap_or_default();
+        for mut tool in tools {
+            if !tool.name.starts_with(prefix.as_str()) {
+                // Learnt through a person's connection, which does not prefix.
+                tool.name = format!("{prefix}{}", tool.name).into();
+            }
             let offered_as = tool.name.to_string();
-            if let Some(first) = offered.insert(offered_as.clone(), connection.name().into()) {
+            if let Some(first) = offered.insert(offered_as.clone(), connection.clone()) {
                 return Err(GatewayError::Clash {
                     tool: offered_as,
                     first,
-                    second: connection.name().into(),
+                    second: connection,
                 });
             }
             let route = Route {
-                connection: connection.name().to_owned(),
+                connection: connection.clone(),
                 tool: offered_as
                     .strip_prefix(prefix.as_str())
                     .unwrap_or(&offered_as)
@@ -211,6 +313,48 @@ pub(crate) async fn tool_router(
         }
     }
     Ok((router, offered.len()))
+}
+
+/// The tool standing in for a per-person upstream whose tools nobody has seen yet: calling it
+/// asks the person to sign in, after which the upstream's tools are offered.
+fn sign_in_route(upstream: &str) -> ToolRoute<Gateway> {
+    let mut schema = rmcp::model::JsonObject::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), rmcp::model::JsonObject::new().into());
+    let tool = rmcp::model::Tool::new(
+        format!("sign_in_to_{upstream}"),
+        format!(
+            "Sign in to the server {upstream:?} with your own account. Its tools are offered \
+             once someone has signed in."
+        ),
+        Arc::new(schema),
+    );
+    let upstream = upstream.to_owned();
+    ToolRoute::new_dyn(tool, move |mut context: ToolCallContext<'_, Gateway>| {
+        let upstream = upstream.clone();
+        Box::pin(async move {
+            let ctx = Ctx::from_context_part(&mut context)?;
+            let gateway = context.service;
+            let caller = gateway.caller(&ctx, &context.request_context);
+            let whose = (caller.owner.as_str(), caller.declared);
+            match gateway.upstreams.for_call(&ctx, whose, &upstream).await {
+                Ok(_) => {
+                    Ok(
+                        rmcp::model::CallToolResult::success(vec![
+                            rmcp::model::ContentBlock::text(format!(
+                                "You are signed in to {upstream:?}; its tools are offered now."
+                            )),
+                        ])
+                        .into(),
+                    )
+                }
+                Err(crate::personal::NotSignedIn::Tool(why)) => {
+                    Ok(backchannel::error_text(why).into())
+                }
+                Err(crate::personal::NotSignedIn::Protocol(error)) => Err(error),
+            }
+        })
+    })
 }
 
 /// Each time an upstream says its tools changed: list them all again, offer the new list,
@@ -235,7 +379,10 @@ pub(crate) async fn offer_changed_tools(
         for host in &narrower {
             learn_tools(host).await;
         }
-        match tool_router(&upstreams.host, &upstreams.prefixes).await {
+        upstreams.relearn_personal_tools().await;
+        let personal = upstreams.personal.as_deref();
+        let lists = (&upstreams.personal_tools, personal);
+        match tool_router(&upstreams.host, &upstreams.prefixes, lists.0, lists.1).await {
             Ok((router, count)) => {
                 *tools
                     .write()
@@ -269,7 +416,10 @@ impl Gateway {
     ) -> Result<T, ErrorData> {
         let owner = self.layer.owner_key(context);
         let route = self.upstreams.task_ids.open(&owner, id)?;
-        let host = self.upstreams.declaring(route.declared).await?;
+        let host = self
+            .upstreams
+            .for_task(&owner, route.declared, &route.connection)
+            .await?;
         let connection = host
             .connection(&route.connection)
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;

@@ -19,6 +19,11 @@
 //! An upstream's task (tasks extension) is relayed rather than run by the gateway: a client
 //! that declared tasks gets it under a sealed id of the gateway's, bound to that client, and
 //! its `tasks/get`, `tasks/update` and `tasks/cancel` go to the upstream task (module `tasks`).
+//!
+//! A caller's own credentials never go upstream. An upstream is reached with the gateway's
+//! credentials (none, a bearer file, its own OAuth sign-in), or, when marked per-person, with
+//! the calling person's own tokens, which the gateway asks them to obtain by a URL elicitation
+//! (module `personal`).
 
 //!
 //! # Layout
@@ -30,6 +35,8 @@
 //!   messages go (the downstream call that caused it).
 //! - `hold`: a 2025-11-25 upstream's call held between a 2026-07-28 client's rounds.
 //! - `tasks`: an upstream's tasks under sealed ids of the gateway's.
+//! - `personal`: each person's own sign-in to an upstream marked per-person (URL elicitation,
+//!   the sign-in pages, their tokens sealed in the gateway's database).
 //! - `catalog`: the upstreams' resources, templates, prompts and completions.
 //! - `config`: [`Upstream`], [`quick_config`], what the gateway declares upstream.
 //! - `error`: [`GatewayError`].
@@ -46,13 +53,16 @@ mod error;
 mod forward;
 mod gateway;
 mod hold;
+mod personal;
 mod switchboard;
 mod tasks;
 mod upstream;
 
 pub use config::{
-    UPSTREAM_CALL_TIMEOUT, Upstream, quick_config, quick_config_with_meta, relayed_capabilities,
+    GatewayOptions, UPSTREAM_CALL_TIMEOUT, Upstream, quick_config, quick_config_with_meta,
+    relayed_capabilities,
 };
 pub use error::GatewayError;
 pub use gateway::Gateway;
+pub use personal::{LINK_LIFETIME, SIGN_IN_WAIT};
 pub use switchboard::Switchboard;

@@ -17,7 +17,7 @@ use backchannel::Revision;
 use backchannel::serve::{self, HttpOptions, ResourceServer};
 use backchannel_host::HostConfig;
 use clap::{Args, Parser, Subcommand};
-use mcp_gateway::{Gateway, Upstream, quick_config_with_meta};
+use mcp_gateway::{Gateway, GatewayOptions, Upstream, quick_config_with_meta};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
@@ -129,9 +129,63 @@ struct Upstreams {
     /// The upstreams as the host's TOML connection settings, instead of --upstream.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["upstreams", "revisions"])]
     config: Option<PathBuf>,
+    /// How the gateway reaches an upstream that needs credentials: NAME=bearer-file:PATH (a
+    /// token of the gateway's own, from a file) or NAME=per-person (each person signs in with
+    /// their own account, asked by URL elicitation; their tokens kept sealed in --database).
+    /// Without it, none. A caller's own token is never passed on. Repeat for more.
+    #[arg(long = "upstream-auth", value_name = "NAME=HOW")]
+    auth: Vec<String>,
+    /// Where each person's upstream tokens are kept: `sqlite://PATH` or
+    /// `postgres://USER@HOST:PORT/DB`. Default: data/mcp-gateway.sqlite (only with per-person
+    /// upstreams).
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+    /// The key ring sealing round state and the people's upstream tokens (the order
+    /// service's format; the same file for every instance); or $MCP_GATEWAY_STATE_KEYS.
+    /// Without one, a key made at start (kept tokens then do not survive a restart).
+    #[arg(long, value_name = "FILE")]
+    state_keys: Option<PathBuf>,
 }
 
 impl Upstreams {
+    /// The upstreams' configuration, and the gateway's options, from the flags.
+    fn open_options(&self) -> anyhow::Result<(HostConfig, GatewayOptions)> {
+        let mut config = self.host_config()?;
+        let mut options = GatewayOptions {
+            database: self.database.clone(),
+            ..GatewayOptions::default()
+        };
+        let keys = self
+            .state_keys
+            .clone()
+            .or_else(|| std::env::var_os("MCP_GATEWAY_STATE_KEYS").map(PathBuf::from));
+        if let Some(path) = keys {
+            options.state_keys = Some(backchannel::StateKeys::from_file(&path)?);
+        }
+        for text in &self.auth {
+            let (name, how) = text
+                .split_once('=')
+                .with_context(|| format!("--upstream-auth {text:?}: expected NAME=HOW"))?;
+            let (name, how) = (name.trim(), how.trim());
+            let connection = config
+                .connections
+                .get_mut(name)
+                .with_context(|| format!("--upstream-auth {text:?}: {name:?} is no upstream"))?;
+            let auth = connection.auth.get_or_insert_with(Default::default);
+            match how.split_once(':') {
+                Some(("bearer-file", path)) => auth.bearer_file = Some(PathBuf::from(path)),
+                _ if how == "per-person" => {
+                    options.per_person.insert(name.to_owned());
+                }
+                _ if how == "none" => connection.auth = None,
+                _ => anyhow::bail!(
+                    "--upstream-auth {text:?}: HOW is none, bearer-file:PATH or per-person"
+                ),
+            }
+        }
+        Ok((config, options))
+    }
+
     fn host_config(&self) -> anyhow::Result<HostConfig> {
         if let Some(path) = &self.config {
             let text = std::fs::read_to_string(path)
@@ -184,16 +238,34 @@ async fn main() -> anyhow::Result<()> {
                  address could call every upstream's tools; listen on a loopback address such \
                  as 127.0.0.1, or require sign-in with --token-file FILE or --oauth-issuer URL"
             );
-            let gateway = Gateway::open(&upstreams.host_config()?).await?;
+            let (config, gateway_options) = upstreams.open_options()?;
+            let gateway = Gateway::open_with(&config, gateway_options).await?;
             let options = allow_hosts
                 .iter()
                 .fold(HttpOptions::default(), |options, host| {
                     options.allow_host(host)
                 });
             let shutdown = CancellationToken::new();
-            let mut app = serve::router(move || gateway.clone(), &options, shutdown.clone());
+            let sign_in = sign_in.map(Arc::new);
+            // Links and the upstreams' redirect go to where browsers reach the gateway: the
+            // origin of its resource.
+            let base = match &sign_in {
+                Some(sign_in) => origin_of(sign_in.resource()),
+                None => format!("http://{addr}"),
+            };
+            let pages = gateway.sign_in_pages(&base, sign_in.clone());
+            let served = gateway.clone();
+            let mut app = serve::router(move || served.clone(), &options, shutdown.clone());
+            let mut open_pages = None;
+            if let Some((pages, sign_out)) = pages {
+                app = app.merge(sign_out);
+                open_pages = Some(pages);
+            }
             if let Some(sign_in) = sign_in {
-                app = Arc::new(sign_in).protect(app);
+                app = sign_in.protect(app);
+            }
+            if let Some(pages) = open_pages {
+                app = app.merge(pages);
             }
             eprintln!("listening on http://{addr}/mcp");
             serve::http(listener, app, &options, async move {
@@ -203,11 +275,28 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         }
         Command::Stdio { upstreams } => {
-            let gateway = Gateway::open(&upstreams.host_config()?).await?;
+            let (config, options) = upstreams.open_options()?;
+            anyhow::ensure!(
+                options.per_person.is_empty(),
+                "per-person upstreams need the gateway's sign-in pages: use `mcp-gateway serve`"
+            );
+            let gateway = Gateway::open_with(&config, options).await?;
             serve::stdio(gateway).await?;
         }
     }
     Ok(())
+}
+
+/// The origin (`scheme://host[:port]`) of `url`.
+fn origin_of(url: &str) -> String {
+    match url.find("://") {
+        Some(scheme_end) => {
+            let rest = &url[scheme_end + 3..];
+            let host_end = rest.find('/').unwrap_or(rest.len());
+            url[..scheme_end + 3 + host_end].to_owned()
+        }
+        None => url.to_owned(),
+    }
 }
 
 /// jemalloc, as the order service: a forwarded call allocates and frees much (two JSON-RPC

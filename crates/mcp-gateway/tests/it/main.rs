@@ -7,6 +7,7 @@
 mod bridge;
 mod common;
 mod guarded;
+mod personal;
 mod signed_in;
 mod stdio;
 mod tasks;

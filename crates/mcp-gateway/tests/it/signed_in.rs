@@ -64,11 +64,21 @@ async fn signed_gateway(
     revision: Revision,
     sign_in: ResourceServer,
 ) -> (Served, Gateway) {
+    signed_gateway_with(upstream, revision, sign_in, |_| {}).await
+}
+
+/// [`signed_gateway`] with its upstream's configuration changed by `change`.
+async fn signed_gateway_with(
+    upstream: SocketAddr,
+    revision: Revision,
+    sign_in: ResourceServer,
+    change: impl FnOnce(&mut backchannel_host::ConnectionConfig),
+) -> (Served, Gateway) {
     let upstreams: Vec<Upstream> = vec![format!("test=http://{upstream}/mcp").parse().unwrap()];
     let revisions = BTreeMap::from([("test".to_owned(), revision)]);
-    let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
-        .await
-        .unwrap();
+    let mut config = quick_config(&upstreams, &revisions).unwrap();
+    change(config.connections.get_mut("test").unwrap());
+    let gateway = Gateway::open(&config).await.unwrap();
     let options = HttpOptions::default();
     let front = gateway.clone();
     let sign_in = Arc::new(sign_in);
@@ -416,6 +426,38 @@ async fn a_2025_session_is_its_person_s() {
     assert_eq!(status, 200, "{answer}");
     assert!(answer.to_string().contains("confirm"), "{answer}");
     no_token_reached(&seen);
+}
+
+#[tokio::test]
+async fn an_upstream_gets_the_gateway_s_own_bearer_never_the_caller_s() {
+    let dir = std::env::temp_dir().join(format!(
+        "gateway-bearer-{}",
+        backchannel::testing::random_hex()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bearer");
+    std::fs::write(&file, "the-gateway-s-own-token\n").unwrap();
+    for revision in [Revision::V2025_11_25, Revision::V2026_07_28] {
+        let (served, _server, seen) = upstream(revision).await;
+        let bearer = file.clone();
+        let (front, _gateway) = signed_gateway_with(served.addr, revision, token_file(), |c| {
+            c.auth = Some(backchannel_host::AuthConfig {
+                bearer_file: Some(bearer),
+                ..Default::default()
+            });
+        })
+        .await;
+        let listed = post_modern(front.addr, &modern(1, "tools/list", json!({})), ANA).await;
+        assert!(listed.to_string().contains("confirm"), "{listed}");
+        let seen = seen.lock().unwrap().clone();
+        assert!(!seen.is_empty());
+        assert!(
+            seen.iter()
+                .all(|seen| seen.as_deref() == Some("Bearer the-gateway-s-own-token")),
+            "{revision}: {seen:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `mcp-gateway serve --listen 0.0.0.0:0` and what it says on stderr before it exits or says

@@ -1,0 +1,564 @@
+//! Each person's own sign-in to an upstream that needs it: the order service requiring OAuth
+//! tokens from an authorization server, behind a gateway with sign-in on its front door and the
+//! order service marked per-person. A 2025-11-25 client and a 2026-07-28 client are each asked
+//! by URL; the browser (a reqwest client carrying its cookie by hand) proves who it is, goes
+//! through the authorization server and back; each person gets a token of their own, the call
+//! goes on, and no caller's gateway token ever reaches the upstream. A link or a callback
+//! opened by someone else changes nothing.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use backchannel::Revision;
+use backchannel::serve::{self, HttpOptions, ResourceServer, Tokens};
+use backchannel::testing::{Served, connect_http, serve_with};
+use mcp_gateway::{Gateway, GatewayOptions, Upstream, quick_config};
+use rmcp::model::*;
+use rmcp::service::RequestContext;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
+use serde_json::{Value, json};
+
+const ANA: &str = "ana-0123456789abcdef0123456789abcdef";
+const BEN: &str = "ben-0123456789abcdef0123456789abcdef";
+
+/// What the authorization server did: the tokens it issued (by person at the authorization
+/// server) and every token it was asked to introspect.
+#[derive(Default)]
+struct Issued {
+    next: AtomicUsize,
+    /// code → (redirect URI, code challenge, resource)
+    codes: Mutex<BTreeMap<String, (String, String, String)>>,
+    /// access token → (subject, audience)
+    tokens: Mutex<BTreeMap<String, (String, String)>>,
+    introspected: Mutex<Vec<String>>,
+}
+
+fn form(body: &str) -> BTreeMap<String, String> {
+    body.split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| {
+            let decoded = value.replace('+', " ");
+            (name.to_owned(), percent_decode(&decoded))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn query_of(url: &str) -> BTreeMap<String, String> {
+    form(
+        url.split_once('?')
+            .map(|(_, query)| query)
+            .unwrap_or_default(),
+    )
+}
+
+/// A small OAuth 2.1 authorization server: metadata, dynamic registration, an authorization
+/// endpoint that approves at once (a new person at it each time), a token endpoint checking
+/// PKCE (S256), and introspection.
+async fn authorization_server(issued: Arc<Issued>) -> Served {
+    use axum::routing::{get, post};
+    // The issuer is the address the metadata was asked at (a test's server on loopback).
+    let metadata = |headers: axum::http::HeaderMap| async move {
+        let host = headers[axum::http::header::HOST]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let issuer = format!("http://{host}");
+        axum::Json(json!({
+                    "issuer": issuer,
+                    "authorization_endpoint": format!("{issuer}/authorize"),
+                    "token_endpoint": format!("{issuer}/token"),
+                    "registration_endpoint": format!("{issuer}/register"),
+                    "introspection_endpoint": format!("{issuer}/introspect"),
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none"],
+        }))
+    };
+    let register = |axum::Json(request): axum::Json<Value>| async move {
+        (
+            axum::http::StatusCode::CREATED,
+            axum::Json(json!({
+                "client_id": format!("client-{}", request["redirect_uris"][0].as_str().unwrap_or("").len()),
+                "redirect_uris": request["redirect_uris"],
+                "token_endpoint_auth_method": "none",
+            })),
+        )
+    };
+    let authorize = {
+        let issued = issued.clone();
+        move |uri: axum::http::Uri| {
+            let issued = issued.clone();
+            async move {
+                let query = query_of(&uri.to_string());
+                let code = format!("code-{}", issued.next.fetch_add(1, Ordering::SeqCst));
+                issued.codes.lock().unwrap().insert(
+                    code.clone(),
+                    (
+                        query["redirect_uri"].clone(),
+                        query["code_challenge"].clone(),
+                        query.get("resource").cloned().unwrap_or_default(),
+                    ),
+                );
+                let back = format!(
+                    "{}?code={code}&state={}",
+                    query["redirect_uri"], query["state"]
+                );
+                (
+                    axum::http::StatusCode::FOUND,
+                    [(axum::http::header::LOCATION, back)],
+                )
+            }
+        }
+    };
+    let token = {
+        let issued = issued.clone();
+        move |body: String| {
+            let issued = issued.clone();
+            async move {
+                use base64::Engine as _;
+                use sha2::Digest as _;
+                let request = form(&body);
+                let Some((redirect, challenge, resource)) = request
+                    .get("code")
+                    .and_then(|code| issued.codes.lock().unwrap().remove(code))
+                else {
+                    return (
+                        axum::http::StatusCode::BAD_REQUEST,
+                        axum::Json(json!({"error": "invalid_grant"})),
+                    );
+                };
+                let verifier = request.get("code_verifier").cloned().unwrap_or_default();
+                let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(sha2::Sha256::digest(verifier.as_bytes()));
+                if computed != challenge || request.get("redirect_uri") != Some(&redirect) {
+                    return (
+                        axum::http::StatusCode::BAD_REQUEST,
+                        axum::Json(json!({"error": "invalid_grant"})),
+                    );
+                }
+                let n = issued.next.fetch_add(1, Ordering::SeqCst);
+                let access = format!("upstream-token-{n}");
+                let audience = request.get("resource").cloned().unwrap_or(resource);
+                issued
+                    .tokens
+                    .lock()
+                    .unwrap()
+                    .insert(access.clone(), (format!("person-{n}"), audience));
+                (
+                    axum::http::StatusCode::OK,
+                    axum::Json(json!({
+                        "access_token": access,
+                        "token_type": "Bearer",
+                        "expires_in": 3600,
+                        "refresh_token": format!("refresh-{n}"),
+                    })),
+                )
+            }
+        }
+    };
+    let introspect = {
+        let issued = issued.clone();
+        move |body: String| {
+            let issued = issued.clone();
+            async move {
+                let token = form(&body).get("token").cloned().unwrap_or_default();
+                issued.introspected.lock().unwrap().push(token.clone());
+                let later = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs()
+                    + 3600;
+                axum::Json(match issued.tokens.lock().unwrap().get(&token) {
+                    Some((subject, audience)) => {
+                        json!({"active": true, "sub": subject, "aud": audience, "exp": later})
+                    }
+                    None => json!({"active": false}),
+                })
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .route("/.well-known/oauth-authorization-server", get(metadata))
+        .route("/register", post(register))
+        .route("/authorize", get(authorize))
+        .route("/token", post(token))
+        .route("/introspect", post(introspect));
+    serve_with(|_| app, &HttpOptions::default()).await
+}
+
+/// The order service (2025-11-25 or 2026-07-28 only) requiring tokens of `issuer` issued for
+/// its own address; with its service, to read the orders.
+async fn order_service(
+    issuer: SocketAddr,
+    only: Revision,
+) -> (
+    SocketAddr,
+    orders::service::OrderService,
+    tokio_util::sync::CancellationToken,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sign_in = ResourceServer::oauth(
+        &format!("http://{addr}/mcp"),
+        "order-service",
+        &format!("http://{issuer}"),
+        Some(&format!("http://{issuer}/introspect")),
+    )
+    .await
+    .unwrap();
+    let config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        service: orders::service::ServiceConfig {
+            carrier_latency: std::time::Duration::ZERO,
+            ..Default::default()
+        },
+        only_revision: Some(only),
+        sign_in: Some(Arc::new(sign_in)),
+        ..Default::default()
+    };
+    let service = orders::app::open_service(&config).await.unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let app = orders::app::router(service.clone(), &config, stop.clone()).unwrap();
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        serve::http(listener, app, &config.http, async move {
+            shutdown.cancelled().await;
+        })
+        .await
+    });
+    (addr, service, stop)
+}
+
+/// The gateway with sign-in (Ana's and Ben's tokens) in front of the order service at
+/// `orders`, which is per-person.
+async fn gateway(orders: SocketAddr, revision: Revision) -> (Served, Gateway) {
+    let upstreams: Vec<Upstream> = vec![format!("orders=http://{orders}/mcp").parse().unwrap()];
+    let revisions = BTreeMap::from([("orders".to_owned(), revision)]);
+    let options = GatewayOptions {
+        per_person: ["orders".to_owned()].into(),
+        database: Some("sqlite::memory:".into()),
+        state_keys: None,
+    };
+    let gateway = Gateway::open_with(&quick_config(&upstreams, &revisions).unwrap(), options)
+        .await
+        .unwrap();
+    let tokens = Tokens::parse(&format!("ana={ANA}\nben={BEN}\n")).unwrap();
+    let front =
+        Arc::new(ResourceServer::tokens("http://127.0.0.1/mcp", "mcp-gateway", tokens).unwrap());
+    let options = HttpOptions::default();
+    let served_gateway = gateway.clone();
+    let served = serve_with(
+        |stop| {
+            let (pages, sign_out) = served_gateway
+                .sign_in_pages("http://127.0.0.1", Some(front.clone()))
+                .unwrap();
+            let app = serve::router(move || served_gateway.clone(), &options, stop).merge(sign_out);
+            front.clone().protect(app).merge(pages)
+        },
+        &options,
+    )
+    .await;
+    // Links and the redirect name the address it was given.
+    gateway.sign_in_pages(&format!("http://{}", served.addr), Some(front));
+    (served, gateway)
+}
+
+/// A browser of one person: it keeps the gateway's cookie by hand.
+struct Browser {
+    http: reqwest::Client,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new() -> Browser {
+        Browser {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            cookie: None,
+        }
+    }
+
+    async fn get(&self, url: &str) -> reqwest::Response {
+        let mut request = self.http.get(url);
+        if let Some(cookie) = &self.cookie {
+            request = request.header("Cookie", cookie);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// Open the sign-in `link` as the person whose gateway token is `token`: the status of the
+    /// gateway's answer to the token, and where the callback sent the browser back to (when it
+    /// got that far).
+    async fn open_link(&mut self, link: &str, token: &str) -> (u16, Option<String>) {
+        let first = self.get(link).await;
+        if first.status().as_u16() == 200 && self.cookie.is_none() {
+            // The gateway's own sign-in form.
+            let body = first.text().await.unwrap();
+            assert!(body.contains("gateway-token"), "{body}");
+            let answer = self
+                .http
+                .post(link)
+                .form(&[("token", token)])
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status().as_u16();
+            if status != 303 {
+                return (status, None);
+            }
+            let cookie = answer.headers()["set-cookie"].to_str().unwrap().to_owned();
+            assert!(
+                cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+                "{cookie}"
+            );
+            self.cookie = Some(cookie.split(';').next().unwrap().to_owned());
+        }
+        let to_authorize = self.get(link).await;
+        let status = to_authorize.status().as_u16();
+        if status != 303 {
+            return (status, None);
+        }
+        let authorize = to_authorize.headers()["location"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(authorize.contains("code_challenge="), "{authorize}");
+        let back = self.get(&authorize).await;
+        let callback = back.headers()["location"].to_str().unwrap().to_owned();
+        (303, Some(callback))
+    }
+}
+
+/// A client that declares URL elicitation and, asked to open a link, hands it to the test;
+/// it says yes to every form.
+#[derive(Clone)]
+struct Person {
+    links: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl ClientHandler for Person {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(
+            ElicitationCapability::default()
+                .with_form(Default::default())
+                .with_url(Default::default()),
+        );
+        ClientConfig::new(caps, Implementation::new("person", "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::UrlElicitationParams { url, .. } = request {
+            self.links.send(url).unwrap();
+            return Ok(ElicitResult::new(ElicitationAction::Accept));
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirmed": true})))
+    }
+}
+
+async fn order_status(service: &orders::service::OrderService, id: &str) -> String {
+    let order = service
+        .order(orders::domain::OrderId::new(id))
+        .await
+        .unwrap();
+    format!("{:?}", order.status).to_uppercase()
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect()
+}
+
+async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
+    let issued = Arc::new(Issued::default());
+    let issuer = authorization_server(issued.clone()).await;
+    let (orders, service, _stop) = order_service(issuer.addr, upstream).await;
+    let (front, gateway) = gateway(orders, upstream).await;
+    let url = format!("http://{}/mcp", front.addr);
+    assert_eq!(gateway.tool_names(), ["sign_in_to_orders"], "{upstream}");
+
+    // Ana, on 2025-11-25, is asked by URL inside her call.
+    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
+    let call = tokio::spawn({
+        let peer = ana.peer().clone();
+        async move {
+            peer.call_tool(CallToolRequestParams::new("sign_in_to_orders"))
+                .await
+                .unwrap()
+        }
+    });
+    let link = asked.recv().await.unwrap();
+    assert!(
+        link.starts_with(&format!("http://{}/upstream-sign-in/", front.addr)),
+        "{link}"
+    );
+
+    // Ben's browser cannot take Ana's link: his token is refused for it, nothing changes.
+    let mut bens = Browser::new();
+    let (refused, _) = bens.open_link(&link, BEN).await;
+    assert_eq!(refused, 403, "{upstream}");
+    // Ana's browser signs her in at the gateway, then at the authorization server.
+    let mut anas = Browser::new();
+    let (status, callback) = anas.open_link(&link, ANA).await;
+    assert_eq!(status, 303);
+    let callback = callback.unwrap();
+    // The callback opened by a browser that is not Ana's changes nothing…
+    assert_eq!(Browser::new().get(&callback).await.status().as_u16(), 403);
+    // …Ana's finishes the sign-in, once.
+    let done = anas.get(&callback).await;
+    assert_eq!(done.status().as_u16(), 200);
+    assert!(done.text().await.unwrap().contains("Signed in to orders"));
+    assert_eq!(
+        anas.get(&callback).await.status().as_u16(),
+        400,
+        "single use"
+    );
+    let result = call.await.unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert!(
+        text_of(&result).contains("signed in to \"orders\""),
+        "{result:?}"
+    );
+
+    // Now the order service's tools are offered, and Ana's calls go through with her token.
+    let tools = ana.list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|tool| tool.name == "cancel_order"),
+        "{tools:?}"
+    );
+    let got = ana
+        .call_tool(
+            CallToolRequestParams::new("get_order")
+                .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert!(text_of(&got).contains("ORD-10001"), "{got:?}");
+
+    // Ben, on 2026-07-28, cancels an order: asked by URL in a round, then for the
+    // confirmation, then the cancel happens once.
+    let ben = connect_http(
+        Person {
+            links: tokio::sync::mpsc::unbounded_channel().0,
+        },
+        &url,
+        Revision::V2026_07_28,
+        Some(BEN),
+    )
+    .await;
+    let mut params = CallToolRequestParams::new("cancel_order")
+        .with_arguments(json!({"orderId": "ORD-10002"}).as_object().unwrap().clone());
+    let mut asked_by_url = 0;
+    let result = loop {
+        match ben.peer().call_tool_once(params.clone()).await.unwrap() {
+            CallToolResponse::Complete(result) => break result,
+            CallToolResponse::InputRequired(round) => {
+                let mut answers = BTreeMap::new();
+                for (key, request) in round.input_requests.unwrap_or_default() {
+                    let InputRequest::Elicitation(question) = request else {
+                        panic!("{request:?}");
+                    };
+                    let answer = match question.params {
+                        ElicitRequestParams::UrlElicitationParams { url, .. } => {
+                            asked_by_url += 1;
+                            let mut browser = Browser::new();
+                            let (status, callback) = browser.open_link(&url, BEN).await;
+                            assert_eq!(status, 303);
+                            let done = browser.get(&callback.unwrap()).await;
+                            assert_eq!(done.status().as_u16(), 200);
+                            json!({"action": "accept"})
+                        }
+                        _ => json!({"action": "accept", "content": {"confirmed": true}}),
+                    };
+                    answers.insert(key, answer);
+                }
+                params.input_responses = Some(answers);
+                params.request_state = round.request_state;
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(asked_by_url, 1, "{upstream}");
+    assert!(text_of(&result).contains("ORD-10002"), "{result:?}");
+    assert_eq!(order_status(&service, "ORD-10002").await, "CANCELLED");
+
+    // Two people, two tokens of their own; the upstream never saw a gateway token.
+    let introspected = issued.introspected.lock().unwrap().clone();
+    let distinct: std::collections::BTreeSet<&String> = introspected.iter().collect();
+    assert_eq!(distinct.len(), 2, "{introspected:?}");
+    assert!(
+        introspected
+            .iter()
+            .all(|token| token.starts_with("upstream-token-")),
+        "{introspected:?}"
+    );
+
+    // Ana signs out of the order service: her next call asks her again.
+    let signed_out = reqwest::Client::new()
+        .post(format!("http://{}/upstream-sign-out/orders", front.addr))
+        .bearer_auth(ANA)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_out.status().as_u16(), 204);
+    let again = tokio::spawn({
+        let peer = ana.peer().clone();
+        async move {
+            peer.call_tool(
+                CallToolRequestParams::new("get_order")
+                    .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap()
+        }
+    });
+    let asked_again = asked.recv().await.unwrap();
+    assert_ne!(asked_again, link);
+    again.abort();
+}
+
+#[tokio::test]
+async fn each_person_signs_in_to_a_2026_upstream_with_their_own_account() {
+    each_person_signs_in_with_their_own_account(Revision::V2026_07_28).await;
+}
+
+#[tokio::test]
+async fn each_person_signs_in_to_a_2025_upstream_with_their_own_account() {
+    each_person_signs_in_with_their_own_account(Revision::V2025_11_25).await;
+}
