@@ -339,11 +339,14 @@ fn sign_in_route(upstream: &str) -> ToolRoute<Gateway> {
             let whose = (caller.owner.as_str(), caller.declared);
             match gateway.upstreams.for_call(&ctx, whose, &upstream).await {
                 Ok(_) => {
+                    // The upstream's tools were learnt through this person's connection: they
+                    // are offered before this call answers.
+                    offer_tools(&gateway.tools, &gateway.upstreams, &gateway.layer).await;
+                    let signed_in =
+                        format!("You are signed in to {upstream:?}; its tools are offered now.");
                     Ok(
                         rmcp::model::CallToolResult::success(vec![
-                            rmcp::model::ContentBlock::text(format!(
-                                "You are signed in to {upstream:?}; its tools are offered now."
-                            )),
+                            rmcp::model::ContentBlock::text(signed_in),
                         ])
                         .into(),
                     )
@@ -380,24 +383,34 @@ pub(crate) async fn offer_changed_tools(
             learn_tools(host).await;
         }
         upstreams.relearn_personal_tools().await;
-        let personal = upstreams.personal.as_deref();
-        let lists = (&upstreams.personal_tools, personal);
-        match tool_router(&upstreams.host, &upstreams.prefixes, lists.0, lists.1).await {
-            Ok((router, count)) => {
-                *tools
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(router);
-                tracing::info!(
-                    tools = count,
-                    "the upstreams' tools changed; offering the new list"
-                );
-                layer
-                    .notify_list_changed(backchannel::ListKind::Tools)
-                    .await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "the upstreams' tools changed, but the new list cannot be offered; keeping the old one");
-            }
+        offer_tools(&tools, &upstreams, &layer).await;
+    }
+}
+
+/// Make the tool list again from what the upstreams offer, offer it, and tell the downstream
+/// clients (a list that cannot be made, two upstreams offering one name, keeps the old one).
+async fn offer_tools(
+    tools: &std::sync::RwLock<Arc<ToolRouter<Gateway>>>,
+    upstreams: &Upstreams,
+    layer: &Backchannel,
+) {
+    let personal = upstreams.personal.as_deref();
+    let lists = (&upstreams.personal_tools, personal);
+    match tool_router(&upstreams.host, &upstreams.prefixes, lists.0, lists.1).await {
+        Ok((router, count)) => {
+            *tools
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(router);
+            tracing::info!(
+                tools = count,
+                "the upstreams' tools changed; offering the new list"
+            );
+            layer
+                .notify_list_changed(backchannel::ListKind::Tools)
+                .await;
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the upstreams' tools changed, but the new list cannot be offered; keeping the old one");
         }
     }
 }

@@ -258,11 +258,9 @@ impl Upstreams {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .contains_key(upstream);
-        if unknown && self.learn_personal_tools(upstream, &host).await {
-            // The stand-in gives way to the upstream's tools.
-            use backchannel_host::HostHandler as _;
-            self.switchboard
-                .on_list_changed(upstream, backchannel::ListKind::Tools);
+        if unknown {
+            // The stand-in gives way to the upstream's tools (the sign-in tool offers them).
+            self.learn_personal_tools(upstream, &host).await;
         }
         Ok(host)
     }

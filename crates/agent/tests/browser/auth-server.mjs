@@ -3,7 +3,8 @@
 // token introspection), as shipped in @modelcontextprotocol/sdk. Usage:
 //   node auth-server.mjs MCP_URL
 // It listens on a free loopback port (the issuer is http://127.0.0.1:PORT) and prints
-// "ready PORT" once it answers.
+// "ready PORT" once it answers, then "introspected TOKEN" for each token a resource server asks
+// it about (so a test can tell which tokens reached a server).
 import http from "node:http";
 import { createRequire } from "node:module";
 
@@ -15,6 +16,12 @@ const [mcpUrl] = process.argv.slice(2);
 const server = http.createServer();
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const { port } = server.address();
+server.on("request", (request) => {
+  if (request.method !== "POST" || request.url !== "/introspect") return;
+  let body = "";
+  request.on("data", (chunk) => { body += chunk; });
+  request.on("end", () => console.log(`introspected ${new URLSearchParams(body).get("token")}`));
+});
 const express = createRequire(`${sdk}/package.json`)("express");
 express.application.listen = function serveOnTakenPort(_port, callback) {
   server.on("request", this);

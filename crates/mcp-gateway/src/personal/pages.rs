@@ -63,7 +63,9 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
             (header::CACHE_CONTROL, "no-store"),
             (
                 header::CONTENT_SECURITY_POLICY,
-                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+                // No `form-action`: the sign-in form's answer redirects on to the authorization
+                // server, and browsers hold a form's redirects to it.
+                "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
             ),
         ],
         html,
