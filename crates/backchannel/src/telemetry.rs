@@ -32,6 +32,7 @@ macro_rules! server_span {
             gen_ai.prompt.name = tracing::field::Empty,
             mcp.resource.uri = tracing::field::Empty,
             jsonrpc.request.id = tracing::field::Empty,
+            mcp.principal.kind = tracing::field::Empty,
             mcp.protocol.version = $protocol_version,
             error.type = tracing::field::Empty,
             $($how)*

@@ -184,6 +184,13 @@ where
                 header("mcp-protocol-version").as_deref(),
                 header(SESSION_HEADER).as_deref(),
             );
+            // Who is calling, by kind only: never the token, never the name.
+            let kind = match request.extensions().get::<crate::principal::PrincipalKind>() {
+                Some(kind) => kind.0,
+                None if request.extensions().get::<Principal>().is_some() => "signed-in",
+                None => "anonymous",
+            };
+            span.record("mcp.principal.kind", kind);
             let mut request = request;
             request
                 .extensions_mut()

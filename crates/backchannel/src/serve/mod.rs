@@ -30,7 +30,7 @@ with_http! {
 mod resource;
 mod traced;
 
-pub use crate::principal::Principal;
+pub use crate::principal::{Principal, PrincipalKind};
 #[cfg(feature = "resource-server")]
 pub use resource::{MIN_TOKEN_LEN, ResourceError, ResourceServer, TokenFileError, Tokens};
 pub use traced::Traced;

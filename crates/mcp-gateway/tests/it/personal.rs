@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 const ANA: &str = "ana-0123456789abcdef0123456789abcdef";
 const BEN: &str = "ben-0123456789abcdef0123456789abcdef";
+const CY: &str = "cy-0123456789abcdef0123456789abcdef0";
 
 /// What the authorization server did: the tokens it issued (by person at the authorization
 /// server) and every token it was asked to introspect.
@@ -268,7 +269,7 @@ async fn gateway(orders: SocketAddr, revision: Revision) -> (Served, Gateway) {
     let gateway = Gateway::open_with(&quick_config(&upstreams, &revisions).unwrap(), options)
         .await
         .unwrap();
-    let tokens = Tokens::parse(&format!("ana={ANA}\nben={BEN}\n")).unwrap();
+    let tokens = Tokens::parse(&format!("ana={ANA}\nben={BEN}\ncy={CY}\n")).unwrap();
     let front =
         Arc::new(ResourceServer::tokens("http://127.0.0.1/mcp", "mcp-gateway", tokens).unwrap());
     let options = HttpOptions::default();
@@ -385,6 +386,18 @@ impl ClientHandler for Person {
             return Ok(ElicitResult::new(ElicitationAction::Accept));
         }
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"confirmed": true})))
+    }
+}
+
+/// A client that answers forms and cannot open links.
+#[derive(Clone)]
+struct FormsOnly;
+
+impl ClientHandler for FormsOnly {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
+        ClientConfig::new(caps, Implementation::new("forms-only", "1.0.0"))
     }
 }
 
@@ -527,6 +540,24 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
             .iter()
             .all(|token| token.starts_with("upstream-token-")),
         "{introspected:?}"
+    );
+
+    // Cy's client cannot open links: the tool error names the page to visit, and nothing
+    // reaches the order service.
+    let cy = connect_http(FormsOnly, &url, Revision::V2026_07_28, Some(CY)).await;
+    let told = cy
+        .call_tool(
+            CallToolRequestParams::new("get_order")
+                .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(told.is_error, Some(true), "{told:?}");
+    let told = text_of(&told);
+    assert!(
+        told.contains(&format!("open http://{}/upstream-sign-in/", front.addr))
+            && told.contains("Nothing was sent"),
+        "{told}"
     );
 
     // Ana signs out of the order service: her next call asks her again.

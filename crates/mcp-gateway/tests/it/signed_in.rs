@@ -460,6 +460,57 @@ async fn an_upstream_gets_the_gateway_s_own_bearer_never_the_caller_s() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[tokio::test]
+async fn spans_name_the_kind_of_sign_in_never_the_token() {
+    use backchannel::testing::otlp::{Collector, SERVER, attribute};
+    use tokio::io::AsyncBufReadExt as _;
+    let collector = Collector::start().await;
+    let (served, _server, _seen) = upstream(Revision::V2026_07_28).await;
+    let dir = std::env::temp_dir().join(format!(
+        "gateway-spans-{}",
+        backchannel::testing::random_hex()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tokens");
+    std::fs::write(&file, format!("ana={ANA}\n")).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&file)
+        .arg("--upstream")
+        .arg(format!("test=http://{}/mcp", served.addr))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
+        .env("OTEL_SERVICE_NAME", "gateway-under-test")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr: SocketAddr = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the gateway started");
+        if let Some(url) = line.strip_prefix("listening on http://") {
+            break url.trim_end_matches("/mcp").parse().unwrap();
+        }
+    };
+    let listed = post_modern(addr, &modern(1, "tools/list", json!({})), ANA).await;
+    assert!(listed.to_string().contains("confirm"), "{listed}");
+    let span = collector
+        .first(|span| span.name == "tools/list" && span.kind == SERVER)
+        .await;
+    assert_eq!(
+        attribute(&span, "mcp.principal.kind").as_deref(),
+        Some("token-file")
+    );
+    let shown = format!("{span:?}");
+    assert!(!shown.contains(ANA) && !shown.contains("ana"), "{shown}");
+    child.kill().await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `mcp-gateway serve --listen 0.0.0.0:0` and what it says on stderr before it exits or says
 /// where it listens.
 async fn serve_beyond_loopback(extra: &[&str]) -> (Option<i32>, String) {

@@ -34,7 +34,7 @@ pub use tokens::{MIN_TOKEN_LEN, TokenFileError, Tokens};
 
 use super::bearer::BearerError;
 use super::sign_in::{Refusal, SignIn};
-use crate::principal::Principal;
+use crate::principal::{Principal, PrincipalKind};
 use introspection::Introspector;
 
 /// How tokens are checked.
@@ -182,11 +182,17 @@ impl SignIn for Guard {
     async fn sign_in(
         &self,
         token: Result<Option<String>, BearerError>,
-        _request: &mut http::request::Parts,
+        request: &mut http::request::Parts,
     ) -> Result<Option<Principal>, Refusal> {
         if let Some(token) = token.ok().flatten()
             && let Some(name) = self.0.principal(&token).await
         {
+            let kind = if self.0.is_oauth() {
+                "oauth"
+            } else {
+                "token-file"
+            };
+            request.extensions.insert(PrincipalKind(kind));
             return Ok(Some(Principal(name)));
         }
         Err(self.0.refusal())
