@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore,
-    InMemoryCredentialStore, OAuthState, StoredCredentials, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig,
+    CredentialStore, InMemoryCredentialStore, OAuthState, StoredCredentials, WWWAuthenticateParams,
 };
 use serde::Deserialize;
 
@@ -180,6 +180,39 @@ pub(crate) async fn manager(
     Ok(manager)
 }
 
+/// Sign in to `url` as the host itself by the client credentials grant (`config`'s
+/// `client_id` and `client_secret`, its scopes, the server's URL as the resource): the token
+/// goes to `store`.
+pub(crate) async fn client_credentials(
+    url: &str,
+    config: &AuthConfig,
+    store: &TokenStore,
+) -> Result<AuthorizationManager, String> {
+    let (Some(client_id), Some(client_secret)) = (&config.client_id, &config.client_secret) else {
+        return Err(
+            "the client credentials grant needs the connection's client_id and client_secret"
+                .to_owned(),
+        );
+    };
+    let mut manager = AuthorizationManager::new(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    store.install(&mut manager);
+    let mut state = OAuthState::Unauthorized(manager);
+    state
+        .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.clone(),
+            client_secret: client_secret.clone(),
+            scopes: config.scopes.clone(),
+            resource: Some(url.to_owned()),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    state
+        .into_authorization_manager()
+        .ok_or_else(|| "the client credentials grant did not complete".to_owned())
+}
+
 /// Sign in to the server at `url` as `config` says, for a program that takes the person
 /// through it itself (a gateway asking each person for their own sign-in): the server's
 /// authorization server discovered from its protected-resource metadata, the client
@@ -297,6 +330,11 @@ impl Reauth {
             scopes,
             ..self.settings.clone()
         };
+        if settings.client_credentials {
+            let fresh = client_credentials(&self.url, &settings, &self.store).await?;
+            *self.manager.lock().await = fresh;
+            return Ok(());
+        }
         let fresh = sign_in(
             &self.url,
             &settings,

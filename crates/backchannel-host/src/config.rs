@@ -126,6 +126,9 @@ pub struct AuthConfig {
     pub redirect_uri: Option<String>,
     /// The token file (readable by the user only); without one, tokens live in memory.
     pub token_file: Option<PathBuf>,
+    /// Sign in as the host itself, with `client_id` and `client_secret`, by the OAuth client
+    /// credentials grant: no person and no browser (a gateway's own access to a server).
+    pub client_credentials: bool,
     /// A file holding a bearer token sent with every request: a static credential of the
     /// host's own, read when the connection opens (no OAuth sign-in then; only its first line
     /// counts).

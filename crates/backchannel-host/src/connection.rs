@@ -288,6 +288,12 @@ impl<H: HostHandler> SigningIn<'_, H> {
                 )));
             }
             tracing::info!(connection = self.name, "the server asks to sign in");
+            if self.settings.client_credentials {
+                manager = auth::client_credentials(self.url, &self.settings, &store)
+                    .await
+                    .map_err(|e| failed(format!("the client credentials grant failed: {e}")))?;
+                continue;
+            }
             manager = auth::sign_in(
                 self.url,
                 &self.settings,

@@ -130,8 +130,10 @@ struct Upstreams {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["upstreams", "revisions"])]
     config: Option<PathBuf>,
     /// How the gateway reaches an upstream that needs credentials: NAME=bearer-file:PATH (a
-    /// token of the gateway's own, from a file) or NAME=per-person (each person signs in with
-    /// their own account, asked by URL elicitation; their tokens kept sealed in --database).
+    /// token of the gateway's own, from a file), NAME=client-credentials:CLIENT_ID:SECRET_FILE
+    /// (the gateway's own OAuth client, by the client credentials grant) or NAME=per-person
+    /// (each person signs in with their own account, asked by URL elicitation; their tokens
+    /// kept sealed in --database).
     /// Without it, none. A caller's own token is never passed on. Repeat for more.
     #[arg(long = "upstream-auth", value_name = "NAME=HOW")]
     auth: Vec<String>,
@@ -174,12 +176,26 @@ impl Upstreams {
             let auth = connection.auth.get_or_insert_with(Default::default);
             match how.split_once(':') {
                 Some(("bearer-file", path)) => auth.bearer_file = Some(PathBuf::from(path)),
+                Some(("client-credentials", rest)) => {
+                    let (id, secret_file) = rest.split_once(':').with_context(|| {
+                        format!(
+                            "--upstream-auth {text:?}: client-credentials:CLIENT_ID:SECRET_FILE"
+                        )
+                    })?;
+                    let secret = std::fs::read_to_string(secret_file)
+                        .with_context(|| format!("cannot read the client secret {secret_file}"))?;
+                    auth.client_credentials = true;
+                    auth.client_id = Some(id.to_owned());
+                    auth.client_secret =
+                        Some(secret.lines().next().unwrap_or_default().trim().to_owned());
+                }
                 _ if how == "per-person" => {
                     options.per_person.insert(name.to_owned());
                 }
                 _ if how == "none" => connection.auth = None,
                 _ => anyhow::bail!(
-                    "--upstream-auth {text:?}: HOW is none, bearer-file:PATH or per-person"
+                    "--upstream-auth {text:?}: HOW is none, bearer-file:PATH, \
+                     client-credentials:CLIENT_ID:SECRET_FILE or per-person"
                 ),
             }
         }

@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 
 const ANA: &str = "ana-0123456789abcdef0123456789abcdef";
 const BEN: &str = "ben-0123456789abcdef0123456789abcdef";
+/// The gateway's own client secret at the authorization server.
+const GATEWAY_SECRET: &str = "the-gateway-s-secret-0123456789";
 const CY: &str = "cy-0123456789abcdef0123456789abcdef0";
 
 /// What the authorization server did: the tokens it issued (by person at the authorization
@@ -96,9 +98,9 @@ async fn authorization_server(issued: Arc<Issued>) -> Served {
                     "registration_endpoint": format!("{issuer}/register"),
                     "introspection_endpoint": format!("{issuer}/introspect"),
                     "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                     "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["none"],
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
         }))
     };
     let register = |axum::Json(request): axum::Json<Value>| async move {
@@ -145,6 +147,32 @@ async fn authorization_server(issued: Arc<Issued>) -> Served {
                 use base64::Engine as _;
                 use sha2::Digest as _;
                 let request = form(&body);
+                if request.get("grant_type").map(String::as_str) == Some("client_credentials") {
+                    let known = request.get("client_id").map(String::as_str) == Some("the-gateway")
+                        && request.get("client_secret").map(String::as_str) == Some(GATEWAY_SECRET);
+                    if !known {
+                        return (
+                            axum::http::StatusCode::UNAUTHORIZED,
+                            axum::Json(json!({"error": "invalid_client"})),
+                        );
+                    }
+                    let n = issued.next.fetch_add(1, Ordering::SeqCst);
+                    let access = format!("upstream-token-{n}");
+                    let audience = request.get("resource").cloned().unwrap_or_default();
+                    issued
+                        .tokens
+                        .lock()
+                        .unwrap()
+                        .insert(access.clone(), ("the-gateway".to_owned(), audience));
+                    return (
+                        axum::http::StatusCode::OK,
+                        axum::Json(json!({
+                            "access_token": access,
+                            "token_type": "Bearer",
+                            "expires_in": 3600,
+                        })),
+                    );
+                }
                 let Some((redirect, challenge, resource)) = request
                     .get("code")
                     .and_then(|code| issued.codes.lock().unwrap().remove(code))
@@ -592,4 +620,48 @@ async fn each_person_signs_in_to_a_2026_upstream_with_their_own_account() {
 #[tokio::test]
 async fn each_person_signs_in_to_a_2025_upstream_with_their_own_account() {
     each_person_signs_in_with_their_own_account(Revision::V2025_11_25).await;
+}
+
+#[tokio::test]
+async fn an_upstream_signed_in_to_by_the_gateway_itself_sees_its_token_only() {
+    let issued = Arc::new(Issued::default());
+    let issuer = authorization_server(issued.clone()).await;
+    let (orders, _service, _stop) = order_service(issuer.addr, Revision::V2026_07_28).await;
+    let upstreams: Vec<Upstream> = vec![format!("orders=http://{orders}/mcp").parse().unwrap()];
+    let mut config = quick_config(&upstreams, &BTreeMap::new()).unwrap();
+    config.connections.get_mut("orders").unwrap().auth = Some(backchannel_host::AuthConfig {
+        client_credentials: true,
+        client_id: Some("the-gateway".into()),
+        client_secret: Some(GATEWAY_SECRET.into()),
+        ..Default::default()
+    });
+    let gateway = Gateway::open(&config).await.unwrap();
+    assert!(gateway.tool_names().contains(&"get_order".to_owned()));
+    let options = HttpOptions::default();
+    let tokens = Tokens::parse(&format!("ana={ANA}\n")).unwrap();
+    let front =
+        Arc::new(ResourceServer::tokens("http://127.0.0.1/mcp", "mcp-gateway", tokens).unwrap());
+    let served = serve_with(
+        |stop| front.protect(serve::router(move || gateway.clone(), &options, stop)),
+        &options,
+    )
+    .await;
+    let url = format!("http://{}/mcp", served.addr);
+    let ana = connect_http(FormsOnly, &url, Revision::V2025_11_25, Some(ANA)).await;
+    let got = ana
+        .call_tool(
+            CallToolRequestParams::new("get_order")
+                .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert!(text_of(&got).contains("ORD-10001"), "{got:?}");
+    // Every token the order service saw was one the gateway got for itself (one per set of
+    // connections it opens: the 2025-11-25 client that answers fewer questions has its own).
+    let introspected = issued.introspected.lock().unwrap().clone();
+    assert!(!introspected.is_empty());
+    let tokens = issued.tokens.lock().unwrap();
+    for token in &introspected {
+        assert_eq!(tokens[token].0, "the-gateway", "{introspected:?}");
+    }
 }
