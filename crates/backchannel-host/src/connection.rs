@@ -554,7 +554,10 @@ impl<H: HostHandler> Connection<H> {
             return reauth
                 .sign_in_again(self.name.as_str(), challenge, &*self.handler)
                 .await
-                .map_err(|message| self.call_error(format!("signing in failed: {message}")));
+                .map_err(|message| HostError::SignInFailed {
+                    connection: self.name.clone(),
+                    message,
+                });
         }
         let _ = challenge;
         Err(error)

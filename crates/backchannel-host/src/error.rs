@@ -58,6 +58,15 @@ pub enum HostError {
         /// The server's `WWW-Authenticate` challenge.
         challenge: String,
     },
+    /// The server refused the connection's credentials, and signing in again failed (or
+    /// could not be done): the credentials are no good until someone signs in anew.
+    #[error("{connection:?} refused its credentials, and signing in again failed: {message}")]
+    SignInFailed {
+        /// The connection.
+        connection: String,
+        /// Why signing in again failed.
+        message: String,
+    },
     /// The request took longer than the connection's timeout.
     #[error("{connection:?} did not answer within {timeout:?}")]
     Timeout {

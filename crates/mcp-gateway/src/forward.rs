@@ -103,8 +103,33 @@ impl Forward<'_> {
             }
             Ok(Outcome::Tool(Started::Done(result))) => finished(route, Ok(result)),
             Ok(other) => finished(route, Err(unexpected(route, &other))),
+            Err(error @ (HostError::Unauthorized { .. } | HostError::SignInFailed { .. })) => {
+                self.refused_sign_in(error).await
+            }
             Err(error) => finished(route, Err(error)),
         }
+    }
+
+    /// The upstream refused credentials it took before: a person's own tokens are dropped, so
+    /// their next call asks them to sign in again.
+    async fn refused_sign_in(&self, error: HostError) -> ToolAnswer {
+        let (route, caller) = (&self.route, &self.caller);
+        let Some(personal) = self
+            .upstreams
+            .personal
+            .as_ref()
+            .filter(|personal| personal.covers(&route.connection))
+        else {
+            return finished(route, Err(error));
+        };
+        personal.forget(&caller.owner, &route.connection).await;
+        tracing::info!(upstream = %route.connection, %error, "an upstream refused a person's tokens; they are asked again next time");
+        Ok(backchannel::error_text(format!(
+            "The server {:?} no longer accepts your sign-in, so {:?} was not run. Call again to \
+             sign in again.",
+            route.connection, route.tool
+        ))
+        .into())
     }
 
     /// Get a prompt with `arguments`, its questions relayed as a call's.

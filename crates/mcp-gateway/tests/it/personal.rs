@@ -665,3 +665,112 @@ async fn an_upstream_signed_in_to_by_the_gateway_itself_sees_its_token_only() {
         assert_eq!(tokens[token].0, "the-gateway", "{introspected:?}");
     }
 }
+
+/// The test server (2026-07-28) requiring, on every `/mcp` request, a token the authorization
+/// server of `issued` has issued and not revoked (checked each time: a revoked token is
+/// refused at once), its protected-resource metadata naming the server at `issuer`.
+async fn strict_upstream(issued: Arc<Issued>, issuer: SocketAddr) -> Served {
+    let layer = backchannel::Backchannel::builder()
+        .only_revision(Revision::V2026_07_28)
+        .build()
+        .unwrap();
+    let server = backchannel::testing::TestServer::new(layer);
+    let options = HttpOptions::default();
+    let metadata = move |headers: axum::http::HeaderMap| async move {
+        let host = headers[axum::http::header::HOST]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        axum::Json(json!({
+            "resource": format!("http://{host}/mcp"),
+            "authorization_servers": [format!("http://{issuer}")],
+        }))
+    };
+    let check = move |request: axum::extract::Request, next: axum::middleware::Next| {
+        let issued = issued.clone();
+        async move {
+            let token = request
+                .headers()
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .map(str::to_owned);
+            let known =
+                token.is_some_and(|token| issued.tokens.lock().unwrap().contains_key(&token));
+            if known {
+                return next.run(request).await;
+            }
+            let host = request.headers()[axum::http::header::HOST]
+                .to_str()
+                .unwrap();
+            let challenge = format!(
+                "Bearer resource_metadata=\"http://{host}/.well-known/oauth-protected-resource/mcp\""
+            );
+            axum::response::IntoResponse::into_response((
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, challenge)],
+            ))
+        }
+    };
+    serve_with(
+        |stop| {
+            serve::router(move || server.clone(), &options, stop)
+                .layer(axum::middleware::from_fn(check))
+                .route(
+                    "/.well-known/oauth-protected-resource/mcp",
+                    axum::routing::get(metadata),
+                )
+        },
+        &options,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_token_the_upstream_stops_accepting_is_dropped_and_the_person_asked_again() {
+    let issued = Arc::new(Issued::default());
+    let issuer = authorization_server(issued.clone()).await;
+    let upstream = strict_upstream(issued.clone(), issuer.addr).await;
+    let (front, _gateway) = gateway(upstream.addr, Revision::V2026_07_28).await;
+    let url = format!("http://{}/mcp", front.addr);
+    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
+    let mut browser = Browser::new();
+    let sign_in = |peer: rmcp::Peer<RoleClient>, tool: &'static str| {
+        tokio::spawn(async move {
+            peer.call_tool(CallToolRequestParams::new(tool))
+                .await
+                .unwrap()
+        })
+    };
+    let call = sign_in(ana.peer().clone(), "sign_in_to_orders");
+    let link = asked.recv().await.unwrap();
+    let (_, callback) = browser.open_link(&link, ANA).await;
+    assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
+    assert_eq!(call.await.unwrap().is_error, Some(false));
+    let progress = ana
+        .call_tool(CallToolRequestParams::new("progress"))
+        .await
+        .unwrap();
+    assert_eq!(progress.is_error, Some(false), "{progress:?}");
+
+    // The authorization server revokes every token: the next call is refused upstream, the
+    // person's tokens are dropped, and the call after asks them to sign in again.
+    issued.tokens.lock().unwrap().clear();
+    let refused = ana
+        .call_tool(CallToolRequestParams::new("progress"))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(
+        text_of(&refused).contains("no longer accepts your sign-in"),
+        "{refused:?}"
+    );
+    let again = sign_in(ana.peer().clone(), "progress");
+    let asked_again = asked.recv().await.unwrap();
+    assert_ne!(asked_again, link);
+    let (_, callback) = browser.open_link(&asked_again, ANA).await;
+    assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
+    let done = again.await.unwrap();
+    assert_eq!(done.is_error, Some(false), "{done:?}");
+}
