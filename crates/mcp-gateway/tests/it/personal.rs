@@ -36,6 +36,12 @@ struct Issued {
     /// access token → (subject, audience)
     tokens: Mutex<BTreeMap<String, (String, String)>>,
     introspected: Mutex<Vec<String>>,
+    /// Whether a code's token expires at once (so the first use refreshes it).
+    expire_at_once: std::sync::atomic::AtomicBool,
+    /// refresh token → the access token it was issued with
+    refreshes: Mutex<BTreeMap<String, String>>,
+    /// How many times a token was refreshed.
+    refreshed: AtomicUsize,
 }
 
 fn form(body: &str) -> BTreeMap<String, String> {
@@ -173,6 +179,42 @@ async fn authorization_server(issued: Arc<Issued>) -> Served {
                         })),
                     );
                 }
+                if request.get("grant_type").map(String::as_str) == Some("refresh_token") {
+                    let old = request
+                        .get("refresh_token")
+                        .and_then(|refresh| issued.refreshes.lock().unwrap().remove(refresh));
+                    let Some(old) = old else {
+                        return (
+                            axum::http::StatusCode::BAD_REQUEST,
+                            axum::Json(json!({"error": "invalid_grant"})),
+                        );
+                    };
+                    // The old token goes; the new one stands for the same person.
+                    let Some(whose) = issued.tokens.lock().unwrap().remove(&old) else {
+                        return (
+                            axum::http::StatusCode::BAD_REQUEST,
+                            axum::Json(json!({"error": "invalid_grant"})),
+                        );
+                    };
+                    issued.refreshed.fetch_add(1, Ordering::SeqCst);
+                    let n = issued.next.fetch_add(1, Ordering::SeqCst);
+                    let access = format!("upstream-token-{n}");
+                    issued.tokens.lock().unwrap().insert(access.clone(), whose);
+                    issued
+                        .refreshes
+                        .lock()
+                        .unwrap()
+                        .insert(format!("refresh-{n}"), access.clone());
+                    return (
+                        axum::http::StatusCode::OK,
+                        axum::Json(json!({
+                            "access_token": access,
+                            "token_type": "Bearer",
+                            "expires_in": 3600,
+                            "refresh_token": format!("refresh-{n}"),
+                        })),
+                    );
+                }
                 let Some((redirect, challenge, resource)) = request
                     .get("code")
                     .and_then(|code| issued.codes.lock().unwrap().remove(code))
@@ -199,12 +241,22 @@ async fn authorization_server(issued: Arc<Issued>) -> Served {
                     .lock()
                     .unwrap()
                     .insert(access.clone(), (format!("person-{n}"), audience));
+                issued
+                    .refreshes
+                    .lock()
+                    .unwrap()
+                    .insert(format!("refresh-{n}"), access.clone());
+                let lasts = if issued.expire_at_once.load(Ordering::SeqCst) {
+                    0
+                } else {
+                    3600
+                };
                 (
                     axum::http::StatusCode::OK,
                     axum::Json(json!({
                         "access_token": access,
                         "token_type": "Bearer",
-                        "expires_in": 3600,
+                        "expires_in": lasts,
                         "refresh_token": format!("refresh-{n}"),
                     })),
                 )
@@ -773,4 +825,42 @@ async fn a_token_the_upstream_stops_accepting_is_dropped_and_the_person_asked_ag
     assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
     let done = again.await.unwrap();
     assert_eq!(done.is_error, Some(false), "{done:?}");
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refreshed_and_the_new_one_kept() {
+    let issued = Arc::new(Issued::default());
+    issued.expire_at_once.store(true, Ordering::SeqCst);
+    let issuer = authorization_server(issued.clone()).await;
+    let upstream = strict_upstream(issued.clone(), issuer.addr).await;
+    let (front, _gateway) = gateway(upstream.addr, Revision::V2026_07_28).await;
+    let url = format!("http://{}/mcp", front.addr);
+    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
+    let call = tokio::spawn({
+        let peer = ana.peer().clone();
+        async move {
+            peer.call_tool(CallToolRequestParams::new("sign_in_to_orders"))
+                .await
+                .unwrap()
+        }
+    });
+    let link = asked.recv().await.unwrap();
+    let mut browser = Browser::new();
+    let (_, callback) = browser.open_link(&link, ANA).await;
+    assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
+    assert_eq!(call.await.unwrap().is_error, Some(false));
+    // The token expired as it came: the first use refreshed it (the old one is gone at the
+    // authorization server, so only the new one could have been accepted), and calls go on
+    // with the refreshed token, the person never asked again.
+    assert!(issued.refreshed.load(Ordering::SeqCst) >= 1);
+    issued.expire_at_once.store(false, Ordering::SeqCst);
+    for _ in 0..2 {
+        let progress = ana
+            .call_tool(CallToolRequestParams::new("progress"))
+            .await
+            .unwrap();
+        assert_eq!(progress.is_error, Some(false), "{progress:?}");
+    }
+    assert!(asked.try_recv().is_err(), "not asked again");
 }
