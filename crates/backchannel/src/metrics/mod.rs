@@ -26,7 +26,7 @@ mod registry;
 use crate::util::lock;
 pub(crate) use registry::help;
 pub use registry::{BUCKETS, Reason};
-use registry::{ENDED, METHODS, REGISTRY};
+use registry::{ENDED, METHODS, REGISTRY, SIGN_IN_KINDS};
 
 /// Keep the duration histograms from now on (counters and gauges are always kept).
 pub fn enable() {
@@ -182,6 +182,14 @@ pub(crate) fn task_ended(state: &str) {
     }
 }
 
+/// A request let on by a sign-in of `kind` (`token-file`, `oauth`; another kind is not
+/// counted).
+pub fn signed_in(kind: &str) {
+    if let Some(at) = SIGN_IN_KINDS.iter().position(|k| *k == kind) {
+        REGISTRY.signed_in[at].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// This instance took over a task whose instance stopped (its lease ran out).
 pub(crate) fn task_taken_over() {
     REGISTRY.task_takeovers.fetch_add(1, Ordering::Relaxed);
@@ -289,6 +297,15 @@ pub fn render() -> String {
             .iter()
             .map(|reason| ("reason", reason.as_str()))
             .zip(&REGISTRY.refused),
+    );
+    counters(
+        &mut out,
+        "mcp_server_signed_in_requests_total",
+        help::SIGNED_IN,
+        SIGN_IN_KINDS
+            .iter()
+            .map(|kind| ("kind", *kind))
+            .zip(&REGISTRY.signed_in),
     );
     counters(
         &mut out,

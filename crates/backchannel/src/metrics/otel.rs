@@ -11,7 +11,7 @@ use std::time::Duration;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Histogram, Meter, ObservableCounter, ObservableGauge};
 
-use super::registry::{BUCKETS, ENDED, REGISTRY, Reason, help};
+use super::registry::{BUCKETS, ENDED, REGISTRY, Reason, SIGN_IN_KINDS, help};
 
 /// The instruments of one export, kept while it runs.
 struct Instruments {
@@ -79,6 +79,16 @@ pub(crate) fn start(meter: &Meter) {
                 for (reason, count) in Reason::ALL.iter().zip(&REGISTRY.refused) {
                     let reason = KeyValue::new("reason", reason.as_str());
                     observer.observe(count.load(Ordering::Relaxed), &[reason]);
+                }
+            })
+            .build(),
+        meter
+            .u64_observable_counter("mcp.server.signed_in_requests")
+            .with_description(help::SIGNED_IN)
+            .with_callback(|observer| {
+                for (kind, count) in SIGN_IN_KINDS.iter().zip(&REGISTRY.signed_in) {
+                    let kind = KeyValue::new("kind", *kind);
+                    observer.observe(count.load(Ordering::Relaxed), &[kind]);
                 }
             })
             .build(),

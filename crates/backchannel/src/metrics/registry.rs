@@ -144,6 +144,8 @@ pub(crate) mod help {
     pub(crate) const TASKS_RUNNING: &str = "Task bodies running on this instance.";
     pub(crate) const REFUSED: &str = "Requests refused before a handler saw them, by reason.";
     pub(crate) const TASKS_ENDED: &str = "Tasks whose end this instance recorded, by state.";
+    pub(crate) const SIGNED_IN: &str =
+        "Requests let on by a sign-in, by its kind (never by token or name).";
     pub(crate) const TAKEOVERS: &str =
         "Tasks this instance took over after their instance stopped.";
 }
@@ -161,9 +163,13 @@ pub(crate) struct Registry {
     pub(crate) tasks_running: AtomicI64,
     pub(crate) tasks_ended: [AtomicU64; ENDED.len()],
     pub(crate) task_takeovers: AtomicU64,
+    pub(crate) signed_in: [AtomicU64; SIGN_IN_KINDS.len()],
     pub(crate) client_operations: Mutex<BTreeMap<(&'static str, Option<&'static str>), Histogram>>,
     pub(crate) client_sessions: Mutex<Histogram>,
 }
+
+/// The kinds of sign-in a request may have been let on by, as their metric labels them.
+pub(crate) const SIGN_IN_KINDS: [&str; 2] = ["token-file", "oauth"];
 
 /// The states a task ends in, as its metric labels them.
 pub(crate) const ENDED: [&str; 3] = ["completed", "failed", "cancelled"];
@@ -182,6 +188,7 @@ pub(crate) static REGISTRY: Registry = Registry {
     tasks_running: AtomicI64::new(0),
     tasks_ended: [const { AtomicU64::new(0) }; ENDED.len()],
     task_takeovers: AtomicU64::new(0),
+    signed_in: [const { AtomicU64::new(0) }; SIGN_IN_KINDS.len()],
     client_operations: Mutex::new(BTreeMap::new()),
     client_sessions: Mutex::new(Histogram {
         buckets: [0; BUCKETS.len() + 1],

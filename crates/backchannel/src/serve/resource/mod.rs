@@ -193,6 +193,7 @@ impl SignIn for Guard {
                 "token-file"
             };
             request.extensions.insert(PrincipalKind(kind));
+            crate::metrics::signed_in(kind);
             return Ok(Some(Principal(name)));
         }
         Err(self.0.refusal())
@@ -252,6 +253,42 @@ mod tests {
             with_tokens("http://127.0.0.1:9/mcp?x=1").metadata_url(),
             "http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp"
         );
+    }
+
+    /// The count of `mcp_server_signed_in_requests_total` for `kind` in the metrics now.
+    fn signed_in_count(kind: &str) -> u64 {
+        let line = format!("mcp_server_signed_in_requests_total{{kind=\"{kind}\"}} ");
+        crate::metrics::render()
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()).map(str::to_owned))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn a_signed_in_request_is_counted_by_kind_and_its_span_kind_set_never_the_token() {
+        use tower::ServiceExt as _;
+        let token = "a".repeat(40);
+        let guard = Arc::new(with_tokens("https://orders.example/mcp"));
+        let app = guard.protect(axum::Router::new().route(
+            "/",
+            axum::routing::get(|request: axum::extract::Request| async move {
+                let kind = request.extensions().get::<PrincipalKind>().map(|k| k.0);
+                kind.unwrap_or("none").to_owned()
+            }),
+        ));
+        let before = signed_in_count("token-file");
+        let request = http::Request::builder()
+            .uri("/")
+            .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), http::StatusCode::OK);
+        let body = axum::body::to_bytes(response.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"token-file");
+        assert!(signed_in_count("token-file") > before);
+        assert!(!crate::metrics::render().contains(&token));
     }
 
     #[test]
