@@ -142,3 +142,97 @@ impl CredentialStore for PersonStore {
             .map_err(store_error)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn credentials(access: &str) -> StoredCredentials {
+        serde_json::from_value(serde_json::json!({
+            "client_id": "client-1",
+            "token_response": {
+                "access_token": access,
+                "token_type": "bearer",
+                "expires_in": 3600,
+                "refresh_token": "refresh-1"
+            },
+            "granted_scopes": [],
+            "token_received_at": 1
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn tokens_are_sealed_to_their_person_and_upstream() {
+        let vault = Vault::open("sqlite::memory:", backchannel::Sealer::random().unwrap())
+            .await
+            .unwrap();
+        let access = "the-access-token-of-ana";
+        vault
+            .save("principal:ana", "orders", &credentials(access))
+            .await
+            .unwrap();
+        let loaded = vault
+            .load("principal:ana", "orders")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(loaded.client_id, "client-1");
+        assert!(
+            vault
+                .load("principal:ben", "orders")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            vault
+                .load("principal:ana", "other")
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        // The row gives no token away, and copied under another person it does not open.
+        let sql_pool::Pool::Sqlite(pool) = &vault.pool else {
+            unreachable!()
+        };
+        let sealed: String = sqlx::query_scalar("SELECT sealed FROM upstream_tokens")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert!(!sealed.contains(access) && !sealed.contains("refresh-1"));
+        sqlx::query(
+            "INSERT INTO upstream_tokens (owner, upstream, sealed, saved_at) \
+             VALUES ('principal:ben', 'orders', ?, 0)",
+        )
+        .bind(&sealed)
+        .execute(pool)
+        .await
+        .unwrap();
+        assert!(
+            vault
+                .load("principal:ben", "orders")
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        // Saving again replaces; clearing forgets.
+        vault
+            .save("principal:ana", "orders", &credentials("another"))
+            .await
+            .unwrap();
+        assert!(vault.clear("principal:ana", "orders").await.unwrap());
+        assert!(!vault.clear("principal:ana", "orders").await.unwrap());
+        assert!(
+            vault
+                .load("principal:ana", "orders")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -336,6 +336,18 @@ async fn order_service(
     (addr, service, stop)
 }
 
+/// A database of the gateway's own for one test: in memory, or, when
+/// `$MCP_GATEWAY_TEST_POSTGRES` names a PostgreSQL server (`scripts/test-postgres`), a new
+/// database on it.
+async fn fresh_database() -> String {
+    match std::env::var("MCP_GATEWAY_TEST_POSTGRES") {
+        Ok(server) if !server.is_empty() => {
+            sql_pool::create_database(&server, "gateway").await.unwrap()
+        }
+        _ => "sqlite::memory:".into(),
+    }
+}
+
 /// The gateway with sign-in (Ana's and Ben's tokens) in front of the order service at
 /// `orders`, which is per-person.
 async fn gateway(orders: SocketAddr, revision: Revision) -> (Served, Gateway) {
@@ -343,7 +355,7 @@ async fn gateway(orders: SocketAddr, revision: Revision) -> (Served, Gateway) {
     let revisions = BTreeMap::from([("orders".to_owned(), revision)]);
     let options = GatewayOptions {
         per_person: ["orders".to_owned()].into(),
-        database: Some("sqlite::memory:".into()),
+        database: Some(fresh_database().await),
         state_keys: None,
     };
     let gateway = Gateway::open_with(&quick_config(&upstreams, &revisions).unwrap(), options)
