@@ -143,6 +143,10 @@ impl Gateway {
         );
         let catalog = catalog::Catalog::new(&host, &prefixes);
         let mut layer = Backchannel::builder();
+        let task_ids = match &options.state_keys {
+            Some(keys) => tasks::TaskIds::with_keys(keys)?,
+            None => tasks::TaskIds::new()?,
+        };
         if let Some(keys) = options.state_keys {
             layer = layer.state_keys(keys);
         }
@@ -160,7 +164,7 @@ impl Gateway {
                 config: config.clone(),
                 switchboard,
                 catalog,
-                task_ids: tasks::TaskIds::new()?,
+                task_ids,
                 holds: hold::Holds::default(),
                 personal,
                 personal_tools,

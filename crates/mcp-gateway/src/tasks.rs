@@ -55,6 +55,17 @@ impl TaskIds {
         })
     }
 
+    /// Task ids under the key ring `keys` (`--state-keys`): every instance given the same
+    /// ring opens the ids the others made, and they survive a restart (as an upstream task of
+    /// a 2026-07-28 upstream does).
+    pub(crate) fn with_keys(
+        keys: &backchannel::StateKeys,
+    ) -> Result<TaskIds, backchannel::SealError> {
+        Ok(TaskIds {
+            sealer: backchannel::Sealer::with_keys(keys)?,
+        })
+    }
+
     /// The downstream id of the upstream task `route` leads to, for `owner`.
     pub(crate) fn seal(&self, owner: &str, route: &TaskRoute) -> String {
         let json = serde_json::to_vec(route).unwrap_or_default();
@@ -123,6 +134,19 @@ mod tests {
         let error = ids.open("principal:mallory", &id).unwrap_err();
         assert!(error.message.contains("unknown task"), "{error:?}");
         assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn instances_with_one_key_ring_open_each_other_s_task_ids() {
+        let keys = backchannel::StateKeys::new("k1", vec![7u8; 32]).unwrap();
+        let (one, another) = (
+            TaskIds::with_keys(&keys).unwrap(),
+            TaskIds::with_keys(&keys).unwrap(),
+        );
+        let id = one.seal("principal:alice", &route());
+        assert_eq!(another.open("principal:alice", &id).unwrap(), route());
+        assert!(another.open("principal:mallory", &id).is_err());
+        assert!(TaskIds::new().unwrap().open("principal:alice", &id).is_err());
     }
 
     #[test]
