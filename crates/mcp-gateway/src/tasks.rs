@@ -146,7 +146,12 @@ mod tests {
         let id = one.seal("principal:alice", &route());
         assert_eq!(another.open("principal:alice", &id).unwrap(), route());
         assert!(another.open("principal:mallory", &id).is_err());
-        assert!(TaskIds::new().unwrap().open("principal:alice", &id).is_err());
+        assert!(
+            TaskIds::new()
+                .unwrap()
+                .open("principal:alice", &id)
+                .is_err()
+        );
     }
 
     #[test]
