@@ -72,7 +72,7 @@ impl Screen {
             } => {
                 writeln!(
                     out,
-                    "\r{message}\nType 'yes' to confirm ({seconds} seconds):"
+                    "\r{message}\nType 'yes' to confirm or 'no' to refuse ({seconds} seconds):"
                 )?;
                 self.question = Some(id);
             }
@@ -146,6 +146,72 @@ impl Screen {
     }
 }
 
+/// The most messages kept to send once the one in flight (or the open question) is done.
+const MAX_KEPT: usize = 8;
+
+/// What a line typed while a question waits means.
+fn answer_of(line: &str) -> Option<Answer> {
+    match line.to_ascii_lowercase().as_str() {
+        "yes" | "y" => Some(Answer::Yes {
+            note: "confirmed at the command line".into(),
+        }),
+        "no" | "n" => Some(Answer::No),
+        _ => None,
+    }
+}
+
+/// Messages typed while the desk works on one (or a question waits), sent in turn after it.
+struct Outbox {
+    desk: Arc<Desk>,
+    replies: mpsc::Sender<String>,
+    kept: std::collections::VecDeque<String>,
+}
+
+impl Outbox {
+    /// Send `line` now, or keep it for later when `busy` (saying so).
+    fn send_or_keep(
+        &mut self,
+        screen: &mut Screen,
+        line: String,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        if !screen.busy {
+            self.send(screen, line);
+            return Ok(());
+        }
+        if self.kept.len() >= MAX_KEPT {
+            return writeln!(
+                out,
+                "\rStill working on earlier messages; {MAX_KEPT} are waiting already, so this one \
+                 was not kept. Type it again once they are answered."
+            );
+        }
+        self.kept.push_back(line);
+        writeln!(
+            out,
+            "\rKept your message: it goes once the one before it is answered."
+        )
+    }
+
+    /// The reply to the message in flight is in: send the next kept one, if any.
+    fn next(&mut self, screen: &mut Screen) {
+        if let Some(line) = self.kept.pop_front() {
+            self.send(screen, line);
+        }
+    }
+
+    fn send(&self, screen: &mut Screen, line: String) {
+        screen.busy = true;
+        screen.shown_quarter = 0;
+        let desk = self.desk.clone();
+        let replies = self.replies.clone();
+        tokio::spawn(async move {
+            let reply = desk.chat(CONVERSATION, &line, None).await;
+            let _ = replies.send(reply).await;
+        });
+    }
+}
+
 /// [`run`], drawing the progress bar as `style` says.
 pub async fn run_with(
     desk: Arc<Desk>,
@@ -156,9 +222,18 @@ pub async fn run_with(
     let (secret, mut events) = desk.events().open(CONVERSATION);
     writeln!(
         out,
-        "Support desk ready. {} Type 'quit' to exit.",
-        crate::render::plain(&desk.greeting())
+        "Support desk starting: connecting to the order service at {}…",
+        desk.orders_url()
     )?;
+    // The connection is waited for beside the loop: it may need the person to sign in, and
+    // the sign-in link is one of the events the loop shows.
+    let (connected_tx, mut connected) = mpsc::channel(1);
+    tokio::spawn({
+        let desk = desk.clone();
+        async move {
+            let _ = connected_tx.send(desk.connected().await).await;
+        }
+    });
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
     let mut screen = Screen {
         style,
@@ -167,45 +242,49 @@ pub async fn run_with(
         busy: false,
         streamed: String::new(),
     };
+    let mut outbox = Outbox {
+        desk: desk.clone(),
+        replies: replies_tx,
+        kept: Default::default(),
+    };
     loop {
         tokio::select! {
             // Events first: a long tool's last progress is queued before its reply, so the
             // bar is finished before the reply is printed.
             biased;
             Some(event) = events.recv() => screen.show(event, &mut out)?,
-            Some(reply) = replies.recv() => screen.reply(&reply, &mut out)?,
+            Some(reply) = replies.recv() => {
+                screen.reply(&reply, &mut out)?;
+                outbox.next(&mut screen);
+            }
+            Some(result) = connected.recv() => match result {
+                Ok(()) => writeln!(
+                    out,
+                    "Support desk ready. {} Type 'quit' to exit.",
+                    crate::render::plain(&desk.greeting())
+                )?,
+                Err(why) => writeln!(out, "{why} Type 'quit' to exit.")?,
+            },
             line = lines.recv() => {
                 let Some(line) = line else { break };
                 let line = line.trim().to_owned();
-                if let Some(id) = screen.question.take() {
-                    let answer = if line.eq_ignore_ascii_case("yes") {
-                        Answer::Yes { note: "confirmed at the command line".into() }
-                    } else {
-                        Answer::No
-                    };
-                    if desk.events().answer(&id, &secret, answer).is_err() {
-                        writeln!(out, "Too late: the question had already closed.")?;
-                    }
-                    continue;
-                }
                 if line.is_empty() {
                     continue;
                 }
                 if line.eq_ignore_ascii_case("quit") || line.eq_ignore_ascii_case("exit") {
                     break;
                 }
-                if screen.busy {
-                    writeln!(out, "Still working on the last question; one at a time, please.")?;
-                    continue;
+                if let Some(id) = screen.question.clone() {
+                    if let Some(answer) = answer_of(&line) {
+                        screen.question = None;
+                        if desk.events().answer(&id, &secret, answer).is_err() {
+                            writeln!(out, "Too late: the question had already closed.")?;
+                        }
+                        continue;
+                    }
+                    writeln!(out, "\rThat is not an answer: the question above waits for yes or no.")?;
                 }
-                screen.busy = true;
-                screen.shown_quarter = 0;
-                let desk = desk.clone();
-                let replies = replies_tx.clone();
-                tokio::spawn(async move {
-                    let reply = desk.chat(CONVERSATION, &line, None).await;
-                    let _ = replies.send(reply).await;
-                });
+                outbox.send_or_keep(&mut screen, line, &mut out)?;
             }
         }
         out.flush()?;

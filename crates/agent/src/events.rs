@@ -165,9 +165,16 @@ pub enum SignInError {
     NotWaiting,
 }
 
+/// The most conversations kept, and per browser session; beyond either the oldest go.
+const MAX_CONVERSATIONS: usize = 10_000;
+const MAX_CONVERSATIONS_PER_SESSION: usize = 64;
+
 /// All conversations' streams and open questions.
 #[derive(Default)]
 pub struct Events {
+    /// Which browser session made each conversation (the server made its id), in the order
+    /// they were made.
+    conversations: Mutex<Vec<(String, String)>>,
     watchers: Mutex<HashMap<String, Watcher>>,
     questions: Mutex<HashMap<String, Question>>,
     /// Sign-ins by their OAuth `state`.
@@ -191,6 +198,38 @@ pub fn random_id() -> String {
 }
 
 impl Events {
+    /// A new conversation for the browser session `session`: its id, made here from the
+    /// operating system's randomness (a page never names its own).
+    pub fn start_conversation(&self, session: &str) -> String {
+        let conversation = random_id();
+        let mut conversations = lock(&self.conversations);
+        let theirs = conversations.iter().filter(|(_, s)| s == session).count();
+        if theirs >= MAX_CONVERSATIONS_PER_SESSION
+            && let Some(oldest) = conversations.iter().position(|(_, s)| s == session)
+        {
+            conversations.remove(oldest);
+        }
+        if conversations.len() >= MAX_CONVERSATIONS {
+            conversations.remove(0);
+        }
+        conversations.push((conversation.clone(), session.to_owned()));
+        conversation
+    }
+
+    /// Whether `conversation` was made for the browser session `session`.
+    pub fn belongs_to(&self, conversation: &str, session: &str) -> bool {
+        lock(&self.conversations)
+            .iter()
+            .any(|(c, s)| c == conversation && constant_time_eq(s.as_bytes(), session.as_bytes()))
+    }
+
+    /// The conversation a question was asked in, while it is open.
+    pub fn conversation_of(&self, question: &str) -> Option<String> {
+        lock(&self.questions)
+            .get(question)
+            .map(|q| q.conversation.clone())
+    }
+
     /// Open the event stream of a conversation (replacing an older one) and get its secret,
     /// which the stream's first event also carries.
     pub fn open(&self, conversation: &str) -> (String, mpsc::UnboundedReceiver<Event>) {

@@ -24,6 +24,64 @@ const FAVICON: &str = include_str!("../static/favicon.svg");
 /// The longest conversation id accepted.
 const MAX_CONVERSATION_ID: usize = 128;
 
+/// The cookie of a browser's session: what its conversations belong to.
+const SESSION_COOKIE: &str = "desk_session";
+
+/// The browser session a request names (its cookie), if any.
+fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, value)| *name == SESSION_COOKIE && !value.is_empty() && value.len() <= 64)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// Whether the request's browser session made `conversation`: `None` if so, else the refusal
+/// (401 without a session, 403 with another's).
+fn refused_for(
+    desk: &Desk,
+    headers: &axum::http::HeaderMap,
+    conversation: &str,
+) -> Option<Response> {
+    let refuse = |status: StatusCode, message: &str| {
+        Some((status, Json(serde_json::json!({ "message": message }))).into_response())
+    };
+    match session_of(headers) {
+        None => refuse(
+            StatusCode::UNAUTHORIZED,
+            "this browser has no desk session: reload the page to start a conversation",
+        ),
+        Some(session) if desk.events().belongs_to(conversation, &session) => None,
+        Some(_) => refuse(
+            StatusCode::FORBIDDEN,
+            "this conversation belongs to another page's session: reload the page to start your own",
+        ),
+    }
+}
+
+/// `POST /api/conversations`: a new conversation for this browser's session (made, with its
+/// `HttpOnly; SameSite=Strict` cookie, when the browser has none), its id made by the desk.
+async fn start_conversation(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let (session, fresh) = match session_of(&headers) {
+        Some(session) => (session, false),
+        None => (crate::events::random_id(), true),
+    };
+    let conversation = desk.events().start_conversation(&session);
+    let body = Json(serde_json::json!({ "conversationId": conversation }));
+    if fresh {
+        let cookie = format!("{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict");
+        ([(header::SET_COOKIE, cookie)], body).into_response()
+    } else {
+        body.into_response()
+    }
+}
+
 /// The web UI and its API over `desk` (and `/metrics` when the desk is set to serve it).
 pub fn routes(desk: Arc<Desk>) -> Router {
     let metrics = if desk.serves_metrics() {
@@ -53,6 +111,7 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/favicon.ico", get(favicon))
         .route("/api/greeting", get(greeting))
         .route("/api/desk", get(vocabulary))
+        .route("/api/conversations", post(start_conversation))
         .route("/api/chat", post(chat))
         .route("/api/chat/stop", post(stop))
         .route("/api/refund-email", post(refund_email))
@@ -133,22 +192,35 @@ struct ChatRequest {
     order_id: Option<String>,
 }
 
-async fn chat(State(desk): State<Arc<Desk>>, Json(request): Json<ChatRequest>) -> Response {
-    if request.conversation_id.trim().is_empty() || request.message.trim().is_empty() {
+async fn chat(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+    Json(request): Json<ChatRequest>,
+) -> Response {
+    if request.conversation_id.len() > MAX_CONVERSATION_ID {
         return (
             StatusCode::BAD_REQUEST,
-            Json(serde_json::json!({"message": "conversationId and message are required"})),
+            Json(serde_json::json!({"message": "that is no conversation of this desk"})),
         )
             .into_response();
     }
-    if request.message.len() > crate::rules::MAX_MESSAGE_BYTES
-        || request.conversation_id.len() > MAX_CONVERSATION_ID
-    {
+    if let Some(refused) = refused_for(&desk, &headers, &request.conversation_id) {
+        return refused;
+    }
+    if request.message.trim().is_empty() {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(serde_json::json!({"message": "the message is empty"})),
+        )
+            .into_response();
+    }
+    if request.message.len() > crate::rules::MAX_MESSAGE_BYTES {
         return (
             StatusCode::BAD_REQUEST,
             Json(serde_json::json!({"message": format!(
-                "a message is at most {} bytes and a conversationId at most {MAX_CONVERSATION_ID}",
-                crate::rules::MAX_MESSAGE_BYTES
+                "a message is at most {} bytes; this one is {}: shorten it and send it again",
+                crate::rules::MAX_MESSAGE_BYTES,
+                request.message.len()
             )})),
         )
             .into_response();
@@ -199,7 +271,14 @@ struct StopRequest {
 }
 
 /// Stop the conversation's message in flight. Like an answer, it needs the conversation's secret.
-async fn stop(State(desk): State<Arc<Desk>>, Json(request): Json<StopRequest>) -> Response {
+async fn stop(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+    Json(request): Json<StopRequest>,
+) -> Response {
+    if let Some(refused) = refused_for(&desk, &headers, &request.conversation_id) {
+        return refused;
+    }
     if !desk
         .events()
         .owns(&request.conversation_id, &request.secret)
@@ -244,9 +323,21 @@ struct EventsQuery {
 
 async fn events(
     State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
     Query(query): Query<EventsQuery>,
-) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let (_secret, mut rx) = desk.events().open(&query.conversation_id);
+) -> Response {
+    if let Some(refused) = refused_for(&desk, &headers, &query.conversation_id) {
+        return refused;
+    }
+    event_stream(&desk, &query.conversation_id).into_response()
+}
+
+/// The event stream of `conversation` (replacing an older one of the same session's page).
+fn event_stream(
+    desk: &Desk,
+    conversation: &str,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
+    let (_secret, mut rx) = desk.events().open(conversation);
     let stream = async_stream(move |yielder| async move {
         while let Some(event) = rx.recv().await {
             let name = event.name();
@@ -287,8 +378,14 @@ struct ConfirmationAnswer {
 async fn confirm(
     State(desk): State<Arc<Desk>>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     Json(answer): Json<ConfirmationAnswer>,
 ) -> Response {
+    if let Some(conversation) = desk.events().conversation_of(&id)
+        && let Some(refused) = refused_for(&desk, &headers, &conversation)
+    {
+        return refused;
+    }
     let reply = if answer.confirmed {
         Answer::Yes {
             note: answer.note.unwrap_or_default(),

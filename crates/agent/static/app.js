@@ -5,7 +5,9 @@
 // The desk's vocabulary (statuses, which may have a refund e-mail, the refund reasons, the
 // names of the stream's events) is the desk's to decide: `GET /api/desk` fills it at start.
 let vocabulary = { statuses: [], refundable: [], refundReasons: [], events: [] };
-const conversationId = "ui-" + Math.random().toString(36).slice(2, 10);
+// This page's conversation: the desk makes its id (and this browser's session cookie) at start;
+// the id alone opens nothing.
+let conversationId = null;
 const $ = (id) => document.getElementById(id);
 const eur = new Intl.NumberFormat("en-IE", { style: "currency", currency: "EUR" });
 
@@ -182,7 +184,7 @@ function setProgress(percent) {
 $("chat-form").onsubmit = async (event) => {
   event.preventDefault();
   const message = $("chat-input").value.trim();
-  if (!message) return;
+  if (!message || !conversationId || $("chat-send").disabled) return;
   say("user", message);
   $("chat-input").value = "";
   $("chat-input").disabled = $("chat-send").disabled = true;
@@ -196,10 +198,16 @@ $("chat-form").onsubmit = async (event) => {
     });
     const body = await res.json();
     if (res.ok) finishReply(body.reply, body.html);
-    else { dropReply(); say("error", body.message || res.statusText); }
+    else {
+      dropReply();
+      say("error", body.message || res.statusText);
+      // Nothing typed is lost: a message the desk refused goes back to the box to be mended.
+      if (!$("chat-input").value) $("chat-input").value = message;
+    }
   } catch (e) {
     dropReply();
     say("error", "The agent is not reachable: " + e.message);
+    if (!$("chat-input").value) $("chat-input").value = message;
   } finally {
     $("chat-input").disabled = $("chat-send").disabled = false;
     $("chat-stop").hidden = true;
@@ -208,15 +216,20 @@ $("chat-form").onsubmit = async (event) => {
   }
 };
 
-$("chat-stop").onclick = () => fetch("/api/chat/stop", {
-  method: "POST", headers: { "Content-Type": "application/json" },
-  body: JSON.stringify({ conversationId, secret }),
-});
+$("chat-stop").onclick = (event) => {
+  // Stop appears where Send was: the second click of a double-click on Send lands here, and
+  // it is not a request to stop the message the first click sent.
+  if (event.detail > 1) return;
+  fetch("/api/chat/stop", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ conversationId, secret }),
+  });
+};
 
 // Live events: progress and questions for this conversation.
 let countdown = null;
 function connectEvents() {
-  const source = new EventSource("/api/events?conversationId=" + conversationId);
+  const source = new EventSource("/api/events?conversationId=" + encodeURIComponent(conversationId));
   const handlers = {
     hello: (data) => { secret = data.secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; },
     progress: (data) => setProgress(data.percent),
@@ -314,6 +327,7 @@ function ask(question, title) {
       return;
     }
     $("confirm-countdown").textContent = `${left} seconds left to answer`;
+    $("waiting-left").textContent = `${left} s left`;
     left -= 1;
   };
   clearInterval(countdown);
@@ -357,11 +371,24 @@ $("refund-draft").onclick = async () => {
   $("refund-text").textContent = (await res.json()).reply;
 };
 
+// A conversation of this browser's session, made by the desk.
+async function startConversation() {
+  const res = await fetch("/api/conversations", { method: "POST" });
+  const body = await res.json();
+  if (!res.ok) throw new Error(body.message || res.statusText);
+  conversationId = body.conversationId;
+}
+
 (async () => {
   vocabulary = await (await fetch("/api/desk")).json();
   renderTabs();
   renderReasons();
   loadOrders();
   greet();
-  connectEvents();
+  try {
+    await startConversation();
+    connectEvents();
+  } catch (e) {
+    say("error", "The desk could not start a conversation: " + e.message);
+  }
 })();

@@ -236,8 +236,8 @@ fn init_to(
         .with_writer(writer)
         .with_ansi(ansi)
         .with_filter(tracing_subscriber::filter::FilterExt::and(
-            filter,
-            not_exported,
+            tracing_subscriber::filter::FilterExt::and(filter, not_exported),
+            PeerLeft,
         ));
     #[cfg(feature = "otel")]
     let (spans, failed) = match export.map(crate::telemetry::export) {
@@ -269,6 +269,67 @@ fn init_to(
     #[cfg(not(feature = "otel"))]
     let _ = exporting;
     guard
+}
+
+/// What rmcp says at ERROR when a client left while a response to it was on its way (a page
+/// closed, a desk stopped): the response has no one to go to, which is no error of the server's.
+const PEER_LEFT: [&str; 2] = [
+    "failed to send pending response during drain",
+    "fail to response message",
+];
+
+/// Drops rmcp's [`PEER_LEFT`] lines when the channel they name was closed: the log stays quiet
+/// when a client leaves, and every other rmcp error still shows.
+#[derive(Debug, Clone, Copy)]
+struct PeerLeft;
+
+impl<S> tracing_subscriber::layer::Filter<S> for PeerLeft {
+    fn enabled(
+        &self,
+        _: &tracing::Metadata<'_>,
+        _: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        true
+    }
+
+    fn event_enabled(
+        &self,
+        event: &tracing::Event<'_>,
+        _: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        let meta = event.metadata();
+        if *meta.level() != tracing::Level::ERROR || !meta.target().starts_with("rmcp::service") {
+            return true;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        !(PEER_LEFT.contains(&fields.message.as_str()) && fields.error.contains("channel closed"))
+    }
+}
+
+/// An event's `message` and `error`, as text.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    error: String,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            "error" => self.error = format!("{value:?}"),
+            _ => {}
+        }
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "message" => self.message = value.to_owned(),
+            "error" => self.error = value.to_owned(),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -321,6 +382,32 @@ mod tests {
                 .collect();
             assert_eq!(mine, (0..500).collect::<Vec<_>>(), "thread {t}");
         }
+    }
+
+    #[test]
+    fn a_client_that_left_is_no_error_but_other_rmcp_errors_show() {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(move || writer.clone())
+                .with_filter(PeerLeft),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let error = "channel closed";
+            tracing::error!(target: "rmcp::service", %error, "failed to send pending response during drain");
+            tracing::error!(target: "rmcp::service", %error, "fail to response message");
+            let error = "broken pipe";
+            tracing::error!(target: "rmcp::service", %error, "fail to response message");
+            tracing::error!(target: "rmcp::service", "response send task failed during drain");
+        });
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert!(!text.contains("during drain error"), "{text}");
+        assert!(!text.contains("channel closed"), "{text}");
+        assert!(text.contains("broken pipe"), "{text}");
+        assert!(text.contains("response send task failed"), "{text}");
     }
 
     #[test]

@@ -233,6 +233,8 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             desk,
         } => {
+            loopback_only(listen, "--listen")?;
+            loopback_only(orders_listen, "--orders-listen")?;
             let orders = orders::app::Config {
                 database,
                 http: http_options(&allow_hosts),
@@ -277,6 +279,7 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             desk,
         } => {
+            loopback_only(listen, "--listen")?;
             let config = DeskConfig {
                 orders_url: orders,
                 ..desk_config(&desk)?
@@ -284,6 +287,18 @@ async fn main() -> anyhow::Result<()> {
             web(listen, config, &allow_hosts, shutdown).await?;
         }
     }
+    Ok(())
+}
+
+/// The desk signs no one in yet: a page's session is whoever reached it first, so it serves
+/// loopback only (as the gateway and the order service do without sign-in).
+fn loopback_only(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        addr.ip().is_loopback(),
+        "{flag} {addr} is not a loopback address: the desk signs no one in, so anyone who \
+         reached it could act for its person; listen on 127.0.0.1 (or ::1) and put a signed-in \
+         proxy in front to share it"
+    );
     Ok(())
 }
 

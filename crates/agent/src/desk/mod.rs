@@ -259,6 +259,38 @@ impl Desk {
         })
     }
 
+    /// Where the desk looks for the order service.
+    pub fn orders_url(&self) -> &str {
+        &self.config.orders_url
+    }
+
+    /// Wait until the desk's connections are open; `Err` says why the order service is not
+    /// connected (with its address), for the person to act on.
+    pub async fn connected(&self) -> Result<(), String> {
+        let host = self
+            .host
+            .host()
+            .await
+            .map_err(|why| self.not_connected(&why))?;
+        if host.connection("orders").is_ok() {
+            return Ok(());
+        }
+        let why = host
+            .unavailable
+            .get("orders")
+            .map_or("not connected", String::as_str);
+        Err(self.not_connected(why))
+    }
+
+    /// Why nothing can be done with the order service: `why`, and where the desk looked.
+    fn not_connected(&self, why: &str) -> String {
+        format!(
+            "Not connected to order-service at {} ({why}). Is it running there? \
+             --orders says where the desk looks.",
+            self.config.orders_url
+        )
+    }
+
     /// The live events.
     pub fn events(&self) -> &Arc<Events> {
         &self.events
@@ -271,9 +303,9 @@ impl Desk {
         arguments: Value,
     ) -> Result<CallToolResult, String> {
         let host = self.host.host().await?;
-        let orders = host.connection("orders").map_err(|_| {
-            "Not connected to order-service. Is it running on port 8080?".to_owned()
-        })?;
+        let orders = host
+            .connection("orders")
+            .map_err(|_| self.not_connected("not connected"))?;
         let context = CallContext::new()
             .with("progressToken", conversation)
             .with("support_agent_id", self.config.agent_id.as_str());
@@ -458,7 +490,7 @@ impl Desk {
     pub async fn refund_email(&self, order_id: &str, reason: &str) -> String {
         let host = self.host.host().await;
         let Some(orders) = host.as_ref().ok().and_then(|h| h.connection("orders").ok()) else {
-            return "Not connected to order-service. Is it running on port 8080?".into();
+            return self.not_connected("not connected");
         };
         let mut arguments = serde_json::Map::new();
         arguments.insert("orderId".into(), json!(order_id));

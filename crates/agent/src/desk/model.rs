@@ -53,10 +53,7 @@ impl Desk {
         let host = match self.host.host().await {
             Ok(host) if host.connection("orders").is_ok() => host,
             _ => {
-                return (
-                    "Not connected to order-service. Is it running on port 8080?".into(),
-                    None,
-                );
+                return (self.not_connected("not connected"), None);
             }
         };
         let tools = self.model_tools(&host).await;

@@ -2,7 +2,8 @@
 // playwright-core, as a person uses it: the greeting, the confirmation dialog (Yes, No, expiry,
 // Escape and reopen), the status tabs (a late answer for a previous tab never replaces the
 // chosen one), the progress bar of two refreshes in one page, policy
-// answers rendered from Markdown, one money format, and the layout on a 375 px phone.
+// answers rendered from Markdown, one money format, the layout on a 375 px phone, a long message
+// kept in the box, and a double-click on Send that stops nothing.
 // Usage: node desk.mjs URL
 import { launch } from "./harness.mjs";
 
@@ -85,6 +86,8 @@ await scenario("letting the countdown expire leaves ORD-10009 unchanged and says
   await page.waitForFunction(() => document.querySelector("#confirm-countdown").textContent
     === "The question expired and the tool has stopped waiting.");
   if (!(await page.isDisabled("#confirm-yes"))) throw new Error("Yes is still enabled after expiry");
+  const opacity = await page.$eval("#confirm-yes", (b) => Number(getComputedStyle(b).opacity));
+  if (!(opacity < 0.6)) throw new Error(`an expired Yes still looks active (opacity ${opacity})`);
   await lastReply(page, "Order ORD-10009 was not cancelled: the question was closed without an answer.");
   await page.click("#confirm-close");
   await inTab(page, "PROCESSING", "ORD-10009");
@@ -98,6 +101,8 @@ await scenario("Escape keeps the question as a banner that reopens it; Yes then 
   await page.keyboard.press("Escape");
   await page.waitForSelector("#confirm", { state: "hidden" });
   await page.waitForSelector("#waiting:not([hidden])");
+  // The banner says how long the question still waits.
+  await page.waitForFunction(() => /^\d+ s left$/.test(document.querySelector("#waiting-left").textContent));
   await page.click("#waiting-open");
   await page.waitForSelector("#confirm[open]");
   await page.click("#confirm-yes");
@@ -162,5 +167,25 @@ await scenario("on a 375 px phone the page fits and the chat sits under the orde
   if (dialog.x < 0 || dialog.x + dialog.width > 375) throw new Error(`the dialog spans ${dialog.x}..${dialog.x + dialog.width}`);
   await page.click("#confirm-no");
 }, { width: 375, height: 740 });
+
+await scenario("a message over 4,096 bytes stays in the box, with its size in the error", async (page) => {
+  const long = "where is ORD-10001? " + "x".repeat(4200);
+  await ask(page, long);
+  await page.waitForFunction(() => [...document.querySelectorAll(".msg.error")]
+    .some((m) => m.textContent.includes("at most 4096 bytes")));
+  const error = await page.locator(".msg.error").last().textContent();
+  if (error.includes("conversationId")) throw new Error(`the error names an internal field: ${error}`);
+  const kept = await page.inputValue("#chat-input");
+  if (kept !== long) throw new Error(`the box holds ${kept.length} characters, not the ${long.length} typed`);
+});
+
+await scenario("a double-click on Send sends once and stops nothing", async (page) => {
+  await page.fill("#chat-input", "refresh delivery estimates");
+  await page.dblclick("#chat-send");
+  await lastReply(page, "Rechecked 87 shipments");
+  const texts = await page.$$eval(".msg", (ms) => ms.map((m) => m.textContent));
+  if (texts.some((t) => t.includes("Stopped."))) throw new Error(`the double-click stopped it: ${texts.join(" | ")}`);
+  if (texts.filter((t) => t === "refresh delivery estimates").length !== 1) throw new Error(`sent other than once: ${texts.join(" | ")}`);
+});
 
 await run.finish();

@@ -181,7 +181,10 @@ async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_b
         upto(&mut term, "Rechecked 87 shipments")?;
         upto(&mut term, "> ")?;
         term.send_line("cancel ORD-10002")?;
-        upto(&mut term, "Type 'yes' to confirm (2 seconds)")?;
+        upto(
+            &mut term,
+            "Type 'yes' to confirm or 'no' to refuse (2 seconds)",
+        )?;
         // Nobody answers: the question closes and the line is the person's again.
         upto(&mut term, "The question closed without an answer")?;
         upto(&mut term, "the question was closed without an answer.")?;
@@ -207,4 +210,77 @@ async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_b
     }
     assert!(log.exists(), "the log goes to its file");
     let _ = std::fs::remove_file(&log);
+}
+
+/// At the prompt: "y" and "n" are answers, any other line is not (and is kept, not lost, to be
+/// sent once the question's message is done), and a dead order service is named with its
+/// address instead of "ready".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_answers_count_other_lines_are_kept_and_a_dead_service_is_named() {
+    let stop = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let desk = Desk::start(DeskConfig {
+        orders_url,
+        protocol: Some(Revision::V2026_07_28),
+        ..DeskConfig::default()
+    })
+    .await
+    .unwrap();
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let screen = Screen::default();
+    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    screen.shows("Support desk ready.").await;
+
+    lines.send("cancel ORD-10002".into()).await.unwrap();
+    screen
+        .shows("Type 'yes' to confirm or 'no' to refuse")
+        .await;
+    lines.send("what is ORD-10001?".into()).await.unwrap();
+    screen.shows("That is not an answer").await;
+    screen.shows("Kept your message").await;
+    lines.send("n".into()).await.unwrap();
+    screen.shows("was not cancelled").await;
+    // The kept message goes next, on its own.
+    screen.shows("ORD-10001 is").await;
+
+    lines.send("cancel ORD-10008".into()).await.unwrap();
+    screen.shows("Cancel order ORD-10008").await;
+    lines.send("Y".into()).await.unwrap();
+    screen.shows("Order ORD-10008 is cancelled").await;
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+
+    // Nothing listens here any more (the listener was dropped with its port).
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", listener.local_addr().unwrap())
+    };
+    let desk = Desk::start(DeskConfig {
+        orders_url: dead.clone(),
+        protocol: Some(Revision::V2026_07_28),
+        ..DeskConfig::default()
+    })
+    .await
+    .unwrap();
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let screen = Screen::default();
+    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    screen
+        .shows(&format!("Not connected to order-service at {dead}"))
+        .await;
+    assert!(
+        !screen.text().contains("ready"),
+        "a dead service is not ready: {}",
+        screen.text()
+    );
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
 }

@@ -19,6 +19,7 @@ pub struct Demo {
 impl Drop for Demo {
     fn drop(&mut self) {
         self.stop.cancel();
+        forget(&self.url);
     }
 }
 
@@ -101,11 +102,119 @@ pub async fn start_with_model(
     start(orders_in_memory(Duration::from_millis(5)), desk).await
 }
 
+/// The browser sessions (a cookie per web UI) and conversations the tests made, by the name
+/// a test gives its conversation: the desk makes the ids, the tests keep calling them "c1".
+static SESSIONS: std::sync::Mutex<Vec<Session>> = std::sync::Mutex::new(Vec::new());
+
+struct Session {
+    url: String,
+    cookie: String,
+    conversations: Vec<(String, String)>,
+}
+
+/// Forget the session with the web UI at `url` (it stopped: another may get its port).
+pub fn forget(url: &str) {
+    SESSIONS.lock().unwrap().retain(|s| s.url != url);
+}
+
+/// Forgets the session with its web UI when dropped (for a web UI a test serves itself).
+pub struct Forget(pub String);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        forget(&self.0);
+    }
+}
+
+/// The `Cookie` header of this test's browser session with the web UI at `url` (made on first
+/// use by starting a conversation).
+pub async fn cookie(url: &str) -> String {
+    let known = SESSIONS
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.url == url)
+        .map(|s| s.cookie.clone());
+    if let Some(cookie) = known {
+        return cookie;
+    }
+    // Two calls at once may both start a session: the one registered first is this test's.
+    new_conversation(url, None).await;
+    SESSIONS
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.url == url)
+        .map(|s| s.cookie.clone())
+        .unwrap()
+}
+
+/// Start a conversation at the web UI at `url`, in the browser session `cookie` (a new one
+/// when `None`): the session's `Cookie` header and the conversation's id.
+pub async fn new_conversation(url: &str, cookie: Option<&str>) -> (String, String) {
+    let mut request = reqwest::Client::new().post(format!("{url}api/conversations"));
+    if let Some(cookie) = cookie {
+        request = request.header(reqwest::header::COOKIE, cookie);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200, "a conversation is started");
+    let cookie = match response.headers().get(reqwest::header::SET_COOKIE) {
+        Some(set) => {
+            let set = set.to_str().unwrap();
+            assert!(
+                set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+                "{set}"
+            );
+            set.split(';').next().unwrap().to_owned()
+        }
+        None => cookie.expect("a new session gets its cookie").to_owned(),
+    };
+    let body: Value = response.json().await.unwrap();
+    let id = body["conversationId"].as_str().unwrap().to_owned();
+    let mut sessions = SESSIONS.lock().unwrap();
+    if !sessions.iter().any(|s| s.url == url) {
+        sessions.push(Session {
+            url: url.to_owned(),
+            cookie: cookie.clone(),
+            conversations: Vec::new(),
+        });
+    }
+    (cookie, id)
+}
+
+/// The desk-made id of the conversation this test calls `name` at `url` (started on first use,
+/// in this test's browser session there).
+pub async fn conversation(url: &str, name: &str) -> String {
+    let known = SESSIONS
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.url == url)
+        .and_then(|s| s.conversations.iter().find(|(n, _)| n == name))
+        .map(|(_, id)| id.clone());
+    if let Some(id) = known {
+        return id;
+    }
+    let cookie = cookie(url).await;
+    let (_, id) = new_conversation(url, Some(&cookie)).await;
+    let mut sessions = SESSIONS.lock().unwrap();
+    let session = sessions.iter_mut().find(|s| s.url == url).unwrap();
+    match session.conversations.iter().find(|(n, _)| n == name) {
+        Some((_, first)) => first.clone(),
+        None => {
+            session.conversations.push((name.to_owned(), id.clone()));
+            id
+        }
+    }
+}
+
 /// Ask the desk at `url` to stop what conversation `conversation` is doing; the status.
 pub async fn stop(url: &str, conversation: &str, secret: &str) -> u16 {
+    let id = self::conversation(url, conversation).await;
     reqwest::Client::new()
         .post(format!("{url}api/chat/stop"))
-        .json(&json!({"conversationId": conversation, "secret": secret}))
+        .header(reqwest::header::COOKIE, cookie(url).await)
+        .json(&json!({"conversationId": id, "secret": secret}))
         .send()
         .await
         .unwrap()
@@ -125,10 +234,12 @@ pub async fn chat_about(
     message: &str,
     order: Option<&str>,
 ) -> String {
+    let id = self::conversation(url, conversation).await;
     let reply: Value = json_answer(
         reqwest::Client::new()
             .post(format!("{url}api/chat"))
-            .json(&json!({"conversationId": conversation, "message": message, "orderId": order})),
+            .header(reqwest::header::COOKIE, cookie(url).await)
+            .json(&json!({"conversationId": id, "message": message, "orderId": order})),
     )
     .await;
     reply["reply"].as_str().unwrap().to_owned()
@@ -166,9 +277,14 @@ impl Events {
 
     /// [`Events::open`] for a web UI at `url` (ending in `/`).
     pub async fn open_at(url: &str, conversation: &str) -> (Events, String) {
-        let response = reqwest::get(format!("{url}api/events?conversationId={conversation}"))
+        let id = self::conversation(url, conversation).await;
+        let response = reqwest::Client::new()
+            .get(format!("{url}api/events?conversationId={id}"))
+            .header(reqwest::header::COOKIE, cookie(url).await)
+            .send()
             .await
             .unwrap();
+        assert_eq!(response.status(), 200, "the event stream opens");
         let bytes = response.bytes_stream();
         let lines = bytes
             .scan(String::new(), |buffer, chunk| {
@@ -217,6 +333,7 @@ impl Events {
 pub async fn answer(url: &str, id: &str, secret: &str, confirmed: bool) -> u16 {
     reqwest::Client::new()
         .post(format!("{url}api/confirmations/{id}"))
+        .header(reqwest::header::COOKIE, cookie(url).await)
         .json(&json!({"secret": secret, "confirmed": confirmed, "note": "from the test"}))
         .send()
         .await

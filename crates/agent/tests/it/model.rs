@@ -185,7 +185,6 @@ async fn a_spent_token_budget_ends_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     use backchannel::serve::{self, HttpOptions};
-    use futures::StreamExt;
 
     let seen = Seen::default();
     let model_url = fake_model(seen.clone()).await;
@@ -224,50 +223,20 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     ));
 
     // The page: its event stream, where the approval request appears.
-    let mut events = reqwest::get(format!("{url}api/events?conversationId=c1"))
-        .await
-        .unwrap()
-        .bytes_stream();
-    let mut buffer = String::new();
-    let mut next_event = async || -> Value {
-        loop {
-            if let Some(end) = buffer.find("\n\n") {
-                let block: String = buffer.drain(..end + 2).collect();
-                if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) {
-                    return serde_json::from_str(data).unwrap();
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(20), events.next())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            buffer.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    };
-    let secret = next_event().await["secret"].as_str().unwrap().to_owned();
+    let _forget = crate::common::Forget(url.clone());
+    let (mut events, secret) = crate::common::Events::open_at(&url, "c1").await;
     let reply = tokio::spawn({
         let url = url.clone();
         async move { chat(&url, "please sample the model").await }
     });
-    let approval = next_event().await;
+    let approval = events.next_of("sampling").await;
     assert_eq!(approval["event"], "sampling", "{approval}");
     assert!(
         approval["message"].as_str().unwrap().contains("Say hi"),
         "{approval}"
     );
-    let status = reqwest::Client::new()
-        .post(format!(
-            "{url}api/confirmations/{}",
-            approval["id"].as_str().unwrap()
-        ))
-        .json(&json!({"secret": secret, "confirmed": true}))
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert_eq!(status.as_u16(), 204);
+    let status = crate::common::answer(&url, approval["id"].as_str().unwrap(), &secret, true).await;
+    assert_eq!(status, 204);
     let reply = reply.await.unwrap();
     assert_eq!(
         reply,

@@ -85,11 +85,14 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
             "CANCELLED"
         );
 
+        // The conversation's id in the span is the one the desk made (no credential: the id
+        // alone opens nothing without its browser session).
+        let id_made = crate::common::conversation(&demo.url, &conversation).await;
         let turn = collector
             .first(|span| {
                 span.name == "invoke_agent support-desk"
                     && attribute(span, "gen_ai.conversation.id").as_deref()
-                        == Some(conversation.as_str())
+                        == Some(id_made.as_str())
             })
             .await;
         assert!(

@@ -96,6 +96,112 @@ async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
     }
 }
 
+/// What another local client gets for `method path` with `body`, as `cookie` (none, or its own
+/// browser session): the status.
+async fn as_other(
+    demo: &Demo,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+    cookie: Option<&str>,
+) -> u16 {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", demo.url))
+        .json(&body);
+    if let Some(cookie) = cookie {
+        request = request.header(reqwest::header::COOKIE, cookie);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_id_alone_posts_to_opens_or_answers_nothing() {
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    let (mut events, secret) = Events::open(&demo, "mine").await;
+    let id = crate::common::conversation(&demo.url, "mine").await;
+    assert!(
+        id.len() >= 20
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        "the desk makes ids from its randomness: {id}"
+    );
+    let reply = tokio::spawn({
+        let url = demo.url.clone();
+        async move { crate::common::chat(&url, "mine", "please cancel ORD-10002").await }
+    });
+    let question = events.next_of("confirmation").await;
+    let question_id = question["id"].as_str().unwrap();
+
+    // Another local client that knows the page's id (and even its secret): without a session
+    // it is told to get one (401); with its own session, that this is not its conversation (403).
+    let (theirs, _) = crate::common::new_conversation(&demo.url, None).await;
+    for (cookie, expected) in [(None, 401), (Some(theirs.as_str()), 403)] {
+        let who = if cookie.is_some() {
+            "another session"
+        } else {
+            "no session"
+        };
+        let attempts = [
+            (
+                reqwest::Method::POST,
+                "api/chat".to_owned(),
+                json!({"conversationId": id, "message": "cancel ORD-10001"}),
+            ),
+            (
+                reqwest::Method::GET,
+                format!("api/events?conversationId={id}"),
+                Value::Null,
+            ),
+            (
+                reqwest::Method::POST,
+                format!("api/confirmations/{question_id}"),
+                json!({"secret": secret, "confirmed": true}),
+            ),
+            (
+                reqwest::Method::POST,
+                "api/chat/stop".to_owned(),
+                json!({"conversationId": id, "secret": secret}),
+            ),
+        ];
+        for (method, path, body) in attempts {
+            assert_eq!(
+                as_other(&demo, method.clone(), &path, body, cookie).await,
+                expected,
+                "{who}: {method} {path}"
+            );
+        }
+    }
+
+    // Nothing changed: the order waits and the page's own answer is taken.
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+    assert_eq!(status_of(&demo, "ORD-10001").await, "SHIPPED");
+    assert_eq!(answer(&demo, question_id, &secret, false).await, 204);
+    reply.await.unwrap();
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+
+    // The page's stream is still the page's (the refused opening did not replace it): the next
+    // question reaches it, with the same secret, and is answered once.
+    let reply = tokio::spawn({
+        let url = demo.url.clone();
+        async move { crate::common::chat(&url, "mine", "please cancel ORD-10002").await }
+    });
+    let question = events.next_of("confirmation").await;
+    let question_id = question["id"].as_str().unwrap();
+    assert_eq!(answer(&demo, question_id, &secret, true).await, 204);
+    let reply = reply.await.unwrap();
+    assert!(
+        reply.ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+        "{reply}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
+    assert_eq!(
+        status_of(&demo, "ORD-10001").await,
+        "SHIPPED",
+        "the refused chat did nothing"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_leaves_the_order_and_an_expired_question_says_so() {
     for protocol in Revision::ALL {
@@ -428,6 +534,7 @@ async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
         ("GET", "/app.js"),
         ("GET", "/style.css"),
         ("GET", "/api/orders?status=PENDING"),
+        ("POST", "/api/conversations"),
         ("GET", "/api/events?conversationId=c1"),
         ("POST", "/api/chat"),
         ("POST", "/api/chat/stop"),
@@ -500,4 +607,33 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
         text.contains("ORD-10002 is PENDING") && text.contains("drafted only for"),
         "{text}"
     );
+}
+
+/// The desk signs no one in: beyond loopback it refuses to start, and says why, before it
+/// listens or reaches anything.
+#[test]
+fn listening_beyond_loopback_is_refused() {
+    for args in [
+        &[
+            "web",
+            "--listen",
+            "0.0.0.0:0",
+            "--orders",
+            "http://127.0.0.1:9/mcp",
+        ][..],
+        &["demo", "--listen", "0.0.0.0:0"][..],
+        &["demo", "--orders-listen", "[::]:0"][..],
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
+            .args(args)
+            .env("ORDER_SERVICE_DATA", std::env::temp_dir())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} started");
+        assert!(
+            stderr.contains("is not a loopback address: the desk signs no one in"),
+            "{args:?}: {stderr}"
+        );
+    }
 }
