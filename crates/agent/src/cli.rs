@@ -108,7 +108,8 @@ impl Screen {
                 out.flush()?;
                 self.streamed = text;
             }
-            Event::Hello { .. } => {}
+            // The chat's own answer prints the reply; the stream's copy is for a page.
+            Event::Hello { .. } | Event::Done { .. } => {}
         }
         Ok(())
     }

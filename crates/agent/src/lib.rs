@@ -8,6 +8,7 @@ pub mod events;
 pub mod llm;
 pub mod messages;
 pub mod notes;
+pub mod people;
 pub mod render;
 pub mod rules;
 pub mod vocabulary;

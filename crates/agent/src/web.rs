@@ -1,6 +1,7 @@
 //! The browser front end: the chat and confirmation API, the live event stream, and the static
 //! page embedded in the binary.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -20,6 +21,8 @@ const INDEX: &str = include_str!("../static/index.html");
 const SCRIPT: &str = include_str!("../static/app.js");
 const STYLE: &str = include_str!("../static/style.css");
 const FAVICON: &str = include_str!("../static/favicon.svg");
+const SIGN_IN_PAGE: &str = include_str!("../static/signin.html");
+const SIGN_IN_SCRIPT: &str = include_str!("../static/signin.js");
 
 /// The longest conversation id accepted.
 const MAX_CONVERSATION_ID: usize = 128;
@@ -29,14 +32,7 @@ const SESSION_COOKIE: &str = "desk_session";
 
 /// The browser session a request names (its cookie), if any.
 fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, value)| *name == SESSION_COOKIE && !value.is_empty() && value.len() <= 64)
-        .map(|(_, value)| value.to_owned())
+    cookie_of(headers, SESSION_COOKIE)
 }
 
 /// Whether the request's browser session made `conversation`: `None` if so, else the refusal
@@ -49,10 +45,10 @@ fn refused_for(
     let refuse = |status: StatusCode, message: &str| {
         Some((status, Json(serde_json::json!({ "message": message }))).into_response())
     };
-    match session_of(headers) {
+    match session_of(headers).filter(|s| desk.events().person_of_session(s).is_some()) {
         None => refuse(
             StatusCode::UNAUTHORIZED,
-            "this browser has no desk session: reload the page to start a conversation",
+            "this browser has no desk session (or it ended): reload the page to start again",
         ),
         Some(session) if desk.events().belongs_to(conversation, &session) => None,
         Some(_) => refuse(
@@ -62,24 +58,140 @@ fn refused_for(
     }
 }
 
-/// `POST /api/conversations`: a new conversation for this browser's session (made, with its
-/// `HttpOnly; SameSite=Strict` cookie, when the browser has none), its id made by the desk.
+/// What a page may send when it starts: the conversation it had before a reload.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StartRequest {
+    #[serde(default)]
+    conversation_id: Option<String>,
+}
+
+/// `POST /api/conversations`: the conversation a page goes on with: the one it names when
+/// this browser's session made it (a reload), else a new one made by the desk (with the
+/// session's `HttpOnly; SameSite=Strict` cookie when the browser has none).
 async fn start_conversation(
     State(desk): State<Arc<Desk>>,
     headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
 ) -> Response {
-    let (session, fresh) = match session_of(&headers) {
-        Some(session) => (session, false),
-        None => (crate::events::random_id(), true),
+    let request: StartRequest = if body.is_empty() {
+        StartRequest::default()
+    } else {
+        match serde_json::from_slice::<Option<StartRequest>>(&body) {
+            Ok(request) => request.unwrap_or_default(),
+            Err(error) => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    Json(serde_json::json!({
+                        "message": format!("expected {{\"conversationId\": …}} or nothing: {error}")
+                    })),
+                )
+                    .into_response();
+            }
+        }
     };
-    let conversation = desk.events().start_conversation(&session);
-    let body = Json(serde_json::json!({ "conversationId": conversation }));
+    let signed_in = session_of(&headers).filter(|s| desk.events().person_of_session(s).is_some());
+    let (session, fresh) = match (signed_in, desk.people()) {
+        (Some(session), _) => (session, false),
+        // One implicit person (a desk on loopback): a browser's first visit is a session.
+        (None, None) => (desk.events().start_session(desk.implicit_person()), true),
+        (None, Some(_)) => return sign_in_first(),
+    };
+    let resumed = request
+        .conversation_id
+        .filter(|id| id.len() <= MAX_CONVERSATION_ID && desk.events().belongs_to(id, &session));
+    let (conversation, resumed) = match resumed {
+        Some(id) => (id, true),
+        None => (desk.events().start_conversation(&session), false),
+    };
+    let body = Json(serde_json::json!({ "conversationId": conversation, "resumed": resumed }));
     if fresh {
-        let cookie = format!("{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict");
-        ([(header::SET_COOKIE, cookie)], body).into_response()
+        ([(header::SET_COOKIE, session_cookie(&session))], body).into_response()
     } else {
         body.into_response()
     }
+}
+
+/// The `Set-Cookie` of a browser session.
+fn session_cookie(session: &str) -> String {
+    format!(
+        "{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        crate::events::SESSION_LIFETIME.as_secs()
+    )
+}
+
+/// 401 for a desk with people: sign in first (the page goes to `/signin`).
+fn sign_in_first() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(serde_json::json!({
+            "message": "sign in to the desk first",
+            "signIn": "/signin",
+        })),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignInRequest {
+    name: String,
+    password: String,
+}
+
+/// `POST /api/sign-in`: a person of the people file signs in; the session's cookie is set.
+async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInRequest>) -> Response {
+    let Some(people) = desk.people() else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({
+                "message": "this desk has no people file: it serves one person, on loopback"
+            })),
+        )
+            .into_response();
+    };
+    match people.sign_in(&request.name, &request.password).await {
+        Ok(person) => {
+            tracing::info!(person, "signed in to the desk");
+            let session = desk.events().start_session(&person);
+            (
+                [(header::SET_COOKIE, session_cookie(&session))],
+                Json(serde_json::json!({ "person": person })),
+            )
+                .into_response()
+        }
+        Err(refused) => {
+            tracing::info!(name = %request.name.chars().take(64).collect::<String>(), %refused, "a sign-in to the desk was refused");
+            let status = match refused {
+                crate::people::SignInRefused::NoMatch => StatusCode::UNAUTHORIZED,
+                crate::people::SignInRefused::Locked => StatusCode::TOO_MANY_REQUESTS,
+            };
+            (
+                status,
+                Json(serde_json::json!({ "message": refused.to_string() })),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// `POST /api/sign-out`: the session ends, its conversations with it.
+async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Response {
+    if let Some(session) = session_of(&headers) {
+        desk.events().end_session(&session);
+    }
+    let expired = format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    ([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response()
+}
+
+/// `GET /api/me`: who this browser is signed in as, and whether the desk has people.
+async fn me(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Response {
+    let person = session_of(&headers).and_then(|s| desk.events().person_of_session(&s));
+    Json(serde_json::json!({
+        "person": person,
+        "people": desk.people().is_some(),
+    }))
+    .into_response()
 }
 
 /// The web UI and its API over `desk` (and `/metrics` when the desk is set to serve it).
@@ -112,19 +224,129 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/api/greeting", get(greeting))
         .route("/api/desk", get(vocabulary))
         .route("/api/conversations", post(start_conversation))
+        .route("/api/sign-in", post(sign_in))
+        .route("/api/sign-out", post(sign_out))
+        .route("/api/me", get(me))
+        .route(
+            "/signin",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                    SIGN_IN_PAGE,
+                )
+            }),
+        )
+        .route(
+            "/signin.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    SIGN_IN_SCRIPT,
+                )
+            }),
+        )
         .route("/api/chat", post(chat))
         .route("/api/chat/stop", post(stop))
         .route("/api/refund-email", post(refund_email))
         .route("/api/events", get(events))
         .route("/api/confirmations/{id}", post(confirm))
         .route("/api/orders", get(orders))
-        .route(CALLBACK_PATH, get(signed_in))
+        .route(START_PATH, get(start_sign_in))
+        .route(CALLBACK_PATH, get(signed_in_here))
         .with_state(desk);
     ui.merge(metrics)
 }
 
 /// Where the authorization server sends the browser back to after a sign-in.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// Where a page's "Sign in to …" link goes first: the desk notes which browser opened it.
+pub const START_PATH: &str = "/oauth/start";
+
+/// The cookie that carries a sign-in's nonce from `/oauth/start` to the callback (`Lax`: the
+/// authorization server's redirect back is a navigation from another site).
+const SIGN_IN_COOKIE: &str = "desk_signin";
+
+/// The value of cookie `name` in a request, if any (at most 64 characters).
+fn cookie_of(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, value)| *n == name && !value.is_empty() && value.len() <= 64)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// A small page saying how a sign-in step went.
+fn sign_in_page(status: StatusCode, title: &str, text: &str) -> Response {
+    let body = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+         <body><h1 id=\"sign-in-title\">{title}</h1><p id=\"sign-in-text\">{text}</p></body></html>",
+        title = crate::render::escape(title),
+        text = crate::render::escape(text),
+    );
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /oauth/start?state=…`: a page's sign-in link. The browser session that opens it first
+/// holds the sign-in; its browser gets the nonce (a cookie) the callback must bring back, and
+/// is sent on to the authorization server.
+async fn start_sign_in(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(session) =
+        session_of(&headers).filter(|s| desk.events().person_of_session(s).is_some())
+    else {
+        return sign_in_page(
+            StatusCode::UNAUTHORIZED,
+            "Sign-in not started",
+            "Open the sign-in link from the desk's page, in the browser you use the desk in.",
+        );
+    };
+    let state = query.get("state").map(String::as_str).unwrap_or_default();
+    match desk.events().claim_sign_in(state, &session) {
+        Ok((url, nonce)) => (
+            StatusCode::SEE_OTHER,
+            [
+                (header::LOCATION, url),
+                (
+                    header::SET_COOKIE,
+                    format!(
+                        "{SIGN_IN_COOKIE}={nonce}; Path={CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=900"
+                    ),
+                ),
+            ],
+        )
+            .into_response(),
+        Err(error) => sign_in_page(
+            StatusCode::CONFLICT,
+            "Sign-in not started",
+            &format!("{error}: it may have finished already or waited too long."),
+        ),
+    }
+}
+
+/// The callback of a desk with its web UI: only the browser that opened the sign-in from a
+/// page (it holds the nonce) finishes it.
+async fn signed_in_here(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+) -> Response {
+    let nonce = cookie_of(&headers, SIGN_IN_COOKIE);
+    finish(&uri, |query| {
+        desk.events().signed_in_by(query, nonce.as_deref())
+    })
+}
 
 /// Only the sign-in callback, for a desk without the web UI (the terminal).
 pub fn callback_routes(desk: Arc<Desk>) -> Router {
@@ -139,21 +361,17 @@ const MAX_CALLBACK_QUERY: usize = 8 * 1024;
 /// The browser is back from the authorization server: hand the code to the sign-in waiting for
 /// it (matched by its `state`) and tell the person they can go back to the desk.
 async fn signed_in(State(desk): State<Arc<Desk>>, uri: axum::http::Uri) -> Response {
+    finish(&uri, |query| desk.events().signed_in(query))
+}
+
+/// Hand the callback's query to the sign-in waiting for it (through `finish`) and say how it
+/// went.
+fn finish(
+    uri: &axum::http::Uri,
+    finish: impl FnOnce(&str) -> Result<String, crate::events::SignInError>,
+) -> Response {
     let query = uri.query().unwrap_or_default();
-    let page = |status: StatusCode, title: &str, text: &str| {
-        let body = format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\
-             <body><h1 id=\"sign-in-title\">{title}</h1><p id=\"sign-in-text\">{text}</p></body></html>",
-            title = crate::render::escape(title),
-            text = crate::render::escape(text),
-        );
-        (
-            status,
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            body,
-        )
-            .into_response()
-    };
+    let page = sign_in_page;
     if query.len() > MAX_CALLBACK_QUERY {
         return page(
             StatusCode::BAD_REQUEST,
@@ -162,7 +380,7 @@ async fn signed_in(State(desk): State<Arc<Desk>>, uri: axum::http::Uri) -> Respo
         );
     }
     let refused = crate::events::query_param(query, "error");
-    match (desk.events().signed_in(query), refused) {
+    match (finish(query), refused) {
         (Ok(server), None) => page(
             StatusCode::OK,
             &format!("Signed in to {server}"),
@@ -225,14 +443,27 @@ async fn chat(
         )
             .into_response();
     }
-    let reply = desk
-        .chat(
-            &request.conversation_id,
-            &request.message,
-            request.order_id.as_deref(),
+    // The work is the desk's, not this request's: a page that reloads (or leaves) while it
+    // runs does not drop it; its reply also goes to the conversation's stream (`done`).
+    let work = tokio::spawn({
+        let desk = desk.clone();
+        async move {
+            desk.chat(
+                &request.conversation_id,
+                &request.message,
+                request.order_id.as_deref(),
+            )
+            .await
+        }
+    });
+    match work.await {
+        Ok(reply) => Json(reply_json(&reply)).into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(serde_json::json!({"message": "the desk failed while answering: see its log"})),
         )
-        .await;
-    Json(reply_json(&reply)).into_response()
+            .into_response(),
+    }
 }
 
 /// A reply for the page: plain text, and the same Markdown rendered as sanitised HTML.
@@ -337,9 +568,12 @@ fn event_stream(
     desk: &Desk,
     conversation: &str,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
-    let (_secret, mut rx) = desk.events().open(conversation);
+    let (_secret, mut rx) = desk
+        .events()
+        .open_working(conversation, desk.is_working(conversation));
     let stream = async_stream(move |yielder| async move {
         while let Some(event) = rx.recv().await {
+            let event = through_the_desk(event);
             let name = event.name();
             let data = serde_json::to_string(&event).unwrap_or_default();
             if yielder
@@ -352,6 +586,35 @@ fn event_stream(
         }
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// A page's sign-in link goes through the desk's `/oauth/start` (which notes the browser),
+/// never straight to the authorization server.
+fn through_the_desk(event: crate::events::Event) -> crate::events::Event {
+    match event {
+        crate::events::Event::SignIn { server, url } => {
+            let state = reqwest::Url::parse(&url)
+                .ok()
+                .and_then(|url| {
+                    url.query_pairs()
+                        .find(|(key, _)| key == "state")
+                        .map(|(_, value)| value.into_owned())
+                })
+                .unwrap_or_default();
+            let state: String = state
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                        char::from(b).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            let url = format!("{START_PATH}?state={state}");
+            crate::events::Event::SignIn { server, url }
+        }
+        other => other,
+    }
 }
 
 /// A stream fed by a task: what the closure sends comes out of the stream.

@@ -113,6 +113,24 @@ $("about").onclick = () => select(null);
 // `html` comes from the desk already rendered from Markdown and sanitised (raw HTML shown as
 // text, links only to http(s) and mailto); everything else is set as text.
 function say(role, text, html) {
+  show(role, text, html);
+  if (!role.includes("greeting")) remember(role, text, html);
+}
+
+// What this tab's conversation showed, kept in the tab's session storage so a reload shows it
+// again (the last 200 messages).
+function remember(role, text, html) {
+  const kept = JSON.parse(sessionStorage.getItem("desk.transcript") || "[]");
+  kept.push({ role, text, html: html || null });
+  sessionStorage.setItem("desk.transcript", JSON.stringify(kept.slice(-200)));
+}
+function restoreTranscript() {
+  for (const { role, text, html } of JSON.parse(sessionStorage.getItem("desk.transcript") || "[]")) {
+    show(role, text, html);
+  }
+}
+
+function show(role, text, html) {
   const div = document.createElement("div");
   div.className = "msg " + role;
   if (html) {
@@ -152,6 +170,7 @@ function finishReply(text, html) {
   const continues = text.startsWith(growingText.trim());
   if (continues) {
     if (html) growing.innerHTML = html; else growing.textContent = text;
+    remember("agent", text, html);
   }
   growing = null;
   if (!continues) say("agent", text, html);
@@ -181,14 +200,22 @@ function setProgress(percent) {
   document.body.dataset.progressSeen = progressSeen.join(",");
 }
 
+// Whether this page is waiting for a chat request's answer (else a `done` event, after a
+// reload, carries the reply).
+let inFlight = false;
+function working(on) {
+  $("chat-input").disabled = $("chat-send").disabled = on;
+  $("chat-stop").hidden = !on;
+}
+
 $("chat-form").onsubmit = async (event) => {
   event.preventDefault();
   const message = $("chat-input").value.trim();
   if (!message || !conversationId || $("chat-send").disabled) return;
   say("user", message);
   $("chat-input").value = "";
-  $("chat-input").disabled = $("chat-send").disabled = true;
-  $("chat-stop").hidden = false;
+  inFlight = true;
+  working(true);
   setProgress(null);
   progressSeen.length = 0;
   try {
@@ -209,8 +236,8 @@ $("chat-form").onsubmit = async (event) => {
     say("error", "The agent is not reachable: " + e.message);
     if (!$("chat-input").value) $("chat-input").value = message;
   } finally {
-    $("chat-input").disabled = $("chat-send").disabled = false;
-    $("chat-stop").hidden = true;
+    inFlight = false;
+    working(false);
     document.body.dataset.lastProgress = $("progress-label").textContent;
     loadOrders();
   }
@@ -231,7 +258,19 @@ let countdown = null;
 function connectEvents() {
   const source = new EventSource("/api/events?conversationId=" + encodeURIComponent(conversationId));
   const handlers = {
-    hello: (data) => { secret = data.secret; $("agent-state").textContent = ""; document.body.dataset.ready = "true"; },
+    hello: (data) => {
+      secret = data.secret;
+      $("agent-state").textContent = "";
+      // Opened again while a message is worked on (a reload): wait for its `done`.
+      if (data.working && !inFlight) working(true);
+      document.body.dataset.ready = "true";
+    },
+    done: (data) => {
+      if (inFlight) return; // the chat request's own answer shows it
+      finishReply(data.text, data.html);
+      working(false);
+      loadOrders();
+    },
     progress: (data) => setProgress(data.percent),
     reply: (data) => growReply(data),
     confirmation: (data) => ask(data, "Confirm"),
@@ -251,7 +290,8 @@ function connectEvents() {
 // A server the desk talks to asks the person to sign in: a link per server, opened in a new
 // tab; the authorization server sends that tab back to the desk, which takes it from there.
 function showSignIn({ server, url }) {
-  if (!/^https?:\/\//i.test(url)) return;
+  // The desk's own start of the sign-in (it notes this browser, then sends it on).
+  if (!url.startsWith("/oauth/start?")) return;
   let link = [...document.querySelectorAll("#sign-ins a")].find((a) => a.dataset.server === server);
   if (!link) {
     link = document.createElement("a");
@@ -372,11 +412,38 @@ $("refund-draft").onclick = async () => {
 };
 
 // A conversation of this browser's session, made by the desk.
+// Who is signed in (a desk with people), with a way out.
+async function showPerson() {
+  const me = await (await fetch("/api/me")).json();
+  if (!me.people || !me.person) return;
+  $("person").textContent = "Signed in as " + me.person;
+  $("person").hidden = $("sign-out").hidden = false;
+}
+$("sign-out").onclick = async () => {
+  await fetch("/api/sign-out", { method: "POST" });
+  sessionStorage.clear();
+  location.href = "/signin";
+};
+
+// A reload goes on with the tab's conversation (the desk checks it is this browser's), its
+// messages shown again and its open question asked again.
 async function startConversation() {
-  const res = await fetch("/api/conversations", { method: "POST" });
+  const res = await fetch("/api/conversations", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ conversationId: sessionStorage.getItem("desk.conversation") }),
+  });
   const body = await res.json();
+  // A desk with people: this browser must sign in first.
+  if (res.status === 401 && body.signIn) {
+    location.href = body.signIn;
+    return new Promise(() => {});
+  }
   if (!res.ok) throw new Error(body.message || res.statusText);
   conversationId = body.conversationId;
+  showPerson();
+  sessionStorage.setItem("desk.conversation", conversationId);
+  if (body.resumed) restoreTranscript();
+  else sessionStorage.removeItem("desk.transcript");
 }
 
 (async () => {
@@ -384,7 +451,7 @@ async function startConversation() {
   renderTabs();
   renderReasons();
   loadOrders();
-  greet();
+  await greet();
   try {
     await startConversation();
     connectEvents();

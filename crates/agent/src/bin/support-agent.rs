@@ -117,6 +117,10 @@ enum Command {
         /// for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
+        /// Who may sign in to the web UI (`support-agent people add` writes it); without it
+        /// the desk has one person and serves loopback only.
+        #[arg(long, value_name = "FILE")]
+        people: Option<std::path::PathBuf>,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -145,9 +149,37 @@ enum Command {
         /// A host name (besides loopback) the web UI answers to; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
+        /// Who may sign in to the web UI (`support-agent people add` writes it); without it
+        /// the desk has one person and serves loopback only.
+        #[arg(long, value_name = "FILE")]
+        people: Option<std::path::PathBuf>,
         #[command(flatten)]
         desk: DeskArgs,
     },
+    /// The people who may sign in to the web UI.
+    People {
+        #[command(subcommand)]
+        action: PeopleAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PeopleAction {
+    /// Add a person (or set their password), reading the password from the first line of
+    /// standard input: `read -rs PW && printf '%s\n' "$PW" | support-agent people add ana`.
+    Add {
+        /// The person's name (letters, digits, '.', '-', '_').
+        name: String,
+        /// The people file (created, readable by you only, when missing).
+        #[arg(long, value_name = "FILE", default_value = "data/people")]
+        people: std::path::PathBuf,
+    },
+}
+
+/// The people file at `path`, if one was given.
+fn load_people(path: Option<&std::path::Path>) -> anyhow::Result<Option<agent::people::People>> {
+    path.map(|path| agent::people::People::load(path).context("cannot use the people file"))
+        .transpose()
 }
 
 /// Loopback, and the names given with `--allow-host`.
@@ -231,10 +263,14 @@ async fn main() -> anyhow::Result<()> {
             database,
             carrier_latency_ms,
             allow_hosts,
+            people,
             desk,
         } => {
-            loopback_only(listen, "--listen")?;
-            loopback_only(orders_listen, "--orders-listen")?;
+            let people = load_people(people.as_deref())?;
+            if people.is_none() {
+                loopback_only(listen, "--listen", OR_PEOPLE)?;
+            }
+            loopback_only(orders_listen, "--orders-listen", "")?;
             let orders = orders::app::Config {
                 database,
                 http: http_options(&allow_hosts),
@@ -250,7 +286,10 @@ async fn main() -> anyhow::Result<()> {
             let config = DemoConfig {
                 orders_listen,
                 web_listen: listen,
-                desk: desk_config(&desk)?,
+                desk: DeskConfig {
+                    people,
+                    ..desk_config(&desk)?
+                },
                 web: http_options(&allow_hosts),
             };
             let serve_orders = move |listener, stop| async move {
@@ -277,30 +316,53 @@ async fn main() -> anyhow::Result<()> {
             listen,
             orders,
             allow_hosts,
+            people,
             desk,
         } => {
-            loopback_only(listen, "--listen")?;
+            let people = load_people(people.as_deref())?;
+            if people.is_none() {
+                loopback_only(listen, "--listen", OR_PEOPLE)?;
+            }
             let config = DeskConfig {
                 orders_url: orders,
+                people,
                 ..desk_config(&desk)?
             };
             web(listen, config, &allow_hosts, shutdown).await?;
+        }
+        Command::People {
+            action: PeopleAction::Add { name, people },
+        } => {
+            let mut password = String::new();
+            std::io::stdin()
+                .read_line(&mut password)
+                .context("cannot read the password from standard input")?;
+            let password = password.trim_end_matches(['\r', '\n']);
+            if let Some(dir) = people.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot make {}", dir.display()))?;
+            }
+            agent::people::add(&people, &name, password)?;
+            eprintln!("{name} may sign in to the desk ({})", people.display());
         }
     }
     Ok(())
 }
 
-/// The desk signs no one in yet: a page's session is whoever reached it first, so it serves
-/// loopback only (as the gateway and the order service do without sign-in).
-fn loopback_only(addr: SocketAddr, flag: &str) -> anyhow::Result<()> {
+/// Without a people file the desk signs no one in: a page's session is whoever reached it
+/// first, so it serves loopback only (as the gateway and the order service do without sign-in).
+fn loopback_only(addr: SocketAddr, flag: &str, or: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         addr.ip().is_loopback(),
         "{flag} {addr} is not a loopback address: the desk signs no one in, so anyone who \
-         reached it could act for its person; listen on 127.0.0.1 (or ::1) and put a signed-in \
-         proxy in front to share it"
+         reached it could act for its person; listen on 127.0.0.1 (or ::1){or}"
     );
     Ok(())
 }
+
+/// What else a web UI beyond loopback may do.
+const OR_PEOPLE: &str = ", or give --people FILE (see `support-agent people add`) so each \
+                         person signs in";
 
 /// The logs: to a file for the terminal front end (the screen is the chat's), else to stderr
 /// (and exported when the environment asks).

@@ -20,7 +20,7 @@ use backchannel_host::{CallContext, HostConfig};
 use rmcp::model::{CallToolResult, GetPromptRequestParams};
 use serde_json::{Value, json};
 
-use crate::events::Events;
+use crate::events::{Event, Events};
 use crate::rules::{self, Plan};
 pub use connecting::Knowledge;
 use connecting::NOTES_TOOL;
@@ -63,6 +63,9 @@ pub struct DeskConfig {
     /// Serve Prometheus text at `/metrics` on the web UI (behind its Host checks): the host's
     /// `mcp_client_*` histograms, and in the demo the order service's too.
     pub metrics: bool,
+    /// Who may sign in to the web UI; `None` means one implicit person (`agent_id`), for a
+    /// desk on loopback.
+    pub people: Option<crate::people::People>,
 }
 
 impl Default for DeskConfig {
@@ -81,6 +84,7 @@ impl Default for DeskConfig {
             sign_in_callback: None,
             token_file: None,
             metrics: false,
+            people: None,
         }
     }
 }
@@ -259,6 +263,24 @@ impl Desk {
         })
     }
 
+    /// Who may sign in to the web UI (`None`: one implicit person).
+    pub fn people(&self) -> Option<&crate::people::People> {
+        self.config.people.as_ref()
+    }
+
+    /// The one person of a desk without people (the terminal's user).
+    pub fn implicit_person(&self) -> &str {
+        &self.config.agent_id
+    }
+
+    /// The person a conversation is for: its session's, else the desk's own (the terminal's
+    /// user, the implicit person). The order service writes it to its audit line.
+    pub fn person_of(&self, conversation: &str) -> String {
+        self.events
+            .person_of(conversation)
+            .unwrap_or_else(|| self.config.agent_id.clone())
+    }
+
     /// Where the desk looks for the order service.
     pub fn orders_url(&self) -> &str {
         &self.config.orders_url
@@ -308,7 +330,7 @@ impl Desk {
             .map_err(|_| self.not_connected("not connected"))?;
         let context = CallContext::new()
             .with("progressToken", conversation)
-            .with("support_agent_id", self.config.agent_id.as_str());
+            .with("support_agent_id", self.person_of(conversation).as_str());
         orders
             .call_tool(tool, arguments.as_object().cloned(), &context)
             .await
@@ -379,11 +401,28 @@ impl Desk {
             reply = tracing::Instrument::instrument(answered, turn) => reply,
             () = stop.cancelled() => STOPPED.to_owned(),
         };
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if running.get(conversation).is_some_and(|(id, _)| *id == run) {
-            running.remove(conversation);
+        {
+            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            if running.get(conversation).is_some_and(|(id, _)| *id == run) {
+                running.remove(conversation);
+            }
         }
+        self.events.emit(
+            conversation,
+            Event::Done {
+                text: crate::render::plain(&reply),
+                html: crate::render::html(&reply),
+            },
+        );
         reply
+    }
+
+    /// Whether a message of `conversation` is being worked on.
+    pub fn is_working(&self, conversation: &str) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(conversation)
     }
 
     /// Stop the message in flight in a conversation; false if there is none.

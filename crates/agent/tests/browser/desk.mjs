@@ -188,4 +188,29 @@ await scenario("a double-click on Send sends once and stops nothing", async (pag
   if (texts.filter((t) => t === "refresh delivery estimates").length !== 1) throw new Error(`sent other than once: ${texts.join(" | ")}`);
 });
 
+await scenario("a reload keeps the conversation and its open question; Yes then cancels", async (page) => {
+  const pending = await page.evaluate(async () => {
+    const ids = (await (await fetch("/api/orders?status=PENDING")).json()).map((o) => o.orderId);
+    return ids[ids.length - 1];
+  });
+  await ask(page, `cancel ${pending}`);
+  await page.waitForSelector("#confirm[open]");
+  const asked = await page.textContent("#confirm-message");
+  await page.reload();
+  await page.waitForSelector('body[data-ready="true"]');
+  // The same question, asked again with the time it has left.
+  await page.waitForSelector("#confirm[open]");
+  const again = await page.textContent("#confirm-message");
+  if (again !== asked) throw new Error(`after the reload the dialog asks ${again}, not ${asked}`);
+  const left = Number((await page.textContent("#confirm-countdown")).split(" ")[0]);
+  if (!(left > 0 && left <= 60)) throw new Error(`${left} seconds left after the reload`);
+  // The conversation is shown again, and the message is still being worked on.
+  await page.waitForFunction((t) => [...document.querySelectorAll(".msg.user")].some((m) => m.textContent === t), `cancel ${pending}`);
+  if (!(await page.isDisabled("#chat-send"))) throw new Error("Send is enabled while the message is worked on");
+  await page.click("#confirm-yes");
+  await lastReply(page, `Order ${pending} is cancelled`);
+  await page.waitForFunction(() => !document.querySelector("#chat-send").disabled);
+  await inTab(page, "CANCELLED", pending);
+});
+
 await run.finish();

@@ -138,7 +138,18 @@ pub async fn cookie(url: &str) -> String {
     if let Some(cookie) = known {
         return cookie;
     }
-    // Two calls at once may both start a session: the one registered first is this test's.
+    // One session per web UI, however many calls ask at once.
+    static STARTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one_at_a_time = STARTING.lock().await;
+    let known = SESSIONS
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.url == url)
+        .map(|s| s.cookie.clone());
+    if let Some(cookie) = known {
+        return cookie;
+    }
     new_conversation(url, None).await;
     SESSIONS
         .lock()
@@ -285,6 +296,11 @@ impl Events {
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "the event stream opens");
+        Self::from_response(response).await
+    }
+
+    /// The stream of an opened `GET /api/events`; returns it and its secret.
+    pub async fn from_response(response: reqwest::Response) -> (Events, String) {
         let bytes = response.bytes_stream();
         let lines = bytes
             .scan(String::new(), |buffer, chunk| {

@@ -4,6 +4,7 @@ mod cli;
 mod common;
 mod model;
 mod odd_replies;
+mod people;
 mod real_model;
 mod streaming;
 mod telemetry;

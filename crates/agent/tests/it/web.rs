@@ -203,6 +203,63 @@ async fn a_conversation_id_alone_posts_to_opens_or_answers_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_opened_again_gets_the_open_question_and_the_reply() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut first, old_secret) = Events::open(&demo, "reloaded").await;
+        let reply = tokio::spawn({
+            let url = demo.url.clone();
+            async move { crate::common::chat(&url, "reloaded", "please cancel ORD-10002").await }
+        });
+        let asked = first.next_of("confirmation").await;
+        // The page reloads: the same session goes on with the same conversation.
+        let id = crate::common::conversation(&demo.url, "reloaded").await;
+        let cookie = crate::common::cookie(&demo.url).await;
+        let resumed: Value = json_answer(
+            reqwest::Client::new()
+                .post(format!("{}api/conversations", demo.url))
+                .header(reqwest::header::COOKIE, &cookie)
+                .json(&json!({"conversationId": id})),
+        )
+        .await;
+        assert_eq!(resumed, json!({"conversationId": id, "resumed": true}));
+        let (mut again, secret) = Events::open(&demo, "reloaded").await;
+        let shown = again.next_of("confirmation").await;
+        assert_eq!(shown["id"], asked["id"], "{protocol:?}");
+        assert_eq!(shown["message"], asked["message"]);
+        assert!(shown["seconds"].as_u64().unwrap() <= 60);
+        let question = asked["id"].as_str().unwrap();
+        assert_eq!(
+            answer(&demo, question, &old_secret, true).await,
+            403,
+            "{protocol:?}: the closed page's secret"
+        );
+        assert_eq!(answer(&demo, question, &secret, true).await, 204);
+        let done = again.next_of("done").await;
+        assert!(
+            done["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+            "{done}"
+        );
+        assert_eq!(reply.await.unwrap(), done["text"].as_str().unwrap());
+        assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
+        // Another session naming that conversation gets a new one of its own.
+        let (theirs, _) = crate::common::new_conversation(&demo.url, None).await;
+        let other: Value = json_answer(
+            reqwest::Client::new()
+                .post(format!("{}api/conversations", demo.url))
+                .header(reqwest::header::COOKIE, &theirs)
+                .json(&json!({"conversationId": id})),
+        )
+        .await;
+        assert_eq!(other["resumed"], false);
+        assert_ne!(other["conversationId"], json!(id));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_leaves_the_order_and_an_expired_question_says_so() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(1)).await;
@@ -591,7 +648,7 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
             "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
             "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
             "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
-            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply"],
+            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done"],
         })
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a

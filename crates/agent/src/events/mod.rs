@@ -18,6 +18,9 @@ pub enum Event {
     Hello {
         /// Present it with every answer.
         secret: String,
+        /// Whether a message of this conversation is being worked on (a page opened again
+        /// waits for its `done`).
+        working: bool,
     },
     /// Progress of a long tool, in percent.
     Progress {
@@ -46,6 +49,14 @@ pub enum Event {
     /// chat's answer, when it comes, is the whole reply and replaces it.
     Reply {
         /// The reply's Markdown so far.
+        text: String,
+        /// The same, rendered and sanitised for the page (`render::html`).
+        html: String,
+    },
+    /// A message's work is over: its whole reply (also the chat call's answer; a page opened
+    /// again while the work ran gets it only this way).
+    Done {
+        /// The reply's Markdown.
         text: String,
         /// The same, rendered and sanitised for the page (`render::html`).
         html: String,
@@ -79,7 +90,7 @@ pub enum Event {
 
 impl Event {
     /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "hello",
         "progress",
         "confirmation",
@@ -88,6 +99,7 @@ impl Event {
         "signin",
         "signinended",
         "reply",
+        "done",
     ];
 
     /// This event's name in the stream (one of [`Event::NAMES`]).
@@ -101,6 +113,7 @@ impl Event {
             Event::SignIn { .. } => "signin",
             Event::SignInEnded { .. } => "signinended",
             Event::Reply { .. } => "reply",
+            Event::Done { .. } => "done",
         }
     }
 }
@@ -147,6 +160,10 @@ struct Watcher {
 struct Question {
     conversation: String,
     answer: oneshot::Sender<Answer>,
+    /// The event that asked it, to show it again to a page opened while it waits.
+    shown: Event,
+    /// When it stops waiting.
+    until: tokio::time::Instant,
 }
 
 /// A sign-in waiting for the browser to come back.
@@ -154,6 +171,8 @@ struct PendingSignIn {
     server: String,
     url: String,
     back: oneshot::Sender<String>,
+    /// The browser session that opened it from a page, and the nonce its browser holds.
+    claimed: Option<(String, String)>,
 }
 
 /// Why a callback was refused.
@@ -163,15 +182,36 @@ pub enum SignInError {
     /// given up on).
     #[error("no sign-in is waiting for this callback")]
     NotWaiting,
+    /// Another browser session opened this sign-in first.
+    #[error("someone else has opened this sign-in")]
+    Claimed,
+    /// The browser that came back is not the one that opened the sign-in from the desk.
+    #[error("this sign-in was opened in another browser")]
+    OtherBrowser,
 }
 
 /// The most conversations kept, and per browser session; beyond either the oldest go.
 const MAX_CONVERSATIONS: usize = 10_000;
 const MAX_CONVERSATIONS_PER_SESSION: usize = 64;
 
+/// How long a browser session lasts, and the most kept (per person, and in all); beyond
+/// either the oldest goes.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
+const MAX_SESSIONS_PER_PERSON: usize = 64;
+const MAX_SESSIONS: usize = 10_000;
+
+/// A browser session: whose it is, and until when.
+struct Session {
+    id: String,
+    person: String,
+    until: tokio::time::Instant,
+}
+
 /// All conversations' streams and open questions.
 #[derive(Default)]
 pub struct Events {
+    /// Browser sessions, oldest first.
+    sessions: Mutex<Vec<Session>>,
     /// Which browser session made each conversation (the server made its id), in the order
     /// they were made.
     conversations: Mutex<Vec<(String, String)>>,
@@ -198,6 +238,83 @@ pub fn random_id() -> String {
 }
 
 impl Events {
+    /// A new browser session for `person`: its id (the cookie's value), from the operating
+    /// system's randomness.
+    pub fn start_session(&self, person: &str) -> String {
+        let id = random_id();
+        let now = tokio::time::Instant::now();
+        let mut gone = Vec::new();
+        {
+            let mut sessions = lock(&self.sessions);
+            sessions.retain(|s| {
+                let lives = s.until > now;
+                if !lives {
+                    gone.push(s.id.clone());
+                }
+                lives
+            });
+            if sessions.iter().filter(|s| s.person == person).count() >= MAX_SESSIONS_PER_PERSON
+                && let Some(oldest) = sessions.iter().position(|s| s.person == person)
+            {
+                gone.push(sessions.remove(oldest).id);
+            }
+            if sessions.len() >= MAX_SESSIONS {
+                gone.push(sessions.remove(0).id);
+            }
+            sessions.push(Session {
+                id: id.clone(),
+                person: person.to_owned(),
+                until: now + SESSION_LIFETIME,
+            });
+        }
+        // The sessions' lock is not held here: conversations are locked before sessions.
+        for session in gone {
+            self.forget_conversations_of(&session);
+        }
+        id
+    }
+
+    /// The person whose live session `session` is.
+    pub fn person_of_session(&self, session: &str) -> Option<String> {
+        let now = tokio::time::Instant::now();
+        lock(&self.sessions)
+            .iter()
+            .find(|s| s.until > now && constant_time_eq(s.id.as_bytes(), session.as_bytes()))
+            .map(|s| s.person.clone())
+    }
+
+    /// The person a conversation belongs to (through its session), while the session lives.
+    pub fn person_of(&self, conversation: &str) -> Option<String> {
+        let session = lock(&self.conversations)
+            .iter()
+            .find(|(c, _)| c == conversation)
+            .map(|(_, s)| s.clone())?;
+        self.person_of_session(&session)
+    }
+
+    /// End a session: its conversations are forgotten (their pages can no longer act).
+    pub fn end_session(&self, session: &str) {
+        lock(&self.sessions).retain(|s| s.id != session);
+        self.forget_conversations_of(session);
+    }
+
+    fn forget_conversations_of(&self, session: &str) {
+        let gone: Vec<String> = {
+            let mut conversations = lock(&self.conversations);
+            let gone = conversations
+                .iter()
+                .filter(|(_, s)| s == session)
+                .map(|(c, _)| c.clone())
+                .collect();
+            conversations.retain(|(_, s)| s != session);
+            gone
+        };
+        let mut watchers = lock(&self.watchers);
+        for conversation in gone {
+            watchers.remove(&conversation);
+        }
+    }
+
     /// A new conversation for the browser session `session`: its id, made here from the
     /// operating system's randomness (a page never names its own).
     pub fn start_conversation(&self, session: &str) -> String {
@@ -216,11 +333,12 @@ impl Events {
         conversation
     }
 
-    /// Whether `conversation` was made for the browser session `session`.
+    /// Whether `conversation` was made for the browser session `session`, which still lives.
     pub fn belongs_to(&self, conversation: &str, session: &str) -> bool {
-        lock(&self.conversations)
+        let made_for = lock(&self.conversations)
             .iter()
-            .any(|(c, s)| c == conversation && constant_time_eq(s.as_bytes(), session.as_bytes()))
+            .any(|(c, s)| c == conversation && constant_time_eq(s.as_bytes(), session.as_bytes()));
+        made_for && self.person_of_session(session).is_some()
     }
 
     /// The conversation a question was asked in, while it is open.
@@ -233,16 +351,42 @@ impl Events {
     /// Open the event stream of a conversation (replacing an older one) and get its secret,
     /// which the stream's first event also carries.
     pub fn open(&self, conversation: &str) -> (String, mpsc::UnboundedReceiver<Event>) {
+        self.open_working(conversation, false)
+    }
+
+    /// [`Events::open`], the hello saying whether a message is being worked on; the
+    /// conversation's open questions are asked again on the new stream, with the time they
+    /// have left (a page reloaded while a question waits gets it back).
+    pub fn open_working(
+        &self,
+        conversation: &str,
+        working: bool,
+    ) -> (String, mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let secret = random_id();
         let _ = tx.send(Event::Hello {
             secret: secret.clone(),
+            working,
         });
         for pending in lock(&self.sign_ins).values() {
             let _ = tx.send(Event::SignIn {
                 server: pending.server.clone(),
                 url: pending.url.clone(),
             });
+        }
+        let now = tokio::time::Instant::now();
+        for question in lock(&self.questions)
+            .values()
+            .filter(|q| q.conversation == conversation && q.until > now)
+        {
+            let left = (question.until - now).as_secs().max(1);
+            let mut again = question.shown.clone();
+            if let Event::Confirmation { seconds, .. } | Event::Sampling { seconds, .. } =
+                &mut again
+            {
+                *seconds = left;
+            }
+            let _ = tx.send(again);
         }
         lock(&self.watchers).insert(
             conversation.to_owned(),
@@ -293,6 +437,7 @@ impl Events {
                 server: server.to_owned(),
                 url: url.to_owned(),
                 back,
+                claimed: None,
             },
         );
         tracing::info!(server, "waiting for the person to sign in");
@@ -319,10 +464,51 @@ impl Events {
     /// The browser came back to the callback with `query`: hand it to the sign-in with the
     /// same `state`, once. Returns that sign-in's server.
     pub fn signed_in(&self, query: &str) -> Result<String, SignInError> {
+        self.finish_sign_in(query, None)
+    }
+
+    /// A browser session opens the sign-in `state` from a page: the first one to do so holds
+    /// it. Returns the authorization URL to send that browser to and the nonce it must carry
+    /// back to the callback.
+    pub fn claim_sign_in(
+        &self,
+        state: &str,
+        session: &str,
+    ) -> Result<(String, String), SignInError> {
+        let mut sign_ins = lock(&self.sign_ins);
+        let pending = sign_ins.get_mut(state).ok_or(SignInError::NotWaiting)?;
+        match &pending.claimed {
+            Some((by, nonce)) if constant_time_eq(by.as_bytes(), session.as_bytes()) => {
+                Ok((pending.url.clone(), nonce.clone()))
+            }
+            Some(_) => Err(SignInError::Claimed),
+            None => {
+                let nonce = random_id();
+                pending.claimed = Some((session.to_owned(), nonce.clone()));
+                Ok((pending.url.clone(), nonce))
+            }
+        }
+    }
+
+    /// [`Events::signed_in`] for a callback that must come back to the browser that claimed
+    /// the sign-in ([`Events::claim_sign_in`]) carrying its `nonce`. A callback from any
+    /// other browser changes nothing: the sign-in still waits for its own.
+    pub fn signed_in_by(&self, query: &str, nonce: Option<&str>) -> Result<String, SignInError> {
+        self.finish_sign_in(query, Some(nonce.unwrap_or_default()))
+    }
+
+    fn finish_sign_in(&self, query: &str, nonce: Option<&str>) -> Result<String, SignInError> {
         let state = query_param(query, "state").ok_or(SignInError::NotWaiting)?;
-        let pending = lock(&self.sign_ins)
-            .remove(&state)
-            .ok_or(SignInError::NotWaiting)?;
+        let mut sign_ins = lock(&self.sign_ins);
+        let waiting = sign_ins.get(&state).ok_or(SignInError::NotWaiting)?;
+        if let Some(nonce) = nonce {
+            let held = waiting.claimed.as_ref().map(|(_, held)| held.as_bytes());
+            if !held.is_some_and(|held| constant_time_eq(held, nonce.as_bytes())) {
+                return Err(SignInError::OtherBrowser);
+            }
+        }
+        let pending = sign_ins.remove(&state).ok_or(SignInError::NotWaiting)?;
+        drop(sign_ins);
         pending
             .back
             .send(query.to_owned())
@@ -375,14 +561,16 @@ impl Events {
         }
         let id = random_id();
         let (tx, rx) = oneshot::channel();
+        let event = event(id.clone(), deadline.as_secs());
         lock(&self.questions).insert(
             id.clone(),
             Question {
                 conversation: conversation.to_owned(),
                 answer: tx,
+                shown: event.clone(),
+                until: tokio::time::Instant::now() + deadline,
             },
         );
-        let event = event(id.clone(), deadline.as_secs());
         if !self.emit(conversation, event) {
             lock(&self.questions).remove(&id);
             return Asked::NobodyWatching;
@@ -465,174 +653,4 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_event_is_named_as_its_json_names_it() {
-        let events = [
-            Event::Hello { secret: "s".into() },
-            Event::Progress { percent: 1 },
-            Event::Confirmation {
-                id: "i".into(),
-                message: "m".into(),
-                seconds: 1,
-            },
-            Event::Sampling {
-                id: "i".into(),
-                message: "m".into(),
-                seconds: 1,
-            },
-            Event::Closed { id: "i".into() },
-            Event::SignIn {
-                server: "s".into(),
-                url: "https://a.example/".into(),
-            },
-            Event::SignInEnded {
-                server: "s".into(),
-                completed: true,
-            },
-            Event::Reply {
-                text: "t".into(),
-                html: "t".into(),
-            },
-        ];
-        let names: Vec<&str> = events.iter().map(Event::name).collect();
-        assert_eq!(names, Event::NAMES);
-        for event in &events {
-            assert_eq!(serde_json::to_value(event).unwrap()["event"], event.name());
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_question_is_answered_once_and_only_with_its_secret() {
-        let events = std::sync::Arc::new(Events::default());
-        let (secret, mut rx) = events.open("c1");
-        let (other_secret, _other) = events.open("c2");
-        assert!(matches!(rx.recv().await, Some(Event::Hello { .. })));
-        let asking = {
-            let events = events.clone();
-            tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
-        };
-        let Some(Event::Confirmation { id, seconds, .. }) = rx.recv().await else {
-            panic!("no question")
-        };
-        assert_eq!(seconds, 60);
-        assert_eq!(
-            events.answer(&id, &other_secret, Answer::No),
-            Err(AnswerError::Forbidden)
-        );
-        assert_eq!(
-            events.answer("forged", &secret, Answer::No),
-            Err(AnswerError::NotFound)
-        );
-        events
-            .answer(&id, &secret, Answer::Yes { note: "ok".into() })
-            .unwrap();
-        assert_eq!(
-            events.answer(&id, &secret, Answer::No),
-            Err(AnswerError::NotFound),
-            "replayed"
-        );
-        assert_eq!(
-            asking.await.unwrap(),
-            Asked::Answered(Answer::Yes { note: "ok".into() })
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_sign_in_is_shown_to_every_page_and_ends_with_its_own_callback() {
-        let events = std::sync::Arc::new(Events::default());
-        let (_secret, mut early) = events.open("c1");
-        assert!(matches!(early.recv().await, Some(Event::Hello { .. })));
-        let signing_in = {
-            let events = events.clone();
-            tokio::spawn(async move {
-                events
-                    .sign_in(
-                        "orders",
-                        "http://as.example/authorize?client_id=x&state=s-123",
-                        Duration::from_secs(600),
-                    )
-                    .await
-            })
-        };
-        let Some(Event::SignIn { server, url }) = early.recv().await else {
-            panic!("no sign-in link")
-        };
-        assert_eq!(server, "orders");
-        assert!(url.ends_with("state=s-123"), "{url}");
-        // A page opened later sees the link too.
-        let (_secret, mut late) = events.open("c2");
-        assert!(matches!(late.recv().await, Some(Event::Hello { .. })));
-        assert!(matches!(late.recv().await, Some(Event::SignIn { .. })));
-        assert_eq!(
-            events.signed_in("code=c&state=forged"),
-            Err(SignInError::NotWaiting)
-        );
-        assert_eq!(events.signed_in("code=c&state=s-123"), Ok("orders".into()));
-        assert_eq!(
-            events.signed_in("code=c&state=s-123"),
-            Err(SignInError::NotWaiting),
-            "replayed"
-        );
-        assert_eq!(signing_in.await.unwrap(), Ok("code=c&state=s-123".into()));
-        assert!(matches!(
-            early.recv().await,
-            Some(Event::SignInEnded {
-                completed: true,
-                ..
-            })
-        ));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_sign_in_nobody_finishes_ends_and_says_so() {
-        let events = Events::default();
-        let (_secret, mut rx) = events.open("c1");
-        let outcome = events
-            .sign_in(
-                "orders",
-                "http://as.example/authorize?state=s-1",
-                Duration::from_secs(600),
-            )
-            .await;
-        assert_eq!(
-            outcome,
-            Err("nobody signed in to orders within 10 minutes".into())
-        );
-        assert!(matches!(rx.recv().await, Some(Event::Hello { .. })));
-        assert!(matches!(rx.recv().await, Some(Event::SignIn { .. })));
-        assert!(matches!(
-            rx.recv().await,
-            Some(Event::SignInEnded {
-                completed: false,
-                ..
-            })
-        ));
-        assert_eq!(
-            events
-                .sign_in(
-                    "orders",
-                    "http://as.example/authorize",
-                    Duration::from_secs(1)
-                )
-                .await,
-            Err("the authorization URL carries no state to match the callback with".into())
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn nobody_watching_or_nobody_answering() {
-        let events = Events::default();
-        assert_eq!(
-            events.ask("c1", "?", Duration::from_secs(60)).await,
-            Asked::NobodyWatching
-        );
-        let (_secret, _rx) = events.open("c1");
-        assert_eq!(
-            events.ask("c1", "?", Duration::from_secs(60)).await,
-            Asked::Expired
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,264 @@
+//! The event streams' tests: questions, sign-ins, reloads.
+
+use super::*;
+
+#[test]
+fn each_event_is_named_as_its_json_names_it() {
+    let events = [
+        Event::Hello {
+            secret: "s".into(),
+            working: false,
+        },
+        Event::Progress { percent: 1 },
+        Event::Confirmation {
+            id: "i".into(),
+            message: "m".into(),
+            seconds: 1,
+        },
+        Event::Sampling {
+            id: "i".into(),
+            message: "m".into(),
+            seconds: 1,
+        },
+        Event::Closed { id: "i".into() },
+        Event::SignIn {
+            server: "s".into(),
+            url: "https://a.example/".into(),
+        },
+        Event::SignInEnded {
+            server: "s".into(),
+            completed: true,
+        },
+        Event::Reply {
+            text: "t".into(),
+            html: "t".into(),
+        },
+        Event::Done {
+            text: "t".into(),
+            html: "t".into(),
+        },
+    ];
+    let names: Vec<&str> = events.iter().map(Event::name).collect();
+    assert_eq!(names, Event::NAMES);
+    for event in &events {
+        assert_eq!(serde_json::to_value(event).unwrap()["event"], event.name());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sign_in_opened_from_a_page_is_finished_only_by_that_browser() {
+    let events = std::sync::Arc::new(Events::default());
+    let signing_in = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            events
+                .sign_in(
+                    "orders",
+                    "https://as.example/authorize?state=s-9",
+                    Duration::from_secs(600),
+                )
+                .await
+        })
+    };
+    tokio::task::yield_now().await;
+    let (url, nonce) = events.claim_sign_in("s-9", "ana's session").unwrap();
+    assert_eq!(url, "https://as.example/authorize?state=s-9");
+    assert_eq!(
+        events.claim_sign_in("s-9", "ana's session").unwrap().1,
+        nonce,
+        "the same browser again"
+    );
+    assert_eq!(
+        events.claim_sign_in("s-9", "another session"),
+        Err(SignInError::Claimed)
+    );
+    assert_eq!(
+        events.claim_sign_in("forged", "ana's session"),
+        Err(SignInError::NotWaiting)
+    );
+    // A callback from a browser without the nonce, or with another, changes nothing.
+    for held in [None, Some("guessed")] {
+        assert_eq!(
+            events.signed_in_by("code=attacker&state=s-9", held),
+            Err(SignInError::OtherBrowser)
+        );
+    }
+    assert_eq!(
+        events.signed_in_by("code=c&state=s-9", Some(&nonce)),
+        Ok("orders".into())
+    );
+    assert_eq!(signing_in.await.unwrap(), Ok("code=c&state=s-9".into()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_opened_again_gets_the_open_question_with_its_time_left() {
+    let events = std::sync::Arc::new(Events::default());
+    let (old_secret, mut first) = events.open("c1");
+    assert!(matches!(first.recv().await, Some(Event::Hello { .. })));
+    let asking = {
+        let events = events.clone();
+        tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
+    };
+    let Some(Event::Confirmation { id, seconds, .. }) = first.recv().await else {
+        panic!("not asked")
+    };
+    assert_eq!(seconds, 60);
+    tokio::time::advance(Duration::from_secs(25)).await;
+    // The page reloads: a new stream, a new secret, the same question with 35 s left; the
+    // old secret no longer answers, the new one does.
+    let (secret, mut again) = events.open_working("c1", true);
+    assert!(matches!(
+        again.recv().await,
+        Some(Event::Hello { working: true, .. })
+    ));
+    assert_eq!(
+        again.recv().await,
+        Some(Event::Confirmation {
+            id: id.clone(),
+            message: "Cancel?".into(),
+            seconds: 35
+        })
+    );
+    assert_eq!(
+        events.answer(&id, &old_secret, Answer::No),
+        Err(AnswerError::Forbidden)
+    );
+    assert_eq!(events.answer(&id, &secret, Answer::No), Ok(()));
+    assert_eq!(asking.await.unwrap(), Asked::Answered(Answer::No));
+    // Another conversation's stream is not shown it.
+    let (_, mut other) = events.open("c2");
+    assert!(matches!(other.recv().await, Some(Event::Hello { .. })));
+    assert!(other.try_recv().is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_is_answered_once_and_only_with_its_secret() {
+    let events = std::sync::Arc::new(Events::default());
+    let (secret, mut rx) = events.open("c1");
+    let (other_secret, _other) = events.open("c2");
+    assert!(matches!(rx.recv().await, Some(Event::Hello { .. })));
+    let asking = {
+        let events = events.clone();
+        tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
+    };
+    let Some(Event::Confirmation { id, seconds, .. }) = rx.recv().await else {
+        panic!("no question")
+    };
+    assert_eq!(seconds, 60);
+    assert_eq!(
+        events.answer(&id, &other_secret, Answer::No),
+        Err(AnswerError::Forbidden)
+    );
+    assert_eq!(
+        events.answer("forged", &secret, Answer::No),
+        Err(AnswerError::NotFound)
+    );
+    events
+        .answer(&id, &secret, Answer::Yes { note: "ok".into() })
+        .unwrap();
+    assert_eq!(
+        events.answer(&id, &secret, Answer::No),
+        Err(AnswerError::NotFound),
+        "replayed"
+    );
+    assert_eq!(
+        asking.await.unwrap(),
+        Asked::Answered(Answer::Yes { note: "ok".into() })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sign_in_is_shown_to_every_page_and_ends_with_its_own_callback() {
+    let events = std::sync::Arc::new(Events::default());
+    let (_secret, mut early) = events.open("c1");
+    assert!(matches!(early.recv().await, Some(Event::Hello { .. })));
+    let signing_in = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            events
+                .sign_in(
+                    "orders",
+                    "http://as.example/authorize?client_id=x&state=s-123",
+                    Duration::from_secs(600),
+                )
+                .await
+        })
+    };
+    let Some(Event::SignIn { server, url }) = early.recv().await else {
+        panic!("no sign-in link")
+    };
+    assert_eq!(server, "orders");
+    assert!(url.ends_with("state=s-123"), "{url}");
+    // A page opened later sees the link too.
+    let (_secret, mut late) = events.open("c2");
+    assert!(matches!(late.recv().await, Some(Event::Hello { .. })));
+    assert!(matches!(late.recv().await, Some(Event::SignIn { .. })));
+    assert_eq!(
+        events.signed_in("code=c&state=forged"),
+        Err(SignInError::NotWaiting)
+    );
+    assert_eq!(events.signed_in("code=c&state=s-123"), Ok("orders".into()));
+    assert_eq!(
+        events.signed_in("code=c&state=s-123"),
+        Err(SignInError::NotWaiting),
+        "replayed"
+    );
+    assert_eq!(signing_in.await.unwrap(), Ok("code=c&state=s-123".into()));
+    assert!(matches!(
+        early.recv().await,
+        Some(Event::SignInEnded {
+            completed: true,
+            ..
+        })
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sign_in_nobody_finishes_ends_and_says_so() {
+    let events = Events::default();
+    let (_secret, mut rx) = events.open("c1");
+    let outcome = events
+        .sign_in(
+            "orders",
+            "http://as.example/authorize?state=s-1",
+            Duration::from_secs(600),
+        )
+        .await;
+    assert_eq!(
+        outcome,
+        Err("nobody signed in to orders within 10 minutes".into())
+    );
+    assert!(matches!(rx.recv().await, Some(Event::Hello { .. })));
+    assert!(matches!(rx.recv().await, Some(Event::SignIn { .. })));
+    assert!(matches!(
+        rx.recv().await,
+        Some(Event::SignInEnded {
+            completed: false,
+            ..
+        })
+    ));
+    assert_eq!(
+        events
+            .sign_in(
+                "orders",
+                "http://as.example/authorize",
+                Duration::from_secs(1)
+            )
+            .await,
+        Err("the authorization URL carries no state to match the callback with".into())
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn nobody_watching_or_nobody_answering() {
+    let events = Events::default();
+    assert_eq!(
+        events.ask("c1", "?", Duration::from_secs(60)).await,
+        Asked::NobodyWatching
+    );
+    let (_secret, _rx) = events.open("c1");
+    assert_eq!(
+        events.ask("c1", "?", Duration::from_secs(60)).await,
+        Asked::Expired
+    );
+}

@@ -1,0 +1,53 @@
+// A desk with a people file, in headless Chromium: the page sends a browser that has not signed
+// in to the sign-in page; a wrong password is refused there; Ana and Ben, each in a browser of
+// their own, sign in; Ana's confirmation reaches Ana's page only, Ben's page shows none, and
+// Ana's answer cancels the order; signing out sends Ana back to the sign-in page.
+// Usage: node people.mjs DESK_URL   (ana/ana-password and ben/ben-password in its people file)
+import { launch } from "./harness.mjs";
+
+const url = process.argv[2];
+const run = await launch();
+
+async function signIn(page, name, password) {
+  await page.goto(url);
+  await page.waitForURL("**/signin");
+  await page.fill("#signin-name", name);
+  await page.fill("#signin-password", password);
+  await page.click("#signin-submit");
+}
+
+await run.scenario("a desk with people: each signs in and sees and answers only their own questions", async (ana, context) => {
+  await signIn(ana, "ana", "not-her-password");
+  await ana.waitForSelector("#signin-error:not([hidden])");
+  const refused = await ana.textContent("#signin-error");
+  if (!refused.includes("do not match")) throw new Error(`the refusal says ${refused}`);
+  await ana.fill("#signin-password", "ana-password");
+  await ana.click("#signin-submit");
+  await ana.waitForSelector('body[data-ready="true"]');
+  const shown = await ana.textContent("#person");
+  if (shown !== "Signed in as ana") throw new Error(`the page shows ${shown}`);
+
+  const benContext = await context.browser().newContext();
+  const ben = await benContext.newPage();
+  ben.setDefaultTimeout(20000);
+  await signIn(ben, "ben", "ben-password");
+  await ben.waitForSelector('body[data-ready="true"]');
+
+  await ana.fill("#chat-input", "cancel ORD-10002");
+  await ana.click("#chat-send");
+  await ana.waitForSelector("#confirm[open]");
+  if (await ben.isVisible("#confirm")) throw new Error("Ben's page shows Ana's question");
+  if (!(await ben.isHidden("#waiting"))) throw new Error("Ben's page shows a waiting question");
+  await ana.click("#confirm-yes");
+  await ana.waitForFunction(() => [...document.querySelectorAll(".msg.agent")]
+    .some((m) => m.textContent.includes("Order ORD-10002 is cancelled")));
+  if (await ben.isVisible("#confirm")) throw new Error("Ben's page showed a question");
+  await benContext.close();
+
+  await ana.click("#sign-out");
+  await ana.waitForURL("**/signin");
+  await ana.goto(url);
+  await ana.waitForURL("**/signin");
+});
+
+await run.finish();

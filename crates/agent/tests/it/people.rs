@@ -1,0 +1,218 @@
+//! A desk with people: each signs in, and every conversation, question and answer is theirs.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use agent::desk::DeskConfig;
+use backchannel::Revision;
+use serde_json::{Value, json};
+
+/// A people file with ana and ben (passwords `ana-password`, `ben-password`).
+fn people_file(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("desk-people-it-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    agent::people::add(&path, "ana", "ana-password").unwrap();
+    agent::people::add(&path, "ben", "ben-password").unwrap();
+    path
+}
+
+/// Sign in at `url`: the status, and the session's `Cookie` header when it was set.
+async fn sign_in(url: &str, name: &str, password: &str) -> (u16, Option<String>) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}api/sign-in"))
+        .json(&json!({"name": name, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = response
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .map(|set| {
+            let set = set.to_str().unwrap();
+            assert!(
+                set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+                "{set}"
+            );
+            set.split(';').next().unwrap().to_owned()
+        });
+    (response.status().as_u16(), cookie)
+}
+
+/// `POST path` with `body` as `cookie`: the status and the JSON answer (`null` if none).
+async fn post(url: &str, path: &str, cookie: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .header(reqwest::header::COOKIE, cookie)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_signs_in_and_answers_only_their_own_questions() {
+    let file = people_file("binding");
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::ZERO),
+        DeskConfig {
+            protocol: Some(Revision::V2026_07_28),
+            people: Some(agent::people::People::load(&file).unwrap()),
+            ..DeskConfig::default()
+        },
+    )
+    .await;
+    let url = demo.url.clone();
+
+    // Nobody signed in: no conversation, and the page is sent to the sign-in page.
+    let anonymous = reqwest::Client::new()
+        .post(format!("{url}api/conversations"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(
+        anonymous.json::<Value>().await.unwrap()["signIn"],
+        "/signin"
+    );
+    let page = reqwest::get(format!("{url}signin")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("id=\"signin-form\""));
+
+    assert_eq!(sign_in(&url, "ana", "ben-password").await, (401, None));
+    assert_eq!(sign_in(&url, "carla", "ana-password").await, (401, None));
+    let (status, ana) = sign_in(&url, "ana", "ana-password").await;
+    assert_eq!(status, 200);
+    let ana = ana.unwrap();
+    let ben = sign_in(&url, "ben", "ben-password").await.1.unwrap();
+    let me: Value = crate::common::json_answer(
+        reqwest::Client::new()
+            .get(format!("{url}api/me"))
+            .header(reqwest::header::COOKIE, &ana),
+    )
+    .await;
+    assert_eq!(me, json!({"person": "ana", "people": true}));
+
+    // Ana's conversation and question.
+    let (_, started) = post(&url, "api/conversations", &ana, Value::Null).await;
+    let conversation = started["conversationId"].as_str().unwrap().to_owned();
+    let stream = reqwest::Client::new()
+        .get(format!("{url}api/events?conversationId={conversation}"))
+        .header(reqwest::header::COOKIE, &ana)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let (mut events, secret) = crate::common::Events::from_response(stream).await;
+    let asking = tokio::spawn({
+        let (url, ana, conversation) = (url.clone(), ana.clone(), conversation.clone());
+        async move {
+            post(
+                &url,
+                "api/chat",
+                &ana,
+                json!({"conversationId": conversation, "message": "cancel ORD-10002"}),
+            )
+            .await
+        }
+    });
+    let question = events.next_of("confirmation").await;
+    let question_id = question["id"].as_str().unwrap();
+
+    // Ben knows all of it and can do none of it.
+    let answer = json!({"secret": secret, "confirmed": true});
+    let path = format!("api/confirmations/{question_id}");
+    assert_eq!(post(&url, &path, &ben, answer.clone()).await.0, 403);
+    let chat = json!({"conversationId": conversation, "message": "cancel ORD-10008"});
+    assert_eq!(post(&url, "api/chat", &ben, chat).await.0, 403);
+    let resumed = json!({"conversationId": conversation});
+    let (_, his) = post(&url, "api/conversations", &ben, resumed).await;
+    assert_eq!(his["resumed"], false, "Ben gets a conversation of his own");
+    let stream = reqwest::Client::new()
+        .get(format!("{url}api/events?conversationId={conversation}"))
+        .header(reqwest::header::COOKIE, &ben)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 403);
+    assert_eq!(crate::common::status_of(&url, "ORD-10002").await, "PENDING");
+
+    // Ana answers; then she signs out, and her session opens nothing any more.
+    assert_eq!(post(&url, &path, &ana, answer).await.0, 204);
+    let (status, reply) = asking.await.unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        reply["reply"]
+            .as_str()
+            .unwrap()
+            .contains("Order ORD-10002 is cancelled"),
+        "{reply}"
+    );
+    assert_eq!(
+        crate::common::status_of(&url, "ORD-10002").await,
+        "CANCELLED"
+    );
+    assert_eq!(post(&url, "api/sign-out", &ana, Value::Null).await.0, 204);
+    let chat = json!({"conversationId": conversation, "message": "where is ORD-10001?"});
+    assert_eq!(post(&url, "api/chat", &ana, chat).await.0, 401);
+    let _ = std::fs::remove_file(&file);
+}
+
+/// The real binary: with a people file it names the signed-in person to the order service
+/// (its audit line), and without one it is the terminal's user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_order_service_hears_the_signed_in_persons_name() {
+    use tokio::io::AsyncBufReadExt as _;
+    let file = people_file("audit");
+    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
+        .args([
+            "demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--orders-listen",
+            "127.0.0.1:0",
+        ])
+        .args([
+            "--database",
+            "sqlite::memory:",
+            "--no-knowledge-base",
+            "--people",
+        ])
+        .arg(&file)
+        .env("USER", "the-terminals-user")
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(demo.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the demo says where it is");
+        if let Some(rest) = line.strip_prefix("Support Desk demo: open ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let ben = sign_in(&url, "ben", "ben-password").await.1.unwrap();
+    let (_, started) = post(&url, "api/conversations", &ben, Value::Null).await;
+    let conversation = started["conversationId"].as_str().unwrap();
+    let chat = json!({"conversationId": conversation, "message": "where is ORD-10001?"});
+    let (status, reply) = post(&url, "api/chat", &ben, chat).await;
+    assert_eq!(status, 200, "{reply}");
+    let audit = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the audit line");
+            if line.contains("get_order ORD-10001 requested by") {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the order service wrote its audit line");
+    assert!(audit.ends_with("requested by ben"), "{audit}");
+    let _ = std::fs::remove_file(&file);
+}
