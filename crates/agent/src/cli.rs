@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::desk::Desk;
-use crate::events::{Answer, Event};
+use crate::events::{Answer, Event, InboxItem};
 
 /// The conversation id the terminal uses.
 pub const CONVERSATION: &str = "cli";
@@ -48,6 +48,8 @@ pub async fn run(
 /// What the terminal shows between lines typed: how far the bar was drawn, the question
 /// waiting for an answer, whether a message is being worked on, the reply streamed so far.
 struct Screen {
+    /// The person's open questions, as last sent (every conversation of theirs).
+    inbox: Vec<InboxItem>,
     style: Bar,
     shown_quarter: u32,
     question: Option<String>,
@@ -62,17 +64,19 @@ impl Screen {
             Event::Progress { percent } => self.progress(percent, out)?,
             Event::Confirmation {
                 id,
+                server,
                 message,
                 seconds,
             }
             | Event::Sampling {
                 id,
+                server,
                 message,
                 seconds,
             } => {
                 writeln!(
                     out,
-                    "\r{message}\nType 'yes' to confirm or 'no' to refuse ({seconds} seconds):"
+                    "\r{server} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({seconds} seconds):"
                 )?;
                 self.question = Some(id);
             }
@@ -110,6 +114,19 @@ impl Screen {
             }
             // The chat's own answer prints the reply; the stream's copy is for a page.
             Event::Hello { .. } | Event::Done { .. } => {}
+            Event::Inbox { questions } => {
+                // Said once per question asked elsewhere (a page of the same person).
+                for item in questions.iter().filter(|q| {
+                    q.conversation != CONVERSATION && !self.inbox.iter().any(|o| o.id == q.id)
+                }) {
+                    writeln!(
+                        out,
+                        "\rIn your inbox, from {}: {} (/inbox lists it; /yes N or /no N answers)",
+                        item.server, item.message
+                    )?;
+                }
+                self.inbox = questions;
+            }
         }
         Ok(())
     }
@@ -213,6 +230,54 @@ impl Outbox {
     }
 }
 
+/// `/inbox` (the person's open questions, numbered), `/yes N` and `/no N` (answer one).
+fn inbox_command(
+    line: &str,
+    screen: &Screen,
+    desk: &Desk,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let mut words = line.split_whitespace();
+    let command = words.next().unwrap_or_default();
+    if command == "/inbox" {
+        if screen.inbox.is_empty() {
+            return writeln!(out, "Your inbox is empty: no question is waiting for you.");
+        }
+        for (number, item) in screen.inbox.iter().enumerate() {
+            writeln!(
+                out,
+                "{}. {} asks: {} (waiting {} s, {} s left)",
+                number + 1,
+                item.server,
+                item.message,
+                item.waited_seconds,
+                item.seconds_left
+            )?;
+        }
+        return writeln!(out, "Answer with /yes N or /no N.");
+    }
+    let answer = match command {
+        "/yes" => Answer::Yes {
+            note: "confirmed at the command line".into(),
+        },
+        "/no" => Answer::No,
+        _ => return writeln!(out, "Commands: /inbox, /yes N, /no N, quit."),
+    };
+    let item = words
+        .next()
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|n| screen.inbox.get(n));
+    let Some(item) = item else {
+        return writeln!(out, "No question has that number: /inbox lists them.");
+    };
+    let owner = desk.events().owner_for(CONVERSATION);
+    match desk.events().answer_for(&item.id, &owner, answer) {
+        Ok(()) => writeln!(out, "Answered: {}", item.message),
+        Err(_) => writeln!(out, "Too late: that question had already closed."),
+    }
+}
+
 /// [`run`], drawing the progress bar as `style` says.
 pub async fn run_with(
     desk: Arc<Desk>,
@@ -237,6 +302,7 @@ pub async fn run_with(
     });
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
     let mut screen = Screen {
+        inbox: Vec::new(),
         style,
         shown_quarter: 0,
         question: None,
@@ -274,6 +340,10 @@ pub async fn run_with(
                 }
                 if line.eq_ignore_ascii_case("quit") || line.eq_ignore_ascii_case("exit") {
                     break;
+                }
+                if line.starts_with('/') {
+                    inbox_command(&line, &screen, &desk, &mut out)?;
+                    continue;
                 }
                 if let Some(id) = screen.question.clone() {
                     if let Some(answer) = answer_of(&line) {

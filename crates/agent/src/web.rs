@@ -184,6 +184,72 @@ async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap)
     ([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response()
 }
 
+/// Whose inbox the request's live session sees ([`crate::events::Events::owner_of_session`]).
+fn owner_of_request(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
+    session_of(headers).and_then(|s| desk.events().owner_of_session(&s))
+}
+
+/// 401: no live session.
+fn no_session() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(serde_json::json!({
+            "message": "this browser has no desk session (or it ended): reload the page",
+        })),
+    )
+        .into_response()
+}
+
+/// `GET /api/inbox`: the person's open questions, in every conversation of theirs.
+async fn inbox(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Response {
+    match owner_of_request(&desk, &headers) {
+        Some(owner) => Json(desk.events().inbox(&owner)).into_response(),
+        None => no_session(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InboxAnswer {
+    confirmed: bool,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// `POST /api/inbox/{id}`: the person answers one of their questions, from any page of theirs.
+async fn answer_from_inbox(
+    State(desk): State<Arc<Desk>>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+    Json(answer): Json<InboxAnswer>,
+) -> Response {
+    let Some(owner) = owner_of_request(&desk, &headers) else {
+        return no_session();
+    };
+    let reply = if answer.confirmed {
+        Answer::Yes {
+            note: answer.note.unwrap_or_default(),
+        }
+    } else {
+        Answer::No
+    };
+    match desk.events().answer_for(&id, &owner, reply) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(AnswerError::Forbidden) => (
+            StatusCode::FORBIDDEN,
+            Json(serde_json::json!({"message": "that question is someone else's"})),
+        )
+            .into_response(),
+        Err(AnswerError::NotFound) => (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({
+                "message": "no open question has that id (answered, expired, or never asked)"
+            })),
+        )
+            .into_response(),
+    }
+}
+
 /// `GET /api/me`: who this browser is signed in as, and whether the desk has people.
 async fn me(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Response {
     let person = session_of(&headers).and_then(|s| desk.events().person_of_session(&s));
@@ -227,6 +293,8 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/api/sign-in", post(sign_in))
         .route("/api/sign-out", post(sign_out))
         .route("/api/me", get(me))
+        .route("/api/inbox", get(inbox))
+        .route("/api/inbox/{id}", post(answer_from_inbox))
         .route(
             "/signin",
             get(|| async {

@@ -273,10 +273,12 @@ function connectEvents() {
     },
     progress: (data) => setProgress(data.percent),
     reply: (data) => growReply(data),
-    confirmation: (data) => ask(data, "Confirm"),
-    sampling: (data) => ask(data, "Let the model answer this?"),
+    // The dialog says which server asks.
+    confirmation: (data) => ask(data, `${data.server} asks you to confirm`),
+    sampling: (data) => ask(data, `${data.server} asks to use the model: let it answer?`),
     closed: (data) => closed(data.id),
     signin: (data) => showSignIn(data),
+    inbox: (data) => showInbox(data.questions),
     signinended: (data) => endSignIn(data),
   };
   for (const name of vocabulary.events) {
@@ -388,6 +390,48 @@ function ask(question, title) {
   showWaiting(false);
   dialog.showModal();
 }
+
+// The person's inbox: every open question of theirs, in any tab (or the terminal). The badge
+// shows from every view; answering one anywhere takes it off everywhere.
+let inboxItems = [];
+function showInbox(questions) {
+  inboxItems = questions;
+  $("inbox-badge").textContent = `${questions.length} waiting`;
+  $("inbox-badge").hidden = questions.length === 0;
+  document.body.dataset.inbox = String(questions.length);
+  // This tab's own question was answered elsewhere: its dialog goes quietly.
+  if (open && !questions.some((q) => q.id === open.id)) {
+    clearInterval(countdown);
+    open = null;
+    showWaiting(false);
+    if ($("confirm").open) $("confirm").close();
+  }
+  renderInbox();
+  if (questions.length === 0 && $("inbox").open) $("inbox").close();
+}
+function renderInbox() {
+  $("inbox-list").replaceChildren(...inboxItems.map((q) => {
+    const li = document.createElement("li");
+    li.dataset.questionId = q.id;
+    li.innerHTML = `<div class="message"></div><div class="meta"></div>
+      <div class="buttons"><button class="no" type="button">No</button><button class="yes danger" type="button">Yes, do it</button></div>`;
+    li.querySelector(".message").textContent = `${q.server} asks: ${q.message}`;
+    li.querySelector(".meta").textContent = `asked ${q.waitedSeconds} s ago, ${q.secondsLeft} s left`;
+    const answer = async (confirmed) => {
+      li.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      const res = await fetch("/api/inbox/" + encodeURIComponent(q.id), {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ confirmed }),
+      });
+      if (!res.ok) li.querySelector(".meta").textContent = (await res.json()).message;
+    };
+    li.querySelector(".yes").onclick = () => answer(true);
+    li.querySelector(".no").onclick = () => answer(false);
+    return li;
+  }));
+}
+$("inbox-badge").onclick = () => { renderInbox(); $("inbox").showModal(); };
+$("inbox-close").onclick = () => $("inbox").close();
 
 // Refund email.
 function renderReasons() {

@@ -48,7 +48,7 @@ impl HostHandler for DeskHandler {
 
     async fn elicit(
         &self,
-        _connection: &str,
+        connection: &str,
         request: ElicitRequestParams,
         meta: RequestMetaObject,
         caller: Option<rmcp::model::ProgressToken>,
@@ -73,7 +73,7 @@ impl HostHandler for DeskHandler {
         };
         match self
             .events
-            .ask(&conversation, &message, self.person_deadline)
+            .ask_from(connection, &conversation, &message, self.person_deadline)
             .await
         {
             Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
@@ -110,7 +110,7 @@ impl HostHandler for DeskHandler {
         let ask = format!("{connection} asks the model: {}", shown.join(" / "));
         match self
             .events
-            .approve(&conversation, &ask, self.person_deadline)
+            .approve(connection, &conversation, &ask, self.person_deadline)
             .await
         {
             Asked::Answered(Answer::Yes { .. }) => {}

@@ -244,6 +244,8 @@ impl Desk {
             add_knowledge(&mut host_config, knowledge);
         }
         let events = Arc::new(Events::default());
+        events.set_default_person(&config.agent_id);
+        events.set_people(config.people.is_some());
         let handler = Arc::new(DeskHandler {
             events: events.clone(),
             person_deadline: config.person_deadline,
@@ -276,9 +278,7 @@ impl Desk {
     /// The person a conversation is for: its session's, else the desk's own (the terminal's
     /// user, the implicit person). The order service writes it to its audit line.
     pub fn person_of(&self, conversation: &str) -> String {
-        self.events
-            .person_of(conversation)
-            .unwrap_or_else(|| self.config.agent_id.clone())
+        self.events.person_for(conversation)
     }
 
     /// Where the desk looks for the order service.

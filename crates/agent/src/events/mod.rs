@@ -31,6 +31,8 @@ pub enum Event {
     Confirmation {
         /// Random; answer with it.
         id: String,
+        /// The server that asks (the desk's name for its connection).
+        server: String,
         /// The question.
         message: String,
         /// How long the person has.
@@ -40,6 +42,8 @@ pub enum Event {
     Sampling {
         /// Random; answer with it.
         id: String,
+        /// The server that asks for the model.
+        server: String,
         /// What the server wants the model to do.
         message: String,
         /// How long the person has.
@@ -60,6 +64,13 @@ pub enum Event {
         text: String,
         /// The same, rendered and sanitised for the page (`render::html`).
         html: String,
+    },
+    /// The person's open questions, in every conversation of theirs (sent when the list
+    /// changes, and first thing on a stream): a page's badge and inbox, the terminal's
+    /// `/inbox`.
+    Inbox {
+        /// Oldest first.
+        questions: Vec<InboxItem>,
     },
     /// A question closed without an answer (its deadline passed, or the work that asked it
     /// stopped): the page closes its dialog, the terminal stops waiting for a yes.
@@ -90,7 +101,7 @@ pub enum Event {
 
 impl Event {
     /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "hello",
         "progress",
         "confirmation",
@@ -100,6 +111,7 @@ impl Event {
         "signinended",
         "reply",
         "done",
+        "inbox",
     ];
 
     /// This event's name in the stream (one of [`Event::NAMES`]).
@@ -114,8 +126,29 @@ impl Event {
             Event::SignInEnded { .. } => "signinended",
             Event::Reply { .. } => "reply",
             Event::Done { .. } => "done",
+            Event::Inbox { .. } => "inbox",
         }
     }
+}
+
+/// An open question, as the person's inbox lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    /// Answer it with this.
+    pub id: String,
+    /// The server that asks (the desk's name for its connection).
+    pub server: String,
+    /// `confirmation` or `sampling`.
+    pub kind: &'static str,
+    /// What is asked.
+    pub message: String,
+    /// The conversation it was asked in.
+    pub conversation: String,
+    /// How long it has waited.
+    pub waited_seconds: u64,
+    /// How long it still waits.
+    pub seconds_left: u64,
 }
 
 /// The person's answer.
@@ -159,6 +192,11 @@ struct Watcher {
 
 struct Question {
     conversation: String,
+    /// Whose inbox it is in ([`Events::owner_for`] its conversation when it was asked).
+    owner: String,
+    /// Which server asks.
+    server: String,
+    asked: tokio::time::Instant,
     answer: oneshot::Sender<Answer>,
     /// The event that asked it, to show it again to a page opened while it waits.
     shown: Event,
@@ -212,6 +250,11 @@ struct Session {
 pub struct Events {
     /// Browser sessions, oldest first.
     sessions: Mutex<Vec<Session>>,
+    /// The person of a conversation without a session (the terminal's): the desk's own.
+    default_person: Mutex<String>,
+    /// Whether sessions are people's (a people file); else each browser session keeps its
+    /// own inbox (one implicit person, but no local client answers another's questions).
+    people: std::sync::atomic::AtomicBool,
     /// Which browser session made each conversation (the server made its id), in the order
     /// they were made.
     conversations: Mutex<Vec<(String, String)>>,
@@ -281,6 +324,113 @@ impl Events {
             .iter()
             .find(|s| s.until > now && constant_time_eq(s.id.as_bytes(), session.as_bytes()))
             .map(|s| s.person.clone())
+    }
+
+    /// Name the person of conversations without a session (the terminal's user).
+    pub fn set_default_person(&self, person: &str) {
+        *lock(&self.default_person) = person.to_owned();
+    }
+
+    /// Sessions are people's (the desk has a people file).
+    pub fn set_people(&self, people: bool) {
+        self.people
+            .store(people, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whose inbox a live session's questions go to: the person's (with people), else the
+    /// session's own.
+    pub fn owner_of_session(&self, session: &str) -> Option<String> {
+        let person = self.person_of_session(session)?;
+        Some(if self.people.load(std::sync::atomic::Ordering::Relaxed) {
+            person
+        } else {
+            format!("session {session}")
+        })
+    }
+
+    /// Whose inbox a conversation's questions go to ([`Events::owner_of_session`]; the
+    /// default person's for a conversation without a session, the terminal's).
+    pub fn owner_for(&self, conversation: &str) -> String {
+        let session = lock(&self.conversations)
+            .iter()
+            .find(|(c, _)| c == conversation)
+            .map(|(_, s)| s.clone());
+        session
+            .and_then(|s| self.owner_of_session(&s))
+            .unwrap_or_else(|| lock(&self.default_person).clone())
+    }
+
+    /// The person a conversation is for: its session's, else the default person.
+    pub fn person_for(&self, conversation: &str) -> String {
+        self.person_of(conversation)
+            .unwrap_or_else(|| lock(&self.default_person).clone())
+    }
+
+    /// The open questions of `owner` ([`Events::owner_for`]), oldest first.
+    pub fn inbox(&self, owner: &str) -> Vec<InboxItem> {
+        let now = tokio::time::Instant::now();
+        let mut items: Vec<(tokio::time::Instant, InboxItem)> = lock(&self.questions)
+            .iter()
+            .filter(|(_, q)| q.owner == owner && q.until > now)
+            .map(|(id, q)| {
+                let (kind, message) = match &q.shown {
+                    Event::Sampling { message, .. } => ("sampling", message.clone()),
+                    Event::Confirmation { message, .. } => ("confirmation", message.clone()),
+                    _ => ("confirmation", String::new()),
+                };
+                let item = InboxItem {
+                    id: id.clone(),
+                    server: q.server.clone(),
+                    kind,
+                    message,
+                    conversation: q.conversation.clone(),
+                    waited_seconds: (now - q.asked).as_secs(),
+                    seconds_left: (q.until - now).as_secs(),
+                };
+                (q.asked, item)
+            })
+            .collect();
+        items.sort_by_key(|(asked, _)| *asked);
+        items.into_iter().map(|(_, item)| item).collect()
+    }
+
+    /// Send `owner`'s inbox to every stream of theirs.
+    fn inbox_changed(&self, owner: &str) {
+        let conversations: Vec<String> = lock(&self.watchers).keys().cloned().collect();
+        let theirs: Vec<String> = conversations
+            .into_iter()
+            .filter(|c| self.owner_for(c) == owner)
+            .collect();
+        if theirs.is_empty() {
+            return;
+        }
+        let questions = self.inbox(owner);
+        for conversation in theirs {
+            self.emit(
+                &conversation,
+                Event::Inbox {
+                    questions: questions.clone(),
+                },
+            );
+        }
+    }
+
+    /// Answer an open question of `owner` (from any page or terminal of theirs).
+    pub fn answer_for(&self, id: &str, owner: &str, answer: Answer) -> Result<(), AnswerError> {
+        let question = {
+            let mut questions = lock(&self.questions);
+            let question = questions.get(id).ok_or(AnswerError::NotFound)?;
+            if !constant_time_eq(question.owner.as_bytes(), owner.as_bytes()) {
+                return Err(AnswerError::Forbidden);
+            }
+            questions.remove(id).ok_or(AnswerError::NotFound)?
+        };
+        let sent = question
+            .answer
+            .send(answer)
+            .map_err(|_| AnswerError::NotFound);
+        self.inbox_changed(owner);
+        sent
     }
 
     /// The person a conversation belongs to (through its session), while the session lives.
@@ -388,6 +538,9 @@ impl Events {
             }
             let _ = tx.send(again);
         }
+        let _ = tx.send(Event::Inbox {
+            questions: self.inbox(&self.owner_for(conversation)),
+        });
         lock(&self.watchers).insert(
             conversation.to_owned(),
             Watcher {
@@ -532,26 +685,51 @@ impl Events {
 
     /// Ask the person watching `conversation` and wait at most `deadline`.
     pub async fn ask(&self, conversation: &str, message: &str, deadline: Duration) -> Asked {
-        self.ask_as(conversation, deadline, |id, seconds| Event::Confirmation {
-            id,
-            message: message.to_owned(),
-            seconds,
+        self.ask_from("a server", conversation, message, deadline)
+            .await
+    }
+
+    /// [`Events::ask`], naming the server that asks.
+    pub async fn ask_from(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_as(server, conversation, deadline, |id, seconds| {
+            Event::Confirmation {
+                id,
+                server: server.to_owned(),
+                message: message.to_owned(),
+                seconds,
+            }
         })
         .await
     }
 
     /// Ask the person to approve a request for the model.
-    pub async fn approve(&self, conversation: &str, message: &str, deadline: Duration) -> Asked {
-        self.ask_as(conversation, deadline, |id, seconds| Event::Sampling {
-            id,
-            message: message.to_owned(),
-            seconds,
+    pub async fn approve(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_as(server, conversation, deadline, |id, seconds| {
+            Event::Sampling {
+                id,
+                server: server.to_owned(),
+                message: message.to_owned(),
+                seconds,
+            }
         })
         .await
     }
 
     async fn ask_as(
         &self,
+        server: &str,
         conversation: &str,
         deadline: Duration,
         event: impl FnOnce(String, u64) -> Event,
@@ -562,24 +740,31 @@ impl Events {
         let id = random_id();
         let (tx, rx) = oneshot::channel();
         let event = event(id.clone(), deadline.as_secs());
+        let owner = self.owner_for(conversation);
+        let now = tokio::time::Instant::now();
         lock(&self.questions).insert(
             id.clone(),
             Question {
                 conversation: conversation.to_owned(),
+                owner: owner.clone(),
+                server: server.to_owned(),
+                asked: now,
                 answer: tx,
                 shown: event.clone(),
-                until: tokio::time::Instant::now() + deadline,
+                until: now + deadline,
             },
         );
         if !self.emit(conversation, event) {
             lock(&self.questions).remove(&id);
             return Asked::NobodyWatching;
         }
+        self.inbox_changed(&owner);
         // Removed however this ends, the caller's drop included; unanswered, the page is told.
         let open = OpenQuestion {
             events: self,
             id,
             conversation: conversation.to_owned(),
+            owner,
             answered: false,
         };
         match tokio::time::timeout(deadline, rx).await {
@@ -604,10 +789,13 @@ impl Events {
         }
         drop(watchers);
         let question = questions.remove(id).ok_or(AnswerError::NotFound)?;
-        question
+        drop(questions);
+        let sent = question
             .answer
             .send(answer)
-            .map_err(|_| AnswerError::NotFound)
+            .map_err(|_| AnswerError::NotFound);
+        self.inbox_changed(&question.owner);
+        sent
     }
 }
 
@@ -616,6 +804,7 @@ struct OpenQuestion<'a> {
     events: &'a Events,
     id: String,
     conversation: String,
+    owner: String,
     answered: bool,
 }
 
@@ -627,7 +816,8 @@ impl OpenQuestion<'_> {
 
 impl Drop for OpenQuestion<'_> {
     fn drop(&mut self) {
-        lock(&self.events.questions).remove(&self.id);
+        let was_open = lock(&self.events.questions).remove(&self.id).is_some();
+        // The page that asked hears why first ("closed": it expired), then every inbox.
         if !self.answered {
             self.events.emit(
                 &self.conversation,
@@ -635,6 +825,9 @@ impl Drop for OpenQuestion<'_> {
                     id: std::mem::take(&mut self.id),
                 },
             );
+        }
+        if was_open {
+            self.events.inbox_changed(&self.owner);
         }
     }
 }

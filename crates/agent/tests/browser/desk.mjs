@@ -12,10 +12,10 @@ const run = await launch();
 
 // Every scenario starts on the desk's page, once it is ready.
 function scenario(name, body, viewport) {
-  return run.scenario(name, async (page) => {
+  return run.scenario(name, async (page, context) => {
     await page.goto(url);
     await page.waitForSelector('body[data-ready="true"]');
-    await body(page);
+    await body(page, context);
   }, viewport);
 }
 
@@ -65,6 +65,8 @@ await scenario("asking to cancel ORD-10002 opens the dialog; Yes moves it to CAN
   if (total !== "€34.99") throw new Error(`the list shows ${total}`);
   await ask(page, "cancel ORD-10002");
   await page.waitForSelector("#confirm[open]");
+  const asks = await page.textContent("#confirm-title");
+  if (asks !== "orders asks you to confirm") throw new Error(`the dialog's title is ${asks}`);
   const message = await page.textContent("#confirm-message");
   if (!message.includes("Cancel order ORD-10002 for Marcus Adeyemi? The total is €34.99")) throw new Error(`dialog says: ${message}`);
   await page.click("#confirm-yes");
@@ -211,6 +213,36 @@ await scenario("a reload keeps the conversation and its open question; Yes then 
   await lastReply(page, `Order ${pending} is cancelled`);
   await page.waitForFunction(() => !document.querySelector("#chat-send").disabled);
   await inTab(page, "CANCELLED", pending);
+});
+
+await scenario("a question in one tab waits in the other tab's inbox; answered there, it leaves both", async (page, context) => {
+  const pending = await page.evaluate(async () => {
+    const ids = (await (await fetch("/api/orders?status=PENDING")).json()).map((o) => o.orderId);
+    return ids[ids.length - 2];
+  });
+  const other = await context.newPage();
+  other.setDefaultTimeout(20000);
+  await other.goto(url);
+  await other.waitForSelector('body[data-ready="true"]');
+  await ask(page, `cancel ${pending}`);
+  await page.waitForSelector("#confirm[open]");
+  await page.keyboard.press("Escape");
+  // The badge shows from every view, in both tabs.
+  await page.waitForSelector("#inbox-badge:not([hidden])");
+  await other.waitForSelector("#inbox-badge:not([hidden])");
+  const badge = await other.textContent("#inbox-badge");
+  if (badge !== "1 waiting") throw new Error(`the other tab's badge says ${badge}`);
+  await other.click("#inbox-badge");
+  const item = other.locator("#inbox-list li").first();
+  const text = await item.textContent();
+  if (!text.includes(`orders asks: Cancel order ${pending}`)) throw new Error(`the inbox lists ${text}`);
+  if (!/s left/.test(text)) throw new Error(`no time left shown: ${text}`);
+  await item.locator("button.yes").click();
+  await lastReply(page, `Order ${pending} is cancelled`);
+  await page.waitForSelector("#inbox-badge", { state: "hidden" });
+  await other.waitForSelector("#inbox-badge", { state: "hidden" });
+  if (!(await page.isHidden("#waiting"))) throw new Error("the first tab still shows the question waiting");
+  await other.close();
 });
 
 await run.finish();

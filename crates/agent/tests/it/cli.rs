@@ -284,3 +284,62 @@ async fn short_answers_count_other_lines_are_kept_and_a_dead_service_is_named() 
     lines.send("quit".into()).await.unwrap();
     cli.await.unwrap().unwrap();
 }
+
+/// A question asked on a page of the same person waits in the terminal's inbox too: `/inbox`
+/// lists it, `/yes 1` answers it, and the page's inbox empties.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pages_question_is_answered_from_the_terminals_inbox() {
+    let stop = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let desk = Arc::new(
+        Desk::start(DeskConfig {
+            orders_url,
+            protocol: Some(Revision::V2025_11_25),
+            ..DeskConfig::default()
+        })
+        .await
+        .unwrap(),
+    );
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let screen = Screen::default();
+    let cli = tokio::spawn(agent::cli::run(desk.clone(), input, screen.clone()));
+    screen.shows("Support desk ready.").await;
+    lines.send("/inbox".into()).await.unwrap();
+    screen.shows("Your inbox is empty").await;
+
+    // The page: a conversation of the desk's person (no browser session: the same person).
+    let (_secret, mut page) = desk.events().open("page");
+    let reply = tokio::spawn({
+        let desk = desk.clone();
+        async move { desk.chat("page", "cancel ORD-10002", None).await }
+    });
+    screen
+        .shows("In your inbox, from orders: Cancel order ORD-10002")
+        .await;
+    lines.send("/inbox".into()).await.unwrap();
+    screen.shows("1. orders asks: Cancel order ORD-10002").await;
+    lines.send("/yes 2".into()).await.unwrap();
+    screen.shows("No question has that number").await;
+    lines.send("/yes 1".into()).await.unwrap();
+    screen.shows("Answered: Cancel order ORD-10002").await;
+    let reply = reply.await.unwrap();
+    assert!(reply.contains("Order ORD-10002 is cancelled"), "{reply}");
+    // The page was told: its last inbox is empty.
+    let mut last = None;
+    while let Ok(event) = page.try_recv() {
+        if let agent::events::Event::Inbox { questions } = event {
+            last = Some(questions.len());
+        }
+    }
+    assert_eq!(last, Some(0), "the page's inbox emptied");
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+}

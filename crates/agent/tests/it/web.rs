@@ -259,6 +259,78 @@ async fn a_page_opened_again_gets_the_open_question_and_the_reply() {
     }
 }
 
+/// The next inbox an event stream shows that lists `count` questions.
+async fn inbox_of(events: &mut Events, count: usize) -> Vec<Value> {
+    loop {
+        let inbox = events.next_of("inbox").await;
+        let questions = inbox["questions"].as_array().unwrap().clone();
+        if questions.len() == count {
+            return questions;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_gathers_a_browsers_questions_and_an_answer_anywhere_takes_it_off_everywhere() {
+    let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    // Two tabs of one browser: two conversations, one session.
+    let (mut first_tab, _) = Events::open(&demo, "tab-1").await;
+    let (mut second_tab, _) = Events::open(&demo, "tab-2").await;
+    let reply = tokio::spawn({
+        let url = demo.url.clone();
+        async move { crate::common::chat(&url, "tab-1", "please cancel ORD-10002").await }
+    });
+    let asked = first_tab.next_of("confirmation").await;
+    let listed = inbox_of(&mut second_tab, 1).await;
+    assert_eq!(listed[0]["id"], asked["id"]);
+    assert_eq!(listed[0]["server"], "orders");
+    assert_eq!(listed[0]["kind"], "confirmation");
+    assert_eq!(listed[0]["message"], asked["message"]);
+    assert!(listed[0]["secondsLeft"].as_u64().unwrap() <= 60);
+    let cookie = crate::common::cookie(&demo.url).await;
+    let inbox: Value = json_answer(
+        reqwest::Client::new()
+            .get(format!("{}api/inbox", demo.url))
+            .header(reqwest::header::COOKIE, &cookie),
+    )
+    .await;
+    assert_eq!(inbox.as_array().unwrap().len(), 1);
+
+    // Another browser (its own session) sees nothing and answers nothing; no session, 401.
+    let id = asked["id"].as_str().unwrap();
+    let (theirs, _) = crate::common::new_conversation(&demo.url, None).await;
+    let their_inbox: Value = json_answer(
+        reqwest::Client::new()
+            .get(format!("{}api/inbox", demo.url))
+            .header(reqwest::header::COOKIE, &theirs),
+    )
+    .await;
+    assert_eq!(their_inbox, json!([]));
+    let answer_as = |cookie: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}api/inbox/{id}", demo.url))
+            .json(&json!({"confirmed": true}));
+        if let Some(cookie) = cookie {
+            request = request.header(reqwest::header::COOKIE, cookie);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(answer_as(Some(theirs.clone())).await, 403);
+    assert_eq!(answer_as(None).await, 401);
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+
+    // The second tab answers: the first tab's inbox empties, its call goes on.
+    assert_eq!(answer_as(Some(cookie.clone())).await, 204);
+    assert_eq!(answer_as(Some(cookie)).await, 404, "answered once");
+    inbox_of(&mut first_tab, 0).await;
+    let reply = reply.await.unwrap();
+    assert!(
+        reply.ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+        "{reply}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_leaves_the_order_and_an_expired_question_says_so() {
     for protocol in Revision::ALL {
@@ -648,7 +720,7 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
             "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
             "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
             "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
-            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done"],
+            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox"],
         })
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a
