@@ -114,6 +114,7 @@ impl Screen {
             }
             // The chat's own answer prints the reply; the stream's copy is for a page.
             Event::Hello { .. } | Event::Done { .. } => {}
+            Event::Said { text, .. } => writeln!(out, "\rAgent: {text}")?,
             Event::Inbox { questions } => {
                 // Said once per question asked elsewhere (a page of the same person).
                 for item in questions.iter().filter(|q| {

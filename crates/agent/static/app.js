@@ -279,6 +279,8 @@ function connectEvents() {
     closed: (data) => closed(data.id),
     signin: (data) => showSignIn(data),
     inbox: (data) => showInbox(data.questions),
+    // A task that waited for the person ended: its result, in the conversation.
+    said: (data) => { say("agent", data.text, data.html); loadOrders(); },
     signinended: (data) => endSignIn(data),
   };
   for (const name of vocabulary.events) {

@@ -49,6 +49,11 @@ struct DeskArgs {
     /// Seconds the person has to answer a question.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
+    /// Declare the tasks extension: a call the order service runs as a task asks inside it,
+    /// the question waits in your inbox and the conversation goes on; the result is said in
+    /// the conversation when it comes.
+    #[arg(long)]
+    tasks: bool,
     /// The model's endpoint (see `--provider`). Without it the agent follows its offline
     /// rules. The key, if any, is read from $SUPPORT_AGENT_API_KEY.
     #[arg(long)]
@@ -244,6 +249,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         knowledge,
         token_file: args.token_file.clone(),
         metrics: args.metrics,
+        tasks: args.tasks,
         ..DeskConfig::default()
     })
 }

@@ -10,6 +10,7 @@ mod connecting;
 mod handler;
 mod knowledge;
 mod model;
+mod tasks;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -66,6 +67,10 @@ pub struct DeskConfig {
     /// Who may sign in to the web UI; `None` means one implicit person (`agent_id`), for a
     /// desk on loopback.
     pub people: Option<crate::people::People>,
+    /// Declare the tasks extension: a server that runs a call as a task asks its questions
+    /// inside it, and they wait in the person's inbox (up to `person_deadline`) while the
+    /// conversation goes on; the result is said in the conversation when it comes.
+    pub tasks: bool,
 }
 
 impl Default for DeskConfig {
@@ -85,6 +90,7 @@ impl Default for DeskConfig {
             token_file: None,
             metrics: false,
             people: None,
+            tasks: false,
         }
     }
 }
@@ -223,7 +229,7 @@ impl Desk {
                 // With no model there is nothing to sample with, so sampling is not declared.
                 sampling: config.model.is_some(),
                 roots: false,
-                tasks: false,
+                tasks: config.tasks,
             },
             auth: config
                 .sign_in_callback
@@ -331,10 +337,33 @@ impl Desk {
         let context = CallContext::new()
             .with("progressToken", conversation)
             .with("support_agent_id", self.person_of(conversation).as_str());
-        orders
-            .call_tool(tool, arguments.as_object().cloned(), &context)
+        if !self.config.tasks {
+            return orders
+                .call_tool(tool, arguments.as_object().cloned(), &context)
+                .await
+                .map_err(|e| e.to_string());
+        }
+        let started = orders
+            .start_tool(tool, arguments.as_object().cloned(), &context)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        match started {
+            backchannel_host::Started::Done(result) => Ok(result),
+            backchannel_host::Started::Task(task) => {
+                let follower = tasks::Follower {
+                    host: host.clone(),
+                    events: self.events.clone(),
+                    conversation: conversation.to_owned(),
+                    answer_within: self.config.person_deadline,
+                };
+                match follower.follow(task).await? {
+                    tasks::Followed::Done(result) | tasks::Followed::Waiting(result) => Ok(result),
+                }
+            }
+            backchannel_host::Started::InputRequired { .. } => {
+                Err("the order service asked questions the desk did not expect".into())
+            }
+        }
     }
 
     /// Call a tool by the name the model saw: knowledge-base tools carry their server's prefix.

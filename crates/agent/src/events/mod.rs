@@ -65,6 +65,14 @@ pub enum Event {
         /// The same, rendered and sanitised for the page (`render::html`).
         html: String,
     },
+    /// Something the desk says in the conversation on its own (a task that waited for the
+    /// person ended: its result).
+    Said {
+        /// The words' Markdown, as plain text.
+        text: String,
+        /// The same, rendered and sanitised for the page.
+        html: String,
+    },
     /// The person's open questions, in every conversation of theirs (sent when the list
     /// changes, and first thing on a stream): a page's badge and inbox, the terminal's
     /// `/inbox`.
@@ -101,7 +109,7 @@ pub enum Event {
 
 impl Event {
     /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "hello",
         "progress",
         "confirmation",
@@ -112,6 +120,7 @@ impl Event {
         "reply",
         "done",
         "inbox",
+        "said",
     ];
 
     /// This event's name in the stream (one of [`Event::NAMES`]).
@@ -127,6 +136,7 @@ impl Event {
             Event::Reply { .. } => "reply",
             Event::Done { .. } => "done",
             Event::Inbox { .. } => "inbox",
+            Event::Said { .. } => "said",
         }
     }
 }
@@ -689,6 +699,27 @@ impl Events {
             .await
     }
 
+    /// A question asked inside a task: it waits in the owner's inbox for `deadline` whether or
+    /// not a page watches the conversation now (shown to it if one does, and to a page that
+    /// opens later).
+    pub async fn ask_waiting(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_as_with(server, conversation, deadline, false, |id, seconds| {
+            Event::Confirmation {
+                id,
+                server: server.to_owned(),
+                message: message.to_owned(),
+                seconds,
+            }
+        })
+        .await
+    }
+
     /// [`Events::ask`], naming the server that asks.
     pub async fn ask_from(
         &self,
@@ -734,7 +765,19 @@ impl Events {
         deadline: Duration,
         event: impl FnOnce(String, u64) -> Event,
     ) -> Asked {
-        if !self.is_watched(conversation) {
+        self.ask_as_with(server, conversation, deadline, true, event)
+            .await
+    }
+
+    async fn ask_as_with(
+        &self,
+        server: &str,
+        conversation: &str,
+        deadline: Duration,
+        needs_a_page: bool,
+        event: impl FnOnce(String, u64) -> Event,
+    ) -> Asked {
+        if needs_a_page && !self.is_watched(conversation) {
             return Asked::NobodyWatching;
         }
         let id = random_id();
@@ -754,7 +797,7 @@ impl Events {
                 until: now + deadline,
             },
         );
-        if !self.emit(conversation, event) {
+        if !self.emit(conversation, event) && needs_a_page {
             lock(&self.questions).remove(&id);
             return Asked::NobodyWatching;
         }

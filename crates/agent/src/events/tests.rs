@@ -53,6 +53,10 @@ fn each_event_is_named_as_its_json_names_it() {
         Event::Inbox {
             questions: Vec::new(),
         },
+        Event::Said {
+            text: "t".into(),
+            html: "t".into(),
+        },
     ];
     let names: Vec<&str> = events.iter().map(Event::name).collect();
     assert_eq!(names, Event::NAMES);

@@ -343,3 +343,44 @@ async fn a_pages_question_is_answered_from_the_terminals_inbox() {
     cli.await.unwrap().unwrap();
     stop.cancel();
 }
+
+/// With tasks, the terminal is not held by a question: the reply says it waits, the person
+/// answers from the inbox when they like, and the task's result is printed when it comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_the_prompt_is_free_and_the_result_comes_after_the_answer() {
+    let stop = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let desk = Desk::start(DeskConfig {
+        orders_url,
+        protocol: Some(Revision::V2026_07_28),
+        tasks: true,
+        ..DeskConfig::default()
+    })
+    .await
+    .unwrap();
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let screen = Screen::default();
+    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    screen.shows("Support desk ready.").await;
+    lines.send("cancel ORD-10002".into()).await.unwrap();
+    screen.shows("Agent: Waiting for your answer").await;
+    // The prompt is the person's: another message goes through at once.
+    lines.send("where is ORD-10001?".into()).await.unwrap();
+    screen.shows("ORD-10001 is SHIPPED").await;
+    lines.send("/inbox".into()).await.unwrap();
+    screen.shows("1. orders asks: Cancel order ORD-10002").await;
+    lines.send("/yes 1".into()).await.unwrap();
+    screen
+        .shows("Agent: Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
+        .await;
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+}

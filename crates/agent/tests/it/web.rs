@@ -332,6 +332,106 @@ async fn the_inbox_gathers_a_browsers_questions_and_an_answer_anywhere_takes_it_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_the_chat_goes_on_and_the_answer_lands_in_the_conversation() {
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::ZERO),
+        DeskConfig {
+            protocol: Some(Revision::V2026_07_28),
+            tasks: true,
+            ..DeskConfig::default()
+        },
+    )
+    .await;
+    let (mut page, secret) = Events::open(&demo, "tasks").await;
+    // The chat does not wait for the person: it says the question waits.
+    let reply = chat(&demo, "tasks", "please cancel ORD-10002").await;
+    assert!(
+        reply.starts_with("Waiting for your answer: Cancel order ORD-10002 for Marcus Adeyemi?"),
+        "{reply}"
+    );
+    assert!(reply.contains("It is in your inbox"), "{reply}");
+    let question = page.next_of("confirmation").await;
+    assert_eq!(question["server"], "orders");
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+    // The conversation goes on meanwhile.
+    let other = chat(&demo, "tasks", "where is ORD-10001?").await;
+    assert!(other.contains("ORD-10001"), "{other}");
+    // The answer goes to the task; its result is said in the conversation.
+    let id = question["id"].as_str().unwrap();
+    assert_eq!(answer(&demo, id, &secret, true).await, 204);
+    let said = page.next_of("said").await;
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+        "{said}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_a_question_nobody_watched_waits_for_the_next_page() {
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::ZERO),
+        DeskConfig {
+            protocol: Some(Revision::V2026_07_28),
+            tasks: true,
+            ..DeskConfig::default()
+        },
+    )
+    .await;
+    // No page watches the conversation when the question is asked: it waits all the same.
+    let reply = chat(&demo, "later", "please cancel ORD-10002").await;
+    assert!(reply.starts_with("Waiting for your answer"), "{reply}");
+    let (mut page, secret) = Events::open(&demo, "later").await;
+    let question = page.next_of("confirmation").await;
+    let listed = inbox_of(&mut page, 1).await;
+    assert_eq!(listed[0]["id"], question["id"]);
+    let id = question["id"].as_str().unwrap();
+    assert_eq!(answer(&demo, id, &secret, false).await, 204);
+    let said = page.next_of("said").await;
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .contains("ORD-10002 was not cancelled"),
+        "{said}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "PENDING");
+}
+
+/// A 2025-11-25 order service runs the call as a task too (the desk asks for one), its
+/// question inside the task as on 2026-07-28: the chat goes on, the answer lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_on_2025_11_25_the_question_waits_in_the_task_too() {
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::ZERO),
+        DeskConfig {
+            protocol: Some(Revision::V2025_11_25),
+            tasks: true,
+            ..DeskConfig::default()
+        },
+    )
+    .await;
+    let (mut page, secret) = Events::open(&demo, "old").await;
+    let reply = chat(&demo, "old", "please cancel ORD-10002").await;
+    assert!(reply.starts_with("Waiting for your answer"), "{reply}");
+    let question = page.next_of("confirmation").await;
+    let id = question["id"].as_str().unwrap();
+    assert_eq!(answer(&demo, id, &secret, true).await, 204);
+    let said = page.next_of("said").await;
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+        "{said}"
+    );
+    assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_leaves_the_order_and_an_expired_question_says_so() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(1)).await;
@@ -720,7 +820,7 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
             "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
             "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
             "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
-            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox"],
+            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said"],
         })
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a
