@@ -94,7 +94,10 @@ async fn start_conversation(
     let (session, fresh) = match (signed_in, desk.people()) {
         (Some(session), _) => (session, false),
         // One implicit person (a desk on loopback): a browser's first visit is a session.
-        (None, None) => (desk.events().start_session(desk.implicit_person()), true),
+        (None, None) => match desk.events().start_session(desk.implicit_person()) {
+            Some(session) => (session, true),
+            None => return too_many_sessions(),
+        },
         (None, Some(_)) => return sign_in_first(),
     };
     let resumed = request
@@ -118,6 +121,17 @@ fn session_cookie(session: &str) -> String {
         "{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
         crate::events::SESSION_LIFETIME.as_secs()
     )
+}
+
+/// 503: every session has a page open, and none is pushed out for a newcomer.
+fn too_many_sessions() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(serde_json::json!({
+            "message": "the desk has as many open pages as it keeps: close one and try again",
+        })),
+    )
+        .into_response()
 }
 
 /// 401 for a desk with people: sign in first (the page goes to `/signin`).
@@ -153,7 +167,9 @@ async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInReques
     match people.sign_in(&request.name, &request.password).await {
         Ok(person) => {
             tracing::info!(person, "signed in to the desk");
-            let session = desk.events().start_session(&person);
+            let Some(session) = desk.events().start_session(&person) else {
+                return too_many_sessions();
+            };
             (
                 [(header::SET_COOKIE, session_cookie(&session))],
                 Json(serde_json::json!({ "person": person })),

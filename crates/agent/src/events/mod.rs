@@ -292,10 +292,23 @@ pub fn random_id() -> String {
 
 impl Events {
     /// A new browser session for `person`: its id (the cookie's value), from the operating
-    /// system's randomness.
-    pub fn start_session(&self, person: &str) -> String {
+    /// system's randomness. Beyond the caps the oldest session with no page open goes; `None`
+    /// when every session has a page open (nothing is pushed out for a newcomer).
+    pub fn start_session(&self, person: &str) -> Option<String> {
         let id = random_id();
         let now = tokio::time::Instant::now();
+        // Sessions with a page open now are never pushed out by new ones.
+        let watched: Vec<String> = lock(&self.watchers)
+            .iter()
+            .filter(|(_, w)| !w.tx.is_closed())
+            .map(|(c, _)| c.clone())
+            .collect();
+        let active: std::collections::HashSet<String> = lock(&self.conversations)
+            .iter()
+            .filter(|(c, _)| watched.contains(c))
+            .map(|(_, s)| s.clone())
+            .collect();
+        let people = self.people.load(std::sync::atomic::Ordering::Relaxed);
         let mut gone = Vec::new();
         {
             let mut sessions = lock(&self.sessions);
@@ -306,13 +319,22 @@ impl Events {
                 }
                 lives
             });
-            if sessions.iter().filter(|s| s.person == person).count() >= MAX_SESSIONS_PER_PERSON
-                && let Some(oldest) = sessions.iter().position(|s| s.person == person)
+            // The oldest session (of `person` only, when `theirs`) with no page open.
+            let idle = |sessions: &Vec<Session>, theirs: bool| {
+                sessions
+                    .iter()
+                    .position(|s| (!theirs || s.person == person) && !active.contains(&s.id))
+            };
+            // Each person's share (a loopback desk's sessions are separate browsers).
+            if people
+                && sessions.iter().filter(|s| s.person == person).count() >= MAX_SESSIONS_PER_PERSON
             {
+                let oldest = idle(&sessions, true)?;
                 gone.push(sessions.remove(oldest).id);
             }
             if sessions.len() >= MAX_SESSIONS {
-                gone.push(sessions.remove(0).id);
+                let oldest = idle(&sessions, false)?;
+                gone.push(sessions.remove(oldest).id);
             }
             sessions.push(Session {
                 id: id.clone(),
@@ -324,7 +346,7 @@ impl Events {
         for session in gone {
             self.forget_conversations_of(&session);
         }
-        id
+        Some(id)
     }
 
     /// The person whose live session `session` is.

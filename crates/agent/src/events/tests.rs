@@ -288,3 +288,41 @@ async fn nobody_watching_or_nobody_answering() {
         Asked::Expired
     );
 }
+
+#[test]
+fn a_new_session_never_pushes_out_one_with_a_page_open() {
+    let events = Events::default();
+    events.set_people(true);
+    // Ana's page is open; then she signs in again and again elsewhere.
+    let open = events.start_session("ana").unwrap();
+    let conversation = events.start_conversation(&open);
+    let (_secret, _page) = events.open(&conversation);
+    let first_idle = events.start_session("ana").unwrap();
+    for _ in 2..MAX_SESSIONS_PER_PERSON {
+        events.start_session("ana").unwrap();
+    }
+    // At her share: the oldest session with no page open goes, the open one stays.
+    let newest = events.start_session("ana").unwrap();
+    assert!(events.person_of_session(&first_idle).is_none());
+    assert_eq!(events.person_of_session(&open).as_deref(), Some("ana"));
+    assert!(events.belongs_to(&conversation, &open));
+    assert_eq!(events.person_of_session(&newest).as_deref(), Some("ana"));
+    // Another person's share is their own.
+    assert!(events.start_session("ben").is_some());
+}
+
+#[test]
+fn when_every_session_has_a_page_open_a_newcomer_is_refused() {
+    let events = Events::default();
+    events.set_people(true);
+    let mut pages = Vec::new();
+    for _ in 0..MAX_SESSIONS_PER_PERSON {
+        let session = events.start_session("ana").unwrap();
+        let conversation = events.start_conversation(&session);
+        pages.push(events.open(&conversation));
+    }
+    assert!(events.start_session("ana").is_none());
+    // A page closes: its session may go for the next one.
+    pages.remove(0);
+    assert!(events.start_session("ana").is_some());
+}
