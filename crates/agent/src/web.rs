@@ -123,6 +123,14 @@ fn session_cookie(session: &str) -> String {
     )
 }
 
+/// With a people file, the desk's data (orders, refund e-mails) is for signed-in people only:
+/// the refusal for anyone else (`None` when the request may go on).
+fn people_only(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<Response> {
+    let signed_in =
+        session_of(headers).is_some_and(|s| desk.events().person_of_session(&s).is_some());
+    (desk.people().is_some() && !signed_in).then(sign_in_first)
+}
+
 /// 503: every session has a page open, and none is pushed out for a newcomer.
 fn too_many_sessions() -> Response {
     (
@@ -624,8 +632,12 @@ struct RefundRequest {
 
 async fn refund_email(
     State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
     Json(request): Json<RefundRequest>,
 ) -> Response {
+    if let Some(refused) = people_only(&desk, &headers) {
+        return refused;
+    }
     let reply = desk.refund_email(&request.order_id, &request.reason).await;
     Json(reply_json(&reply)).into_response()
 }
@@ -760,7 +772,14 @@ struct OrdersQuery {
     status: Option<String>,
 }
 
-async fn orders(State(desk): State<Arc<Desk>>, Query(query): Query<OrdersQuery>) -> Response {
+async fn orders(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+    Query(query): Query<OrdersQuery>,
+) -> Response {
+    if let Some(refused) = people_only(&desk, &headers) {
+        return refused;
+    }
     match desk
         .orders(query.status.as_deref().unwrap_or("SHIPPED"))
         .await

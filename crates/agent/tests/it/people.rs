@@ -51,6 +51,27 @@ async fn post(url: &str, path: &str, cookie: &str, body: Value) -> (u16, Value) 
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// The status of order `id`, read through the desk's API as the holder of `cookie`.
+async fn status_as(url: &str, cookie: &str, id: &str) -> String {
+    for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
+        let orders: Value = crate::common::json_answer(
+            reqwest::Client::new()
+                .get(format!("{url}api/orders?status={status}"))
+                .header(reqwest::header::COOKIE, cookie),
+        )
+        .await;
+        if orders
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["orderId"] == id)
+        {
+            return status.to_owned();
+        }
+    }
+    panic!("{id} is in no tab");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_person_signs_in_and_answers_only_their_own_questions() {
     let file = people_file("binding");
@@ -80,6 +101,19 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("id=\"signin-form\""));
 
+    // Nor the desk's data: orders and refund e-mails are for people signed in.
+    let orders = reqwest::get(format!("{url}api/orders?status=PENDING"))
+        .await
+        .unwrap();
+    assert_eq!(orders.status(), 401);
+    let refund = reqwest::Client::new()
+        .post(format!("{url}api/refund-email"))
+        .json(&json!({"orderId": "ORD-10001", "reason": "faulty"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refund.status(), 401);
+
     assert_eq!(sign_in(&url, "ana", "ben-password").await, (401, None));
     assert_eq!(sign_in(&url, "carla", "ana-password").await, (401, None));
     let (status, ana) = sign_in(&url, "ana", "ana-password").await;
@@ -93,6 +127,13 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
     )
     .await;
     assert_eq!(me, json!({"person": "ana", "people": true}));
+    let orders = reqwest::Client::new()
+        .get(format!("{url}api/orders?status=PENDING"))
+        .header(reqwest::header::COOKIE, &ana)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(orders.status(), 200);
 
     // Ana's conversation and question.
     let (_, started) = post(&url, "api/conversations", &ana, Value::Null).await;
@@ -136,7 +177,7 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
         .await
         .unwrap();
     assert_eq!(stream.status(), 403);
-    assert_eq!(crate::common::status_of(&url, "ORD-10002").await, "PENDING");
+    assert_eq!(status_as(&url, &ana, "ORD-10002").await, "PENDING");
 
     // Ana answers; then she signs out, and her session opens nothing any more.
     assert_eq!(post(&url, &path, &ana, answer).await.0, 204);
@@ -149,10 +190,7 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
             .contains("Order ORD-10002 is cancelled"),
         "{reply}"
     );
-    assert_eq!(
-        crate::common::status_of(&url, "ORD-10002").await,
-        "CANCELLED"
-    );
+    assert_eq!(status_as(&url, &ana, "ORD-10002").await, "CANCELLED");
     assert_eq!(post(&url, "api/sign-out", &ana, Value::Null).await.0, 204);
     let chat = json!({"conversationId": conversation, "message": "where is ORD-10001?"});
     assert_eq!(post(&url, "api/chat", &ana, chat).await.0, 401);
