@@ -25,9 +25,13 @@ pub fn not_confirmed(order_id: &str) -> String {
     format!("Order {order_id} was not cancelled: the cancellation was not confirmed.")
 }
 
-/// The person said no.
+/// The question was declined: the person said no, or it could not be shown to anyone (a refusal
+/// is not stated as the person's when it may not be).
 pub fn declined(order_id: &str) -> String {
-    format!("Order {order_id} was not cancelled: the customer said no.")
+    format!(
+        "Order {order_id} was not cancelled: there was no yes (the person said no, or the \
+         question could not be shown to them)."
+    )
 }
 
 /// The question was closed without an answer.
@@ -113,7 +117,7 @@ mod tests {
         let id = "ORD-10002";
         assert_eq!(
             declined(id),
-            "Order ORD-10002 was not cancelled: the customer said no."
+            "Order ORD-10002 was not cancelled: there was no yes (the person said no, or the question could not be shown to them)."
         );
         assert_eq!(
             dismissed(id),

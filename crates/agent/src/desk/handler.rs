@@ -78,9 +78,13 @@ impl HostHandler for DeskHandler {
         {
             Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
                 .with_content(json!({"confirmed": true, "note": note})),
-            Asked::Answered(Answer::No) => ElicitResult::new(ElicitationAction::Decline),
-            // Nobody to show it to, or nobody answered: nobody said no.
-            Asked::NobodyWatching | Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
+            // No, or nobody to show it to: declined (asking again cannot help while nobody is
+            // there; the server's words do not say the person refused).
+            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+            // Shown, but nobody answered in time: nobody said no.
+            Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
         }
     }
 

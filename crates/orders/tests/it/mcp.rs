@@ -240,7 +240,7 @@ async fn every_other_answer_leaves_the_order_pending() {
         ),
         (
             Answer::Decline,
-            "Order ORD-10002 was not cancelled: the customer said no.",
+            "Order ORD-10002 was not cancelled: there was no yes (the person said no, or the question could not be shown to them).",
         ),
         (
             Answer::Cancel,
