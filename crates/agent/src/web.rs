@@ -30,6 +30,11 @@ const MAX_CONVERSATION_ID: usize = 128;
 /// The cookie of a browser's session: what its conversations belong to.
 const SESSION_COOKIE: &str = "desk_session";
 
+/// The request's browser session, if it names one that still lives.
+fn live_session(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
+    session_of(headers).filter(|s| desk.events().person_of_session(s).is_some())
+}
+
 /// The browser session a request names (its cookie), if any.
 fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
     cookie_of(headers, SESSION_COOKIE)
@@ -45,7 +50,7 @@ fn refused_for(
     let refuse = |status: StatusCode, message: &str| {
         Some((status, Json(serde_json::json!({ "message": message }))).into_response())
     };
-    match session_of(headers).filter(|s| desk.events().person_of_session(s).is_some()) {
+    match live_session(desk, headers) {
         None => refuse(
             StatusCode::UNAUTHORIZED,
             "this browser has no desk session (or it ended): reload the page to start again",
@@ -90,7 +95,7 @@ async fn start_conversation(
             }
         }
     };
-    let signed_in = session_of(&headers).filter(|s| desk.events().person_of_session(s).is_some());
+    let signed_in = live_session(&desk, &headers);
     let (session, fresh) = match (signed_in, desk.people()) {
         (Some(session), _) => (session, false),
         // One implicit person (a desk on loopback): a browser's first visit is a session.
@@ -126,8 +131,7 @@ fn session_cookie(session: &str) -> String {
 /// With a people file, the desk's data (orders, refund e-mails) is for signed-in people only:
 /// the refusal for anyone else (`None` when the request may go on).
 fn people_only(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<Response> {
-    let signed_in =
-        session_of(headers).is_some_and(|s| desk.events().person_of_session(&s).is_some());
+    let signed_in = live_session(desk, headers).is_some();
     (desk.people().is_some() && !signed_in).then(sign_in_first)
 }
 
@@ -395,9 +399,7 @@ async fn start_sign_in(
     headers: axum::http::HeaderMap,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let Some(session) =
-        session_of(&headers).filter(|s| desk.events().person_of_session(s).is_some())
-    else {
+    let Some(session) = live_session(&desk, &headers) else {
         return sign_in_page(
             StatusCode::UNAUTHORIZED,
             "Sign-in not started",

@@ -356,9 +356,7 @@ impl Desk {
                     conversation: conversation.to_owned(),
                     answer_within: self.config.person_deadline,
                 };
-                match follower.follow(task).await? {
-                    tasks::Followed::Done(result) | tasks::Followed::Waiting(result) => Ok(result),
-                }
+                follower.follow(task).await
             }
             backchannel_host::Started::InputRequired { .. } => {
                 Err("the order service asked questions the desk did not expect".into())

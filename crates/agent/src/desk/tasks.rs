@@ -20,14 +20,6 @@ use crate::events::{Answer, Asked, Event, Events};
 /// The most polls of one task's status (with its poll interval, hours of work).
 const MAX_POLLS: usize = 100_000;
 
-/// Where a task stands for the chat that started it.
-pub(crate) enum Followed {
-    /// It ended: its result.
-    Done(CallToolResult),
-    /// It waits for the person: what the chat says meanwhile (the follow goes on without it).
-    Waiting(CallToolResult),
-}
-
 /// What a task follower needs: the host (its connection `orders`), the events, whose
 /// conversation it is, and how long the person has.
 #[derive(Clone)]
@@ -39,9 +31,9 @@ pub(crate) struct Follower {
 }
 
 impl Follower {
-    /// Follow `task` while it works; when it asks the person, hand the rest to a background
-    /// follower and tell the chat it is waiting.
-    pub(crate) async fn follow(self, task: rmcp::model::Task) -> Result<Followed, String> {
+    /// Follow `task` while it works: its result, or, when it asks the person, what the chat
+    /// says meanwhile (the rest is followed in the background).
+    pub(crate) async fn follow(self, task: rmcp::model::Task) -> Result<CallToolResult, String> {
         let poll = poll_interval(&task);
         for _ in 0..MAX_POLLS {
             match self.status(&task.task_id).await? {
@@ -49,11 +41,9 @@ impl Follower {
                 TaskPayload::InputRequired { input_requests } => {
                     let waiting = waiting_text(&input_requests);
                     tokio::spawn(self.clone().answer_then_finish(task, input_requests));
-                    return Ok(Followed::Waiting(CallToolResult::success(vec![
-                        ContentBlock::text(waiting),
-                    ])));
+                    return Ok(CallToolResult::success(vec![ContentBlock::text(waiting)]));
                 }
-                other => return ended(other).map(Followed::Done),
+                other => return ended(other),
             }
         }
         Err("the task did not end".into())

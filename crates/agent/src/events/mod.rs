@@ -372,11 +372,7 @@ impl Events {
     /// Whose inbox a conversation's questions go to ([`Events::owner_of_session`]; the
     /// default person's for a conversation without a session, the terminal's).
     pub fn owner_for(&self, conversation: &str) -> String {
-        let session = lock(&self.conversations)
-            .iter()
-            .find(|(c, _)| c == conversation)
-            .map(|(_, s)| s.clone());
-        session
+        self.session_of(conversation)
             .and_then(|s| self.owner_of_session(&s))
             .unwrap_or_else(|| lock(&self.default_person).clone())
     }
@@ -456,11 +452,15 @@ impl Events {
 
     /// The person a conversation belongs to (through its session), while the session lives.
     pub fn person_of(&self, conversation: &str) -> Option<String> {
-        let session = lock(&self.conversations)
+        self.person_of_session(&self.session_of(conversation)?)
+    }
+
+    /// The browser session that made `conversation`.
+    fn session_of(&self, conversation: &str) -> Option<String> {
+        lock(&self.conversations)
             .iter()
             .find(|(c, _)| c == conversation)
-            .map(|(_, s)| s.clone())?;
-        self.person_of_session(&session)
+            .map(|(_, s)| s.clone())
     }
 
     /// End a session: its conversations are forgotten (their pages can no longer act).
@@ -620,15 +620,8 @@ impl Events {
         message: &str,
         deadline: Duration,
     ) -> Asked {
-        self.ask_as_with(server, conversation, deadline, false, |id, seconds| {
-            Event::Confirmation {
-                id,
-                server: server.to_owned(),
-                message: message.to_owned(),
-                seconds,
-            }
-        })
-        .await
+        let question = Asking::confirmation(server, message);
+        self.ask_as(question, conversation, deadline, false).await
     }
 
     /// [`Events::ask`], naming the server that asks.
@@ -639,15 +632,8 @@ impl Events {
         message: &str,
         deadline: Duration,
     ) -> Asked {
-        self.ask_as(server, conversation, deadline, |id, seconds| {
-            Event::Confirmation {
-                id,
-                server: server.to_owned(),
-                message: message.to_owned(),
-                seconds,
-            }
-        })
-        .await
+        let question = Asking::confirmation(server, message);
+        self.ask_as(question, conversation, deadline, true).await
     }
 
     /// Ask the person to approve a request for the model.
@@ -658,42 +644,48 @@ impl Events {
         message: &str,
         deadline: Duration,
     ) -> Asked {
-        self.ask_as(server, conversation, deadline, |id, seconds| {
-            Event::Sampling {
-                id,
-                server: server.to_owned(),
-                message: message.to_owned(),
-                seconds,
-            }
-        })
-        .await
+        let question = Asking {
+            sampling: true,
+            ..Asking::confirmation(server, message)
+        };
+        self.ask_as(question, conversation, deadline, true).await
     }
 
+    /// Ask `question` in `conversation` (only if a page watches it now, when `needs_a_page`).
     async fn ask_as(
         &self,
-        server: &str,
-        conversation: &str,
-        deadline: Duration,
-        event: impl FnOnce(String, u64) -> Event,
-    ) -> Asked {
-        self.ask_as_with(server, conversation, deadline, true, event)
-            .await
-    }
-
-    async fn ask_as_with(
-        &self,
-        server: &str,
+        question: Asking<'_>,
         conversation: &str,
         deadline: Duration,
         needs_a_page: bool,
-        event: impl FnOnce(String, u64) -> Event,
     ) -> Asked {
+        let Asking {
+            server,
+            message,
+            sampling,
+        } = question;
         if needs_a_page && !self.is_watched(conversation) {
             return Asked::NobodyWatching;
         }
         let id = random_id();
         let (tx, rx) = oneshot::channel();
-        let event = event(id.clone(), deadline.as_secs());
+        let (asked_id, seconds) = (id.clone(), deadline.as_secs());
+        let (server_name, message) = (server.to_owned(), message.to_owned());
+        let event = if sampling {
+            Event::Sampling {
+                id: asked_id,
+                server: server_name,
+                message,
+                seconds,
+            }
+        } else {
+            Event::Confirmation {
+                id: asked_id,
+                server: server_name,
+                message,
+                seconds,
+            }
+        };
         let owner = self.owner_for(conversation);
         let now = tokio::time::Instant::now();
         lock(&self.questions).insert(
@@ -750,6 +742,23 @@ impl Events {
             .map_err(|_| AnswerError::NotFound);
         self.inbox_changed(&question.owner);
         sent
+    }
+}
+
+/// What is asked: by which server, the words, and whether it is a sampling approval.
+struct Asking<'a> {
+    server: &'a str,
+    message: &'a str,
+    sampling: bool,
+}
+
+impl<'a> Asking<'a> {
+    fn confirmation(server: &'a str, message: &'a str) -> Self {
+        Asking {
+            server,
+            message,
+            sampling: false,
+        }
     }
 }
 

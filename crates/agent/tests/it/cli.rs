@@ -50,21 +50,40 @@ impl Screen {
     }
 }
 
+/// The order service on a free loopback port (SQLite in memory, this carrier latency), until
+/// `stop`: its MCP endpoint.
+async fn orders_at(stop: &CancellationToken, carrier_latency: Duration) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let config = crate::common::orders_in_memory(carrier_latency);
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &config, shutdown).await });
+    url
+}
+
+/// The order service's own carrier latency.
+fn default_carrier() -> Duration {
+    orders::service::ServiceConfig::default().carrier_latency
+}
+
+/// The terminal over `desk`: where the person types, the screen, and the chat loop.
+fn terminal(
+    desk: Arc<Desk>,
+) -> (
+    tokio::sync::mpsc::Sender<String>,
+    Screen,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let (lines, input) = tokio::sync::mpsc::channel(8);
+    let screen = Screen::default();
+    let cli = tokio::spawn(agent::cli::run(desk, input, screen.clone()));
+    (lines, screen, cli)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let orders_config = orders::app::Config {
-        database: Some("sqlite::memory:".into()),
-        service: orders::service::ServiceConfig {
-            carrier_latency: Duration::ZERO,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let shutdown = stop.clone();
-    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let orders_url = orders_at(&stop, Duration::ZERO).await;
     let desk = Desk::start(DeskConfig {
         orders_url,
         protocol: Some(Revision::V2025_11_25),
@@ -72,9 +91,7 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
     })
     .await
     .unwrap();
-    let (lines, input) = tokio::sync::mpsc::channel(8);
-    let screen = Screen::default();
-    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    let (lines, screen, cli) = terminal(Arc::new(desk));
     screen.shows("Support desk ready.").await;
     // The greeting says how the desk answers.
     screen.shows("No language model is configured").await;
@@ -144,14 +161,7 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_back() {
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let orders_config = orders::app::Config {
-        database: Some("sqlite::memory:".into()),
-        ..Default::default()
-    };
-    let shutdown = stop.clone();
-    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let orders_url = orders_at(&stop, default_carrier()).await;
     let log = std::env::temp_dir().join(format!("support-agent-pty-{}.log", std::process::id()));
     let log_path = log.clone();
     let screen = tokio::task::spawn_blocking(move || -> Result<String, rexpect::error::Error> {
@@ -218,14 +228,7 @@ async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_answers_count_other_lines_are_kept_and_a_dead_service_is_named() {
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let orders_config = orders::app::Config {
-        database: Some("sqlite::memory:".into()),
-        ..Default::default()
-    };
-    let shutdown = stop.clone();
-    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let orders_url = orders_at(&stop, default_carrier()).await;
     let desk = Desk::start(DeskConfig {
         orders_url,
         protocol: Some(Revision::V2026_07_28),
@@ -233,9 +236,7 @@ async fn short_answers_count_other_lines_are_kept_and_a_dead_service_is_named() 
     })
     .await
     .unwrap();
-    let (lines, input) = tokio::sync::mpsc::channel(8);
-    let screen = Screen::default();
-    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    let (lines, screen, cli) = terminal(Arc::new(desk));
     screen.shows("Support desk ready.").await;
 
     lines.send("cancel ORD-10002".into()).await.unwrap();
@@ -270,9 +271,7 @@ async fn short_answers_count_other_lines_are_kept_and_a_dead_service_is_named() 
     })
     .await
     .unwrap();
-    let (lines, input) = tokio::sync::mpsc::channel(8);
-    let screen = Screen::default();
-    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    let (lines, screen, cli) = terminal(Arc::new(desk));
     screen
         .shows(&format!("Not connected to order-service at {dead}"))
         .await;
@@ -290,14 +289,7 @@ async fn short_answers_count_other_lines_are_kept_and_a_dead_service_is_named() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pages_question_is_answered_from_the_terminals_inbox() {
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let orders_config = orders::app::Config {
-        database: Some("sqlite::memory:".into()),
-        ..Default::default()
-    };
-    let shutdown = stop.clone();
-    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let orders_url = orders_at(&stop, default_carrier()).await;
     let desk = Arc::new(
         Desk::start(DeskConfig {
             orders_url,
@@ -307,9 +299,7 @@ async fn a_pages_question_is_answered_from_the_terminals_inbox() {
         .await
         .unwrap(),
     );
-    let (lines, input) = tokio::sync::mpsc::channel(8);
-    let screen = Screen::default();
-    let cli = tokio::spawn(agent::cli::run(desk.clone(), input, screen.clone()));
+    let (lines, screen, cli) = terminal(desk.clone());
     screen.shows("Support desk ready.").await;
     lines.send("/inbox".into()).await.unwrap();
     screen.shows("Your inbox is empty").await;
@@ -349,14 +339,7 @@ async fn a_pages_question_is_answered_from_the_terminals_inbox() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_tasks_the_prompt_is_free_and_the_result_comes_after_the_answer() {
     let stop = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let orders_config = orders::app::Config {
-        database: Some("sqlite::memory:".into()),
-        ..Default::default()
-    };
-    let shutdown = stop.clone();
-    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let orders_url = orders_at(&stop, default_carrier()).await;
     let desk = Desk::start(DeskConfig {
         orders_url,
         protocol: Some(Revision::V2026_07_28),
@@ -365,9 +348,7 @@ async fn with_tasks_the_prompt_is_free_and_the_result_comes_after_the_answer() {
     })
     .await
     .unwrap();
-    let (lines, input) = tokio::sync::mpsc::channel(8);
-    let screen = Screen::default();
-    let cli = tokio::spawn(agent::cli::run(Arc::new(desk), input, screen.clone()));
+    let (lines, screen, cli) = terminal(Arc::new(desk));
     screen.shows("Support desk ready.").await;
     lines.send("cancel ORD-10002".into()).await.unwrap();
     screen.shows("Agent: Waiting for your answer").await;

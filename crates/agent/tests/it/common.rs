@@ -129,35 +129,25 @@ impl Drop for Forget {
 /// The `Cookie` header of this test's browser session with the web UI at `url` (made on first
 /// use by starting a conversation).
 pub async fn cookie(url: &str) -> String {
-    let known = SESSIONS
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|s| s.url == url)
-        .map(|s| s.cookie.clone());
-    if let Some(cookie) = known {
+    let known = |url: &str| {
+        SESSIONS
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|s| s.url == url)
+            .map(|s| s.cookie.clone())
+    };
+    if let Some(cookie) = known(url) {
         return cookie;
     }
     // One session per web UI, however many calls ask at once.
     static STARTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _one_at_a_time = STARTING.lock().await;
-    let known = SESSIONS
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|s| s.url == url)
-        .map(|s| s.cookie.clone());
-    if let Some(cookie) = known {
+    if let Some(cookie) = known(url) {
         return cookie;
     }
     new_conversation(url, None).await;
-    SESSIONS
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|s| s.url == url)
-        .map(|s| s.cookie.clone())
-        .unwrap()
+    known(url).unwrap()
 }
 
 /// Start a conversation at the web UI at `url`, in the browser session `cookie` (a new one

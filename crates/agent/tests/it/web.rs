@@ -331,17 +331,19 @@ async fn the_inbox_gathers_a_browsers_questions_and_an_answer_anywhere_takes_it_
     assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
 }
 
+/// The demo with `--tasks` on `protocol` (the orders in memory, no carrier latency).
+async fn tasks_demo(protocol: Revision) -> Demo {
+    let desk = DeskConfig {
+        protocol: Some(protocol),
+        tasks: true,
+        ..DeskConfig::default()
+    };
+    crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_tasks_the_chat_goes_on_and_the_answer_lands_in_the_conversation() {
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::ZERO),
-        DeskConfig {
-            protocol: Some(Revision::V2026_07_28),
-            tasks: true,
-            ..DeskConfig::default()
-        },
-    )
-    .await;
+    let demo = tasks_demo(Revision::V2026_07_28).await;
     let (mut page, secret) = Events::open(&demo, "tasks").await;
     // The chat does not wait for the person: it says the question waits.
     let reply = chat(&demo, "tasks", "please cancel ORD-10002").await;
@@ -372,15 +374,7 @@ async fn with_tasks_the_chat_goes_on_and_the_answer_lands_in_the_conversation() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_tasks_a_question_nobody_watched_waits_for_the_next_page() {
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::ZERO),
-        DeskConfig {
-            protocol: Some(Revision::V2026_07_28),
-            tasks: true,
-            ..DeskConfig::default()
-        },
-    )
-    .await;
+    let demo = tasks_demo(Revision::V2026_07_28).await;
     // No page watches the conversation when the question is asked: it waits all the same.
     let reply = chat(&demo, "later", "please cancel ORD-10002").await;
     assert!(reply.starts_with("Waiting for your answer"), "{reply}");
@@ -405,15 +399,7 @@ async fn with_tasks_a_question_nobody_watched_waits_for_the_next_page() {
 /// question inside the task as on 2026-07-28: the chat goes on, the answer lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_tasks_on_2025_11_25_the_question_waits_in_the_task_too() {
-    let demo = crate::common::start(
-        crate::common::orders_in_memory(Duration::ZERO),
-        DeskConfig {
-            protocol: Some(Revision::V2025_11_25),
-            tasks: true,
-            ..DeskConfig::default()
-        },
-    )
-    .await;
+    let demo = tasks_demo(Revision::V2025_11_25).await;
     let (mut page, secret) = Events::open(&demo, "old").await;
     let reply = chat(&demo, "old", "please cancel ORD-10002").await;
     assert!(reply.starts_with("Waiting for your answer"), "{reply}");
