@@ -97,6 +97,8 @@ pub(crate) struct Call {
     pub(crate) last_progress: Mutex<Option<f64>>,
     /// Inside a task, where its progress goes (see [`StatusSink`]), and when it last went.
     pub(crate) task_status: Option<StatusSink>,
+    /// Its recorded steps ([`crate::Ctx::step`]), kept with the task inside one.
+    pub(crate) steps: crate::tasks::Ledger,
     pub(crate) status_at: Mutex<Option<tokio::time::Instant>>,
     pub(crate) runs: AtomicU32,
     /// The trace of the call's first round, from the sealed state (2026-07-28, when exported).

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{Call, Escalation, Pending};
+use crate::error::StepError;
 use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
 use crate::reach::Reach;
 use crate::revision::Revision;
@@ -255,6 +256,64 @@ impl Ctx {
     /// Whether this body is running inside a task.
     pub fn in_task(&self) -> bool {
         *lock(&self.call.escalation) == Escalation::InTask
+    }
+
+    /// Run `work` once per task: a durable step. Inside a task, the step's result is recorded
+    /// with the task (fenced by this instance's lease), and when the body runs again (after an
+    /// answer, or on the instance that took the task over when this one stopped) a recorded
+    /// step returns its recorded result without running `work`. Outside a task a step is
+    /// recorded for the call's later runs in this process (a 2025-11-25 call asks on its
+    /// session, then runs again); a 2026-07-28 round is a new request, and runs it again.
+    ///
+    /// What is exactly once: the record. `work` itself runs at least once: an instance that
+    /// stops after `work` and before the record leaves it to run again on the next. Make its
+    /// effect idempotent under [`Ctx::step_key`] (pass the key to the system it writes to) and
+    /// the effect happens once too. A failed `work` (`Err`) records nothing.
+    ///
+    /// Names are unique within a task; a loop names each turn (`"shipment ORD-10041"`).
+    ///
+    /// ```no_run
+    /// # async fn cancel(id: &str, key: &str) -> Result<u64, std::io::Error> { Ok(0) }
+    /// # async fn body(ctx: backchannel::Ctx) -> backchannel::ToolResult<String> {
+    /// let key = ctx.step_key("cancel");
+    /// let refund = ctx.step("cancel", cancel("ORD-10002", &key)).await?;
+    /// # Ok(format!("refund {refund}"))
+    /// # }
+    /// ```
+    pub async fn step<T, E, F>(&self, name: &str, work: F) -> Result<T, StepError<E>>
+    where
+        T: serde::Serialize + DeserializeOwned,
+        F: std::future::Future<Output = Result<T, E>>,
+    {
+        let ledger = &self.call.steps;
+        let unreadable = |error: serde_json::Error| StepError::Unreadable {
+            name: name.to_owned(),
+            reason: error.to_string(),
+        };
+        if let Some(text) = ledger.recorded(name).await.map_err(lost)? {
+            return serde_json::from_str(&text).map_err(unreadable);
+        }
+        let value = work.await.map_err(StepError::Failed)?;
+        let text = serde_json::to_string(&value).map_err(unreadable)?;
+        ledger.record(name, text).await.map_err(lost)?;
+        Ok(value)
+    }
+
+    /// Whether the step `name` is recorded already: a body that runs again can tell the steps
+    /// it skips, to report progress only for new work.
+    pub async fn recorded(&self, name: &str) -> bool {
+        matches!(self.call.steps.recorded(name).await, Ok(Some(_)))
+    }
+
+    /// A key for the step `name` that stays the same every time the step runs: inside a task
+    /// the task's id and the name; outside, the call's own nonce (kept across a 2026-07-28
+    /// call's rounds) and the name. Pass it to the system the step writes to, so a step that
+    /// runs again (see [`Ctx::step`]) is recognised there.
+    pub fn step_key(&self, name: &str) -> String {
+        match self.call.steps.task() {
+            Some(task) => format!("{task}/{name}"),
+            None => format!("{}/{name}", self.call.nonce()),
+        }
     }
 
     /// Report progress. Sent only when the client asked for progress (sent a token), and only
@@ -671,4 +730,9 @@ pub(crate) fn insert_ctx(
 ) -> RequestContext<RoleServer> {
     rc.extensions.insert(ctx);
     rc
+}
+
+/// A step whose task was lost.
+fn lost<E>(_: crate::tasks::Lost) -> StepError<E> {
+    StepError::Lost
 }

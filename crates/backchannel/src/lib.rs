@@ -80,7 +80,7 @@ mod util;
 
 pub use call::DEFAULT_ASK_TIMEOUT;
 pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend, TASK_PROGRESS_EVERY};
-pub use error::{Incident, ToolError, ToolResult};
+pub use error::{Incident, StepError, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{
     Backchannel, BackchannelBuilder, BuildError, LedgerError, Relay, Spend, SpentLedger,

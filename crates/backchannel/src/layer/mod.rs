@@ -540,6 +540,10 @@ impl Backchannel {
                 Mode::Task(task) => Some(task.status_sink()),
                 Mode::Direct(_) => None,
             },
+            steps: match &start.mode {
+                Mode::Task(task) => task.ledger(),
+                Mode::Direct(_) => crate::tasks::Ledger::default(),
+            },
             status_at: Mutex::new(None),
             runs: AtomicU32::new(0),
             trace: sealed.trace.take(),

@@ -37,6 +37,11 @@ pub(crate) struct TaskHandle {
 }
 
 impl TaskHandle {
+    /// The body's recorded steps.
+    pub(crate) fn ledger(&self) -> crate::tasks::Ledger {
+        crate::tasks::Ledger::of_task(&self.id, self.runtime.clone(), self.local.cancel.clone())
+    }
+
     /// Where the body's progress goes: the task's status message in the store.
     pub(crate) fn status_sink(&self) -> crate::call::StatusSink {
         let runtime = self.runtime.clone();

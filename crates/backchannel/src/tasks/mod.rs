@@ -19,10 +19,12 @@ use crate::util::lock;
 mod runtime;
 #[cfg(feature = "sql")]
 mod sql;
+mod steps;
 
 pub(crate) use runtime::{Local, Resume, TaskRuntime};
 #[cfg(feature = "sql")]
 pub use sql::SqlTaskStore;
+pub(crate) use steps::{Ledger, Lost};
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,8 +124,15 @@ impl TaskRecord {
         if self.state.is_terminal() || self.cancel_requested {
             return false;
         }
-        self.open.extend(open);
-        self.state = TaskState::InputRequired;
+        // A question answered already (before a resumed run asks it again) stays answered.
+        let unanswered: BTreeMap<_, _> = open
+            .into_iter()
+            .filter(|(key, _)| !self.responses.contains_key(key))
+            .collect();
+        if !unanswered.is_empty() {
+            self.open.extend(unanswered);
+            self.state = TaskState::InputRequired;
+        }
         true
     }
 
@@ -233,8 +242,32 @@ pub trait TaskStore: Send + Sync + 'static {
         now_ms: u64,
         until_ms: u64,
     ) -> BoxFuture<'static, StoreResult<Vec<TaskRecord>>>;
-    /// Remove every task whose time to live has passed; returns how many.
+    /// Remove every task whose time to live has passed, with its steps; returns how many.
     fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>>;
+    /// The steps recorded for the task `id` (see [`crate::Ctx::step`]): each step's name and
+    /// its result as JSON text. The default records none (a store written before steps).
+    fn steps(&self, id: &str) -> BoxFuture<'static, StoreResult<BTreeMap<String, String>>> {
+        let _ = id;
+        Box::pin(futures::future::ready(Ok(BTreeMap::new())))
+    }
+    /// Record the step `name` of the task `id` with its result `value` (JSON text), if
+    /// `lease_owner` still holds the task and it has not finished, in one atomic step with that
+    /// check (the fence: a holder whose task was taken over records nothing). A step recorded
+    /// already keeps its first result. Returns whether the step is recorded. The default
+    /// refuses: a store written before steps cannot keep them.
+    fn record_step(
+        &self,
+        id: &str,
+        lease_owner: &str,
+        name: &str,
+        value: String,
+        now_ms: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        let _ = (id, lease_owner, name, value, now_ms);
+        Box::pin(futures::future::ready(Err(TaskStoreError(
+            "this task store does not record steps".into(),
+        ))))
+    }
 }
 
 /// Tasks in this process's memory: the default, and for tests. A restart forgets them, and
@@ -242,6 +275,8 @@ pub trait TaskStore: Send + Sync + 'static {
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTaskStore {
     tasks: Arc<Mutex<HashMap<String, TaskRecord>>>,
+    /// Each task's recorded steps, by name. Locked after `tasks` when both are.
+    steps: Arc<Mutex<HashMap<String, BTreeMap<String, String>>>>,
 }
 
 impl MemoryTaskStore {
@@ -426,10 +461,40 @@ impl TaskStore for MemoryTaskStore {
     }
 
     fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>> {
+        let steps = self.steps.clone();
         self.with(|tasks| {
             let before = tasks.len();
             tasks.retain(|_, task| !task.expired(now_ms));
+            lock(&steps).retain(|id, _| tasks.contains_key(id));
             (before - tasks.len()) as u64
+        })
+    }
+
+    fn steps(&self, id: &str) -> BoxFuture<'static, StoreResult<BTreeMap<String, String>>> {
+        let recorded = lock(&self.steps).get(id).cloned().unwrap_or_default();
+        Box::pin(futures::future::ready(Ok(recorded)))
+    }
+
+    fn record_step(
+        &self,
+        id: &str,
+        lease_owner: &str,
+        name: &str,
+        value: String,
+        now_ms: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        let steps = self.steps.clone();
+        self.with(|tasks| match running(tasks, id) {
+            Some(task) if task.lease_owner == lease_owner => {
+                task.updated_ms = now_ms;
+                lock(&steps)
+                    .entry(id.to_owned())
+                    .or_default()
+                    .entry(name.to_owned())
+                    .or_insert(value);
+                true
+            }
+            _ => false,
         })
     }
 }

@@ -72,6 +72,10 @@ impl SqlTaskStore {
              ON backchannel_tasks (lease_owner, lease_until_ms)",
             "CREATE INDEX IF NOT EXISTS backchannel_tasks_expiry \
              ON backchannel_tasks (expires_ms)",
+            // A task's recorded steps (`Ctx::step`): one row each, written once.
+            "CREATE TABLE IF NOT EXISTS backchannel_task_steps (\
+             task_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, \
+             PRIMARY KEY (task_id, name))",
         ];
         match &pool {
             Pool::Postgres(pg) => {
@@ -553,14 +557,86 @@ impl TaskStore for SqlTaskStore {
             if !any_row(&pool, look, now_ms).await? {
                 return Ok(0);
             }
+            let steps = pool.sql(
+                "DELETE FROM backchannel_task_steps WHERE task_id IN (SELECT id FROM \
+                 backchannel_tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?)",
+            );
             let sql = pool.sql(
                 "DELETE FROM backchannel_tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
             );
-            on_pool!(&pool, p => sqlx::query(&sql)
-                .bind(ms(now_ms))
-                .execute(p)
-                .await
-                .map(|done| done.rows_affected()))
+            on_pool!(&pool, p => async {
+                let mut tx = p.begin().await?;
+                sqlx::query(&steps).bind(ms(now_ms)).execute(&mut *tx).await?;
+                let removed = sqlx::query(&sql)
+                    .bind(ms(now_ms))
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                tx.commit().await.map(|()| removed)
+            }.await)
+            .map_err(failed)
+        })
+    }
+
+    fn steps(&self, id: &str) -> BoxFuture<'static, StoreResult<BTreeMap<String, String>>> {
+        let pool = self.pool.clone();
+        let id = id.to_owned();
+        Box::pin(async move {
+            let sql = pool.sql("SELECT name, value FROM backchannel_task_steps WHERE task_id = ?");
+            let rows: Vec<(String, String)> = on_pool!(&pool, p => sqlx::query_as(&sql)
+                .bind(&id)
+                .fetch_all(p)
+                .await)
+            .map_err(failed)?;
+            Ok(rows.into_iter().collect())
+        })
+    }
+
+    fn record_step(
+        &self,
+        id: &str,
+        lease_owner: &str,
+        name: &str,
+        value: String,
+        now_ms: u64,
+    ) -> BoxFuture<'static, StoreResult<bool>> {
+        let pool = self.pool.clone();
+        let (id, lease_owner, name) = (id.to_owned(), lease_owner.to_owned(), name.to_owned());
+        Box::pin(async move {
+            // The fence: the holder's own row is written first, in the same transaction, so a
+            // takeover (which rewrites `lease_owner`) either comes before and refuses this, or
+            // waits for it and then reads the step.
+            let fence = pool
+                .sql(&format!(
+                    "UPDATE backchannel_tasks SET updated_ms = ? \
+                     WHERE id = ? AND lease_owner = ? AND {RUNNING}"
+                ))
+                .into_owned();
+            let insert = pool.sql(
+                "INSERT INTO backchannel_task_steps (task_id, name, value) VALUES (?, ?, ?) \
+                 ON CONFLICT (task_id, name) DO NOTHING",
+            );
+            on_pool!(&pool, p => async {
+                let mut tx = p.begin().await?;
+                let held = sqlx::query(&fence)
+                    .bind(ms(now_ms))
+                    .bind(&id)
+                    .bind(&lease_owner)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+                    == 1;
+                if !held {
+                    return tx.rollback().await.map(|()| false);
+                }
+                sqlx::query(&insert)
+                    .bind(&id)
+                    .bind(&name)
+                    .bind(&value)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await.map(|()| true)
+            }.await)
             .map_err(failed)
         })
     }

@@ -48,12 +48,23 @@ pub struct Observed {
     pub runs_before_ask: AtomicU32,
     /// Writes done after the last ask.
     pub writes: AtomicU32,
+    /// `task_steps`: how often its first step's work ran.
+    pub prepared: AtomicU32,
+    /// `task_steps`: the writes its second step made, by the step's key (a system honouring
+    /// the key keeps the first); how often the step's work ran is `writes`.
+    pub keyed: std::sync::Mutex<std::collections::BTreeMap<String, u32>>,
+    /// `task_steps`: halt this instance (`kill -9`) inside its write step, after the write and
+    /// before the step is recorded.
+    pub halt_after_write: std::sync::atomic::AtomicBool,
+    /// `task_steps`: halt this instance after its write step is recorded, before the task ends.
+    pub halt_after_record: std::sync::atomic::AtomicBool,
 }
 
 /// A server whose tools use every two-way feature of [`Ctx`](crate::Ctx), written once for both
 /// revisions: `confirm`, `two_steps`, `progress_then_ask`, `summarise`, `folders`, `sign_in`,
-/// `open_url`, `progress`, `logs`, `touch_tools`, `task_confirm` (register it with
-/// [`BackchannelBuilder::task_tool`](crate::BackchannelBuilder::task_tool)) and `fails`.
+/// `open_url`, `progress`, `logs`, `touch_tools`, `task_confirm` and `task_steps` (register
+/// them with [`BackchannelBuilder::task_tool`](crate::BackchannelBuilder::task_tool)) and
+/// `fails`.
 #[derive(Clone)]
 pub struct TestServer {
     /// The server's layer.
@@ -217,6 +228,47 @@ impl TestServer {
         )))
     }
 
+    #[tool(
+        description = "Continues as a task, prepares in a step, asks to confirm, then writes in a step"
+    )]
+    async fn task_steps(&self, ctx: Ctx) -> ToolResult {
+        ctx.escalate().await?;
+        let observed = &self.observed;
+        let prepared = ctx
+            .step("prepare", async {
+                Ok::<_, ToolError>(observed.prepared.fetch_add(1, Ordering::SeqCst) + 1)
+            })
+            .await?;
+        let outcome = ctx.elicit::<Confirmation>("confirm", "Go ahead?").await?;
+        if !matches!(
+            outcome,
+            Elicited::Accepted(Confirmation {
+                confirmed: true,
+                ..
+            })
+        ) {
+            return Ok(text(format!("prepared {prepared}; {}", elicited(&outcome))));
+        }
+        let key = ctx.step_key("write");
+        let write = ctx.step("write", async {
+            observed.writes.fetch_add(1, Ordering::SeqCst);
+            let total = {
+                let mut keyed = crate::util::lock(&observed.keyed);
+                let next = keyed.len() as u32 + 1;
+                *keyed.entry(key.clone()).or_insert(next)
+            };
+            if observed.halt_after_write.swap(false, Ordering::SeqCst) {
+                self.layer.halt_tasks();
+            }
+            Ok::<_, ToolError>(total)
+        });
+        let written = write.await?;
+        if observed.halt_after_record.swap(false, Ordering::SeqCst) {
+            self.layer.halt_tasks();
+        }
+        Ok(text(format!("prepared {prepared}; write number {written}")))
+    }
+
     #[tool(description = "Fails")]
     async fn fails(&self) -> ToolResult {
         Err(ToolError::failed("it broke"))
@@ -246,9 +298,15 @@ impl TestServer {
 
     /// The server over `layer`.
     pub fn new(layer: Backchannel) -> Self {
+        Self::observed_by(layer, Arc::default())
+    }
+
+    /// The server over `layer`, reporting to `observed` (instances of one server share it, as
+    /// they share the systems they write to).
+    pub fn observed_by(layer: Backchannel, observed: Arc<Observed>) -> Self {
         Self {
             layer,
-            observed: Arc::new(Observed::default()),
+            observed,
             tools: Self::tool_router(),
         }
     }

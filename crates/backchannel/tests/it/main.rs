@@ -5,6 +5,7 @@
 
 mod common;
 mod http;
+mod steps;
 mod task_store;
 mod tasks;
 mod two_way;

@@ -121,6 +121,44 @@ async fn contract(store: Arc<dyn TaskStore>) {
         "a"
     );
 
+    // Steps: recorded by the holder only (the fence), first result kept; a question answered
+    // already is not opened again (a resumed run asks it again).
+    let record = |holder: &'static str, name: &'static str, value: &'static str| {
+        store.record_step("t3", holder, name, value.into(), now)
+    };
+    assert!(
+        !record("a", "write", "1").await.unwrap(),
+        "a stale holder records nothing"
+    );
+    assert!(record("c", "write", "1").await.unwrap());
+    assert!(record("c", "write", "2").await.unwrap());
+    assert!(record("c", "mail", "\"sent\"").await.unwrap());
+    let steps = store.steps("t3").await.unwrap();
+    assert_eq!(
+        steps.into_iter().collect::<Vec<_>>(),
+        vec![
+            ("mail".to_owned(), "\"sent\"".to_owned()),
+            ("write".to_owned(), "1".to_owned())
+        ]
+    );
+    assert!(store.steps("t2").await.unwrap().is_empty());
+    store
+        .ask("t3", keys(&[("q", json!({}))]), now)
+        .await
+        .unwrap();
+    store
+        .answer("t3", keys(&[("q", json!("yes"))]), now)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .ask("t3", keys(&[("q", json!({}))]), now)
+            .await
+            .unwrap()
+    );
+    let t3 = store.get("t3", now).await.unwrap().unwrap();
+    assert_eq!((t3.state, t3.open.len()), (TaskState::Working, 0));
+
     // Finish: only the holder, only once.
     let complete_by = |holder| {
         store.finish(
@@ -133,6 +171,13 @@ async fn contract(store: Arc<dyn TaskStore>) {
     };
     assert!(!complete_by("b").await.unwrap());
     assert!(complete_by("a").await.unwrap());
+    assert!(
+        !store
+            .record_step("t1", "a", "late", "0".into(), now)
+            .await
+            .unwrap(),
+        "a finished task records no step"
+    );
     assert!(
         !store
             .finish("t1", "a", TaskState::Failed, None, now)
@@ -181,6 +226,10 @@ async fn contract(store: Arc<dyn TaskStore>) {
     assert!(store.get("t1", 61_000).await.unwrap().is_none());
     assert_eq!(store.sweep(61_000).await.unwrap(), 3);
     assert!(store.get("t3", now).await.unwrap().is_none());
+    assert!(
+        store.steps("t3").await.unwrap().is_empty(),
+        "a removed task's steps go with it"
+    );
 }
 
 #[tokio::test]
