@@ -20,8 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{Call, Escalation, Pending};
-use crate::error::StepError;
-use crate::outcome::{Elicited, RootsListed, Sampled, UrlElicited};
+use crate::outcome::{Elicited, RootsListed, Sampled, StepError, UrlElicited};
 use crate::reach::Reach;
 use crate::revision::Revision;
 use crate::sampling_roots_logging::{self, LogLevel};

@@ -5,6 +5,7 @@ use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock as Content};
 
 use crate::ctx::Suspend;
+use crate::outcome::StepError;
 
 /// The error side of a tool body.
 #[derive(Debug)]
@@ -101,28 +102,6 @@ impl From<Incident> for ToolError {
     fn from(incident: Incident) -> Self {
         ToolError::Failed(incident.message())
     }
-}
-
-/// Why [`Ctx::step`](crate::Ctx::step) has no result.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StepError<E> {
-    /// The step's work failed; nothing was recorded, so a later run does it again.
-    #[error(transparent)]
-    Failed(E),
-    /// The task is no longer this instance's (another instance took it over, or it finished,
-    /// or this instance stops): the body is stopped and its result goes nowhere.
-    #[error("this task is run by another instance now")]
-    Lost,
-    /// The recorded result does not read as the step's type (the tool changed between runs), or
-    /// the result could not be written as JSON.
-    #[error("the step {name:?} could not be kept or read back: {reason}")]
-    Unreadable {
-        /// The step.
-        name: String,
-        /// What the JSON reader or writer said.
-        reason: String,
-    },
 }
 
 impl<E: std::fmt::Display> From<StepError<E>> for ToolError {

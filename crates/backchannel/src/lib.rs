@@ -21,6 +21,19 @@
 //! runs the body again. Either way the body runs the same number of times, so code before an
 //! ask must be a read or idempotent, and writes belong after the last ask.
 //!
+//! # Durable tasks
+//!
+//! Inside a task a body may run more than once: after each answer, and on the instance that
+//! takes the task over when its own stops (tools registered
+//! [`resumable`](BackchannelBuilder::resumable)). [`Ctx::step`] records a piece of work's
+//! result with the task, so a later run returns it without doing the work again; only the lease
+//! holder records (the store checks the lease in the same atomic write), so a holder whose task
+//! was taken over records nothing and finishes nothing. The record and the task's end are
+//! exactly once; a step's work is at least once (an instance killed between the work and its
+//! record leaves it to run again), and exactly once in effect when the system it writes to
+//! honours [`Ctx::step_key`]. The crate's README has the table and both examples
+//! (`cancel_order`, `recheck_shipments`).
+//!
 //! # Layout
 //!
 //! - [`Backchannel`] (`layer`): drives a body through its rounds; its builder, session hooks and
@@ -80,13 +93,13 @@ mod util;
 
 pub use call::DEFAULT_ASK_TIMEOUT;
 pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend, TASK_PROGRESS_EVERY};
-pub use error::{Incident, StepError, ToolError, ToolResult};
+pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{
     Backchannel, BackchannelBuilder, BuildError, LedgerError, Relay, Spend, SpentLedger,
     TaskSupport, WeakBackchannel, error_text,
 };
-pub use outcome::{Elicited, RootsListed, Sampled, UrlElicited};
+pub use outcome::{Elicited, RootsListed, Sampled, StepError, UrlElicited};
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
 pub use sampling_roots_logging::{

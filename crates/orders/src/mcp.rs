@@ -128,6 +128,15 @@ fn failed(error: OrderError) -> ToolError {
     }
 }
 
+/// A step that did not finish: its work's own failure as [`failed`] reports it; a step that
+/// cannot be kept or read back is an incident (its text is internal).
+fn step_failed(error: backchannel::StepError<OrderError>) -> ToolError {
+    match error {
+        backchannel::StepError::Failed(error) => failed(error),
+        other => backchannel::Incident::record("a task step could not be kept", &other).into(),
+    }
+}
+
 fn orders_json(orders: Vec<Order>) -> ToolResult {
     let views: Vec<OrderView> = orders.into_iter().map(OrderView::from).collect();
     let json = serde_json::to_string(&views).map_err(ToolError::failed)?;
@@ -293,41 +302,54 @@ impl OrderServer {
         open_world_hint = true
     ))]
     async fn recheck_shipments(&self, ctx: Ctx) -> ToolResult {
-        use futures::StreamExt;
+        use futures::{StreamExt, TryStreamExt};
+        use std::sync::atomic::Ordering;
         // Runs as a task when the client supports tasks; synchronously otherwise.
         ctx.escalate().await?;
-        let (total, stream) = self.service.recheck_shipments().await.map_err(failed)?;
+        let shipped = self.service.shipped().await.map_err(failed)?;
+        let total = shipped.len();
         ctx.log(LogLevel::Info, LOGGER, messages::recheck_started(total))
             .await;
-        let mut stream = std::pin::pin!(stream);
-        let (mut done, mut changed) = (0, 0);
-        loop {
-            let next = tokio::select! {
-                next = stream.next() => next,
-                () = ctx.cancellation().cancelled() => {
-                    return Ok(text(messages::recheck_stopped(done, total, changed)));
+        // Each shipment is a step: a recheck taken over from a stopped instance skips the
+        // shipments already done (their outcome recorded) and reports progress only for new
+        // work, so its progress goes on from where it was. Each lookup reports for itself:
+        // lookups wait for the database, and none may wait on a consumer busy elsewhere.
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let moved = std::sync::atomic::AtomicUsize::new(0);
+        let (ctx_ref, done_ref, moved_ref) = (&ctx, &done, &moved);
+        let lookups = futures::stream::iter(shipped)
+            .map(|order| async move {
+                let name = format!("shipment {}", order.order_id);
+                let replayed = ctx_ref.recorded(&name).await;
+                let changed = ctx_ref
+                    .step(&name, self.service.recheck_one(&order))
+                    .await
+                    .map_err(step_failed)?;
+                let now_done = done_ref.fetch_add(1, Ordering::SeqCst) + 1;
+                if changed {
+                    moved_ref.fetch_add(1, Ordering::SeqCst);
                 }
-            };
-            let Some(step) = next else { break };
-            let step = step.map_err(failed)?;
-            done = step.done;
-            if step.changed {
-                changed += 1;
-                ctx.log(
-                    LogLevel::Debug,
-                    LOGGER,
-                    messages::estimate_updated(&step.order_id),
-                )
-                .await;
+                if !replayed {
+                    if changed {
+                        let updated = messages::estimate_updated(&order.order_id);
+                        ctx_ref.log(LogLevel::Debug, LOGGER, updated).await;
+                    }
+                    let fraction = now_done as f64 / total as f64;
+                    let message = format!("{now_done} of {total}");
+                    ctx_ref.progress(fraction, Some(1.0), Some(&message)).await;
+                }
+                Ok::<_, ToolError>(())
+            })
+            .buffer_unordered(self.service.carrier_concurrency())
+            .try_for_each(|()| std::future::ready(Ok(())));
+        tokio::select! {
+            finished = lookups => finished?,
+            () = ctx.cancellation().cancelled() => {
+                let (done, changed) = (done.load(Ordering::SeqCst), moved.load(Ordering::SeqCst));
+                return Ok(text(messages::recheck_stopped(done, total, changed)));
             }
-            let fraction = step.done as f64 / step.total as f64;
-            ctx.progress(
-                fraction,
-                Some(1.0),
-                Some(&format!("{} of {}", step.done, step.total)),
-            )
-            .await;
         }
+        let changed = moved.load(Ordering::SeqCst);
         ctx.log(LogLevel::Info, LOGGER, messages::recheck_finished(changed))
             .await;
         Ok(text(messages::recheck_summary(total, changed)))
@@ -346,14 +368,22 @@ impl OrderServer {
         let order_id = OrderId::new(&args.order_id);
         let order = self.service.shared_order(order_id).await.map_err(failed)?;
         let id = order_id.as_str();
-        if !order.status.is_cancellable() {
-            return Ok(text(
-                OrderError::NotCancellable {
-                    order_id: id.to_owned(),
-                    status: order.status,
-                }
-                .to_string(),
-            ));
+        // Whether the order could be cancelled when the call began, kept as a step: a run
+        // taken over after the cancellation must not find its own write in the way.
+        let refusal = ctx
+            .step("check", async {
+                Ok((!order.status.is_cancellable()).then(|| {
+                    OrderError::NotCancellable {
+                        order_id: id.to_owned(),
+                        status: order.status,
+                    }
+                    .to_string()
+                }))
+            })
+            .await
+            .map_err(step_failed)?;
+        if let Some(refusal) = refusal {
+            return Ok(text(refusal));
         }
         // With a client that runs tasks, the confirmation waits in a task (a person may take
         // a while); without, the call asks directly.
@@ -378,17 +408,13 @@ impl OrderServer {
                 confirmed: true,
                 note,
             }) => {
-                // The status is decided again, atomically, at write time.
-                match self.service.cancel(order_id, note.as_deref()).await {
-                    Ok(cancelled) => {
-                        self.changed(id).await;
-                        ctx.log(LogLevel::Info, LOGGER, messages::cancelled_log(id))
-                            .await;
-                        messages::cancelled(id, cancelled.refund)
-                    }
-                    Err(error @ OrderError::NotCancellable { .. }) => error.to_string(),
-                    Err(error) => return Err(failed(error)),
+                let decided = self.cancel_step(&ctx, order_id, note.as_deref()).await?;
+                if decided.cancelled {
+                    self.changed(id).await;
+                    ctx.log(LogLevel::Info, LOGGER, messages::cancelled_log(id))
+                        .await;
                 }
+                decided.text
             }
             Elicited::Accepted(_) => messages::not_confirmed(id),
             Elicited::Declined => messages::declined(id),
@@ -396,6 +422,44 @@ impl OrderServer {
             Elicited::TimedOut => messages::unanswered(id),
             Elicited::Unsupported => messages::use_admin_console(id),
         }))
+    }
+}
+
+/// What the cancellation step decided, as recorded with its task.
+#[derive(Debug, Serialize, Deserialize)]
+struct Decided {
+    /// Whether this call cancelled the order.
+    cancelled: bool,
+    /// What the person is told.
+    text: String,
+}
+
+impl OrderServer {
+    /// The cancellation, as a step under its key: the status is decided again, atomically, at
+    /// write time, and a run taken over after the write finds it done (by the key) instead of
+    /// writing again.
+    async fn cancel_step(
+        &self,
+        ctx: &Ctx,
+        order_id: OrderId<'_>,
+        note: Option<&str>,
+    ) -> Result<Decided, ToolError> {
+        let key = ctx.step_key("cancel");
+        let id = order_id.as_str();
+        let work = async {
+            match self.service.cancel_once(order_id, note, Some(&key)).await {
+                Ok(cancelled) => Ok(Decided {
+                    cancelled: true,
+                    text: messages::cancelled(id, cancelled.refund),
+                }),
+                Err(error @ OrderError::NotCancellable { .. }) => Ok(Decided {
+                    cancelled: false,
+                    text: error.to_string(),
+                }),
+                Err(error) => Err(error),
+            }
+        };
+        ctx.step("cancel", work).await.map_err(step_failed)
     }
 }
 
@@ -445,18 +509,18 @@ impl OrderServer {
     }
 
     /// The layer configuration this server expects: `recheck_shipments` and `cancel_order` may
-    /// run as tasks. A recheck is resumed on another instance if its own stops (it only
-    /// refreshes estimates, so running it again from the start is harmless); a cancellation
-    /// is not (its write must not happen twice), and ends `failed` instead.
+    /// run as tasks, and both are resumed on another instance if their own stops: their work
+    /// is in steps (each shipment; the cancellation under its key), so a resumed run skips
+    /// what was done and never writes twice.
     pub fn layer_builder() -> backchannel::BackchannelBuilder {
         Backchannel::builder()
             .task_tool("recheck_shipments", backchannel::TaskSupport::Optional)
             .task_tool("cancel_order", backchannel::TaskSupport::Optional)
             .resumable("recheck_shipments")
+            .resumable("cancel_order")
     }
 
-    /// Run here the recheck tasks of instances that stopped (and end their other tasks), until
-    /// `shutdown`.
+    /// Run here the tasks of instances that stopped, until `shutdown`.
     pub fn resume_tasks(&self, shutdown: tokio_util::sync::CancellationToken) {
         self.layer
             .resume_tasks((*self.tools).clone(), self.clone(), shutdown);

@@ -288,9 +288,24 @@ impl OrderService {
         order_id: OrderId<'_>,
         note: Option<&str>,
     ) -> Result<Cancellation, OrderError> {
+        self.cancel_once(order_id, note, None).await
+    }
+
+    /// [`OrderService::cancel`] under an idempotency key: asked again with the same key (a
+    /// step that runs again after its server stopped), a cancellation that key made is
+    /// reported as made, and nothing is written twice.
+    pub async fn cancel_once(
+        &self,
+        order_id: OrderId<'_>,
+        note: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<Cancellation, OrderError> {
         let order_id = order_id.as_str();
         let note = note.map(str::trim).filter(|n| !n.is_empty());
-        let outcome = self.store.cancel(order_id, note, chrono::Utc::now()).await;
+        let outcome = self
+            .store
+            .cancel_once(order_id, note, key, chrono::Utc::now())
+            .await;
         self.cache.forget(order_id);
         match outcome? {
             CancelOutcome::Cancelled(cancellation) => Ok(cancellation),
@@ -326,24 +341,14 @@ impl OrderService {
         ),
         OrderError,
     > {
-        let shipped = self.store.by_status(OrderStatus::Shipped).await?;
+        let shipped = self.shipped().await?;
         let total = shipped.len();
-        let latency = self.config.carrier_latency;
         let lookups = futures::stream::iter(shipped)
             .map(move |order| async move {
-                tokio::time::sleep(latency).await;
-                let Some(shipment) = order.shipment.as_ref() else {
-                    return Ok((order.order_id, false));
-                };
-                let estimate = domain::carrier_estimate(&order.order_id, shipment);
-                let changed = estimate != shipment.estimated_delivery
-                    && self.store.set_estimate(&order.order_id, estimate).await?;
-                if changed {
-                    self.cache.forget(&order.order_id);
-                }
+                let changed = self.recheck_one(&order).await?;
                 Ok::<_, OrderError>((order.order_id, changed))
             })
-            .buffer_unordered(self.config.carrier_concurrency.max(1));
+            .buffer_unordered(self.carrier_concurrency());
         let stream = lookups.enumerate().map(move |(i, result)| {
             result.map(|(order_id, changed)| Rechecked {
                 order_id,
@@ -353,6 +358,34 @@ impl OrderService {
             })
         });
         Ok((total, stream))
+    }
+
+    /// The SHIPPED orders a recheck covers, by ID.
+    pub async fn shipped(&self) -> Result<Vec<Order>, OrderError> {
+        let mut shipped = self.store.by_status(OrderStatus::Shipped).await?;
+        shipped.sort_by(|a, b| a.order_id.cmp(&b.order_id));
+        Ok(shipped)
+    }
+
+    /// How many carrier lookups a recheck runs at once.
+    pub fn carrier_concurrency(&self) -> usize {
+        self.config.carrier_concurrency.max(1)
+    }
+
+    /// Ask the (simulated) carrier for a fresh estimate of one shipped order and keep it;
+    /// returns whether the estimate moved. Idempotent.
+    pub async fn recheck_one(&self, order: &Order) -> Result<bool, OrderError> {
+        tokio::time::sleep(self.config.carrier_latency).await;
+        let Some(shipment) = order.shipment.as_ref() else {
+            return Ok(false);
+        };
+        let estimate = domain::carrier_estimate(&order.order_id, shipment);
+        let changed = estimate != shipment.estimated_delivery
+            && self.store.set_estimate(&order.order_id, estimate).await?;
+        if changed {
+            self.cache.forget(&order.order_id);
+        }
+        Ok(changed)
     }
 }
 

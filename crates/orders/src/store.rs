@@ -180,15 +180,16 @@ static SQLITE_GET: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The conditional cancellation: one statement decides, and says what the refund is.
-const CANCEL: &str = "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, last_updated = ? \
-     WHERE order_id = ? AND status IN ('PENDING', 'PROCESSING') RETURNING total_cents";
+const CANCEL: &str = "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, last_updated = ?, \
+     cancel_key = ? WHERE order_id = ? AND status IN ('PENDING', 'PROCESSING') RETURNING total_cents";
 
-const STATUS: &str = "SELECT status FROM orders WHERE order_id = ?";
+/// What a refused cancellation reads to say why: the status, and whether the same key
+/// cancelled it already (then the refund is the order's total).
+const STATUS: &str = "SELECT status, cancel_key, total_cents FROM orders WHERE order_id = ?";
 
 /// The direct connection's cancellation, read then written in one transaction.
-const STATUS_AND_TOTAL: &str = "SELECT status, total_cents FROM orders WHERE order_id = ?";
 const SET_CANCELLED: &str = "UPDATE orders SET status = 'CANCELLED', cancellation_note = ?, \
-     last_updated = ? WHERE order_id = ?";
+     last_updated = ?, cancel_key = ? WHERE order_id = ?";
 
 /// An order row read through the direct connection, in `ORDER_COLUMNS` order (its `items`
 /// left empty: they are read apart).
@@ -487,6 +488,19 @@ impl Store {
         note: Option<&str>,
         now: Instant,
     ) -> Result<CancelOutcome, StoreError> {
+        self.cancel_once(order_id, note, None, now).await
+    }
+
+    /// [`Store::cancel`] under an idempotency key: the key is written with the cancellation,
+    /// and a cancellation asked again under the same key (a step that runs again after its
+    /// instance stopped) finds it done and reports it as done, writing nothing.
+    pub async fn cancel_once(
+        &self,
+        order_id: &str,
+        note: Option<&str>,
+        key: Option<&str>,
+        now: Instant,
+    ) -> Result<CancelOutcome, StoreError> {
         // A client span in OpenTelemetry's database conventions; made only when something
         // exports spans of this target (otherwise its callsite is off and this is a no-op).
         let span = tracing::info_span!(
@@ -500,13 +514,14 @@ impl Store {
             db.operation.name = "UPDATE",
             db.collection.name = "orders",
         );
-        tracing::Instrument::instrument(self.cancel_now(order_id, note, now), span).await
+        tracing::Instrument::instrument(self.cancel_now(order_id, note, key, now), span).await
     }
 
     async fn cancel_now(
         &self,
         order_id: &str,
         note: Option<&str>,
+        key: Option<&str>,
         now: Instant,
     ) -> Result<CancelOutcome, StoreError> {
         let at = ts(&now);
@@ -517,19 +532,24 @@ impl Store {
             let decided = direct
                 .write(order_id, |connection| {
                     use rusqlite::OptionalExtension;
-                    let found: Option<(String, i64)> = connection
-                        .prepare_cached(STATUS_AND_TOTAL)?
-                        .query_row([order_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    let found: Option<(String, Option<String>, i64)> = connection
+                        .prepare_cached(STATUS)?
+                        .query_row([order_id], |row| {
+                            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        })
                         .optional()?;
-                    let Some((status, cents)) = found else {
+                    let Some((status, done_by, cents)) = found else {
                         return Ok(Err(None));
                     };
+                    if key.is_some() && done_by.as_deref() == key {
+                        return Ok(Ok(cents));
+                    }
                     if !OrderStatus::parse(&status).is_ok_and(OrderStatus::is_cancellable) {
                         return Ok(Err(Some(status)));
                     }
                     connection
                         .prepare_cached(SET_CANCELLED)?
-                        .execute(rusqlite::params![note, at, order_id])?;
+                        .execute(rusqlite::params![note, at, key, order_id])?;
                     Ok(Ok(cents))
                 })
                 .await;
@@ -551,19 +571,23 @@ impl Store {
             let refund: Option<i64> = on_pool!(&self.pool, pool => sqlx::query_scalar(&update)
                 .bind(note)
                 .bind(&at)
+                .bind(key)
                 .bind(order_id)
                 .fetch_optional(pool)
                 .await?);
             if let Some(cents) = refund {
                 return Ok(self.cancelled(order_id, cents, now));
             }
-            let status: Option<String> = on_pool!(&self.pool, pool => sqlx::query_scalar(&read)
+            let found: Option<(String, Option<String>, i64)> = on_pool!(&self.pool, pool => sqlx::query_as(&read)
                 .bind(order_id)
                 .fetch_optional(pool)
                 .await?);
-            let Some(status) = status else {
+            let Some((status, done_by, cents)) = found else {
                 return Ok(CancelOutcome::NotFound);
             };
+            if key.is_some() && done_by.as_deref() == key {
+                return Ok(self.cancelled(order_id, cents, now));
+            }
             let status = parse_status(&status)?;
             if !status.is_cancellable() || attempt >= 3 {
                 return Ok(CancelOutcome::NotCancellable(status));

@@ -33,6 +33,7 @@ pub struct BackchannelBuilder {
     task_tick: Duration,
     task_ttl: Option<Duration>,
     task_poll: Duration,
+    task_executor: Option<Arc<dyn crate::tasks::TaskExecutor>>,
     only: Option<Revision>,
 }
 
@@ -146,6 +147,13 @@ impl BackchannelBuilder {
         self
     }
 
+    /// Where and when task bodies run (default: each at once on the Tokio runtime,
+    /// [`crate::tasks::Spawn`]); see [`crate::tasks::TaskExecutor`] for the contract.
+    pub fn task_executor(mut self, executor: Arc<dyn crate::tasks::TaskExecutor>) -> Self {
+        self.task_executor = Some(executor);
+        self
+    }
+
     /// How long an instance holds a task it runs before another may take it over (default
     /// 10 s), and how often it renews its leases and looks for news (default 250 ms; the
     /// lease must be at least two ticks). A cancel or an answer given on another instance
@@ -219,6 +227,8 @@ impl BackchannelBuilder {
                     self.task_tick,
                     self.task_ttl,
                     self.task_poll,
+                    self.task_executor
+                        .unwrap_or_else(|| Arc::new(crate::tasks::Spawn)),
                     clock,
                 )),
                 task_tools: self.task_tools,
@@ -248,6 +258,7 @@ impl Backchannel {
             task_tick: Duration::from_millis(250),
             task_ttl: Some(Duration::from_secs(3600)),
             task_poll: Duration::from_millis(500),
+            task_executor: None,
             only: None,
         }
     }

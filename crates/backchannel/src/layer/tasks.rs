@@ -218,10 +218,45 @@ impl<S: Clone + Send + Sync + 'static> Resume for ToolRunner<S> {
             binding,
             sealed,
         };
-        layer.start_body(body, &task.id, task.version);
+        layer.start_body(body, &task.id, task.version, true);
         true
     }
 }
+
+/// A body handed to the executor and not yet run to its end. Dropped so (an executor let it
+/// go), the task is let go too: it ends `failed`, rather than stay `working` under a lease this
+/// instance keeps renewing.
+struct Held {
+    id: String,
+    /// Taken when the body has ended.
+    runtime: Option<Arc<TaskRuntime>>,
+}
+
+impl Held {
+    /// The body ran to its end: nothing to let go.
+    fn ended(&mut self) {
+        self.runtime = None;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        runtime.unregister(&self.id);
+        let id = std::mem::take(&mut self.id);
+        if let Ok(tokio) = tokio::runtime::Handle::try_current() {
+            tokio.spawn(async move {
+                let error = serde_json::json!({ "code": -32603, "message": LET_GO }).to_string();
+                runtime.end(&id, TaskState::Failed, Some(error)).await;
+            });
+        }
+    }
+}
+
+/// The message of a task whose body the executor dropped before it ended.
+const LET_GO: &str = "the server let go of this task before it finished; start the call again";
 
 /// What a task body runs with.
 struct Body<S> {
@@ -295,16 +330,29 @@ impl Backchannel {
             binding,
             sealed,
         };
-        self.start_body(body, &record.id, 0);
+        self.start_body(body, &record.id, 0, false);
         Ok(CallToolResponse::Task(CreateTaskResult::new(wire_task(
             &record,
         ))))
     }
 
-    /// Run a task's body here until it ends, is cancelled, or this instance loses the task.
-    fn start_body<S: Clone + Send + Sync + 'static>(&self, body: Body<S>, id: &str, version: u64) {
+    /// Run a task's body here (through the executor) until it ends, is cancelled, or this
+    /// instance loses the task; `resumed` when it takes over a stopped instance's task.
+    fn start_body<S: Clone + Send + Sync + 'static>(
+        &self,
+        body: Body<S>,
+        id: &str,
+        version: u64,
+        resumed: bool,
+    ) {
         let runtime = self.inner.tasks.clone();
         let local = runtime.register(id, version);
+        let run = crate::tasks::TaskRun::new(id, &body.params.name, resumed);
+        let mut held = Held {
+            id: id.to_owned(),
+            runtime: Some(runtime.clone()),
+        };
+        let executor = runtime.executor.clone();
         let handle = TaskHandle {
             id: id.to_owned(),
             local: local.clone(),
@@ -353,10 +401,11 @@ impl Backchannel {
                 };
                 runtime.end(&id, state, outcome).await;
                 runtime.unregister(&id);
+                held.ended();
             },
             span,
         );
-        tokio::spawn(body);
+        executor.execute(run, Box::pin(body));
     }
 
     /// From now on, run here the resumable tasks (see [`crate::BackchannelBuilder::resumable`])

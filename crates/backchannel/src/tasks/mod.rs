@@ -16,11 +16,13 @@ use serde_json::Value;
 
 use crate::util::lock;
 
+mod executor;
 mod runtime;
 #[cfg(feature = "sql")]
 mod sql;
 mod steps;
 
+pub use executor::{Spawn, TaskExecutor, TaskRun};
 pub(crate) use runtime::{Local, Resume, TaskRuntime};
 #[cfg(feature = "sql")]
 pub use sql::SqlTaskStore;
@@ -261,9 +263,8 @@ pub trait TaskStore: Send + Sync + 'static {
         lease_owner: &str,
         name: &str,
         value: String,
-        now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
-        let _ = (id, lease_owner, name, value, now_ms);
+        let _ = (id, lease_owner, name, value);
         Box::pin(futures::future::ready(Err(TaskStoreError(
             "this task store does not record steps".into(),
         ))))
@@ -481,12 +482,10 @@ impl TaskStore for MemoryTaskStore {
         lease_owner: &str,
         name: &str,
         value: String,
-        now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
         let steps = self.steps.clone();
         self.with(|tasks| match running(tasks, id) {
             Some(task) if task.lease_owner == lease_owner => {
-                task.updated_ms = now_ms;
                 lock(&steps)
                     .entry(id.to_owned())
                     .or_default()

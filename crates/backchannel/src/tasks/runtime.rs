@@ -41,6 +41,8 @@ pub(crate) struct TaskRuntime {
     pub(crate) tick: Duration,
     pub(crate) ttl: Option<Duration>,
     pub(crate) poll: Duration,
+    /// Where and when bodies run.
+    pub(crate) executor: Arc<dyn super::TaskExecutor>,
     clock: Clock,
     local: Mutex<HashMap<String, Local>>,
     runner: Mutex<Option<Arc<dyn Resume>>>,
@@ -74,6 +76,7 @@ impl TaskRuntime {
         tick: Duration,
         ttl: Option<Duration>,
         poll: Duration,
+        executor: Arc<dyn super::TaskExecutor>,
         clock: Clock,
     ) -> Self {
         Self {
@@ -83,6 +86,7 @@ impl TaskRuntime {
             tick,
             ttl,
             poll,
+            executor,
             clock,
             local: Mutex::default(),
             runner: Mutex::default(),

@@ -598,45 +598,52 @@ impl TaskStore for SqlTaskStore {
         lease_owner: &str,
         name: &str,
         value: String,
-        now_ms: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
         let pool = self.pool.clone();
         let (id, lease_owner, name) = (id.to_owned(), lease_owner.to_owned(), name.to_owned());
         Box::pin(async move {
-            // The fence: the holder's own row is written first, in the same transaction, so a
-            // takeover (which rewrites `lease_owner`) either comes before and refuses this, or
-            // waits for it and then reads the step.
-            let fence = pool
+            // The fence and the record in one statement (no transaction held open across
+            // awaits: a body's steps may run inside a stream its caller is not polling). On
+            // PostgreSQL the task row is locked for share: a takeover (which rewrites
+            // `lease_owner`) either commits first, and the row no longer matches, or waits for
+            // this record and then reads it.
+            let lock = match pool {
+                Pool::Postgres(_) => " FOR SHARE",
+                Pool::Sqlite(_) => "",
+            };
+            let insert = pool
                 .sql(&format!(
-                    "UPDATE backchannel_tasks SET updated_ms = ? \
+                    "INSERT INTO backchannel_task_steps (task_id, name, value) \
+                     SELECT id, ?, ? FROM backchannel_tasks \
+                     WHERE id = ? AND lease_owner = ? AND {RUNNING}{lock} \
+                     ON CONFLICT (task_id, name) DO NOTHING"
+                ))
+                .into_owned();
+            let inserted = on_pool!(&pool, p => sqlx::query(&insert)
+                .bind(&name)
+                .bind(&value)
+                .bind(&id)
+                .bind(&lease_owner)
+                .execute(p)
+                .await
+                .map(|done| done.rows_affected() == 1))
+            .map_err(failed)?;
+            if inserted {
+                return Ok(true);
+            }
+            // Nothing inserted: recorded before (it keeps its first result), or fenced off.
+            let held = pool
+                .sql(&format!(
+                    "SELECT 1 AS one FROM backchannel_tasks \
                      WHERE id = ? AND lease_owner = ? AND {RUNNING}"
                 ))
                 .into_owned();
-            let insert = pool.sql(
-                "INSERT INTO backchannel_task_steps (task_id, name, value) VALUES (?, ?, ?) \
-                 ON CONFLICT (task_id, name) DO NOTHING",
-            );
-            on_pool!(&pool, p => async {
-                let mut tx = p.begin().await?;
-                let held = sqlx::query(&fence)
-                    .bind(ms(now_ms))
-                    .bind(&id)
-                    .bind(&lease_owner)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                    == 1;
-                if !held {
-                    return tx.rollback().await.map(|()| false);
-                }
-                sqlx::query(&insert)
-                    .bind(&id)
-                    .bind(&name)
-                    .bind(&value)
-                    .execute(&mut *tx)
-                    .await?;
-                tx.commit().await.map(|()| true)
-            }.await)
+            on_pool!(&pool, p => sqlx::query(&held)
+                .bind(&id)
+                .bind(&lease_owner)
+                .fetch_optional(p)
+                .await
+                .map(|row| row.is_some()))
             .map_err(failed)
         })
     }

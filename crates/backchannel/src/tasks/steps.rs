@@ -107,13 +107,7 @@ impl Kept {
             let runtime = &self.runtime;
             match runtime
                 .store
-                .record_step(
-                    &self.task,
-                    &runtime.instance,
-                    name,
-                    value.clone(),
-                    runtime.now_ms(),
-                )
+                .record_step(&self.task, &runtime.instance, name, value.clone())
                 .await
             {
                 Ok(true) => return Ok(()),

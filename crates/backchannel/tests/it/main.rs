@@ -4,6 +4,7 @@
 #![expect(deprecated, reason = "the client side of sampling, roots and logging")]
 
 mod common;
+mod executor;
 mod http;
 mod steps;
 mod task_store;

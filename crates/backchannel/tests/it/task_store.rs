@@ -124,7 +124,7 @@ async fn contract(store: Arc<dyn TaskStore>) {
     // Steps: recorded by the holder only (the fence), first result kept; a question answered
     // already is not opened again (a resumed run asks it again).
     let record = |holder: &'static str, name: &'static str, value: &'static str| {
-        store.record_step("t3", holder, name, value.into(), now)
+        store.record_step("t3", holder, name, value.into())
     };
     assert!(
         !record("a", "write", "1").await.unwrap(),
@@ -173,7 +173,7 @@ async fn contract(store: Arc<dyn TaskStore>) {
     assert!(complete_by("a").await.unwrap());
     assert!(
         !store
-            .record_step("t1", "a", "late", "0".into(), now)
+            .record_step("t1", "a", "late", "0".into())
             .await
             .unwrap(),
         "a finished task records no step"

@@ -694,7 +694,7 @@ impl Drop for Restored<'_> {
 
 #[tokio::test]
 #[ignore = "needs a cluster: scripts/test-cluster"]
-async fn a_task_not_resumable_ends_failed_when_its_instance_is_killed() {
+async fn a_confirmation_task_of_a_killed_instance_is_taken_over_and_answered_on_another() {
     let cluster = Cluster::open();
     let order = cancellable(cluster.addr("order-2")).await.remove(0);
     let id = crate::common::start_task(
@@ -708,16 +708,30 @@ async fn a_task_not_resumable_ends_failed_when_its_instance_is_killed() {
     })
     .await;
     cluster.kill("order-2");
-    let failed =
-        crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(15), |t| {
-            t["status"] == "failed"
+    // The question stays open; the answer goes through another instance, and the instance
+    // that takes the task over (after the lease) finds it and cancels once.
+    let update = crate::common::task_request(
+        3,
+        "tasks/update",
+        &id,
+        json!({"inputResponses": crate::common::yes()}),
+    );
+    let (status, answer) = post(cluster.addr("order-1"), &update, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    let done =
+        crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(30), |t| {
+            t["status"] != "input_required" && t["status"] != "working"
         })
         .await;
-    assert_eq!(
-        failed["error"]["message"],
-        "the server running this task stopped before it finished; start the call again"
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with(&format!("Order {order} is cancelled")),
+        "{text}"
     );
-    assert_ne!(
+    assert_eq!(
         status_at(cluster.addr("order-1"), &order).await,
         "CANCELLED"
     );
