@@ -128,11 +128,14 @@ fn failed(error: OrderError) -> ToolError {
     }
 }
 
-/// A step that did not finish: its work's own failure as [`failed`] reports it; a step that
-/// cannot be kept or read back is an incident (its text is internal).
+/// A step that did not finish: its work's own failure as [`failed`] reports it; a task lost to
+/// another instance says so (nobody reads it); a step that cannot be kept or read back is an
+/// incident (its text is internal).
 fn step_failed(error: backchannel::StepError<OrderError>) -> ToolError {
     match error {
         backchannel::StepError::Failed(error) => failed(error),
+        // The body stops and its result goes nowhere: another instance runs the task now.
+        lost @ backchannel::StepError::Lost => ToolError::failed(lost),
         other => backchannel::Incident::record("a task step could not be kept", &other).into(),
     }
 }

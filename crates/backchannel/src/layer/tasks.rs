@@ -39,7 +39,7 @@ pub(crate) struct TaskHandle {
 impl TaskHandle {
     /// The body's recorded steps.
     pub(crate) fn ledger(&self) -> crate::tasks::Ledger {
-        crate::tasks::Ledger::of_task(&self.id, self.runtime.clone(), self.local.cancel.clone())
+        crate::tasks::Ledger::of_task(&self.id, self.runtime.clone(), self.local.clone())
     }
 
     /// Where the body's progress goes: the task's status message in the store.
@@ -399,7 +399,11 @@ impl Backchannel {
                     () = local.cancel.cancelled() => (TaskState::Cancelled, None),
                     ended = work => ended,
                 };
-                runtime.end(&id, state, outcome).await;
+                // A lost task is another instance's (or nobody's until its lease runs out):
+                // this one records nothing for it.
+                if !local.is_lost() {
+                    runtime.end(&id, state, outcome).await;
+                }
                 runtime.unregister(&id);
                 held.ended();
             },

@@ -30,6 +30,22 @@ pub(crate) struct Local {
     pub(crate) cancel: CancellationToken,
     pub(crate) wake: Arc<Notify>,
     version: u64,
+    /// Set when the task stopped being this instance's (taken over, finished or removed
+    /// elsewhere, or its lease unrenewed for a whole lease): the body stops and records nothing.
+    lost: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Local {
+    /// The task is not this instance's any more: stop the body, record nothing.
+    pub(crate) fn lose(&self) {
+        self.lost.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cancel.cancel();
+    }
+
+    /// Whether [`Local::lose`] was called.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// What the layer keeps about tasks.
@@ -110,6 +126,7 @@ impl TaskRuntime {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
             version,
+            lost: Arc::default(),
         };
         if lock(&self.local)
             .insert(id.to_owned(), local.clone())
@@ -210,7 +227,7 @@ impl TaskRuntime {
                 let held: HashMap<_, _> = held.into_iter().map(|h| (h.id.clone(), h)).collect();
                 for (id, local) in before {
                     match held.get(id) {
-                        None => local.cancel.cancel(),
+                        None => local.lose(),
                         Some(h) if h.cancel_requested => local.cancel.cancel(),
                         Some(h) if h.version != local.version => {
                             if let Some(entry) = lock(&self.local).get_mut(id) {
@@ -234,7 +251,7 @@ impl TaskRuntime {
                         "task leases have not been renewed for a whole lease; stopping them here"
                     );
                     for local in before.values() {
-                        local.cancel.cancel();
+                        local.lose();
                     }
                 }
             }
@@ -271,18 +288,26 @@ impl TaskRuntime {
         }
     }
 
+    /// Record a task's end, trying again every tick while the store fails: a task whose end
+    /// was not stored would stay `working` under a lease this instance keeps renewing. Stops
+    /// trying when this instance halts (its lease then runs out, and another takes it over).
     pub(crate) async fn end(&self, id: &str, state: TaskState, outcome: Option<String>) {
-        if self.halted() {
-            return;
-        }
-        match self
-            .store
-            .finish(id, &self.instance, state, outcome, self.now_ms())
-            .await
-        {
-            Ok(true) => crate::metrics::task_ended(state.as_str()),
-            Ok(false) => {}
-            Err(error) => tracing::warn!(task = %id, %error, "a task's end could not be stored"),
+        loop {
+            if self.halted() {
+                return;
+            }
+            match self
+                .store
+                .finish(id, &self.instance, state, outcome.clone(), self.now_ms())
+                .await
+            {
+                Ok(true) => return crate::metrics::task_ended(state.as_str()),
+                Ok(false) => return,
+                Err(error) => {
+                    tracing::warn!(task = %id, %error, "a task's end could not be stored; trying again");
+                }
+            }
+            tokio::time::sleep(self.tick).await;
         }
     }
 }

@@ -7,8 +7,6 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use tokio_util::sync::CancellationToken;
-
 use super::TaskRuntime;
 use crate::util::lock;
 
@@ -31,22 +29,18 @@ pub(crate) struct Ledger {
 struct Kept {
     task: String,
     runtime: Arc<TaskRuntime>,
-    /// The body's own token: cancelled when the task is lost while recording.
-    cancel: CancellationToken,
+    /// The body's own handle: lost when a record is refused.
+    local: super::Local,
 }
 
 impl Ledger {
     /// The steps of a body running inside `task`.
-    pub(crate) fn of_task(
-        task: &str,
-        runtime: Arc<TaskRuntime>,
-        cancel: CancellationToken,
-    ) -> Self {
+    pub(crate) fn of_task(task: &str, runtime: Arc<TaskRuntime>, local: super::Local) -> Self {
         Self {
             task: Some(Kept {
                 task: task.to_owned(),
                 runtime,
-                cancel,
+                local,
             }),
             recorded: tokio::sync::OnceCell::new(),
         }
@@ -101,7 +95,7 @@ impl Kept {
     /// Store the step `name` with its result, fenced by this instance's lease.
     async fn record(&self, name: &str, value: String) -> Result<(), Lost> {
         loop {
-            if self.runtime.halted() || self.cancel.is_cancelled() {
+            if self.runtime.halted() || self.local.cancel.is_cancelled() {
                 return Err(Lost);
             }
             let runtime = &self.runtime;
@@ -113,7 +107,7 @@ impl Kept {
                 Ok(true) => return Ok(()),
                 Ok(false) => {
                     tracing::info!(task = %self.task, step = name, "a step was not recorded: the task is no longer this instance's");
-                    self.cancel.cancel();
+                    self.local.lose();
                     return Err(Lost);
                 }
                 Err(error) => {
@@ -128,7 +122,7 @@ impl Kept {
     /// runtime stops it once its lease went unrenewed for a whole lease).
     async fn pause(&self) -> Result<(), Lost> {
         tokio::select! {
-            () = self.cancel.cancelled() => Err(Lost),
+            () = self.local.cancel.cancelled() => Err(Lost),
             () = tokio::time::sleep(self.runtime.tick) => Ok(()),
         }
     }

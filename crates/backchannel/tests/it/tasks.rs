@@ -342,6 +342,8 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
 struct Flaky {
     inner: MemoryTaskStore,
     down: Arc<std::sync::atomic::AtomicBool>,
+    /// How many `finish` calls fail before they work again.
+    failing_finishes: Arc<std::sync::atomic::AtomicU32>,
 }
 
 macro_rules! flaky {
@@ -383,6 +385,15 @@ impl TaskStore for Flaky {
         outcome: Option<String>,
         now: u64,
     ) -> BoxFuture<'static, StoreResult<bool>> {
+        let failing = self
+            .failing_finishes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Box::pin(futures::future::ready(Err(
+                backchannel::tasks::TaskStoreError("the database is unreachable".into()),
+            )));
+        }
         flaky!(self, self.inner.finish(id, owner, state, outcome, now))
     }
     fn renew(&self, owner: &str, until: u64) -> BoxFuture<'static, StoreResult<Vec<Held>>> {
@@ -429,4 +440,22 @@ async fn a_runner_cut_off_from_its_store_for_a_whole_lease_stops_its_bodies() {
             .contains("task store could not be reached"),
         "{error}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tasks_end_the_store_missed_is_stored_once_it_is_back() {
+    let flaky = Flaky::default();
+    let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
+    let a = instance(&store, "ann", false);
+    let on_a = client_of(&a).await;
+    let id = start_task(&on_a).await;
+    poll_until(&on_a, &id, parked).await;
+    flaky.failing_finishes.store(3, Ordering::SeqCst);
+    let mut update = accept();
+    update.task_id = id.clone();
+    on_a.update_task(update).await.unwrap();
+    // Not left `working` under a lease this instance renews: the end is tried again.
+    poll_until(&on_a, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+    assert_eq!(flaky.failing_finishes.load(Ordering::SeqCst), 0);
+    assert_eq!(a.layer.running_tasks(), 0);
 }

@@ -159,6 +159,44 @@ async fn concurrent_cancellations_of_one_order_cancel_it_once() {
 }
 
 #[tokio::test]
+async fn a_cancellation_asked_again_under_its_key_is_reported_done_and_writes_nothing() {
+    let service = service().await;
+    let order = OrderId::new("ORD-10002");
+    let first = service
+        .cancel_once(order, Some("first"), Some("task-1/cancel"))
+        .await
+        .unwrap();
+    let stamped = service.order(order).await.unwrap().last_updated;
+    // The step ran again (its instance stopped before recording it): the same refund, and the
+    // row as the first write left it (its note and time).
+    let again = service
+        .cancel_once(order, Some("second"), Some("task-1/cancel"))
+        .await
+        .unwrap();
+    assert_eq!(again.refund, first.refund);
+    assert_eq!(service.order(order).await.unwrap().last_updated, stamped);
+    assert_eq!(
+        service
+            .store()
+            .cancellation_note("ORD-10002")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("first")
+    );
+    // Another key (another call), or none, finds it cancelled.
+    for key in [Some("task-2/cancel"), None] {
+        assert!(matches!(
+            service.cancel_once(order, None, key).await,
+            Err(OrderError::NotCancellable {
+                status: OrderStatus::Cancelled,
+                ..
+            })
+        ));
+    }
+}
+
+#[tokio::test]
 async fn update_status_refuses_cancelled_and_changes_nothing() {
     let service = service().await;
     let error = service
