@@ -44,6 +44,7 @@ class Load:
         self.answer_to_end = []
         self.rechecks, self.rechecks_back, self.rechecks_failed = 0, 0, []
         self.reads, self.read_errors = 0, 0
+        self.retried, self.unknown = 0, []
         self.running = True
 
     async def post(self, connection, message, tries=200):
@@ -55,13 +56,16 @@ class Load:
         for _ in range(tries):
             try:
                 status, answer = await connection.post(message, headers)
-                if status == 200 and "error" not in answer:
+                # Only a result is an answer: an error, or a reply without its response (a
+                # stream cut short), is sent again, as a client would.
+                if status == 200 and "result" in answer:
                     return answer
-                error = answer.get("error", {}).get("message", "")
-                if status == 200 and "unknown task" in error:
-                    return answer
+                self.retried += 1
+                if "unknown task" in answer.get("error", {}).get("message", ""):
+                    self.unknown.append(message["params"].get("taskId"))
             except (OSError, asyncio.IncompleteReadError, ValueError, KeyError):
                 connection.close()
+                self.retried += 1
             await asyncio.sleep(0.1)
         raise RuntimeError(f"no answer to {message['method']}")
 
@@ -92,7 +96,7 @@ class Load:
             ended = await self.task_until(
                 connection, task, lambda r: r.get("status") not in ("working", "input_required"))
             if ended is None:
-                self.stuck.append(order)
+                self.stuck.append((order, task))
             elif ended["status"] == "completed" and "is cancelled" in str(ended.get("result")):
                 self.cancelled_ok.append(order)
                 self.answer_to_end.append(time.monotonic() - answered)
@@ -242,6 +246,8 @@ async def main():
         print(f"answer to end: p50 {waits[len(waits) // 2]:.2f} s, p99 {waits[int(len(waits) * 0.99)]:.2f} s, "
               f"max {waits[-1]:.2f} s (a takeover waits out the lease)")
     print(f"get_order: {load.reads} calls, {load.read_errors} errors (dropped by a kill or the database stop)")
+    print(f"task requests sent again (an error or a cut reply): {load.retried}; "
+          f"'unknown task' answers: {len(load.unknown)}")
     for failure in load.failed[:5]:
         print(f"  failed: {failure}")
     for lost in (load.lost + load.stuck)[:5]:
