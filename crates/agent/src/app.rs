@@ -26,9 +26,19 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
-    /// A socket could not be bound.
-    #[error("cannot listen on {0}: {1}")]
-    Bind(SocketAddr, std::io::Error),
+    /// No loopback port could be had for the terminal's sign-in callbacks.
+    #[error("cannot open a loopback port for sign-in callbacks: {0}")]
+    Callback(std::io::Error),
+    /// A socket could not be bound (the address came from the flag `flag`).
+    #[error("cannot listen on {addr}: {error}; choose another address with {flag}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The flag that sets it.
+        flag: &'static str,
+        /// What the system said.
+        error: std::io::Error,
+    },
 }
 
 /// Serve the web UI on `listener` until `shutdown`.
@@ -71,10 +81,8 @@ pub async fn terminal_desk(
     let any_loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let listener = tokio::net::TcpListener::bind(any_loopback)
         .await
-        .map_err(|e| AppError::Bind(any_loopback, e))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| AppError::Bind(any_loopback, e))?;
+        .map_err(AppError::Callback)?;
+    let addr = listener.local_addr().map_err(AppError::Callback)?;
     config
         .sign_in_callback
         .get_or_insert_with(|| callback_url(addr));
@@ -118,18 +126,24 @@ where
     Running: Future<Output = Result<(), E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    let orders_bind = |error| AppError::Bind {
+        addr: config.orders_listen,
+        flag: "--orders-listen",
+        error,
+    };
+    let web_bind = |error| AppError::Bind {
+        addr: config.web_listen,
+        flag: "--listen",
+        error,
+    };
     let orders_listener = tokio::net::TcpListener::bind(config.orders_listen)
         .await
-        .map_err(|e| AppError::Bind(config.orders_listen, e))?;
+        .map_err(orders_bind)?;
     let web_listener = tokio::net::TcpListener::bind(config.web_listen)
         .await
-        .map_err(|e| AppError::Bind(config.web_listen, e))?;
-    let orders_addr = orders_listener
-        .local_addr()
-        .map_err(|e| AppError::Bind(config.orders_listen, e))?;
-    let web_addr = web_listener
-        .local_addr()
-        .map_err(|e| AppError::Bind(config.web_listen, e))?;
+        .map_err(web_bind)?;
+    let orders_addr = orders_listener.local_addr().map_err(orders_bind)?;
+    let web_addr = web_listener.local_addr().map_err(web_bind)?;
     let orders_task = tokio::spawn(orders(orders_listener, shutdown.clone()));
     let mut desk = config.desk;
     desk.orders_url = format!("http://{orders_addr}/mcp");

@@ -216,6 +216,20 @@ pub(crate) fn spawn_stdio(
     Ok(transport)
 }
 
+/// Why a stdio server's command did not start, naming the command: a missing program says so
+/// (the system's "No such file or directory" leaves the person guessing which file).
+fn not_started(command: &str, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("the command `{command}` was not found (is it installed and on PATH?)")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("the command `{command}` may not be run (permission denied)")
+        }
+        _ => format!("the command `{command}` could not be started: {error}"),
+    }
+}
+
 /// What signing in to one HTTP connection needs (feature `oauth`).
 #[cfg(feature = "oauth")]
 pub(crate) struct SigningIn<'a, H> {
@@ -404,7 +418,7 @@ impl<H: HostHandler> Connection<H> {
                 env,
             } => {
                 let transport = spawn_stdio(name, command, args, cwd.as_deref(), env, &stderr_tail)
-                    .map_err(|e| connect_error(e.to_string()))?;
+                    .map_err(|e| connect_error(not_started(command, &e)))?;
                 make_routed()
                     .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await
@@ -598,5 +612,23 @@ impl<H: HostHandler> Connection<H> {
     /// Close the connection.
     pub async fn close(self) {
         let _ = self.service.cancel().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_command_that_does_not_start_is_named_with_why() {
+        let tail = Arc::new(StderrTail::default());
+        let missing = "/nonexistent/backchannel-no-such-command";
+        let Err(error) = spawn_stdio("notes", missing, &[], None, &BTreeMap::new(), &tail) else {
+            panic!("a missing command started");
+        };
+        assert_eq!(
+            not_started(missing, &error),
+            format!("the command `{missing}` was not found (is it installed and on PATH?)")
+        );
     }
 }

@@ -23,6 +23,14 @@ pub enum AppError {
     /// The data folder could not be created.
     #[error("cannot create the data folder {0}: {1}")]
     DataDir(PathBuf, std::io::Error),
+    /// The database could not be opened: where, and why (the innermost cause, once).
+    #[error("cannot open the order database {place}: {reason}")]
+    Open {
+        /// The database's file, or its URL without credentials.
+        place: String,
+        /// Why.
+        reason: String,
+    },
     /// The layer's configuration is invalid.
     #[error(transparent)]
     Layer(#[from] backchannel::BuildError),
@@ -83,7 +91,9 @@ pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
         Some(url) => url.clone(),
         None => default_database(&config.data_dir)?,
     };
-    let store = Store::open(&url).await?;
+    let store = Store::open(&url)
+        .await
+        .map_err(|error| open_failed(&url, &error))?;
     let mut service = config.service.clone();
     if store.is_shared() && service.order_cache {
         // Other instances write to this database: an order kept in this process's memory
@@ -92,6 +102,34 @@ pub async fn open_service(config: &Config) -> Result<OrderService, AppError> {
         service.order_cache = false;
     }
     Ok(OrderService::new(store, service))
+}
+
+/// Why `url` could not be opened, in one sentence: a SQLite file whose folder is missing says
+/// so; otherwise the innermost cause (not the chain of wrappers around it, each repeating it).
+fn open_failed(url: &str, error: &StoreError) -> AppError {
+    let path = url
+        .strip_prefix("sqlite://")
+        .map(|rest| rest.split('?').next().unwrap_or(rest));
+    let place = match path {
+        Some(path) => path.to_owned(),
+        // A PostgreSQL URL may carry a password: name its host and database only.
+        None => url.rsplit('@').next().unwrap_or(url).to_owned(),
+    };
+    let missing = path
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::parent)
+        .filter(|dir| !dir.as_os_str().is_empty() && !dir.exists());
+    let reason = match missing {
+        Some(dir) => format!("its folder {} does not exist", dir.display()),
+        None => {
+            let mut cause: &dyn std::error::Error = error;
+            while let Some(inner) = cause.source() {
+                cause = inner;
+            }
+            cause.to_string()
+        }
+    };
+    AppError::Open { place, reason }
 }
 
 /// The MCP server over `service`, sealing with `keys` (a random key per process without),

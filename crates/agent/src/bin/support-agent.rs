@@ -91,10 +91,6 @@ struct DeskArgs {
     /// `knowledge_base_archive` (support-kb-archive/), whose tools carry those names and `_`.
     #[arg(long, conflicts_with_all = ["no_knowledge_base", "kb_server"])]
     kb_through_orders: bool,
-    /// Serve Prometheus metrics at /metrics on the web UI (the host's MCP client histograms;
-    /// in the demo the order service's too).
-    #[arg(long)]
-    metrics: bool,
     /// Keep the tokens of a sign-in (to an order service that asks for one) in this file,
     /// readable only by you; without it they last until the desk stops.
     #[arg(long, value_name = "FILE")]
@@ -126,6 +122,14 @@ enum Command {
         /// the desk has one person and serves loopback only.
         #[arg(long, value_name = "FILE")]
         people: Option<std::path::PathBuf>,
+        /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client histograms
+        /// and the order service's).
+        #[arg(long)]
+        metrics: bool,
+        /// Start from the seed: orders are kept between runs (a cancelled order stays
+        /// cancelled), and this writes the seed again first.
+        #[arg(long)]
+        reset: bool,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -158,6 +162,10 @@ enum Command {
         /// the desk has one person and serves loopback only.
         #[arg(long, value_name = "FILE")]
         people: Option<std::path::PathBuf>,
+        /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client
+        /// histograms).
+        #[arg(long)]
+        metrics: bool,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -248,7 +256,6 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         context_tokens: args.context_tokens,
         knowledge,
         token_file: args.token_file.clone(),
-        metrics: args.metrics,
         tasks: args.tasks,
         ..DeskConfig::default()
     })
@@ -270,6 +277,8 @@ async fn main() -> anyhow::Result<()> {
             carrier_latency_ms,
             allow_hosts,
             people,
+            metrics,
+            reset,
             desk,
         } => {
             let people = load_people(people.as_deref())?;
@@ -277,23 +286,14 @@ async fn main() -> anyhow::Result<()> {
                 loopback_only(listen, "--listen", OR_PEOPLE)?;
             }
             loopback_only(orders_listen, "--orders-listen", "")?;
-            let orders = orders::app::Config {
-                database,
-                http: http_options(&allow_hosts),
-                service: orders::service::ServiceConfig {
-                    carrier_latency: Duration::from_millis(carrier_latency_ms),
-                    ..Default::default()
-                },
-                data_dir: std::env::var_os("ORDER_SERVICE_DATA")
-                    .map(std::path::PathBuf::from)
-                    .unwrap_or_default(),
-                ..Default::default()
-            };
+            let orders = demo_orders(database, carrier_latency_ms, &allow_hosts);
+            kept_or_reset(&orders, reset).await?;
             let config = DemoConfig {
                 orders_listen,
                 web_listen: listen,
                 desk: DeskConfig {
                     people,
+                    metrics,
                     ..desk_config(&desk)?
                 },
                 web: http_options(&allow_hosts),
@@ -323,6 +323,7 @@ async fn main() -> anyhow::Result<()> {
             orders,
             allow_hosts,
             people,
+            metrics,
             desk,
         } => {
             let people = load_people(people.as_deref())?;
@@ -332,6 +333,7 @@ async fn main() -> anyhow::Result<()> {
             let config = DeskConfig {
                 orders_url: orders,
                 people,
+                metrics,
                 ..desk_config(&desk)?
             };
             web(listen, config, &allow_hosts, shutdown).await?;
@@ -351,6 +353,48 @@ async fn main() -> anyhow::Result<()> {
             agent::people::add(&people, &name, password)?;
             eprintln!("{name} may sign in to the desk ({})", people.display());
         }
+    }
+    Ok(())
+}
+
+/// The demo's order service: over `database` (default: data/orders.sqlite, or in
+/// $ORDER_SERVICE_DATA), its carrier as slow as asked, answering the hosts the web UI does.
+fn demo_orders(
+    database: Option<String>,
+    carrier_latency_ms: u64,
+    allow_hosts: &[String],
+) -> orders::app::Config {
+    orders::app::Config {
+        database,
+        http: http_options(allow_hosts),
+        service: orders::service::ServiceConfig {
+            carrier_latency: Duration::from_millis(carrier_latency_ms),
+            ..Default::default()
+        },
+        data_dir: std::env::var_os("ORDER_SERVICE_DATA")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default(),
+        ..Default::default()
+    }
+}
+
+/// The demo's orders: written from the seed again with `--reset`; otherwise, when they live in
+/// a file, say so (a second run finds the first run's cancellations) and how to start over.
+async fn kept_or_reset(orders: &orders::app::Config, reset: bool) -> anyhow::Result<()> {
+    if reset {
+        orders::app::reset(orders).await?;
+        eprintln!("Orders: written from the seed again.");
+        return Ok(());
+    }
+    let url = match &orders.database {
+        Some(url) => url.clone(),
+        None => orders::app::default_database(&orders.data_dir)?,
+    };
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        eprintln!(
+            "Orders: kept between runs in {path} (what you cancel stays cancelled); \
+             `support-agent demo --reset` starts again from the seed."
+        );
     }
     Ok(())
 }
@@ -422,12 +466,11 @@ async fn web(
     allow_hosts: &[String],
     shutdown: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
+    let taken = || format!("cannot listen on {listen}; choose another address with --listen");
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen}"))?;
-    let address = listener
-        .local_addr()
-        .with_context(|| format!("cannot listen on {listen}"))?;
+        .with_context(taken)?;
+    let address = listener.local_addr().with_context(taken)?;
     eprintln!("Support Desk web UI: open http://{address}/");
     app::serve_web(listener, config, http_options(allow_hosts), shutdown).await?;
     Ok(())

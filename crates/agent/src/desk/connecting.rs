@@ -117,11 +117,31 @@ impl Connecting {
                     if let Some(reason) = host.unavailable.get("orders") {
                         tracing::warn!("the order service is not reachable: {reason}");
                     }
-                    for name in ["knowledge-base", "knowledge-base-archive"] {
-                        if let Some(reason) = host.unavailable.get(name) {
-                            // Said once, here; the desk works without its notes.
-                            tracing::warn!("starting without the {name} notes: {reason}");
-                        }
+                    // Said once, here (one line for both when both fail alike); the desk
+                    // works without its notes.
+                    let missing: Vec<(&str, String)> = ["knowledge-base", "knowledge-base-archive"]
+                        .into_iter()
+                        .filter_map(|name| {
+                            let why = host.unavailable.get(name)?;
+                            let prefix = format!("cannot connect to {name:?}: ");
+                            Some((name, why.strip_prefix(&prefix).unwrap_or(why).to_owned()))
+                        })
+                        .collect();
+                    let alike = missing.windows(2).all(|pair| pair[0].1 == pair[1].1);
+                    let said: Vec<String> = if alike && !missing.is_empty() {
+                        let names: Vec<&str> = missing.iter().map(|(name, _)| *name).collect();
+                        vec![format!("{}: {}", names.join(" and "), missing[0].1)]
+                    } else {
+                        missing
+                            .iter()
+                            .map(|(name, why)| format!("{name}: {why}"))
+                            .collect()
+                    };
+                    for line in said {
+                        tracing::warn!(
+                            "starting without the notes of {line}; the notes are served by \
+                             Node's `npx` (Node 20 or newer), or pass --no-knowledge-base"
+                        );
                     }
                     Ok(Arc::new(host))
                 }

@@ -2,6 +2,7 @@
 
 mod cli;
 mod common;
+mod flags;
 mod model;
 mod odd_replies;
 mod people;

@@ -228,6 +228,7 @@ impl<S: Clone + Send + Sync + 'static> Resume for ToolRunner<S> {
 /// instance keeps renewing.
 struct Held {
     id: String,
+    local: crate::tasks::Local,
     /// Taken when the body has ended.
     runtime: Option<Arc<TaskRuntime>>,
 }
@@ -244,7 +245,7 @@ impl Drop for Held {
         let Some(runtime) = self.runtime.take() else {
             return;
         };
-        runtime.unregister(&self.id);
+        runtime.unregister(&self.id, &self.local);
         let id = std::mem::take(&mut self.id);
         if let Ok(tokio) = tokio::runtime::Handle::try_current() {
             tokio.spawn(async move {
@@ -350,6 +351,7 @@ impl Backchannel {
         let run = crate::tasks::TaskRun::new(id, &body.params.name, resumed);
         let mut held = Held {
             id: id.to_owned(),
+            local: local.clone(),
             runtime: Some(runtime.clone()),
         };
         let executor = runtime.executor.clone();
@@ -404,7 +406,7 @@ impl Backchannel {
                 if !local.is_lost() {
                     runtime.end(&id, state, outcome).await;
                 }
-                runtime.unregister(&id);
+                runtime.unregister(&id, &local);
                 held.ended();
             },
             span,

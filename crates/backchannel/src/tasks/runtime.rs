@@ -137,8 +137,15 @@ impl TaskRuntime {
         local
     }
 
-    pub(crate) fn unregister(&self, id: &str) {
-        if lock(&self.local).remove(id).is_some() {
+    /// The body `local` of task `id` has ended here. A body that started since for the same
+    /// task (this instance took it over again after losing it) stays.
+    pub(crate) fn unregister(&self, id: &str, local: &Local) {
+        let mut bodies = lock(&self.local);
+        if bodies
+            .get(id)
+            .is_some_and(|entry| Arc::ptr_eq(&entry.lost, &local.lost))
+        {
+            bodies.remove(id);
             crate::metrics::task_running(-1);
         }
     }

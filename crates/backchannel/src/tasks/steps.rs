@@ -53,11 +53,14 @@ impl Ledger {
 
     /// The result recorded for the step `name`, if any.
     pub(crate) async fn recorded(&self, name: &str) -> Result<Option<String>, Lost> {
-        let recorded = self
-            .recorded
+        Ok(lock(self.loaded().await?).get(name).cloned())
+    }
+
+    /// The steps recorded so far, read from the store the first time.
+    async fn loaded(&self) -> Result<&Mutex<BTreeMap<String, String>>, Lost> {
+        self.recorded
             .get_or_try_init(|| async { self.load().await.map(Mutex::new) })
-            .await?;
-        Ok(lock(recorded).get(name).cloned())
+            .await
     }
 
     /// Read the task's steps, trying again every tick while the store fails and the body runs.
@@ -82,11 +85,9 @@ impl Ledger {
         if let Some(kept) = &self.task {
             kept.record(name, value.clone()).await?;
         }
-        let recorded = self
-            .recorded
-            .get_or_try_init(|| async { self.load().await.map(Mutex::new) })
-            .await?;
-        lock(recorded).entry(name.to_owned()).or_insert(value);
+        lock(self.loaded().await?)
+            .entry(name.to_owned())
+            .or_insert(value);
         Ok(())
     }
 }

@@ -26,12 +26,17 @@ struct Cli {
 }
 
 #[derive(Debug, clap::Args)]
-struct Common {
+struct Database {
     /// `sqlite://PATH`, `sqlite::memory:`, or `postgres://USER@HOST:PORT/DB` (an existing
     /// database, which instances may share). Default: data/orders.sqlite (or
     /// $ORDER_SERVICE_DATA/orders.sqlite). Created and seeded on first start.
     #[arg(long)]
     database: Option<String>,
+}
+
+/// What a running service (`serve`, `stdio`) takes besides its database.
+#[derive(Debug, clap::Args)]
+struct Running {
     /// Simulated carrier latency per order, in milliseconds.
     #[arg(long, default_value_t = 30)]
     carrier_latency_ms: u64,
@@ -93,22 +98,38 @@ enum Command {
         #[arg(long, value_name = "REVISION")]
         only_revision: Option<backchannel::Revision>,
         #[command(flatten)]
-        common: Common,
+        database: Database,
+        #[command(flatten)]
+        running: Running,
     },
     /// Serve MCP over stdin/stdout; logs go to stderr.
     Stdio {
         #[command(flatten)]
-        common: Common,
+        database: Database,
+        #[command(flatten)]
+        running: Running,
     },
     /// Delete all orders and write the seed again.
     Reset {
         #[command(flatten)]
-        common: Common,
+        database: Database,
     },
 }
 
-fn config(common: Common) -> anyhow::Result<Config> {
-    let keys_file = common
+/// The settings every command shares: where the database is.
+fn database_config(database: Database) -> Config {
+    Config {
+        database: database.database,
+        data_dir: std::env::var_os("ORDER_SERVICE_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+        ..Config::default()
+    }
+}
+
+/// The settings of a running service.
+fn config(database: Database, running: Running) -> anyhow::Result<Config> {
+    let keys_file = running
         .state_keys
         .or_else(|| std::env::var_os("ORDER_SERVICE_STATE_KEYS").map(PathBuf::from));
     let state_keys = match keys_file {
@@ -117,15 +138,11 @@ fn config(common: Common) -> anyhow::Result<Config> {
     };
     let mut config = Config {
         state_keys,
-        database: common.database,
-        data_dir: std::env::var_os("ORDER_SERVICE_DATA")
-            .map(PathBuf::from)
-            .unwrap_or_default(),
-        ..Config::default()
+        ..database_config(database)
     };
-    config.service.carrier_latency = Duration::from_millis(common.carrier_latency_ms);
-    config.service.order_cache = !common.no_order_cache;
-    config.task_lease = Some(Duration::from_millis(common.task_lease_ms));
+    config.service.carrier_latency = Duration::from_millis(running.carrier_latency_ms);
+    config.service.order_cache = !running.no_order_cache;
+    config.task_lease = Some(Duration::from_millis(running.task_lease_ms));
     Ok(config)
 }
 
@@ -148,9 +165,10 @@ async fn main() -> anyhow::Result<()> {
             max_connections,
             metrics,
             only_revision,
-            common,
+            database,
+            running,
         } => {
-            let mut config = config(common)?;
+            let mut config = config(database, running)?;
             config.metrics = metrics;
             config.only_revision = only_revision;
             config.http.max_sessions = max_sessions;
@@ -160,7 +178,9 @@ async fn main() -> anyhow::Result<()> {
                 .fold(config.http, |options, host| options.allow_host(host));
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
-                .with_context(|| format!("cannot listen on {listen}"))?;
+                .with_context(|| {
+                    format!("cannot listen on {listen}; choose another address with --listen")
+                })?;
             let resource = match resource {
                 Some(resource) => resource,
                 None => format!("http://{}/mcp", listener.local_addr()?),
@@ -189,9 +209,11 @@ async fn main() -> anyhow::Result<()> {
             let shutdown = backchannel::serve::shutdown_on_signal();
             app::serve_http(listener, &config, shutdown).await?;
         }
-        Command::Stdio { common } => app::serve_stdio(&config(common)?).await?,
-        Command::Reset { common } => {
-            app::reset(&config(common)?).await?;
+        Command::Stdio { database, running } => {
+            app::serve_stdio(&config(database, running)?).await?;
+        }
+        Command::Reset { database } => {
+            app::reset(&database_config(database)).await?;
             eprintln!("order-service: the database holds the seed again");
         }
     }

@@ -5,6 +5,7 @@
 
 mod cluster;
 mod common;
+mod flags;
 mod instances;
 mod mcp;
 mod security;

@@ -1,0 +1,146 @@
+//! The `support-agent` command line as a person meets it: the terminal offers no web-only flags,
+//! a taken port names the flag that sets it, and the demo says its orders are kept between runs
+//! and starts again from the seed with `--reset`.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn support_agent(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_support-agent"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_terminal_offers_no_web_only_flags() {
+    let (ok, help, _) = support_agent(&["cli", "--help"]);
+    assert!(ok);
+    assert!(!help.contains("--metrics"), "{help}");
+    let (ok, _, stderr) = support_agent(&["cli", "--metrics"]);
+    assert!(!ok);
+    assert!(stderr.contains("unexpected argument"), "{stderr}");
+    let (_, web_help, _) = support_agent(&["web", "--help"]);
+    assert!(web_help.contains("--metrics"), "{web_help}");
+}
+
+#[test]
+fn a_taken_port_names_the_flag_that_sets_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for flag in ["--orders-listen", "--listen"] {
+        let (ok, _, stderr) = support_agent(&[
+            "demo",
+            flag,
+            &addr,
+            "--database",
+            "sqlite::memory:",
+            "--no-knowledge-base",
+        ]);
+        assert!(!ok, "{flag}");
+        assert!(
+            stderr.contains(&format!(
+                "cannot listen on {addr}: Address already in use (os error 98); choose another \
+                 address with {flag}"
+            )),
+            "{flag}: {stderr}"
+        );
+    }
+}
+
+/// Run the demo over `database` with `extra` flags until it says where it is open; its
+/// stderr lines until then.
+fn demo_until_open(database: &str, extra: &[&str]) -> Vec<String> {
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_support-agent"))
+        .args([
+            "demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--orders-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--database", database, "--no-knowledge-base"])
+        .args(extra)
+        .env_remove("RUST_BACKTRACE")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(demo.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let open = line.contains("Support Desk demo: open");
+        lines.push(line);
+        if open {
+            break;
+        }
+    }
+    let _ = demo.kill();
+    let _ = demo.wait();
+    lines
+}
+
+/// The order service over `database`, as the tests read and write it.
+async fn orders_at(database: &str) -> orders::service::OrderService {
+    let store = orders::store::Store::open(database).await.unwrap();
+    orders::service::OrderService::new(store, orders::service::ServiceConfig::default())
+}
+
+async fn status_in(database: &str) -> orders::domain::OrderStatus {
+    let service = orders_at(database).await;
+    let order = service.order(orders::domain::OrderId::new("ORD-10002"));
+    order.await.unwrap().status
+}
+
+#[tokio::test]
+async fn the_demo_says_its_orders_are_kept_and_reset_starts_from_the_seed() {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let path =
+        std::env::temp_dir().join(format!("agent-demo-{}-{nanos}.sqlite", std::process::id()));
+    let path = path.display().to_string();
+    let database = format!("sqlite://{path}");
+    let said = demo_until_open(&database, &[]);
+    assert!(
+        said.iter().any(|line| line.contains(&format!(
+            "Orders: kept between runs in {path} (what you cancel stays cancelled); \
+             `support-agent demo --reset` starts again from the seed."
+        ))),
+        "{said:#?}"
+    );
+    // A cancellation from the first run is still there for the second...
+    let service = orders_at(&database).await;
+    service
+        .cancel(orders::domain::OrderId::new("ORD-10002"), None)
+        .await
+        .unwrap();
+    drop(service);
+    demo_until_open(&database, &[]);
+    assert_eq!(
+        status_in(&database).await,
+        orders::domain::OrderStatus::Cancelled
+    );
+    // ...until --reset.
+    let said = demo_until_open(&database, &["--reset"]);
+    assert!(
+        said.iter()
+            .any(|line| line.contains("Orders: written from the seed again.")),
+        "{said:#?}"
+    );
+    assert_eq!(
+        status_in(&database).await,
+        orders::domain::OrderStatus::Pending
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+}
