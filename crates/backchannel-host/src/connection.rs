@@ -127,7 +127,7 @@ pub(crate) fn connect_failed(
                 .iter()
                 .any(|version| backchannel::Revision::of(version).has_sessions())
     );
-    let (connection, message) = (connection.to_owned(), error.to_string());
+    let (connection, message) = (connection.to_owned(), readable(&error));
     if sessions_only {
         HostError::SessionsOnly {
             connection,
@@ -138,6 +138,25 @@ pub(crate) fn connect_failed(
             connection,
             message,
         }
+    }
+}
+
+/// What went wrong connecting, for a person: the transport's innermost cause (for HTTP, the
+/// request that failed and its URL), not the chain of wrappers, whose texts carry Rust type
+/// names. Errors without a transport cause read as they are.
+fn readable(error: &rmcp::service::ClientInitializeError) -> String {
+    let rmcp::service::ClientInitializeError::TransportError { error, .. } = error else {
+        return error.to_string();
+    };
+    let mut cause: &(dyn std::error::Error + 'static) = &*error.error;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    let text = cause.to_string();
+    if text.contains("::") {
+        "the server could not be reached".into()
+    } else {
+        text
     }
 }
 
