@@ -26,13 +26,25 @@ pub enum Bar {
     Quarters,
 }
 
-fn bar(percent: u32) -> String {
+fn bar(percent: u32, note: &str) -> String {
     let filled = (percent.min(100) as usize * 30) / 100;
     format!(
-        "  [{}{}] {percent:>3}%",
+        "  {note:<NOTE$.NOTE$} [{}{}] {percent:>3}%",
         "#".repeat(filled),
         " ".repeat(30 - filled)
     )
+}
+
+/// The width of the note before the bar (the server and its words): fixed, so a bar drawn
+/// in place covers the one before.
+const NOTE: usize = 28;
+
+/// What the bar's note says: the server, and its words if any ("orders: 40 of 87").
+fn note(server: &str, message: Option<&str>) -> String {
+    match message {
+        Some(message) => format!("{server}: {message}"),
+        None => server.to_owned(),
+    }
 }
 
 /// Run the chat loop: `lines` are what the person types (None at end of input), `out` is the
@@ -61,7 +73,11 @@ impl Screen {
     /// Show one event of the conversation.
     fn show(&mut self, event: Event, out: &mut impl Write) -> std::io::Result<()> {
         match event {
-            Event::Progress { percent } => self.progress(percent, out)?,
+            Event::Progress {
+                percent,
+                server,
+                message,
+            } => self.progress(percent, &note(&server, message.as_deref()), out)?,
             Event::Confirmation {
                 id,
                 server,
@@ -133,10 +149,10 @@ impl Screen {
     }
 
     /// The progress bar, drawn in place or a line per quarter.
-    fn progress(&mut self, percent: u32, out: &mut impl Write) -> std::io::Result<()> {
+    fn progress(&mut self, percent: u32, note: &str, out: &mut impl Write) -> std::io::Result<()> {
         match self.style {
             Bar::InPlace => {
-                write!(out, "\r{}", bar(percent))?;
+                write!(out, "\r{}", bar(percent, note))?;
                 if percent >= 100 {
                     writeln!(out)?;
                 }
@@ -146,7 +162,7 @@ impl Screen {
                 let quarter = percent.min(100) / 25;
                 if quarter > self.shown_quarter {
                     self.shown_quarter = quarter;
-                    writeln!(out, "{}", bar(percent))?;
+                    writeln!(out, "{}", bar(percent, note))?;
                 }
                 Ok(())
             }

@@ -192,10 +192,12 @@ async function greet() {
 
 // Every value shown is recorded (in order) for the browser test.
 const progressSeen = [];
-function setProgress(percent) {
+function setProgress(percent, server, message) {
   $("progress").hidden = percent === null;
   $("progress-bar").style.width = (percent || 0) + "%";
   $("progress-label").textContent = percent === null ? "" : percent + "%";
+  // Which server works, and its own words for where it is ("40 of 87").
+  $("progress-note").textContent = percent === null ? "" : server + (message ? ": " + message : "");
   if (percent !== null) progressSeen.push(percent);
   document.body.dataset.progressSeen = progressSeen.join(",");
 }
@@ -271,7 +273,7 @@ function connectEvents() {
       working(false);
       loadOrders();
     },
-    progress: (data) => setProgress(data.percent),
+    progress: (data) => setProgress(data.percent, data.server, data.message),
     reply: (data) => growReply(data),
     // The dialog says which server asks.
     confirmation: (data) => ask(data, `${data.server} asks you to confirm`),

@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 
 use crate::events::{Answer, Asked, Event, Events};
 
+/// The most characters of a server's progress message shown.
+const MAX_PROGRESS_MESSAGE: usize = 80;
+
 /// Turns the order service's questions and progress into events for the person.
 #[derive(Debug)]
 pub struct DeskHandler {
@@ -143,7 +146,7 @@ impl HostHandler for DeskHandler {
         })
     }
 
-    fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
+    fn on_progress(&self, connection: &str, progress: ProgressNotificationParam) {
         let rmcp::model::NumberOrString::String(conversation) = &progress.progress_token.0 else {
             return;
         };
@@ -152,7 +155,17 @@ impl HostHandler for DeskHandler {
             _ => progress.progress,
         };
         let percent = (fraction * 100.0).round().clamp(0.0, 100.0) as u32;
-        self.events.emit(conversation, Event::Progress { percent });
+        // The server's own words, kept short (a progress line, not a message).
+        let message = progress
+            .message
+            .map(|text| text.chars().take(MAX_PROGRESS_MESSAGE).collect());
+        let server = connection.to_owned();
+        let event = Event::Progress {
+            percent,
+            server,
+            message,
+        };
+        self.events.emit(conversation, event);
     }
 
     fn on_log(&self, connection: &str, message: LogMessage) {

@@ -26,10 +26,15 @@ pub enum Event {
         /// waits for its `done`).
         working: bool,
     },
-    /// Progress of a long tool, in percent.
+    /// Progress of a long tool, in percent, with what its server says of it.
     Progress {
         /// 0 to 100.
         percent: u32,
+        /// The server running the tool (the desk's name for its connection).
+        server: String,
+        /// The server's words for where it is ("40 of 87"), if it said any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     /// A question for the person.
     Confirmation {

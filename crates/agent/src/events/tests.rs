@@ -20,7 +20,11 @@ fn each_event_is_named_as_its_json_names_it() {
             secret: "s".into(),
             working: false,
         },
-        Event::Progress { percent: 1 },
+        Event::Progress {
+            percent: 1,
+            server: "orders".into(),
+            message: Some("1 of 87".into()),
+        },
         Event::Confirmation {
             id: "i".into(),
             server: "s".into(),

@@ -118,6 +118,9 @@ await scenario("two refreshes in one page each fill the progress bar, values onl
   await progressRun(page);
   await page.waitForFunction(() => document.querySelector("#progress-label").textContent === "100%"
     && document.querySelector("#progress-bar").style.width === "100%");
+  // The bar says which server works and in its own words where it is.
+  const note = await page.textContent("#progress-note");
+  if (!/: 87 of 87$/.test(note)) throw new Error(`the progress note says ${JSON.stringify(note)}`);
   await ask(page, "refresh delivery estimates");
   await lastReply(page, "Rechecked 87 shipments, 0 estimates changed.");
   await progressRun(page);

@@ -148,6 +148,12 @@ async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
             "refresh {}: {bar:?}",
             round + 1
         );
+        // The bar names the server and carries its words for where it is.
+        assert!(
+            bar.contains(": 87 of 87 "),
+            "refresh {}: {bar:?}",
+            round + 1
+        );
     }
 
     lines.send("quit".into()).await.unwrap();

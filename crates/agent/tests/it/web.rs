@@ -578,14 +578,18 @@ async fn stop_ends_a_long_tool_and_needs_the_secret() {
 async fn progress_to_full(events: &mut Events, label: &str) -> Vec<u64> {
     let mut seen = Vec::new();
     loop {
-        let percent = events.next_of("progress").await["percent"]
-            .as_u64()
-            .unwrap();
+        let progress = events.next_of("progress").await;
+        let percent = progress["percent"].as_u64().unwrap();
         if let Some(last) = seen.last() {
             assert!(percent > *last, "{label}: {percent} after {seen:?}");
         }
+        // Each names its server and carries the server's words for where it is.
+        assert_eq!(progress["server"], "orders", "{label}: {progress}");
+        let message = progress["message"].as_str().unwrap_or_default();
+        assert!(message.ends_with(" of 87"), "{label}: {progress}");
         seen.push(percent);
         if percent == 100 {
+            assert_eq!(message, "87 of 87", "{label}");
             return seen;
         }
     }

@@ -55,6 +55,10 @@ struct Common {
     /// Seconds to wait for the client's model before the server summarises itself.
     #[arg(long, default_value_t = 20)]
     sampling_timeout_seconds: u64,
+    /// Seconds the watch-status question waits for the person; past it the add is a tool
+    /// error and nothing is added.
+    #[arg(long, default_value_t = 20)]
+    watch_status_seconds: u64,
     /// The key ring sealing `requestState` (lines `current ID HEX`, `previous ID HEX`), the
     /// same file for every instance; or the file named by $MOVIEDB_STATE_KEYS. Without one, a
     /// key made at start.
@@ -84,6 +88,7 @@ fn config(common: &Common) -> anyhow::Result<Config> {
     };
     config.mcp.summary_cache_ttl = Duration::from_secs(common.summary_cache_seconds);
     config.mcp.sampling_timeout = Duration::from_secs(common.sampling_timeout_seconds);
+    config.mcp.watch_status_timeout = Duration::from_secs(common.watch_status_seconds);
     config.mcp.state_keys = state_keys;
     Ok(config)
 }

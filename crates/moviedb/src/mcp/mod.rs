@@ -43,6 +43,9 @@ pub struct McpConfig {
     pub sampling_timeout: Duration,
     /// How long a staged action waits for its confirmation (default 60 s).
     pub confirmation_ttl: Duration,
+    /// How long the watch-status question waits for the person (default 20 s, as the class
+    /// has it); past it the add is a tool error and nothing is added.
+    pub watch_status_timeout: Duration,
     /// The user every call acts as when no request carries one (stdio).
     pub fixed_user: Option<Viewer>,
     /// Where the one audit record per tool call goes.
@@ -58,6 +61,7 @@ impl Default for McpConfig {
             summary_cache_ttl: Duration::from_secs(60),
             sampling_timeout: Duration::from_secs(20),
             confirmation_ttl: Duration::from_secs(60),
+            watch_status_timeout: Duration::from_secs(20),
             fixed_user: None,
             audit: AuditSink::default(),
             state_keys: None,
@@ -202,19 +206,24 @@ impl MovieServer {
         exists && !listed
     }
 
-    /// Ask the person whether they watched the title. Every answer but a chosen status falls
-    /// back to the server's default, and the add goes ahead.
+    /// Ask the person whether they watched the title. A decline, a dismissal or a client that
+    /// cannot ask falls back to the server's default, and the add goes ahead; no answer within
+    /// the wait is a tool error, and nothing is added (the person may not be there to see it).
     async fn ask_status(&self, ctx: &Ctx) -> Result<Option<WatchStatus>, ToolError> {
+        let wait = self.config.watch_status_timeout;
         let answer = ctx
+            .with_timeout(wait)
             .elicit::<WatchStatusAnswer>("watch-status", WATCH_STATUS_QUESTION)
             .await?;
-        Ok(match answer {
-            Elicited::Accepted(WatchStatusAnswer { status }) => status,
-            Elicited::Declined
-            | Elicited::Cancelled
-            | Elicited::Unsupported
-            | Elicited::TimedOut => None,
-        })
+        match answer {
+            Elicited::Accepted(WatchStatusAnswer { status }) => Ok(status),
+            Elicited::Declined | Elicited::Cancelled | Elicited::Unsupported => Ok(None),
+            Elicited::TimedOut => Err(ToolError::failed(format!(
+                "No answer about the watch status within {} s: nothing was added. Ask again, \
+                 or give the status (WATCHED or WANT_TO_WATCH) with the request.",
+                wait.as_secs()
+            ))),
+        }
     }
 
     /// The client's model writes the prose when it can; a refusal, a timeout, an unreadable

@@ -45,6 +45,8 @@ pub enum Person {
     Accepts(Value),
     Declines,
     Cancels,
+    /// Never answers (the test moves the clock past the wait once asked).
+    Silent,
 }
 
 #[derive(Clone)]
@@ -130,6 +132,11 @@ impl ClientHandler for Client {
             ));
         }
         Ok(match &self.person {
+            Person::Silent => {
+                self.asked.notify_one();
+                tokio::time::sleep(Duration::from_secs(120)).await;
+                ElicitResult::new(ElicitationAction::Cancel)
+            }
             Person::Accepts(content) => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(content.clone())
             }

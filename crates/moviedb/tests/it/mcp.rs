@@ -380,6 +380,42 @@ async fn every_other_answer_falls_back_to_want_to_watch_and_still_adds() {
 }
 
 #[tokio::test]
+async fn no_answer_about_the_watch_status_in_20_s_is_a_tool_error_and_adds_nothing() {
+    for wire in Revision::ALL {
+        let db = Db::new().await;
+        let client = Client::new(Model::Absent, Person::Silent);
+        let running = Db::connect(db.server(Some("mara")), client.clone(), wire).await;
+        // Once the person has been asked, the test clock jumps past the 20 s wait (and the
+        // silent person's two minutes), then runs in real time again.
+        let skip_the_wait = async {
+            client.asked.notified().await;
+            tokio::time::pause();
+            tokio::time::advance(std::time::Duration::from_secs(121)).await;
+            tokio::time::resume();
+        };
+        let adding = running.call_tool(call(
+            "addToWatchlist",
+            json!({ "subject": { "movieId": "52" } }),
+        ));
+        let (result, ()) = tokio::join!(adding, skip_the_wait);
+        let result = result.unwrap();
+        running.cancel().await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{wire:?}");
+        assert_eq!(
+            text_of(&result),
+            "No answer about the watch status within 20 s: nothing was added. Ask again, or \
+             give the status (WATCHED or WANT_TO_WATCH) with the request.",
+            "{wire:?}"
+        );
+        assert_eq!(
+            status_of(&db, "mara", Subject::Movie(52)).await,
+            None,
+            "{wire:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_status_from_the_agent_is_used_without_asking() {
     for wire in Revision::ALL {
         let db = Db::new().await;
