@@ -162,9 +162,9 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             caps.sampling = Some(Default::default());
         }
         if self.declared.roots {
-            let mut roots = rmcp::model::RootsCapabilities::default();
-            roots.list_changed = Some(true);
-            caps.roots = Some(roots);
+            // A connection's roots come from its configuration and never change while it is
+            // open: the host sends no `roots/list_changed`, so it does not declare it.
+            caps.roots = Some(rmcp::model::RootsCapabilities::default());
         }
         if self.declared.tasks {
             caps.extensions = Some(
@@ -303,5 +303,34 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
     ) {
         self.handler
             .on_resource_updated(&self.connection, &params.uri);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+    impl HostHandler for Quiet {}
+
+    #[test]
+    fn roots_are_declared_without_list_changed_they_never_change() {
+        let routed = Routed {
+            connection: "notes".into(),
+            client_name: "test".into(),
+            declared: Declared {
+                roots: true,
+                ..Declared::default()
+            },
+            roots: Vec::new(),
+            handler: Arc::new(Quiet),
+            routes: Arc::default(),
+        };
+        let roots = routed
+            .get_info()
+            .capabilities
+            .roots
+            .expect("roots declared");
+        assert_eq!(roots.list_changed, None);
     }
 }

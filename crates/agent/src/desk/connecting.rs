@@ -108,6 +108,55 @@ pub(crate) struct Connecting {
 /// The host, or why it could not be opened.
 pub(crate) type Opened = Result<Arc<Host<DeskHandler>>, String>;
 
+/// Say once which knowledge bases the desk starts without, and why (one line for both when
+/// both failed alike); the desk works without its notes.
+fn say_missing_notes(host: &Host<DeskHandler>) {
+    let missing: Vec<(&str, String)> = ["knowledge-base", "knowledge-base-archive"]
+        .into_iter()
+        .filter_map(|name| {
+            let why = host.unavailable.get(name)?;
+            let prefix = format!("cannot connect to {name:?}: ");
+            Some((name, why.strip_prefix(&prefix).unwrap_or(why).to_owned()))
+        })
+        .collect();
+    let alike = missing.windows(2).all(|pair| pair[0].1 == pair[1].1);
+    let said: Vec<String> = if alike && !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|(name, _)| *name).collect();
+        vec![format!("{}: {}", names.join(" and "), missing[0].1)]
+    } else {
+        missing
+            .iter()
+            .map(|(name, why)| format!("{name}: {why}"))
+            .collect()
+    };
+    for line in said {
+        tracing::warn!(
+            "starting without the notes of {line}; the notes are served by Node's `npx` (Node \
+             20 or newer), or pass --no-knowledge-base"
+        );
+    }
+}
+
+/// Say what each server offers, once its connection is open ("orders offers 6 tools: …"): the
+/// start-up listing a person reads to know what the desk can do (the knowledge bases' tools
+/// are the desk's notes search, said apart).
+async fn say_tools(host: &Host<DeskHandler>) {
+    for connection in host.connections() {
+        if connection.name().starts_with("knowledge-base") {
+            continue;
+        }
+        if let Ok(tools) = connection.tools().await {
+            let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+            tracing::info!(
+                "{} offers {} tools: {}",
+                connection.name(),
+                names.len(),
+                names.join(", ")
+            );
+        }
+    }
+}
+
 impl Connecting {
     pub(crate) fn open(config: HostConfig, handler: Arc<DeskHandler>) -> Connecting {
         let (done, ready) = tokio::sync::watch::channel(None);
@@ -117,32 +166,8 @@ impl Connecting {
                     if let Some(reason) = host.unavailable.get("orders") {
                         tracing::warn!("the order service is not reachable: {reason}");
                     }
-                    // Said once, here (one line for both when both fail alike); the desk
-                    // works without its notes.
-                    let missing: Vec<(&str, String)> = ["knowledge-base", "knowledge-base-archive"]
-                        .into_iter()
-                        .filter_map(|name| {
-                            let why = host.unavailable.get(name)?;
-                            let prefix = format!("cannot connect to {name:?}: ");
-                            Some((name, why.strip_prefix(&prefix).unwrap_or(why).to_owned()))
-                        })
-                        .collect();
-                    let alike = missing.windows(2).all(|pair| pair[0].1 == pair[1].1);
-                    let said: Vec<String> = if alike && !missing.is_empty() {
-                        let names: Vec<&str> = missing.iter().map(|(name, _)| *name).collect();
-                        vec![format!("{}: {}", names.join(" and "), missing[0].1)]
-                    } else {
-                        missing
-                            .iter()
-                            .map(|(name, why)| format!("{name}: {why}"))
-                            .collect()
-                    };
-                    for line in said {
-                        tracing::warn!(
-                            "starting without the notes of {line}; the notes are served by \
-                             Node's `npx` (Node 20 or newer), or pass --no-knowledge-base"
-                        );
-                    }
+                    say_missing_notes(&host);
+                    say_tools(&host).await;
                     Ok(Arc::new(host))
                 }
                 Err(error) => {

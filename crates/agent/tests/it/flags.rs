@@ -144,3 +144,41 @@ async fn the_demo_says_its_orders_are_kept_and_reset_starts_from_the_seed() {
         let _ = std::fs::remove_file(format!("{path}{suffix}"));
     }
 }
+
+/// Once its connections are open the desk says what each server offers (the class's start-up
+/// listing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_says_what_each_server_offers_at_start() {
+    use tokio::io::AsyncBufReadExt as _;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let orders_config = crate::common::orders_in_memory(std::time::Duration::ZERO);
+    let shutdown = stop.clone();
+    tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
+    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
+        .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
+        .args(["--no-knowledge-base"])
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(desk.stderr.take().unwrap()).lines();
+    let listing = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the desk lists the tools");
+        if let Some(listing) = line.split("orders offers ").nth(1) {
+            break listing.to_owned();
+        }
+    };
+    assert_eq!(
+        listing,
+        "6 tools: cancel_order, get_customer_orders, get_order, get_orders_by_status, \
+         recheck_shipments, update_order_status"
+    );
+    stop.cancel();
+}
