@@ -15,7 +15,7 @@ use crate::desk::Desk;
 use crate::events::{Answer, Event, InboxItem};
 
 /// The conversation id the terminal uses.
-pub const CONVERSATION: &str = "cli";
+pub const CONVERSATION: &str = crate::events::TERMINAL;
 
 /// How the progress bar is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

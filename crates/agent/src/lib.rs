@@ -11,5 +11,6 @@ pub mod notes;
 pub mod people;
 pub mod render;
 pub mod rules;
+pub mod store;
 pub mod vocabulary;
 pub mod web;

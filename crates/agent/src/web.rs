@@ -99,9 +99,10 @@ async fn start_conversation(
     let (session, fresh) = match (signed_in, desk.people()) {
         (Some(session), _) => (session, false),
         // One implicit person (a desk on loopback): a browser's first visit is a session.
-        (None, None) => match desk.events().start_session(desk.implicit_person()) {
-            Some(session) => (session, true),
-            None => return too_many_sessions(),
+        (None, None) => match desk.start_session(desk.implicit_person()).await {
+            Ok(Some(session)) => (session, true),
+            Ok(None) => return too_many_sessions(),
+            Err(error) => return store_failed(&error),
         },
         (None, Some(_)) => return sign_in_first(),
     };
@@ -110,7 +111,10 @@ async fn start_conversation(
         .filter(|id| id.len() <= MAX_CONVERSATION_ID && desk.events().belongs_to(id, &session));
     let (conversation, resumed) = match resumed {
         Some(id) => (id, true),
-        None => (desk.events().start_conversation(&session), false),
+        None => match desk.start_conversation(&session).await {
+            Ok(id) => (id, false),
+            Err(error) => return store_failed(&error),
+        },
     };
     let body = Json(serde_json::json!({ "conversationId": conversation, "resumed": resumed }));
     if fresh {
@@ -179,8 +183,10 @@ async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInReques
     match people.sign_in(&request.name, &request.password).await {
         Ok(person) => {
             tracing::info!(person, "signed in to the desk");
-            let Some(session) = desk.events().start_session(&person) else {
-                return too_many_sessions();
+            let session = match desk.start_session(&person).await {
+                Ok(Some(session)) => session,
+                Ok(None) => return too_many_sessions(),
+                Err(error) => return store_failed(&error),
             };
             (
                 [(header::SET_COOKIE, session_cookie(&session))],
@@ -205,8 +211,10 @@ async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInReques
 
 /// `POST /api/sign-out`: the session ends, its conversations with it.
 async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Response {
-    if let Some(session) = session_of(&headers) {
-        desk.events().end_session(&session);
+    if let Some(session) = session_of(&headers)
+        && let Err(error) = desk.end_session(&session).await
+    {
+        return store_failed(&error);
     }
     let expired = format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
     ([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response()
@@ -215,6 +223,18 @@ async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap)
 /// Whose inbox the request's live session sees ([`crate::events::Events::owner_of_session`]).
 fn owner_of_request(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
     session_of(headers).and_then(|s| desk.events().owner_of_session(&s))
+}
+
+/// 503: the desk's database failed (nothing was handed out).
+fn store_failed(error: &crate::store::StoreError) -> Response {
+    tracing::error!(%error, "the desk's database failed");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(serde_json::json!({
+            "message": format!("the desk could not keep this session: {error}; try again"),
+        })),
+    )
+        .into_response()
 }
 
 /// 401: no live session.

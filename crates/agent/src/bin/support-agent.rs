@@ -49,11 +49,12 @@ struct DeskArgs {
     /// Seconds the person has to answer a question.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
-    /// Declare the tasks extension: a call the order service runs as a task asks inside it,
-    /// the question waits in your inbox and the conversation goes on; the result is said in
-    /// the conversation when it comes.
+    /// Do not declare the tasks extension. With it (the default) a call the order service
+    /// runs as a task asks inside it: the question waits in your inbox, across reloads and
+    /// restarts, and the conversation goes on; the result is said in the conversation when it
+    /// comes. Without it every question is asked at once and waits at most --answer-seconds.
     #[arg(long)]
-    tasks: bool,
+    no_tasks: bool,
     /// The model's endpoint (see `--provider`). Without it the agent follows its offline
     /// rules. The key, if any, is read from $SUPPORT_AGENT_API_KEY.
     #[arg(long)]
@@ -166,6 +167,11 @@ enum Command {
         /// histograms).
         #[arg(long)]
         metrics: bool,
+        /// The desk's own database (browser sessions, conversations, the questions that wait
+        /// in tasks), kept across restarts: a SQLite file, or `sqlite::memory:` to keep
+        /// nothing (default: data/desk.sqlite).
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -256,7 +262,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         context_tokens: args.context_tokens,
         knowledge,
         token_file: args.token_file.clone(),
-        tasks: args.tasks,
+        tasks: !args.no_tasks,
         ..DeskConfig::default()
     })
 }
@@ -294,6 +300,7 @@ async fn main() -> anyhow::Result<()> {
                 desk: DeskConfig {
                     people,
                     metrics,
+                    database: demo_desk_database(&orders)?,
                     ..desk_config(&desk)?
                 },
                 web: http_options(&allow_hosts),
@@ -324,16 +331,22 @@ async fn main() -> anyhow::Result<()> {
             allow_hosts,
             people,
             metrics,
+            database,
             desk,
         } => {
             let people = load_people(people.as_deref())?;
             if people.is_none() {
                 loopback_only(listen, "--listen", OR_PEOPLE)?;
             }
+            let database = match database {
+                Some(url) => url,
+                None => sql_file_url(std::path::Path::new(""), "desk.sqlite")?,
+            };
             let config = DeskConfig {
                 orders_url: orders,
                 people,
                 metrics,
+                database: (!sql_pool::is_memory(&database)).then_some(database),
                 ..desk_config(&desk)?
             };
             web(listen, config, &allow_hosts, shutdown).await?;
@@ -376,6 +389,37 @@ fn demo_orders(
             .unwrap_or_default(),
         ..Default::default()
     }
+}
+
+/// A SQLite file `name` in `dir` (`data` when empty), the folder made if missing.
+fn sql_file_url(dir: &std::path::Path, name: &str) -> anyhow::Result<String> {
+    sql_pool::file_url(dir, name).map_err(|(dir, error)| {
+        anyhow::anyhow!("cannot make the folder {}: {error}", dir.display())
+    })
+}
+
+/// The demo desk's own database: `desk.sqlite` beside the orders' file (in the data folder
+/// when the orders are elsewhere), none when the orders are in memory (nothing outlives the
+/// process then).
+fn demo_desk_database(orders: &orders::app::Config) -> anyhow::Result<Option<String>> {
+    let orders_url = match &orders.database {
+        Some(url) => url.clone(),
+        None => orders::app::default_database(&orders.data_dir)?,
+    };
+    if sql_pool::is_memory(&orders_url) {
+        return Ok(None);
+    }
+    let beside = orders_url
+        .strip_prefix("sqlite://")
+        .or_else(|| orders_url.strip_prefix("sqlite:"))
+        .map(|path| std::path::Path::new(path.split('?').next().unwrap_or(path)))
+        .and_then(std::path::Path::parent)
+        .map(|dir| match dir.as_os_str().is_empty() {
+            true => std::path::PathBuf::from("."),
+            false => dir.to_path_buf(),
+        });
+    let dir = beside.unwrap_or_else(|| orders.data_dir.clone());
+    sql_file_url(&dir, "desk.sqlite").map(Some)
 }
 
 /// The demo's orders: written from the seed again with `--reset`; otherwise, when they live in

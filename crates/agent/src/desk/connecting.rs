@@ -157,6 +157,14 @@ async fn say_tools(host: &Host<DeskHandler>) {
     }
 }
 
+/// The host behind `ready`, once its connections are open (or have failed).
+pub(crate) async fn opened(mut ready: tokio::sync::watch::Receiver<Option<Opened>>) -> Opened {
+    match ready.wait_for(Option::is_some).await {
+        Ok(opened) => opened.clone().unwrap_or_else(|| Err("not opened".into())),
+        Err(_) => Err("the desk stopped before its connections opened".into()),
+    }
+}
+
 impl Connecting {
     pub(crate) fn open(config: HostConfig, handler: Arc<DeskHandler>) -> Connecting {
         let (done, ready) = tokio::sync::watch::channel(None);
@@ -182,11 +190,7 @@ impl Connecting {
 
     /// The host, once its connections are open (or have failed).
     pub(crate) async fn host(&self) -> Opened {
-        let mut ready = self.ready.clone();
-        match ready.wait_for(Option::is_some).await {
-            Ok(opened) => opened.clone().unwrap_or_else(|| Err("not opened".into())),
-            Err(_) => Err("the desk stopped before its connections opened".into()),
-        }
+        opened(self.ready.clone()).await
     }
 
     pub(crate) async fn close(self) {

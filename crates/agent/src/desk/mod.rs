@@ -71,6 +71,10 @@ pub struct DeskConfig {
     /// inside it, and they wait in the person's inbox (up to `person_deadline`) while the
     /// conversation goes on; the result is said in the conversation when it comes.
     pub tasks: bool,
+    /// The desk's own SQLite database (a URL: `sqlite://data/desk.sqlite`): browser sessions,
+    /// conversations and the tasks that wait for the person outlive a restart. `None` keeps
+    /// them in memory.
+    pub database: Option<String>,
 }
 
 impl Default for DeskConfig {
@@ -91,6 +95,7 @@ impl Default for DeskConfig {
             metrics: false,
             people: None,
             tasks: false,
+            database: None,
         }
     }
 }
@@ -114,6 +119,53 @@ pub enum DeskError {
     /// The host failed.
     #[error(transparent)]
     Host(#[from] backchannel_host::HostError),
+    /// The desk's database failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// Follow again, once the connections are open, the tasks the desk's database says wait for
+/// the person (a desk without tasks forgets them: it cannot follow a task).
+async fn resume_waits(
+    store: &crate::store::DeskStore,
+    host: &Connecting,
+    events: &Arc<Events>,
+    tasks: bool,
+) -> Result<(), DeskError> {
+    let waits = store.waits().await?;
+    if waits.is_empty() {
+        return Ok(());
+    }
+    let (store, events, ready) = (store.clone(), events.clone(), host.ready.clone());
+    tokio::spawn(async move {
+        let host = match connecting::opened(ready).await {
+            Ok(host) if tasks => host,
+            Ok(_) => {
+                tracing::warn!(
+                    waits = waits.len(),
+                    "questions kept from before a restart are not followed: the desk runs \
+                     without tasks (--no-tasks)"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "questions kept from before a restart wait for the connection");
+                return;
+            }
+        };
+        let now = std::time::SystemTime::now();
+        for wait in waits {
+            let follower = tasks::Follower {
+                host: host.clone(),
+                events: events.clone(),
+                conversation: wait.conversation,
+                answer_within: wait.until.duration_since(now).unwrap_or_default(),
+                store: Some(store.clone()),
+            };
+            tokio::spawn(follower.resume(wait.task_id));
+        }
+    });
+    Ok(())
 }
 
 /// Words the desk refuses to discuss.
@@ -131,6 +183,8 @@ pub struct Desk {
     /// The stop button of each conversation's message in flight.
     pub(crate) running: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
     pub(crate) next_run: std::sync::atomic::AtomicU64,
+    /// The desk's database, if it has one.
+    pub(crate) store: Option<crate::store::DeskStore>,
 }
 
 /// One step of the model loop.
@@ -252,6 +306,15 @@ impl Desk {
         let events = Arc::new(Events::default());
         events.set_default_person(&config.agent_id);
         events.set_people(config.people.is_some());
+        let store = match &config.database {
+            Some(url) => {
+                let store = crate::store::DeskStore::open(url).await?;
+                let now = std::time::SystemTime::now();
+                events.restore(store.sessions(now).await?, store.conversations().await?);
+                Some(store)
+            }
+            None => None,
+        };
         let handler = Arc::new(DeskHandler {
             events: events.clone(),
             person_deadline: config.person_deadline,
@@ -259,6 +322,9 @@ impl Desk {
             sign_in_callback: config.sign_in_callback.clone(),
         });
         let host = Connecting::open(host_config, handler);
+        if let Some(store) = &store {
+            resume_waits(store, &host, &events, config.tasks).await?;
+        }
         Ok(Desk {
             host,
             events,
@@ -268,7 +334,49 @@ impl Desk {
             spent: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
+            store,
         })
+    }
+
+    /// A new browser session for `person`, kept in the desk's database before its cookie is
+    /// handed out; `Ok(None)` when every session has a page open.
+    pub async fn start_session(
+        &self,
+        person: &str,
+    ) -> Result<Option<String>, crate::store::StoreError> {
+        let Some(new) = self.events.open_session(person) else {
+            return Ok(None);
+        };
+        if let Some(store) = &self.store {
+            for gone in &new.gone {
+                store.forget_session(gone).await?;
+            }
+            store.save_session(&new.kept).await?;
+        }
+        Ok(Some(new.id))
+    }
+
+    /// End a browser session (signing out), in the database too.
+    pub async fn end_session(&self, session: &str) -> Result<(), crate::store::StoreError> {
+        let digest = self.events.end_session(session);
+        match &self.store {
+            Some(store) => store.forget_session(&digest).await,
+            None => Ok(()),
+        }
+    }
+
+    /// A new conversation for the browser session `session`, kept in the desk's database
+    /// before its id is handed out.
+    pub async fn start_conversation(
+        &self,
+        session: &str,
+    ) -> Result<String, crate::store::StoreError> {
+        let conversation = self.events.start_conversation(session);
+        if let Some(store) = &self.store {
+            let digest = crate::events::session_digest(session);
+            store.save_conversation(&conversation, &digest).await?;
+        }
+        Ok(conversation)
     }
 
     /// Who may sign in to the web UI (`None`: one implicit person).
@@ -355,6 +463,7 @@ impl Desk {
                     events: self.events.clone(),
                     conversation: conversation.to_owned(),
                     answer_within: self.config.person_deadline,
+                    store: self.store.clone(),
                 };
                 follower.follow(task).await
             }

@@ -3,6 +3,10 @@
 //! question asked inside a task goes to the person's inbox and the conversation goes on; the
 //! answer, from any page or terminal of theirs, goes to the task by `tasks/update`, and the
 //! task's result is said in its conversation when it comes.
+//!
+//! With the desk's database a task that waits for the person is kept there (which task, which
+//! conversation, until when) before the chat says it waits, and a desk that starts again
+//! follows it again: the question is back in the person's inbox with the time it had left.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +20,10 @@ use serde_json::{Value, json};
 
 use super::DeskHandler;
 use crate::events::{Answer, Asked, Event, Events};
+use crate::store::{DeskStore, Wait};
+
+/// The desk's name for the server whose tasks it follows.
+const SERVER: &str = "orders";
 
 /// The most polls of one task's status (with its poll interval, hours of work).
 const MAX_POLLS: usize = 100_000;
@@ -28,6 +36,8 @@ pub(crate) struct Follower {
     pub(crate) events: Arc<Events>,
     pub(crate) conversation: String,
     pub(crate) answer_within: Duration,
+    /// Where a task that waits for the person is kept (none: in memory only).
+    pub(crate) store: Option<DeskStore>,
 }
 
 impl Follower {
@@ -40,6 +50,7 @@ impl Follower {
                 TaskPayload::Working => tokio::time::sleep(poll).await,
                 TaskPayload::InputRequired { input_requests } => {
                     let waiting = waiting_text(&input_requests);
+                    self.keep(&task.task_id).await?;
                     tokio::spawn(self.clone().answer_then_finish(task, input_requests));
                     return Ok(CallToolResult::success(vec![ContentBlock::text(waiting)]));
                 }
@@ -49,8 +60,71 @@ impl Follower {
         Err("the task did not end".into())
     }
 
+    /// Keep the task in the desk's database, so a desk that starts again follows it again.
+    async fn keep(&self, task_id: &str) -> Result<(), String> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let now = std::time::SystemTime::now();
+        let wait = Wait {
+            server: SERVER.into(),
+            task_id: task_id.into(),
+            conversation: self.conversation.clone(),
+            asked: now,
+            until: now + self.answer_within,
+        };
+        store.save_wait(&wait).await.map_err(|e| e.to_string())
+    }
+
+    /// Follow again a task kept before the desk stopped: its questions go back to the
+    /// person's inbox (with the time they have left), its result to its conversation.
+    pub(crate) async fn resume(self, task_id: String) {
+        let got = match self.host.connection(SERVER) {
+            Ok(orders) => orders.get_task(&task_id).await.map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match got {
+            Ok(got) => {
+                tracing::info!(task = %task_id, "following again a task that waits for the person");
+                let asks = match got.task.payload {
+                    TaskPayload::InputRequired { input_requests } => input_requests,
+                    _ => InputRequests::new(),
+                };
+                self.answer_then_finish(got.task.task, asks).await;
+            }
+            Err(error) => {
+                // The server no longer knows it (expired, or another server now): nothing
+                // can be answered, and the conversation is told why.
+                tracing::warn!(task = %task_id, %error, "a task kept across a restart is gone");
+                self.say(&format!(
+                    "A question you had not answered yet is gone: the order service no longer \
+                     knows its task ({error}). Nothing was done for it."
+                ));
+                self.forget(&task_id).await;
+            }
+        }
+    }
+
+    async fn forget(&self, task_id: &str) {
+        if let Some(store) = &self.store
+            && let Err(error) = store.forget_wait(SERVER, task_id).await
+        {
+            tracing::error!(task = %task_id, %error, "could not forget a task that ended");
+        }
+    }
+
+    fn say(&self, text: &str) {
+        self.events.emit(
+            &self.conversation,
+            Event::Said {
+                html: crate::render::html(text),
+                text: crate::render::plain(text),
+            },
+        );
+    }
+
     async fn status(&self, task_id: &str) -> Result<TaskPayload, String> {
-        let orders = self.host.connection("orders").map_err(|e| e.to_string())?;
+        let orders = self.host.connection(SERVER).map_err(|e| e.to_string())?;
         orders
             .get_task(task_id)
             .await
@@ -66,7 +140,7 @@ impl Follower {
             for _ in 0..MAX_POLLS {
                 if !asks.is_empty() {
                     let answers = self.answers(std::mem::take(&mut asks)).await;
-                    let orders = self.host.connection("orders").map_err(|e| e.to_string())?;
+                    let orders = self.host.connection(SERVER).map_err(|e| e.to_string())?;
                     orders
                         .update_task(&task.task_id, answers)
                         .await
@@ -85,13 +159,8 @@ impl Follower {
             Err(error) => format!("The order service's task ended without a result: {error}"),
         };
         tracing::info!(task = %task.task_id, "a task that waited for the person ended");
-        self.events.emit(
-            &self.conversation,
-            Event::Said {
-                html: crate::render::html(&text),
-                text: crate::render::plain(&text),
-            },
-        );
+        self.forget(&task.task_id).await;
+        self.say(&text);
     }
 
     /// The person's answers to a task's questions, by their keys (a question the desk cannot
@@ -104,7 +173,7 @@ impl Follower {
                     ElicitRequestParams::FormElicitationParams { message, .. } => {
                         let asked = self
                             .events
-                            .ask_waiting("orders", &self.conversation, message, self.answer_within)
+                            .ask_waiting(SERVER, &self.conversation, message, self.answer_within)
                             .await;
                         elicit_result(asked)
                     }

@@ -232,9 +232,14 @@ struct PendingSignIn {
     claimed: Option<(String, String)>,
 }
 
+/// The terminal's one conversation (it has no browser session).
+pub const TERMINAL: &str = "cli";
+
 /// The most conversations kept, and per browser session; beyond either the oldest go.
 const MAX_CONVERSATIONS: usize = 10_000;
 const MAX_CONVERSATIONS_PER_SESSION: usize = 64;
+/// The most things said in a conversation nobody watched kept for its next page.
+pub const MAX_UNHEARD: usize = 16;
 
 /// How long a browser session lasts, and the most kept (per person, and in all); beyond
 /// either the oldest goes.
@@ -242,9 +247,9 @@ pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 const MAX_SESSIONS_PER_PERSON: usize = 64;
 const MAX_SESSIONS: usize = 10_000;
 
-/// A browser session: whose it is, and until when.
+/// A browser session: the digest of its cookie, whose it is, and until when.
 struct Session {
-    id: String,
+    digest: String,
     person: String,
     until: tokio::time::Instant,
 }
@@ -259,10 +264,12 @@ pub struct Events {
     /// Whether sessions are people's (a people file); else each browser session keeps its
     /// own inbox (one implicit person, but no local client answers another's questions).
     people: std::sync::atomic::AtomicBool,
-    /// Which browser session made each conversation (the server made its id), in the order
-    /// they were made.
+    /// Which browser session (its digest) made each conversation (the server made its id), in
+    /// the order they were made.
     conversations: Mutex<Vec<(String, String)>>,
     watchers: Mutex<HashMap<String, Watcher>>,
+    /// What was said in conversations nobody watched, for their next page.
+    unheard: Mutex<HashMap<String, Vec<Event>>>,
     questions: Mutex<HashMap<String, Question>>,
     /// Sign-ins by their OAuth `state`.
     sign_ins: Mutex<HashMap<String, PendingSignIn>>,
@@ -285,73 +292,6 @@ pub fn random_id() -> String {
 }
 
 impl Events {
-    /// A new browser session for `person`: its id (the cookie's value), from the operating
-    /// system's randomness. Beyond the caps the oldest session with no page open goes; `None`
-    /// when every session has a page open (nothing is pushed out for a newcomer).
-    pub fn start_session(&self, person: &str) -> Option<String> {
-        let id = random_id();
-        let now = tokio::time::Instant::now();
-        // Sessions with a page open now are never pushed out by new ones.
-        let watched: Vec<String> = lock(&self.watchers)
-            .iter()
-            .filter(|(_, w)| !w.tx.is_closed())
-            .map(|(c, _)| c.clone())
-            .collect();
-        let active: std::collections::HashSet<String> = lock(&self.conversations)
-            .iter()
-            .filter(|(c, _)| watched.contains(c))
-            .map(|(_, s)| s.clone())
-            .collect();
-        let people = self.people.load(std::sync::atomic::Ordering::Relaxed);
-        let mut gone = Vec::new();
-        {
-            let mut sessions = lock(&self.sessions);
-            sessions.retain(|s| {
-                let lives = s.until > now;
-                if !lives {
-                    gone.push(s.id.clone());
-                }
-                lives
-            });
-            // The oldest session (of `person` only, when `theirs`) with no page open.
-            let idle = |sessions: &Vec<Session>, theirs: bool| {
-                sessions
-                    .iter()
-                    .position(|s| (!theirs || s.person == person) && !active.contains(&s.id))
-            };
-            // Each person's share (a loopback desk's sessions are separate browsers).
-            if people
-                && sessions.iter().filter(|s| s.person == person).count() >= MAX_SESSIONS_PER_PERSON
-            {
-                let oldest = idle(&sessions, true)?;
-                gone.push(sessions.remove(oldest).id);
-            }
-            if sessions.len() >= MAX_SESSIONS {
-                let oldest = idle(&sessions, false)?;
-                gone.push(sessions.remove(oldest).id);
-            }
-            sessions.push(Session {
-                id: id.clone(),
-                person: person.to_owned(),
-                until: now + SESSION_LIFETIME,
-            });
-        }
-        // The sessions' lock is not held here: conversations are locked before sessions.
-        for session in gone {
-            self.forget_conversations_of(&session);
-        }
-        Some(id)
-    }
-
-    /// The person whose live session `session` is.
-    pub fn person_of_session(&self, session: &str) -> Option<String> {
-        let now = tokio::time::Instant::now();
-        lock(&self.sessions)
-            .iter()
-            .find(|s| s.until > now && constant_time_eq(s.id.as_bytes(), session.as_bytes()))
-            .map(|s| s.person.clone())
-    }
-
     /// Name the person of conversations without a session (the terminal's user).
     pub fn set_default_person(&self, person: &str) {
         *lock(&self.default_person) = person.to_owned();
@@ -363,22 +303,11 @@ impl Events {
             .store(people, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whose inbox a live session's questions go to: the person's (with people), else the
-    /// session's own.
-    pub fn owner_of_session(&self, session: &str) -> Option<String> {
-        let person = self.person_of_session(session)?;
-        Some(if self.people.load(std::sync::atomic::Ordering::Relaxed) {
-            person
-        } else {
-            format!("session {session}")
-        })
-    }
-
     /// Whose inbox a conversation's questions go to ([`Events::owner_of_session`]; the
     /// default person's for a conversation without a session, the terminal's).
     pub fn owner_for(&self, conversation: &str) -> String {
         self.session_of(conversation)
-            .and_then(|s| self.owner_of_session(&s))
+            .and_then(|s| self.owner_of_digest(&s))
             .unwrap_or_else(|| lock(&self.default_person).clone())
     }
 
@@ -457,21 +386,15 @@ impl Events {
 
     /// The person a conversation belongs to (through its session), while the session lives.
     pub fn person_of(&self, conversation: &str) -> Option<String> {
-        self.person_of_session(&self.session_of(conversation)?)
+        self.person_of_digest(&self.session_of(conversation)?)
     }
 
-    /// The browser session that made `conversation`.
+    /// The browser session (its digest) that made `conversation`.
     fn session_of(&self, conversation: &str) -> Option<String> {
         lock(&self.conversations)
             .iter()
             .find(|(c, _)| c == conversation)
             .map(|(_, s)| s.clone())
-    }
-
-    /// End a session: its conversations are forgotten (their pages can no longer act).
-    pub fn end_session(&self, session: &str) {
-        lock(&self.sessions).retain(|s| s.id != session);
-        self.forget_conversations_of(session);
     }
 
     fn forget_conversations_of(&self, session: &str) {
@@ -486,8 +409,13 @@ impl Events {
             gone
         };
         let mut watchers = lock(&self.watchers);
-        for conversation in gone {
-            watchers.remove(&conversation);
+        for conversation in &gone {
+            watchers.remove(conversation);
+        }
+        drop(watchers);
+        let mut unheard = lock(&self.unheard);
+        for conversation in &gone {
+            unheard.remove(conversation);
         }
     }
 
@@ -495,26 +423,34 @@ impl Events {
     /// operating system's randomness (a page never names its own).
     pub fn start_conversation(&self, session: &str) -> String {
         let conversation = random_id();
+        self.add_conversation(conversation.clone(), session_digest(session));
+        conversation
+    }
+
+    /// Keep `conversation` for the session with the cookie digest `digest` (beyond the caps the
+    /// oldest goes).
+    fn add_conversation(&self, conversation: String, digest: String) {
         let mut conversations = lock(&self.conversations);
-        let theirs = conversations.iter().filter(|(_, s)| s == session).count();
+        let theirs = conversations.iter().filter(|(_, s)| *s == digest).count();
         if theirs >= MAX_CONVERSATIONS_PER_SESSION
-            && let Some(oldest) = conversations.iter().position(|(_, s)| s == session)
+            && let Some(oldest) = conversations.iter().position(|(_, s)| *s == digest)
         {
             conversations.remove(oldest);
         }
         if conversations.len() >= MAX_CONVERSATIONS {
             conversations.remove(0);
         }
-        conversations.push((conversation.clone(), session.to_owned()));
-        conversation
+        conversations.push((conversation, digest));
     }
 
     /// Whether `conversation` was made for the browser session `session`, which still lives.
     pub fn belongs_to(&self, conversation: &str, session: &str) -> bool {
-        let made_for = lock(&self.conversations)
+        let Some(digest) = self.live_digest(session) else {
+            return false;
+        };
+        lock(&self.conversations)
             .iter()
-            .any(|(c, s)| c == conversation && constant_time_eq(s.as_bytes(), session.as_bytes()));
-        made_for && self.person_of_session(session).is_some()
+            .any(|(c, s)| c == conversation && constant_time_eq(s.as_bytes(), digest.as_bytes()))
     }
 
     /// The conversation a question was asked in, while it is open.
@@ -550,6 +486,9 @@ impl Events {
                 url: pending.url.clone(),
             });
         }
+        for said in lock(&self.unheard).remove(conversation).unwrap_or_default() {
+            let _ = tx.send(said);
+        }
         let now = tokio::time::Instant::now();
         for question in lock(&self.questions)
             .values()
@@ -577,17 +516,38 @@ impl Events {
         (secret, rx)
     }
 
-    /// Send an event to a conversation's page; false if nobody is watching.
+    /// Send an event to a conversation's page; false if nobody is watching. What the desk says
+    /// in a conversation nobody watches (a task's result) is kept for the next page that opens
+    /// it (at most [`MAX_UNHEARD`] per conversation, newest kept).
     pub fn emit(&self, conversation: &str, event: Event) -> bool {
         let mut watchers = lock(&self.watchers);
-        match watchers.get(conversation) {
-            Some(watcher) if watcher.tx.send(event).is_ok() => true,
-            Some(_) => {
-                watchers.remove(conversation);
-                false
+        let event = match watchers.get(conversation) {
+            Some(watcher) => match watcher.tx.send(event) {
+                Ok(()) => return true,
+                Err(unsent) => {
+                    watchers.remove(conversation);
+                    unsent.0
+                }
+            },
+            None => event,
+        };
+        drop(watchers);
+        if matches!(event, Event::Said { .. }) && self.is_known(conversation) {
+            let mut unheard = lock(&self.unheard);
+            if unheard.len() < MAX_CONVERSATIONS || unheard.contains_key(conversation) {
+                let kept = unheard.entry(conversation.to_owned()).or_default();
+                if kept.len() >= MAX_UNHEARD {
+                    kept.remove(0);
+                }
+                kept.push(event);
             }
-            None => false,
         }
+        false
+    }
+
+    /// Whether the desk made `conversation` (for a browser session), or it is the terminal's.
+    fn is_known(&self, conversation: &str) -> bool {
+        self.session_of(conversation).is_some() || conversation == TERMINAL
     }
 
     /// Send an event to every page.
@@ -813,5 +773,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+mod sessions;
 #[cfg(test)]
 mod tests;
+
+pub use sessions::session_digest;

@@ -330,3 +330,37 @@ fn when_every_session_has_a_page_open_a_newcomer_is_refused() {
     pages.remove(0);
     assert!(events.start_session("ana").is_some());
 }
+
+#[test]
+fn what_is_said_while_nobody_watches_waits_for_the_next_page() {
+    let events = Events::default();
+    let session = events.start_session("ana").unwrap();
+    let conversation = events.start_conversation(&session);
+    let said = |n: usize| Event::Said {
+        html: format!("<p>{n}</p>"),
+        text: n.to_string(),
+    };
+    for n in 0..MAX_UNHEARD + 2 {
+        assert!(!events.emit(&conversation, said(n)));
+    }
+    // A conversation the desk never made keeps nothing.
+    assert!(!events.emit("made-up", said(0)));
+    let (_secret, mut rx) = events.open(&conversation);
+    let mut heard = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        if let Event::Said { text, .. } = event {
+            heard.push(text);
+        }
+    }
+    let newest: Vec<String> = (2..MAX_UNHEARD + 2).map(|n| n.to_string()).collect();
+    assert_eq!(heard, newest, "the newest kept, in order");
+    let (_secret, mut rx) = events.open("made-up");
+    while let Ok(event) = rx.try_recv() {
+        assert!(!matches!(event, Event::Said { .. }), "{event:?}");
+    }
+    // Heard once: a page opened again gets nothing twice.
+    let (_secret, mut rx) = events.open(&conversation);
+    while let Ok(event) = rx.try_recv() {
+        assert!(!matches!(event, Event::Said { .. }), "{event:?}");
+    }
+}

@@ -178,6 +178,7 @@ async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_b
                 "--protocol",
                 "2025-11-25",
                 "--no-knowledge-base",
+                "--no-tasks",
                 "--log-file",
             ])
             .arg(&log_path)

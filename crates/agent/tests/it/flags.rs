@@ -158,7 +158,7 @@ async fn the_desk_says_what_each_server_offers_at_start() {
     tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
     let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
         .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
-        .args(["--no-knowledge-base"])
+        .args(["--no-knowledge-base", "--database", "sqlite::memory:"])
         .env_remove("RUST_LOG")
         .stderr(Stdio::piped())
         .kill_on_drop(true)

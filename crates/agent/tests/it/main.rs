@@ -7,6 +7,7 @@ mod model;
 mod odd_replies;
 mod people;
 mod real_model;
+mod restart;
 mod streaming;
 mod telemetry;
 mod web;

@@ -198,6 +198,7 @@ async fn the_desks_metrics_count_each_tool_call_of_its_host_once() {
     tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
     let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
         .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
+        .args(["--database", "sqlite::memory:"])
         .args([
             "--protocol",
             "2026-07-28",

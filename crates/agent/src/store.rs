@@ -1,0 +1,266 @@
+//! The desk's own database (SQLite): what must outlive the process for a question to wait for
+//! its person across a restart — browser sessions (by the SHA-256 of their cookie, never the
+//! cookie), the conversations they made, and the servers' tasks that wait for the person.
+//!
+//! Without a database (`DeskConfig::database` unset) the desk keeps all of it in memory, as a
+//! test or the terminal does. The rows are written before the desk answers the request that
+//! made them (a session's cookie, a conversation's id, "waiting for your answer"), so nothing
+//! the person was told is forgotten by a restart.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::sqlite::SqlitePool;
+
+/// Why the desk's database cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or queried.
+    #[error("the desk's database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Its schema could not be brought up to date.
+    #[error("the desk's database could not be migrated: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// A browser session as stored: the digest of its cookie, whose it is, until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSession {
+    /// SHA-256 of the cookie's value, hex.
+    pub digest: String,
+    /// The person.
+    pub person: String,
+    /// When it ends.
+    pub until: SystemTime,
+}
+
+/// A server's task that waits for the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    /// The desk's name for the server (its connection).
+    pub server: String,
+    /// The task.
+    pub task_id: String,
+    /// The conversation it was started in.
+    pub conversation: String,
+    /// When the person was first asked.
+    pub asked: SystemTime,
+    /// When the person's time to answer ends.
+    pub until: SystemTime,
+}
+
+/// The desk's database.
+#[derive(Debug, Clone)]
+pub struct DeskStore {
+    pool: SqlitePool,
+}
+
+fn millis(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn time_of(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+impl DeskStore {
+    /// Open (creating it if missing) the SQLite database at `url` and bring its schema up to
+    /// date.
+    pub async fn open(url: &str) -> Result<DeskStore, StoreError> {
+        let pool = sql_pool::connect(url).await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(DeskStore { pool })
+    }
+
+    /// Keep a new session.
+    pub async fn save_session(&self, session: &StoredSession) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO desk_sessions (digest, person, until_ms) VALUES (?, ?, ?) \
+             ON CONFLICT (digest) DO UPDATE SET person = excluded.person, until_ms = excluded.until_ms",
+        )
+        .bind(&session.digest)
+        .bind(&session.person)
+        .bind(millis(session.until))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Forget a session (signed out, or pushed out by newer ones) and its conversations.
+    pub async fn forget_session(&self, digest: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM desk_conversations WHERE session_digest = ?")
+            .bind(digest)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM desk_sessions WHERE digest = ?")
+            .bind(digest)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The sessions that live at `now`, oldest first (the ended ones are dropped with their
+    /// conversations).
+    pub async fn sessions(&self, now: SystemTime) -> Result<Vec<StoredSession>, StoreError> {
+        let now = millis(now);
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "DELETE FROM desk_conversations WHERE session_digest IN \
+             (SELECT digest FROM desk_sessions WHERE until_ms <= ?)",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM desk_sessions WHERE until_ms <= ?")
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT digest, person, until_ms FROM desk_sessions ORDER BY until_ms, rowid",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(rows
+            .into_iter()
+            .map(|(digest, person, until)| StoredSession {
+                digest,
+                person,
+                until: time_of(until),
+            })
+            .collect())
+    }
+
+    /// Keep a conversation made for the session `digest`.
+    pub async fn save_conversation(&self, id: &str, digest: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO desk_conversations (id, session_digest, made_ms) VALUES (?, ?, ?)",
+        )
+        .bind(id)
+        .bind(digest)
+        .bind(millis(SystemTime::now()))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every kept conversation and its session's digest, oldest first.
+    pub async fn conversations(&self) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT id, session_digest FROM desk_conversations ORDER BY made_ms, rowid",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Keep a task that waits for the person (once: a second question of the same task keeps
+    /// the first's row).
+    pub async fn save_wait(&self, wait: &Wait) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO desk_waits (server, task_id, conversation, asked_ms, until_ms) \
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&wait.server)
+        .bind(&wait.task_id)
+        .bind(&wait.conversation)
+        .bind(millis(wait.asked))
+        .bind(millis(wait.until))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The task ended (or the desk stopped following it): it waits no more.
+    pub async fn forget_wait(&self, server: &str, task_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM desk_waits WHERE server = ? AND task_id = ?")
+            .bind(server)
+            .bind(task_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Every task that waits for the person, oldest first.
+    pub async fn waits(&self) -> Result<Vec<Wait>, StoreError> {
+        let rows: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT server, task_id, conversation, asked_ms, until_ms FROM desk_waits \
+             ORDER BY asked_ms, rowid",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(server, task_id, conversation, asked, until)| Wait {
+                server,
+                task_id,
+                conversation,
+                asked: time_of(asked),
+                until: time_of(until),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn memory() -> DeskStore {
+        DeskStore::open("sqlite::memory:").await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_ended_session_goes_with_its_conversations() {
+        let store = memory().await;
+        let now = SystemTime::now();
+        for (digest, until) in [
+            ("old", now - Duration::from_secs(1)),
+            ("live", now + Duration::from_secs(60)),
+        ] {
+            let session = StoredSession {
+                digest: digest.into(),
+                person: "ana".into(),
+                until,
+            };
+            store.save_session(&session).await.unwrap();
+            store
+                .save_conversation(&format!("c-{digest}"), digest)
+                .await
+                .unwrap();
+        }
+        let sessions = store.sessions(now).await.unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions[0].digest, "live");
+        assert_eq!(
+            store.conversations().await.unwrap(),
+            vec![("c-live".to_owned(), "live".to_owned())]
+        );
+        store.forget_session("live").await.unwrap();
+        assert!(store.sessions(now).await.unwrap().is_empty());
+        assert!(store.conversations().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_wait_is_kept_once_and_forgotten_when_its_task_ends() {
+        let store = memory().await;
+        let asked = UNIX_EPOCH + Duration::from_secs(1_000);
+        let wait = Wait {
+            server: "orders".into(),
+            task_id: "t1".into(),
+            conversation: "c1".into(),
+            asked,
+            until: asked + Duration::from_secs(60),
+        };
+        store.save_wait(&wait).await.unwrap();
+        let later = Wait {
+            until: asked + Duration::from_secs(600),
+            ..wait.clone()
+        };
+        store.save_wait(&later).await.unwrap();
+        assert_eq!(store.waits().await.unwrap(), vec![wait]);
+        store.forget_wait("orders", "t1").await.unwrap();
+        assert!(store.waits().await.unwrap().is_empty());
+    }
+}

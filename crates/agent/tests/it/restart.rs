@@ -1,0 +1,165 @@
+//! A question that waits in a task outlives the desk: the demo (the desk and its order service
+//! in one process) stops while a confirmation waits, starts again on the same files and port,
+//! and the person's inbox has the question back; answered, the order is cancelled once.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use agent::app::{self, DemoConfig};
+use agent::desk::DeskConfig;
+use backchannel::Revision;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{Events, answer, chat, status_of};
+
+/// A demo over the files in `dir`, its web UI on `web`: its URL, its stop, and its end.
+async fn run(
+    dir: &std::path::Path,
+    web: SocketAddr,
+    protocol: Revision,
+) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
+    let orders = orders::app::Config {
+        database: Some(format!("sqlite://{}", dir.join("orders.sqlite").display())),
+        // Another run takes over the task soon after the first stopped.
+        task_lease: Some(Duration::from_secs(1)),
+        ..crate::common::orders_in_memory(Duration::ZERO)
+    };
+    let desk = DeskConfig {
+        protocol: Some(protocol),
+        tasks: true,
+        database: Some(format!("sqlite://{}", dir.join("desk.sqlite").display())),
+        ..DeskConfig::default()
+    };
+    let config = DemoConfig {
+        orders_listen: "127.0.0.1:0".parse().unwrap(),
+        web_listen: web,
+        desk,
+        web: Default::default(),
+    };
+    let stop = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let shutdown = stop.clone();
+    let serve_orders =
+        move |listener, stop| async move { orders::app::serve_http(listener, &orders, stop).await };
+    let running = tokio::spawn(async move {
+        app::demo(config, serve_orders, shutdown, move |url| {
+            let _ = tx.send(url);
+        })
+        .await
+        .unwrap();
+    });
+    (rx.await.unwrap(), stop, running)
+}
+
+/// A fresh folder for one test's files.
+fn folder(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("desk-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Ask for ORD-10002's cancellation in the conversation "kept", then stop the demo and start
+/// it again on the same files and port: the new URL, stop and end.
+async fn asked_then_restarted(
+    dir: &std::path::Path,
+    protocol: Revision,
+) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
+    let (url, stop, running) = run(dir, "127.0.0.1:0".parse().unwrap(), protocol).await;
+    let web: SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let reply = chat(&url, "kept", "please cancel ORD-10002").await;
+    assert!(reply.starts_with("Waiting for your answer"), "{reply}");
+    stop.cancel();
+    running.await.unwrap();
+    run(dir, web, protocol).await
+}
+
+async fn waits_kept(dir: &std::path::Path) -> usize {
+    let url = format!("sqlite://{}", dir.join("desk.sqlite").display());
+    let store = agent::store::DeskStore::open(&url).await.unwrap();
+    store.waits().await.unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_waiting_in_a_task_survives_the_desk_restarting() {
+    let dir = folder("restart");
+    let (url, stop, running) = asked_then_restarted(&dir, Revision::V2026_07_28).await;
+    // The same browser (its cookie) and conversation, after the restart.
+    let (mut page, secret) = Events::open_at(&url, "kept").await;
+    let question = page.next_of("confirmation").await;
+    assert_eq!(question["server"], "orders");
+    let left = question["seconds"].as_u64().unwrap();
+    assert!((1..=60).contains(&left), "{question}");
+    let listed = loop {
+        let inbox = page.next_of("inbox").await;
+        let questions = inbox["questions"].as_array().unwrap().clone();
+        if !questions.is_empty() {
+            break questions;
+        }
+    };
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], question["id"]);
+    assert_eq!(status_of(&url, "ORD-10002").await, "PENDING");
+    let id = question["id"].as_str().unwrap();
+    assert_eq!(answer(&url, id, &secret, true).await, 204);
+    let said = page.next_of("said").await;
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+        "{said}"
+    );
+    assert_eq!(status_of(&url, "ORD-10002").await, "CANCELLED");
+    // By the task's step (its key kept with the order: a run again finds it and never cancels
+    // twice), and the desk no longer waits.
+    let orders = format!("sqlite://{}", dir.join("orders.sqlite").display());
+    let orders = sqlx::SqlitePool::connect(&orders).await.unwrap();
+    let (status, key): (String, Option<String>) =
+        sqlx::query_as("SELECT status, cancel_key FROM orders WHERE order_id = 'ORD-10002'")
+            .fetch_one(&orders)
+            .await
+            .unwrap();
+    assert_eq!(status, "CANCELLED");
+    assert!(key.is_some(), "cancelled outside the task's step");
+    assert_eq!(waits_kept(&dir).await, 0);
+    drop(page);
+    stop.cancel();
+    running.await.unwrap();
+    crate::common::forget(&url);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// On 2025-11-25 an order service without sign-in binds a task to the MCP session that
+/// started it, and a restarted desk has a new session: the question cannot come back, and the
+/// conversation is told so (nothing was done), instead of waiting for an answer in silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_2025_11_25_a_task_bound_to_the_old_session_is_said_to_be_gone() {
+    let dir = folder("restart-2025");
+    let (url, stop, running) = asked_then_restarted(&dir, Revision::V2025_11_25).await;
+    let (mut page, _) = Events::open_at(&url, "kept").await;
+    let said = loop {
+        let event = page.next().await;
+        assert_ne!(event["event"], "confirmation", "{event}");
+        if event["event"] == "said" {
+            break event;
+        }
+    };
+    let text = said["text"].as_str().unwrap();
+    assert!(
+        text.contains("is gone") && text.contains("Nothing was done"),
+        "{text}"
+    );
+    assert_eq!(status_of(&url, "ORD-10002").await, "PENDING");
+    assert_eq!(waits_kept(&dir).await, 0);
+    drop(page);
+    stop.cancel();
+    running.await.unwrap();
+    crate::common::forget(&url);
+    let _ = std::fs::remove_dir_all(&dir);
+}
