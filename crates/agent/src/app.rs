@@ -55,6 +55,7 @@ pub async fn serve_web(
             .get_or_insert_with(|| callback_url(addr));
     }
     let desk = Arc::new(Desk::start(config).await?);
+    close_pages_on(&desk, &shutdown);
     let app = crate::web::routes(desk);
     serve::http(
         listener,
@@ -64,6 +65,15 @@ pub async fn serve_web(
     )
     .await?;
     Ok(())
+}
+
+/// When `shutdown` comes, end the pages' event streams, so the stop does not wait for them.
+fn close_pages_on(desk: &Arc<Desk>, shutdown: &CancellationToken) {
+    let (events, shutdown) = (desk.events().clone(), shutdown.clone());
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        events.close_all();
+    });
 }
 
 /// The desk's sign-in callback on the web UI's address.
@@ -150,6 +160,7 @@ where
     desk.sign_in_callback
         .get_or_insert_with(|| callback_url(web_addr));
     let desk = Arc::new(Desk::start(desk).await?);
+    close_pages_on(&desk, &shutdown);
     let app = crate::web::routes(desk);
     ready(format!("http://{web_addr}/"));
     serve::http(web_listener, app, &config.web, async move {

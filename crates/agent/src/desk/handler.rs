@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::events::{Answer, Asked, Event, Events};
 
 /// The most characters of a server's progress message shown.
-const MAX_PROGRESS_MESSAGE: usize = 80;
+pub(crate) const MAX_PROGRESS_MESSAGE: usize = 80;
 
 /// Turns the order service's questions and progress into events for the person.
 #[derive(Debug)]

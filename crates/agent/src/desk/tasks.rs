@@ -45,9 +45,27 @@ impl Follower {
     /// says meanwhile (the rest is followed in the background).
     pub(crate) async fn follow(self, task: rmcp::model::Task) -> Result<CallToolResult, String> {
         let poll = poll_interval(&task);
+        let mut shown: Option<String> = None;
         for _ in 0..MAX_POLLS {
-            match self.status(&task.task_id).await? {
-                TaskPayload::Working => tokio::time::sleep(poll).await,
+            let (payload, message) = self.status_and_message(&task.task_id).await?;
+            if matches!(payload, TaskPayload::Completed { .. }) {
+                // The work is done: a bar that was shown, or that its last words measure, is
+                // full (the server's poll interval may be longer than the work).
+                let last = message.clone().or_else(|| shown.take());
+                if let Some(last) = last.filter(|l| percent_of(l).is_some() || shown.is_some()) {
+                    self.progress(100, Some(last));
+                }
+            }
+            match payload {
+                TaskPayload::Working => {
+                    if let Some(message) = message.filter(|m| shown.as_ref() != Some(m)) {
+                        if let Some(percent) = percent_of(&message) {
+                            self.progress(percent, Some(message.clone()));
+                        }
+                        shown = Some(message);
+                    }
+                    tokio::time::sleep(poll).await
+                }
                 TaskPayload::InputRequired { input_requests } => {
                     let waiting = waiting_text(&input_requests);
                     self.keep(&task.task_id).await?;
@@ -124,12 +142,39 @@ impl Follower {
     }
 
     async fn status(&self, task_id: &str) -> Result<TaskPayload, String> {
+        self.status_and_message(task_id)
+            .await
+            .map(|(payload, _)| payload)
+    }
+
+    /// The task's state, and the server's words for where its work is ("40 of 87").
+    async fn status_and_message(
+        &self,
+        task_id: &str,
+    ) -> Result<(TaskPayload, Option<String>), String> {
         let orders = self.host.connection(SERVER).map_err(|e| e.to_string())?;
         orders
             .get_task(task_id)
             .await
-            .map(|got| got.task.payload)
+            .map(|got| (got.task.payload, got.task.task.status_message))
             .map_err(|e| e.to_string())
+    }
+
+    /// Show the task's progress in its conversation, as a progress notification would.
+    fn progress(&self, percent: u32, message: Option<String>) {
+        let message = message.map(|m| {
+            m.chars()
+                .take(super::handler::MAX_PROGRESS_MESSAGE)
+                .collect()
+        });
+        self.events.emit(
+            &self.conversation,
+            Event::Progress {
+                percent: percent.min(100),
+                server: SERVER.into(),
+                message,
+            },
+        );
     }
 
     /// Ask the person, answer the task, and follow it to its end; say the outcome in the
@@ -221,6 +266,16 @@ fn waiting_text(asks: &InputRequests) -> String {
     )
 }
 
+/// How far a task's status message says its work is: "40 of 87" or "46%" (else `None`).
+fn percent_of(message: &str) -> Option<u32> {
+    if let Some((done, total)) = message.split_once(" of ") {
+        let (done, total): (f64, f64) = (done.trim().parse().ok()?, total.trim().parse().ok()?);
+        return (total > 0.0).then(|| (done / total * 100.0).round().clamp(0.0, 100.0) as u32);
+    }
+    let percent: f64 = message.trim().strip_suffix('%')?.parse().ok()?;
+    Some(percent.round().clamp(0.0, 100.0) as u32)
+}
+
 fn poll_interval(task: &rmcp::model::Task) -> Duration {
     Duration::from_millis(task.poll_interval_ms.unwrap_or(500).clamp(10, 2_000))
 }
@@ -237,5 +292,20 @@ fn ended(payload: TaskPayload) -> Result<CallToolResult, String> {
             .to_owned()),
         TaskPayload::Cancelled => Err("the task was cancelled".into()),
         other => Err(format!("unexpected task state {:?}", other.status())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_of;
+
+    #[test]
+    fn a_status_message_reads_as_a_percentage_when_it_is_one() {
+        assert_eq!(percent_of("40 of 87"), Some(46));
+        assert_eq!(percent_of("87 of 87"), Some(100));
+        assert_eq!(percent_of("46%"), Some(46));
+        assert_eq!(percent_of("0 of 0"), None);
+        assert_eq!(percent_of("checking carriers"), None);
+        assert_eq!(percent_of("3 of many"), None);
     }
 }

@@ -550,6 +550,12 @@ impl Events {
         self.session_of(conversation).is_some() || conversation == TERMINAL
     }
 
+    /// End every page's event stream (the desk is stopping: an open page must not hold the
+    /// server's graceful stop; the page reconnects to the desk that comes next).
+    pub fn close_all(&self) {
+        lock(&self.watchers).clear();
+    }
+
     /// Send an event to every page.
     pub fn emit_all(&self, event: &Event) {
         lock(&self.watchers).retain(|_, watcher| watcher.tx.send(event.clone()).is_ok());

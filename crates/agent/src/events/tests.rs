@@ -364,3 +364,24 @@ fn what_is_said_while_nobody_watches_waits_for_the_next_page() {
         assert!(!matches!(event, Event::Said { .. }), "{event:?}");
     }
 }
+
+#[test]
+fn a_stopping_desk_ends_every_page_stream() {
+    let events = Events::default();
+    let (_a, mut first) = events.open("c1");
+    let (_b, mut second) = events.open("c2");
+    events.close_all();
+    for rx in [&mut first, &mut second] {
+        while let Ok(event) = rx.try_recv() {
+            assert!(
+                matches!(event, Event::Hello { .. } | Event::Inbox { .. }),
+                "{event:?}"
+            );
+        }
+        assert!(matches!(
+            rx.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
+        ));
+    }
+    assert!(!events.is_watched("c1"));
+}

@@ -491,6 +491,34 @@ async fn rechecking_shipments_fills_the_progress_bar() {
     }
 }
 
+/// With tasks (the desk's default), a recheck the server may run as a task still fills the
+/// progress bar, and its reply is the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_rechecking_still_fills_the_progress_bar() {
+    for protocol in Revision::ALL {
+        let desk = DeskConfig {
+            protocol: Some(protocol),
+            tasks: true,
+            ..DeskConfig::default()
+        };
+        let orders = crate::common::orders_in_memory(Duration::from_millis(5));
+        let demo = crate::common::start(orders, desk).await;
+        let (mut events, _secret) = Events::open(&demo, "c1").await;
+        let reply = chat(&demo, "c1", "refresh delivery estimates").await;
+        assert!(
+            reply.starts_with("Rechecked 87 shipments"),
+            "{protocol}: {reply}"
+        );
+        let mut last = 0;
+        while last < 100 {
+            let progress = events.next_of("progress").await;
+            let percent = progress["percent"].as_u64().unwrap();
+            assert!(percent >= last, "{protocol}: {percent} after {last}");
+            last = percent;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_greeting_says_what_the_desk_does_and_blocked_words_are_refused() {
     let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
