@@ -15,11 +15,13 @@ CREATE TABLE desk_conversations (
 );
 CREATE INDEX desk_conversations_by_session ON desk_conversations (session_digest);
 
--- Tasks of a server that wait for the person: followed again after a restart.
+-- Tasks of a server that wait for the person: followed again after a restart, and answerable
+-- from the terminal of the inbox's owner (a person's name, or `session DIGEST` on loopback).
 CREATE TABLE desk_waits (
     server       TEXT NOT NULL,
     task_id      TEXT NOT NULL,
     conversation TEXT NOT NULL,
+    owner        TEXT NOT NULL,
     asked_ms     INTEGER NOT NULL,
     until_ms     INTEGER NOT NULL,
     PRIMARY KEY (server, task_id)

@@ -55,6 +55,7 @@ pub async fn serve_web(
             .get_or_insert_with(|| callback_url(addr));
     }
     let desk = Arc::new(Desk::start(config).await?);
+    desk.follow_kept_tasks().await?;
     close_pages_on(&desk, &shutdown);
     let app = crate::web::routes(desk);
     serve::http(
@@ -97,6 +98,7 @@ pub async fn terminal_desk(
         .sign_in_callback
         .get_or_insert_with(|| callback_url(addr));
     let desk = Arc::new(Desk::start(config).await?);
+    desk.answer_from_terminal();
     let routes = crate::web::callback_routes(desk.clone());
     tokio::spawn(async move {
         let options = serve::HttpOptions::default();
@@ -160,6 +162,7 @@ where
     desk.sign_in_callback
         .get_or_insert_with(|| callback_url(web_addr));
     let desk = Arc::new(Desk::start(desk).await?);
+    desk.follow_kept_tasks().await?;
     close_pages_on(&desk, &shutdown);
     let app = crate::web::routes(desk);
     ready(format!("http://{web_addr}/"));

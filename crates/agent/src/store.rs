@@ -42,6 +42,8 @@ pub struct Wait {
     pub task_id: String,
     /// The conversation it was started in.
     pub conversation: String,
+    /// Whose inbox it waits in ([`crate::events::Events::owner_for`] its conversation).
+    pub owner: String,
     /// When the person was first asked.
     pub asked: SystemTime,
     /// When the person's time to answer ends.
@@ -52,6 +54,35 @@ pub struct Wait {
 #[derive(Debug, Clone)]
 pub struct DeskStore {
     pool: SqlitePool,
+}
+
+/// Make the database file readable by its user only: it names the tasks that wait for the
+/// person, and a task's id is what answers it.
+fn only_yours(url: &str) {
+    if sql_pool::is_memory(url) {
+        return;
+    }
+    let path = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    let path = std::path::Path::new(path.split('?').next().unwrap_or(path));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [
+            path.to_path_buf(),
+            path.with_extension("sqlite-wal"),
+            path.with_extension("sqlite-shm"),
+        ] {
+            if file.exists()
+                && let Err(error) =
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+            {
+                tracing::warn!(file = %file.display(), %error, "could not make the desk's database private");
+            }
+        }
+    }
 }
 
 fn millis(time: SystemTime) -> i64 {
@@ -69,6 +100,7 @@ impl DeskStore {
     pub async fn open(url: &str) -> Result<DeskStore, StoreError> {
         let pool = sql_pool::connect(url).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
+        only_yours(url);
         Ok(DeskStore { pool })
     }
 
@@ -159,12 +191,13 @@ impl DeskStore {
     /// the first's row).
     pub async fn save_wait(&self, wait: &Wait) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT OR IGNORE INTO desk_waits (server, task_id, conversation, asked_ms, until_ms) \
-             VALUES (?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO desk_waits \
+             (server, task_id, conversation, owner, asked_ms, until_ms) VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(&wait.server)
         .bind(&wait.task_id)
         .bind(&wait.conversation)
+        .bind(&wait.owner)
         .bind(millis(wait.asked))
         .bind(millis(wait.until))
         .execute(&self.pool)
@@ -184,21 +217,25 @@ impl DeskStore {
 
     /// Every task that waits for the person, oldest first.
     pub async fn waits(&self) -> Result<Vec<Wait>, StoreError> {
-        let rows: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
-            "SELECT server, task_id, conversation, asked_ms, until_ms FROM desk_waits \
+        type Row = (String, String, String, String, i64, i64);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT server, task_id, conversation, owner, asked_ms, until_ms FROM desk_waits \
              ORDER BY asked_ms, rowid",
         )
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(server, task_id, conversation, asked, until)| Wait {
-                server,
-                task_id,
-                conversation,
-                asked: time_of(asked),
-                until: time_of(until),
-            })
+            .map(
+                |(server, task_id, conversation, owner, asked, until)| Wait {
+                    server,
+                    task_id,
+                    conversation,
+                    owner,
+                    asked: time_of(asked),
+                    until: time_of(until),
+                },
+            )
             .collect())
     }
 }
@@ -250,6 +287,7 @@ mod tests {
             server: "orders".into(),
             task_id: "t1".into(),
             conversation: "c1".into(),
+            owner: "ana".into(),
             asked,
             until: asked + Duration::from_secs(60),
         };

@@ -142,6 +142,12 @@ enum Command {
         /// Where the log goes (the screen is the chat's): warnings only, more with -v, -vv.
         #[arg(long, default_value = "data/support-agent.log")]
         log_file: std::path::PathBuf,
+        /// The web UI's database (`support-agent web --database`, the demo's desk.sqlite):
+        /// questions waiting there in tasks for you are asked here too, and the first answer,
+        /// here or in a page, is the one sent (default: data/desk.sqlite;
+        /// `sqlite::memory:` for none).
+        #[arg(long, value_name = "URL")]
+        database: Option<String>,
         /// More detail in the log file (-v: what the desk does, -vv: debug).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,
@@ -317,10 +323,12 @@ async fn main() -> anyhow::Result<()> {
             orders,
             log_file,
             verbose: _,
+            database,
             desk,
         } => {
             let config = DeskConfig {
                 orders_url: orders,
+                database: desk_database(database)?,
                 ..desk_config(&desk)?
             };
             terminal(config, &log_file, shutdown).await?;
@@ -338,15 +346,11 @@ async fn main() -> anyhow::Result<()> {
             if people.is_none() {
                 loopback_only(listen, "--listen", OR_PEOPLE)?;
             }
-            let database = match database {
-                Some(url) => url,
-                None => sql_file_url(std::path::Path::new(""), "desk.sqlite")?,
-            };
             let config = DeskConfig {
                 orders_url: orders,
                 people,
                 metrics,
-                database: (!sql_pool::is_memory(&database)).then_some(database),
+                database: desk_database(database)?,
                 ..desk_config(&desk)?
             };
             web(listen, config, &allow_hosts, shutdown).await?;
@@ -396,6 +400,16 @@ fn sql_file_url(dir: &std::path::Path, name: &str) -> anyhow::Result<String> {
     sql_pool::file_url(dir, name).map_err(|(dir, error)| {
         anyhow::anyhow!("cannot make the folder {}: {error}", dir.display())
     })
+}
+
+/// The desk's database as `--database` gives it (default: data/desk.sqlite); `None` for one
+/// in memory (nothing kept).
+fn desk_database(database: Option<String>) -> anyhow::Result<Option<String>> {
+    let database = match database {
+        Some(url) => url,
+        None => sql_file_url(std::path::Path::new(""), "desk.sqlite")?,
+    };
+    Ok((!sql_pool::is_memory(&database)).then_some(database))
 }
 
 /// The demo desk's own database: `desk.sqlite` beside the orders' file (in the data folder

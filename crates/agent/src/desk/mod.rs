@@ -124,50 +124,6 @@ pub enum DeskError {
     Store(#[from] crate::store::StoreError),
 }
 
-/// Follow again, once the connections are open, the tasks the desk's database says wait for
-/// the person (a desk without tasks forgets them: it cannot follow a task).
-async fn resume_waits(
-    store: &crate::store::DeskStore,
-    host: &Connecting,
-    events: &Arc<Events>,
-    tasks: bool,
-) -> Result<(), DeskError> {
-    let waits = store.waits().await?;
-    if waits.is_empty() {
-        return Ok(());
-    }
-    let (store, events, ready) = (store.clone(), events.clone(), host.ready.clone());
-    tokio::spawn(async move {
-        let host = match connecting::opened(ready).await {
-            Ok(host) if tasks => host,
-            Ok(_) => {
-                tracing::warn!(
-                    waits = waits.len(),
-                    "questions kept from before a restart are not followed: the desk runs \
-                     without tasks (--no-tasks)"
-                );
-                return;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "questions kept from before a restart wait for the connection");
-                return;
-            }
-        };
-        let now = std::time::SystemTime::now();
-        for wait in waits {
-            let follower = tasks::Follower {
-                host: host.clone(),
-                events: events.clone(),
-                conversation: wait.conversation,
-                answer_within: wait.until.duration_since(now).unwrap_or_default(),
-                store: Some(store.clone()),
-            };
-            tokio::spawn(follower.resume(wait.task_id));
-        }
-    });
-    Ok(())
-}
-
 /// Words the desk refuses to discuss.
 pub(crate) const BLOCKED: [&str; 3] = ["password", "credit card", "social security"];
 
@@ -322,9 +278,6 @@ impl Desk {
             sign_in_callback: config.sign_in_callback.clone(),
         });
         let host = Connecting::open(host_config, handler);
-        if let Some(store) = &store {
-            resume_waits(store, &host, &events, config.tasks).await?;
-        }
         Ok(Desk {
             host,
             events,
@@ -336,6 +289,39 @@ impl Desk {
             next_run: std::sync::atomic::AtomicU64::new(0),
             store,
         })
+    }
+
+    /// Follow again, once the connections are open, the tasks the desk's database keeps
+    /// waiting for the person (what the web UI's desk does at start, after a restart).
+    pub async fn follow_kept_tasks(&self) -> Result<(), DeskError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let waits = store.waits().await?;
+        if !waits.is_empty() {
+            let (ready, events) = (self.host.ready.clone(), self.events.clone());
+            tasks::resume_waits(waits, store.clone(), ready, events, self.config.tasks);
+        }
+        Ok(())
+    }
+
+    /// The terminal's share of its person's inbox: questions that wait in tasks another desk
+    /// (the web UI, on the same database) keeps are asked at the terminal too, and the first
+    /// answer, here or there, is the one the task gets (see `desk/tasks.rs`).
+    pub fn answer_from_terminal(&self) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        if !self.config.tasks {
+            return;
+        }
+        let (ready, events) = (self.host.ready.clone(), self.events.clone());
+        let person = self.config.agent_id.clone();
+        tokio::spawn(async move {
+            if let Ok(host) = connecting::opened(ready).await {
+                tasks::adopt_waits(store, host, events, person).await;
+            }
+        });
     }
 
     /// A new browser session for `person`, kept in the desk's database before its cookie is

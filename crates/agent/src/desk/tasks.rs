@@ -88,6 +88,7 @@ impl Follower {
             server: SERVER.into(),
             task_id: task_id.into(),
             conversation: self.conversation.clone(),
+            owner: self.events.owner_for(&self.conversation),
             asked: now,
             until: now + self.answer_within,
         };
@@ -119,6 +120,26 @@ impl Follower {
                      knows its task ({error}). Nothing was done for it."
                 ));
                 self.forget(&task_id).await;
+            }
+        }
+    }
+
+    /// Ask here too a task another desk follows (see [`adopt_waits`]); a task this desk cannot
+    /// reach (on 2025-11-25 a task belongs to the other desk's session) is left to it.
+    async fn adopt(self, task_id: String) {
+        let Ok(orders) = self.host.connection(SERVER) else {
+            return;
+        };
+        match orders.get_task(&task_id).await {
+            Ok(got) => {
+                let TaskPayload::InputRequired { input_requests } = got.task.payload else {
+                    return;
+                };
+                tracing::info!(task = %task_id, "asking here too a question another desk keeps");
+                self.answer_then_finish(got.task.task, input_requests).await;
+            }
+            Err(error) => {
+                tracing::debug!(task = %task_id, %error, "a question another desk keeps is not reachable from here");
             }
         }
     }
@@ -183,8 +204,14 @@ impl Follower {
         let poll = poll_interval(&task);
         let outcome = async {
             for _ in 0..MAX_POLLS {
-                if !asks.is_empty() {
-                    let answers = self.answers(std::mem::take(&mut asks)).await;
+                let answers = match asks.is_empty() {
+                    true => Default::default(),
+                    false => {
+                        let asks = std::mem::take(&mut asks);
+                        self.answers(&task.task_id, poll, asks).await
+                    }
+                };
+                if !answers.is_empty() {
                     let orders = self.host.connection(SERVER).map_err(|e| e.to_string())?;
                     orders
                         .update_task(&task.task_id, answers)
@@ -209,18 +236,30 @@ impl Follower {
     }
 
     /// The person's answers to a task's questions, by their keys (a question the desk cannot
-    /// put to the person is declined, never answered for them).
-    async fn answers(&self, asks: InputRequests) -> std::collections::BTreeMap<String, Value> {
+    /// put to the person is declined, never answered for them). A question answered elsewhere
+    /// meanwhile (another desk of the person's: the terminal) is taken off this desk's inbox
+    /// and gets no answer from here.
+    async fn answers(
+        &self,
+        task_id: &str,
+        poll: Duration,
+        asks: InputRequests,
+    ) -> std::collections::BTreeMap<String, Value> {
         let mut answers = std::collections::BTreeMap::new();
         for (key, ask) in asks {
             let answer = match ask {
                 InputRequest::Elicitation(request) => match &request.params {
                     ElicitRequestParams::FormElicitationParams { message, .. } => {
-                        let asked = self
-                            .events
-                            .ask_waiting(SERVER, &self.conversation, message, self.answer_within)
-                            .await;
-                        elicit_result(asked)
+                        let ask = self.events.ask_waiting(
+                            SERVER,
+                            &self.conversation,
+                            message,
+                            self.answer_within,
+                        );
+                        tokio::select! {
+                            asked = ask => elicit_result(asked),
+                            () = self.answered_elsewhere(task_id, &key, poll) => continue,
+                        }
                     }
                     _ => ElicitResult::new(ElicitationAction::Decline),
                 },
@@ -235,6 +274,107 @@ impl Follower {
             answers.insert(key, serde_json::to_value(answer).unwrap_or_default());
         }
         answers
+    }
+}
+
+impl Follower {
+    /// Returns once the task no longer asks `key` (answered by another desk, or ended).
+    async fn answered_elsewhere(&self, task_id: &str, key: &str, poll: Duration) {
+        loop {
+            tokio::time::sleep(poll).await;
+            match self.status(task_id).await {
+                Ok(TaskPayload::InputRequired { input_requests })
+                    if input_requests.contains_key(key) => {}
+                // Unreachable for now: the question stays; its deadline still ends it.
+                Err(_) => {}
+                Ok(_) => return,
+            }
+        }
+    }
+}
+
+/// Follow again, once the connections are open, the tasks the desk's database says wait for
+/// the person (a desk without tasks leaves them: it cannot follow a task).
+pub(crate) fn resume_waits(
+    waits: Vec<Wait>,
+    store: DeskStore,
+    ready: tokio::sync::watch::Receiver<Option<super::connecting::Opened>>,
+    events: Arc<Events>,
+    tasks: bool,
+) {
+    tokio::spawn(async move {
+        let host = match super::connecting::opened(ready).await {
+            Ok(host) if tasks => host,
+            Ok(_) => {
+                tracing::warn!(
+                    waits = waits.len(),
+                    "questions kept from before a restart are not followed: the desk runs \
+                     without tasks (--no-tasks)"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "questions kept from before a restart wait for the connection");
+                return;
+            }
+        };
+        let now = std::time::SystemTime::now();
+        for wait in waits {
+            let follower = Follower {
+                host: host.clone(),
+                events: events.clone(),
+                conversation: wait.conversation,
+                answer_within: wait.until.duration_since(now).unwrap_or_default(),
+                store: Some(store.clone()),
+            };
+            tokio::spawn(follower.resume(wait.task_id));
+        }
+    });
+}
+
+/// How often the terminal looks in the desk's database for questions it may answer.
+pub(crate) const ADOPT_EVERY: Duration = Duration::from_secs(1);
+
+/// The terminal's share of the person's inbox: every [`ADOPT_EVERY`], the tasks another desk
+/// (the web UI) keeps waiting for a person this terminal may answer for
+/// ([`crate::events::terminal_may_answer`]) are asked here too, in the terminal's
+/// conversation; whichever desk is answered first answers the task, and the other takes its
+/// question off.
+pub(crate) async fn adopt_waits(
+    store: DeskStore,
+    host: Arc<Host<DeskHandler>>,
+    events: Arc<Events>,
+    person: String,
+) {
+    let mut followed = std::collections::HashSet::new();
+    loop {
+        match store.waits().await {
+            Ok(waits) => {
+                let now = std::time::SystemTime::now();
+                for wait in waits {
+                    let theirs = crate::events::terminal_may_answer(&wait.owner, &person);
+                    if !theirs || wait.conversation == crate::events::TERMINAL {
+                        continue;
+                    }
+                    let Ok(left) = wait.until.duration_since(now) else {
+                        continue;
+                    };
+                    if !followed.insert(wait.task_id.clone()) {
+                        continue;
+                    }
+                    let follower = Follower {
+                        host: host.clone(),
+                        events: events.clone(),
+                        conversation: crate::events::TERMINAL.into(),
+                        answer_within: left,
+                        store: None,
+                    };
+                    tokio::spawn(follower.adopt(wait.task_id));
+                }
+            }
+            Err(error) => tracing::warn!(%error, "the desk's database could not be read"),
+        }
+        tokio::time::sleep(ADOPT_EVERY).await;
     }
 }
 

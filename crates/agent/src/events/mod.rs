@@ -783,4 +783,4 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 
-pub use sessions::session_digest;
+pub use sessions::{session_digest, terminal_may_answer};

@@ -28,6 +28,17 @@ pub fn session_digest(session: &str) -> String {
         .collect()
 }
 
+/// How the owner of a loopback browser session's inbox begins (then the session's digest).
+const LOOPBACK_OWNER: &str = "session ";
+
+/// Whether the terminal of `person` may answer a question waiting in `owner`'s inbox (in
+/// another desk process, through the desk's database): its own, and on a desk without people
+/// its browsers' (a loopback desk's sessions are all its one implicit person's, the user at
+/// the terminal). A person of a people file is never another's.
+pub fn terminal_may_answer(owner: &str, person: &str) -> bool {
+    owner == person || owner.starts_with(LOOPBACK_OWNER)
+}
+
 impl Events {
     /// A new browser session for `person`: its id (the cookie's value), from the operating
     /// system's randomness. Beyond the caps the oldest session with no page open goes; `None`
@@ -158,7 +169,7 @@ impl Events {
         Some(if self.people.load(std::sync::atomic::Ordering::Relaxed) {
             person
         } else {
-            format!("session {digest}")
+            format!("{LOOPBACK_OWNER}{digest}")
         })
     }
 

@@ -385,3 +385,17 @@ fn a_stopping_desk_ends_every_page_stream() {
     }
     assert!(!events.is_watched("c1"));
 }
+
+#[test]
+fn the_terminal_answers_for_its_person_and_a_loopback_desk_s_browsers_only() {
+    let events = Events::default();
+    let session = events.start_session("support-agent").unwrap();
+    let loopback = events.owner_of_session(&session).unwrap();
+    assert!(terminal_may_answer(&loopback, "support-agent"));
+    assert!(terminal_may_answer("ana", "ana"));
+    assert!(!terminal_may_answer("ana", "ben"));
+    events.set_people(true);
+    let person = events.owner_of_session(&session).unwrap();
+    assert_eq!(person, "support-agent");
+    assert!(!terminal_may_answer(&person, "ben"));
+}

@@ -179,6 +179,8 @@ async fn in_a_terminal_the_prompt_stays_and_an_expired_question_gives_the_line_b
                 "2025-11-25",
                 "--no-knowledge-base",
                 "--no-tasks",
+                "--database",
+                "sqlite::memory:",
                 "--log-file",
             ])
             .arg(&log_path)
@@ -371,4 +373,69 @@ async fn with_tasks_the_prompt_is_free_and_the_result_comes_after_the_answer() {
     lines.send("quit".into()).await.unwrap();
     cli.await.unwrap().unwrap();
     stop.cancel();
+}
+
+/// Answered at the terminal while the page is open: a question waiting in a task for the web
+/// UI's person (its database shared with the terminal) is asked at the terminal too; "yes"
+/// there answers the task, the page's dialog closes and its inbox empties, and the order is
+/// cancelled once (the page hears the result as well).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_s_question_answered_at_the_terminal_leaves_the_page() {
+    let stop = CancellationToken::new();
+    let orders_url = orders_at(&stop, Duration::ZERO).await;
+    let dir = std::env::temp_dir().join(format!("desk-terminal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let database = format!("sqlite://{}", dir.join("desk.sqlite").display());
+    let config = DeskConfig {
+        orders_url,
+        protocol: Some(Revision::V2026_07_28),
+        tasks: true,
+        database: Some(database),
+        ..DeskConfig::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let web = format!("http://{}/", listener.local_addr().unwrap());
+    let _forget = crate::common::Forget(web.clone());
+    let serve = agent::app::serve_web(listener, config.clone(), Default::default(), stop.clone());
+    tokio::spawn(serve);
+    let (mut page, _secret) = crate::common::Events::open_at(&web, "page").await;
+    let reply = crate::common::chat(&web, "page", "please cancel ORD-10002").await;
+    assert!(reply.starts_with("Waiting for your answer"), "{reply}");
+    let asked = page.next_of("confirmation").await;
+
+    let desk = agent::app::terminal_desk(config, stop.clone())
+        .await
+        .unwrap();
+    let (lines, screen, cli) = terminal(desk);
+    screen
+        .shows("Type 'yes' to confirm or 'no' to refuse")
+        .await;
+    lines.send("yes".into()).await.unwrap();
+    screen.shows("Order ORD-10002 is cancelled").await;
+
+    let closed = page.next_of("closed").await;
+    assert_eq!(closed["id"], asked["id"]);
+    loop {
+        let inbox = page.next_of("inbox").await;
+        if inbox["questions"].as_array().unwrap().is_empty() {
+            break;
+        }
+    }
+    let said = page.next_of("said").await;
+    assert!(
+        said["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
+        "{said}"
+    );
+    assert_eq!(
+        crate::common::status_of(&web, "ORD-10002").await,
+        "CANCELLED"
+    );
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+    let _ = std::fs::remove_dir_all(&dir);
 }
