@@ -96,13 +96,17 @@ impl Screen {
                 )?;
                 self.question = Some(id);
             }
-            Event::Closed { id } => {
+            Event::Closed {
+                id,
+                answered_elsewhere,
+            } => {
                 if self.question.as_deref() == Some(id.as_str()) {
                     self.question = None;
-                    writeln!(
-                        out,
-                        "\rThe question closed without an answer; nothing was changed."
-                    )?;
+                    let why = match answered_elsewhere {
+                        true => "The question was answered in a page of yours.",
+                        false => "The question closed without an answer; nothing was changed.",
+                    };
+                    writeln!(out, "\r{why}")?;
                 }
             }
             Event::SignIn { server, url } => {

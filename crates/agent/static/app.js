@@ -278,7 +278,7 @@ function connectEvents() {
     // The dialog says which server asks.
     confirmation: (data) => ask(data, `${data.server} asks you to confirm`),
     sampling: (data) => ask(data, `${data.server} asks to use the model: let it answer?`),
-    closed: (data) => closed(data.id),
+    closed: (data) => closed(data.id, data.answeredElsewhere),
     signin: (data) => showSignIn(data),
     inbox: (data) => showInbox(data.questions),
     // A task that waited for the person ended: its result, in the conversation.
@@ -326,9 +326,15 @@ function showWaiting(visible) {
   $("waiting").hidden = !visible;
 }
 
-function closed(id) {
+// A question closed without an answer from this page: expired, or answered at another desk of
+// the person's (the terminal), where the dialog just goes.
+function closed(id, answeredElsewhere) {
   if (!open || open.id !== id) return;
-  expire();
+  if (!answeredElsewhere) return expire();
+  clearInterval(countdown);
+  showWaiting(false);
+  open = null;
+  $("confirm").close();
 }
 
 function expire() {

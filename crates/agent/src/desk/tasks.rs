@@ -250,15 +250,17 @@ impl Follower {
             let answer = match ask {
                 InputRequest::Elicitation(request) => match &request.params {
                     ElicitRequestParams::FormElicitationParams { message, .. } => {
-                        let ask = self.events.ask_waiting(
+                        let elsewhere = self.answered_elsewhere(task_id, &key, poll);
+                        let asked = self.events.ask_waiting(
                             SERVER,
                             &self.conversation,
                             message,
                             self.answer_within,
+                            elsewhere,
                         );
-                        tokio::select! {
-                            asked = ask => elicit_result(asked),
-                            () = self.answered_elsewhere(task_id, &key, poll) => continue,
+                        match asked.await {
+                            Some(asked) => elicit_result(asked),
+                            None => continue,
                         }
                     }
                     _ => ElicitResult::new(ElicitationAction::Decline),

@@ -89,11 +89,18 @@ pub enum Event {
         /// Oldest first.
         questions: Vec<InboxItem>,
     },
-    /// A question closed without an answer (its deadline passed, or the work that asked it
-    /// stopped): the page closes its dialog, the terminal stops waiting for a yes.
+    /// A question closed without an answer from here (its deadline passed, the work that
+    /// asked it stopped, or another desk of the person's answered it): the page closes its
+    /// dialog, the terminal stops waiting for a yes.
     Closed {
         /// The question's id.
         id: String,
+        /// Answered at another desk of the person's (the terminal), not expired.
+        #[serde(
+            rename = "answeredElsewhere",
+            skip_serializing_if = "std::ops::Not::not"
+        )]
+        answered_elsewhere: bool,
     },
     /// A server the desk talks to wants the person to sign in: open `url` (the authorization
     /// server's page); it sends the browser back to the desk's `/oauth/callback`. Sent to every
@@ -583,16 +590,19 @@ impl Events {
 
     /// A question asked inside a task: it waits in the owner's inbox for `deadline` whether or
     /// not a page watches the conversation now (shown to it if one does, and to a page that
-    /// opens later).
+    /// opens later). `None` when `elsewhere` ends first: another desk got the answer, and the
+    /// question is taken off here (its page told so).
     pub async fn ask_waiting(
         &self,
         server: &str,
         conversation: &str,
         message: &str,
         deadline: Duration,
-    ) -> Asked {
+        elsewhere: impl std::future::Future<Output = ()>,
+    ) -> Option<Asked> {
         let question = Asking::confirmation(server, message);
-        self.ask_as(question, conversation, deadline, false).await
+        self.ask_as(question, conversation, deadline, false, elsewhere)
+            .await
     }
 
     /// [`Events::ask`], naming the server that asks.
@@ -604,7 +614,9 @@ impl Events {
         deadline: Duration,
     ) -> Asked {
         let question = Asking::confirmation(server, message);
-        self.ask_as(question, conversation, deadline, true).await
+        let never = std::future::pending();
+        let asked = self.ask_as(question, conversation, deadline, true, never);
+        asked.await.unwrap_or(Asked::Expired)
     }
 
     /// Ask the person to approve a request for the model.
@@ -619,24 +631,28 @@ impl Events {
             sampling: true,
             ..Asking::confirmation(server, message)
         };
-        self.ask_as(question, conversation, deadline, true).await
+        let never = std::future::pending();
+        let asked = self.ask_as(question, conversation, deadline, true, never);
+        asked.await.unwrap_or(Asked::Expired)
     }
 
-    /// Ask `question` in `conversation` (only if a page watches it now, when `needs_a_page`).
+    /// Ask `question` in `conversation` (only if a page watches it now, when `needs_a_page`);
+    /// `None` if `elsewhere` ends first.
     async fn ask_as(
         &self,
         question: Asking<'_>,
         conversation: &str,
         deadline: Duration,
         needs_a_page: bool,
-    ) -> Asked {
+        elsewhere: impl std::future::Future<Output = ()>,
+    ) -> Option<Asked> {
         let Asking {
             server,
             message,
             sampling,
         } = question;
         if needs_a_page && !self.is_watched(conversation) {
-            return Asked::NobodyWatching;
+            return Some(Asked::NobodyWatching);
         }
         let id = random_id();
         let (tx, rx) = oneshot::channel();
@@ -673,7 +689,7 @@ impl Events {
         );
         if !self.emit(conversation, event) && needs_a_page {
             lock(&self.questions).remove(&id);
-            return Asked::NobodyWatching;
+            return Some(Asked::NobodyWatching);
         }
         self.inbox_changed(&owner);
         // Removed however this ends, the caller's drop included; unanswered, the page is told.
@@ -683,13 +699,20 @@ impl Events {
             conversation: conversation.to_owned(),
             owner,
             answered: false,
+            elsewhere: false,
         };
-        match tokio::time::timeout(deadline, rx).await {
-            Ok(Ok(answer)) => {
-                open.answered();
-                Asked::Answered(answer)
+        tokio::select! {
+            got = tokio::time::timeout(deadline, rx) => match got {
+                Ok(Ok(answer)) => {
+                    open.answered();
+                    Some(Asked::Answered(answer))
+                }
+                Ok(Err(_)) | Err(_) => Some(Asked::Expired),
+            },
+            () = elsewhere => {
+                open.answered_elsewhere();
+                None
             }
-            Ok(Err(_)) | Err(_) => Asked::Expired,
         }
     }
 
@@ -740,11 +763,17 @@ struct OpenQuestion<'a> {
     conversation: String,
     owner: String,
     answered: bool,
+    /// Answered at another desk: the page is told so, not that it expired.
+    elsewhere: bool,
 }
 
 impl OpenQuestion<'_> {
     fn answered(mut self) {
         self.answered = true;
+    }
+
+    fn answered_elsewhere(mut self) {
+        self.elsewhere = true;
     }
 }
 
@@ -757,6 +786,7 @@ impl Drop for OpenQuestion<'_> {
                 &self.conversation,
                 Event::Closed {
                     id: std::mem::take(&mut self.id),
+                    answered_elsewhere: self.elsewhere,
                 },
             );
         }

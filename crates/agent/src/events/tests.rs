@@ -37,7 +37,10 @@ fn each_event_is_named_as_its_json_names_it() {
             message: "m".into(),
             seconds: 1,
         },
-        Event::Closed { id: "i".into() },
+        Event::Closed {
+            id: "i".into(),
+            answered_elsewhere: false,
+        },
         Event::SignIn {
             server: "s".into(),
             url: "https://a.example/".into(),

@@ -2,7 +2,9 @@
 // service in one process, tasks on by default) is started on files of its own; the page asks to
 // cancel an order and the question waits in the order service's task; the demo is stopped
 // (SIGTERM, as Ctrl-C) and started again on the same files and port; the reloaded page has the
-// question back in its inbox and dialog, answers it, and the order is cancelled once.
+// question back in its inbox and dialog, answers it, and the order is cancelled once. Then the
+// terminal (`support-agent cli` on the same database) answers a page's question: the page's
+// dialog closes and its inbox empties, and the order is cancelled.
 // Usage: node restart.mjs SUPPORT_AGENT DATA_DIR [PROTOCOL]
 import { spawn } from "node:child_process";
 import { openSync } from "node:fs";
@@ -12,7 +14,8 @@ import { launch } from "./harness.mjs";
 const [binary, dir, protocol = "auto"] = process.argv.slice(2);
 const run = await launch();
 
-// Start the demo listening on `listen`; resolves with its URL once it says where.
+// Start the demo listening on `listen`; resolves with its URL (and its order service's MCP
+// endpoint) once it says where.
 async function start(listen, n) {
   const log = `${dir}/demo-${n}.log`;
   const out = openSync(log, "w");
@@ -20,8 +23,10 @@ async function start(listen, n) {
     "--database", `sqlite://${dir}/orders.sqlite`, "--no-knowledge-base", "--protocol", protocol],
   { stdio: ["ignore", "ignore", out] });
   for (let i = 0; i < 200; i++) {
-    const found = (await readFile(log, "utf8")).match(/open (http:\/\/[0-9.:]+\/)/);
-    if (found) return { url: found[1], child };
+    const text = await readFile(log, "utf8");
+    const found = text.match(/open (http:\/\/[0-9.:]+\/)/);
+    const orders = text.match(/order-service listening on (http:\/\/[0-9.:]+)/);
+    if (found && orders) return { url: found[1], orders: `${orders[1]}/mcp`, child };
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -72,6 +77,49 @@ await run.scenario(`the desk restarted while a confirmation waits (${protocol})`
     await page.waitForSelector("#inbox-badge", { state: "hidden" });
     if ((await statusOf(page, "ORD-10002")) !== "CANCELLED") throw new Error("not cancelled");
   } finally {
+    await stop(demo.child);
+  }
+});
+
+// The terminal: `support-agent cli` on the demo's database, its screen read as it comes.
+function terminal(orders) {
+  const child = spawn(binary, ["cli", "--orders", orders, "--database", `sqlite://${dir}/desk.sqlite`,
+    "--no-knowledge-base", "--protocol", protocol, "--log-file", `${dir}/cli.log`],
+  { stdio: ["pipe", "pipe", "inherit"] });
+  let screen = "";
+  child.stdout.on("data", (chunk) => { screen += chunk.toString(); });
+  return {
+    child,
+    async shows(text) {
+      for (let i = 0; i < 200 && !screen.includes(text); i++) await new Promise((r) => setTimeout(r, 100));
+      if (!screen.includes(text)) throw new Error(`the terminal never showed "${text}": ${screen}`);
+    },
+    type(line) { child.stdin.write(line + "\n"); },
+  };
+}
+
+await run.scenario(`a page's question answered at the terminal leaves the page (${protocol})`, async (page) => {
+  const demo = await start("127.0.0.1:0", 3);
+  let cli;
+  try {
+    await page.goto(demo.url);
+    await page.waitForSelector('body[data-ready="true"]');
+    await page.fill("#chat-input", "cancel ORD-10008");
+    await page.click("#chat-send");
+    await agentSaid(page, "Waiting for your answer");
+    await page.waitForSelector("#confirm[open]");
+    await page.waitForSelector("#inbox-badge:not([hidden])");
+    cli = terminal(demo.orders);
+    await cli.shows("Type 'yes' to confirm");
+    cli.type("yes");
+    await cli.shows("Order ORD-10008 is cancelled");
+    await page.waitForFunction(() => !document.querySelector("#confirm").open);
+    await page.waitForSelector("#inbox-badge", { state: "hidden" });
+    await agentSaid(page, "Order ORD-10008 is cancelled");
+    if ((await statusOf(page, "ORD-10008")) !== "CANCELLED") throw new Error("not cancelled");
+    cli.type("quit");
+  } finally {
+    if (cli) cli.child.kill("SIGTERM");
     await stop(demo.child);
   }
 });

@@ -416,6 +416,7 @@ async fn a_page_s_question_answered_at_the_terminal_leaves_the_page() {
 
     let closed = page.next_of("closed").await;
     assert_eq!(closed["id"], asked["id"]);
+    assert_eq!(closed["answeredElsewhere"], true, "{closed}");
     loop {
         let inbox = page.next_of("inbox").await;
         if inbox["questions"].as_array().unwrap().is_empty() {
