@@ -111,9 +111,13 @@ impl Follower {
                 };
                 self.answer_then_finish(got.task.task, asks).await;
             }
+            Err(error) if !error.contains("unknown task") => {
+                // Not reachable now: kept for the next start, nothing said to the person.
+                tracing::warn!(task = %task_id, %error, "a task kept across a restart cannot be reached now");
+            }
             Err(error) => {
-                // The server no longer knows it (expired, or another server now): nothing
-                // can be answered, and the conversation is told why.
+                // The server no longer knows it (expired, or bound to a session that ended):
+                // nothing can be answered, and the conversation is told why.
                 tracing::warn!(task = %task_id, %error, "a task kept across a restart is gone");
                 self.say(&format!(
                     "A question you had not answered yet is gone: the order service no longer \

@@ -1,9 +1,9 @@
-// The desk with tasks (`--tasks`), in headless Chromium: a confirmation waits in the order
+// The desk with tasks (its default), in headless Chromium: a confirmation waits in the order
 // service's task, not in the chat: the reply says it waits and the chat goes on; the page is
 // reloaded and the question is still pending (in the inbox and its dialog); answered, the
 // task's result is said in the conversation and the order is cancelled. A question nobody
 // answers in time expires, is shown as expired, and cancels nothing.
-// Usage: node tasks.mjs DESK_URL   (the desk runs with --tasks --answer-seconds 6)
+// Usage: node tasks.mjs DESK_URL   (the desk runs with --answer-seconds 6; tasks are its default)
 import { launch } from "./harness.mjs";
 
 const url = process.argv[2];
