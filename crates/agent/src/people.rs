@@ -121,6 +121,11 @@ impl People {
         self.hashes.len()
     }
 
+    /// Whether `name` may sign in.
+    pub fn contains(&self, name: &str) -> bool {
+        self.hashes.contains_key(name)
+    }
+
     /// Whether nobody may (never true of a loaded file).
     pub fn is_empty(&self) -> bool {
         self.hashes.is_empty()

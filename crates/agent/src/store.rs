@@ -165,16 +165,34 @@ impl DeskStore {
             .collect())
     }
 
-    /// Keep a conversation made for the session `digest`.
-    pub async fn save_conversation(&self, id: &str, digest: &str) -> Result<(), StoreError> {
+    /// Keep a conversation made for the session `digest` (its oldest beyond `keep` go, as
+    /// they do from memory).
+    pub async fn save_conversation(
+        &self,
+        id: &str,
+        digest: &str,
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT OR IGNORE INTO desk_conversations (id, session_digest, made_ms) VALUES (?, ?, ?)",
         )
         .bind(id)
         .bind(digest)
         .bind(millis(SystemTime::now()))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        sqlx::query(
+            "DELETE FROM desk_conversations WHERE session_digest = ? AND id NOT IN \
+             (SELECT id FROM desk_conversations WHERE session_digest = ? \
+              ORDER BY made_ms DESC, rowid DESC LIMIT ?)",
+        )
+        .bind(digest)
+        .bind(digest)
+        .bind(i64::try_from(keep).unwrap_or(i64::MAX))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -263,7 +281,7 @@ mod tests {
             };
             store.save_session(&session).await.unwrap();
             store
-                .save_conversation(&format!("c-{digest}"), digest)
+                .save_conversation(&format!("c-{digest}"), digest, 64)
                 .await
                 .unwrap();
         }
@@ -277,6 +295,26 @@ mod tests {
         store.forget_session("live").await.unwrap();
         assert!(store.sessions(now).await.unwrap().is_empty());
         assert!(store.conversations().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_session_keeps_its_newest_conversations() {
+        let store = memory().await;
+        for n in 0..5 {
+            store
+                .save_conversation(&format!("c{n}"), "s", 3)
+                .await
+                .unwrap();
+        }
+        store.save_conversation("other", "t", 3).await.unwrap();
+        let kept: Vec<String> = store
+            .conversations()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(kept, ["c2", "c3", "c4", "other"]);
     }
 
     #[tokio::test]

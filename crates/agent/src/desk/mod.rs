@@ -266,7 +266,18 @@ impl Desk {
             Some(url) => {
                 let store = crate::store::DeskStore::open(url).await?;
                 let now = std::time::SystemTime::now();
-                events.restore(store.sessions(now).await?, store.conversations().await?);
+                // A session goes on only for someone who may still sign in here (a person of
+                // the people file, or the one implicit person of a desk without one).
+                let sessions =
+                    store
+                        .sessions(now)
+                        .await?
+                        .into_iter()
+                        .filter(|s| match &config.people {
+                            Some(people) => people.contains(&s.person),
+                            None => s.person == config.agent_id,
+                        });
+                events.restore(sessions.collect(), store.conversations().await?);
                 Some(store)
             }
             None => None,
@@ -360,7 +371,10 @@ impl Desk {
         let conversation = self.events.start_conversation(session);
         if let Some(store) = &self.store {
             let digest = crate::events::session_digest(session);
-            store.save_conversation(&conversation, &digest).await?;
+            let keep = crate::events::MAX_CONVERSATIONS_PER_SESSION;
+            store
+                .save_conversation(&conversation, &digest, keep)
+                .await?;
         }
         Ok(conversation)
     }

@@ -46,8 +46,16 @@ impl Follower {
     pub(crate) async fn follow(self, task: rmcp::model::Task) -> Result<CallToolResult, String> {
         let poll = poll_interval(&task);
         let mut shown: Option<String> = None;
+        // The status shows progress only while no notification does (on 2025-11-25 the
+        // server may send both; two sources would make the bar jump back).
+        let mut expected = self.events.progress_sent(&self.conversation);
         for _ in 0..MAX_POLLS {
             let (payload, message) = self.status_and_message(&task.task_id).await?;
+            let ours = self.events.progress_sent(&self.conversation) == expected;
+            let message = message.filter(|_| ours);
+            if !ours {
+                shown = None;
+            }
             if matches!(payload, TaskPayload::Completed { .. }) {
                 // The work is done: a bar that was shown, or that its last words measure, is
                 // full (the server's poll interval may be longer than the work).
@@ -61,6 +69,7 @@ impl Follower {
                     if let Some(message) = message.filter(|m| shown.as_ref() != Some(m)) {
                         if let Some(percent) = percent_of(&message) {
                             self.progress(percent, Some(message.clone()));
+                            expected += 1;
                         }
                         shown = Some(message);
                     }

@@ -244,7 +244,8 @@ pub const TERMINAL: &str = "cli";
 
 /// The most conversations kept, and per browser session; beyond either the oldest go.
 const MAX_CONVERSATIONS: usize = 10_000;
-const MAX_CONVERSATIONS_PER_SESSION: usize = 64;
+/// The most conversations kept per browser session.
+pub const MAX_CONVERSATIONS_PER_SESSION: usize = 64;
 /// The most things said in a conversation nobody watched kept for its next page.
 pub const MAX_UNHEARD: usize = 16;
 
@@ -277,6 +278,8 @@ pub struct Events {
     watchers: Mutex<HashMap<String, Watcher>>,
     /// What was said in conversations nobody watched, for their next page.
     unheard: Mutex<HashMap<String, Vec<Event>>>,
+    /// How many progress events each conversation was sent (whoever sent them).
+    progress_sent: Mutex<HashMap<String, u64>>,
     questions: Mutex<HashMap<String, Question>>,
     /// Sign-ins by their OAuth `state`.
     sign_ins: Mutex<HashMap<String, PendingSignIn>>,
@@ -424,6 +427,11 @@ impl Events {
         for conversation in &gone {
             unheard.remove(conversation);
         }
+        drop(unheard);
+        let mut progress = lock(&self.progress_sent);
+        for conversation in &gone {
+            progress.remove(conversation);
+        }
     }
 
     /// A new conversation for the browser session `session`: its id, made here from the
@@ -527,6 +535,11 @@ impl Events {
     /// in a conversation nobody watches (a task's result) is kept for the next page that opens
     /// it (at most [`MAX_UNHEARD`] per conversation, newest kept).
     pub fn emit(&self, conversation: &str, event: Event) -> bool {
+        if matches!(event, Event::Progress { .. }) && self.is_known(conversation) {
+            *lock(&self.progress_sent)
+                .entry(conversation.to_owned())
+                .or_default() += 1;
+        }
         let mut watchers = lock(&self.watchers);
         let event = match watchers.get(conversation) {
             Some(watcher) => match watcher.tx.send(event) {
@@ -550,6 +563,15 @@ impl Events {
             }
         }
         false
+    }
+
+    /// How many progress events `conversation` was sent so far (from notifications, or from a
+    /// task's status): a task's follower shows its status only while nothing else does.
+    pub fn progress_sent(&self, conversation: &str) -> u64 {
+        lock(&self.progress_sent)
+            .get(conversation)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Whether the desk made `conversation` (for a browser session), or it is the terminal's.
