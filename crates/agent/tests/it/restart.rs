@@ -76,7 +76,40 @@ async fn asked_then_restarted(
     assert!(reply.starts_with("Waiting for your answer"), "{reply}");
     stop.cancel();
     running.await.unwrap();
+    cookie_kept_as_its_digest_only(dir, &url).await;
     run(dir, web, protocol).await
+}
+
+/// The desk's file keeps the session by its cookie's SHA-256, never the cookie, and only its
+/// user may read it.
+async fn cookie_kept_as_its_digest_only(dir: &std::path::Path, url: &str) {
+    let cookie = crate::common::cookie(url).await;
+    let value = cookie.split_once('=').unwrap().1.to_owned();
+    let file = dir.join("desk.sqlite");
+    let desk = sqlx::SqlitePool::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
+    let digests: Vec<(String,)> = sqlx::query_as("SELECT digest FROM desk_sessions")
+        .fetch_all(&desk)
+        .await
+        .unwrap();
+    assert_eq!(digests, vec![(agent::events::session_digest(&value),)]);
+    desk.close().await;
+    for kept in [file.clone(), dir.join("desk.sqlite-wal")] {
+        let bytes = std::fs::read(&kept).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(&value),
+            "the cookie itself is in {}",
+            kept.display()
+        );
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
 }
 
 async fn waits_kept(dir: &std::path::Path) -> usize {
