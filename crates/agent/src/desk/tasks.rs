@@ -59,8 +59,9 @@ impl Follower {
             if matches!(payload, TaskPayload::Completed { .. }) {
                 // The work is done: a bar that was shown, or that its last words measure, is
                 // full (the server's poll interval may be longer than the work).
+                let drawn = shown.is_some();
                 let last = message.clone().or_else(|| shown.take());
-                if let Some(last) = last.filter(|l| percent_of(l).is_some() || shown.is_some()) {
+                if let Some(last) = last.filter(|l| drawn || percent_of(l).is_some()) {
                     self.progress(100, Some(last));
                 }
             }

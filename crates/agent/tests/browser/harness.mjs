@@ -39,3 +39,20 @@ export async function launch() {
     },
   };
 }
+
+// Wait until the agent has said something containing `text` in the chat.
+export async function agentSaid(page, text) {
+  await page.waitForFunction((t) => [...document.querySelectorAll(".msg.agent")]
+    .some((m) => m.textContent.includes(t)), text);
+}
+
+// The status of order `id`, read through the desk's own API (the tab it is listed in).
+export async function statusOf(page, id) {
+  return page.evaluate(async (id) => {
+    for (const s of ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"]) {
+      const list = await (await fetch("/api/orders?status=" + s)).json();
+      if (list.some((o) => o.orderId === id)) return s;
+    }
+    return null;
+  }, id);
+}

@@ -9,7 +9,7 @@
 import { spawn } from "node:child_process";
 import { openSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { launch } from "./harness.mjs";
+import { agentSaid, launch, statusOf } from "./harness.mjs";
 
 const [binary, dir, protocol = "auto"] = process.argv.slice(2);
 const run = await launch();
@@ -38,21 +38,6 @@ async function stop(child) {
   const ended = new Promise((r) => child.once("exit", r));
   child.kill("SIGTERM");
   await ended;
-}
-
-async function agentSaid(page, text) {
-  await page.waitForFunction((t) => [...document.querySelectorAll(".msg.agent")]
-    .some((m) => m.textContent.includes(t)), text);
-}
-
-async function statusOf(page, id) {
-  return page.evaluate(async (id) => {
-    for (const s of ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"]) {
-      const list = await (await fetch("/api/orders?status=" + s)).json();
-      if (list.some((o) => o.orderId === id)) return s;
-    }
-    return null;
-  }, id);
 }
 
 await run.scenario(`the desk restarted while a confirmation waits (${protocol})`, async (page) => {

@@ -4,7 +4,7 @@
 // task's result is said in the conversation and the order is cancelled. A question nobody
 // answers in time expires, is shown as expired, and cancels nothing.
 // Usage: node tasks.mjs DESK_URL   (the desk runs with --answer-seconds 6; tasks are its default)
-import { launch } from "./harness.mjs";
+import { agentSaid, launch, statusOf } from "./harness.mjs";
 
 const url = process.argv[2];
 const run = await launch();
@@ -17,21 +17,6 @@ async function ready(page) {
 async function send(page, message) {
   await page.fill("#chat-input", message);
   await page.click("#chat-send");
-}
-
-async function agentSaid(page, text) {
-  await page.waitForFunction((t) => [...document.querySelectorAll(".msg.agent")]
-    .some((m) => m.textContent.includes(t)), text);
-}
-
-async function statusOf(page, id) {
-  return page.evaluate(async (id) => {
-    for (const s of ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"]) {
-      const list = await (await fetch("/api/orders?status=" + s)).json();
-      if (list.some((o) => o.orderId === id)) return s;
-    }
-    return null;
-  }, id);
 }
 
 await run.scenario("with tasks: the chat goes on, a reload keeps the question, the answer lands", async (page) => {

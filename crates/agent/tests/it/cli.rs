@@ -423,14 +423,8 @@ async fn a_page_s_question_answered_at_the_terminal_leaves_the_page() {
             break;
         }
     }
-    let said = page.next_of("said").await;
-    assert!(
-        said["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
-        "{said}"
-    );
+    page.said_ending("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
+        .await;
     assert_eq!(
         crate::common::status_of(&web, "ORD-10002").await,
         "CANCELLED"

@@ -324,6 +324,15 @@ impl Events {
             .unwrap()
     }
 
+    /// The next `said` event, which must end with `end` (the task's result said in its
+    /// conversation).
+    pub async fn said_ending(&mut self, end: &str) -> Value {
+        let said = self.next_of("said").await;
+        let text = said["text"].as_str().unwrap_or_default();
+        assert!(text.ends_with(end), "{said}");
+        said
+    }
+
     /// The next event of this kind, skipping others.
     pub async fn next_of(&mut self, kind: &str) -> Value {
         loop {

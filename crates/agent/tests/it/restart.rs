@@ -140,14 +140,8 @@ async fn a_question_waiting_in_a_task_survives_the_desk_restarting() {
     assert_eq!(status_of(&url, "ORD-10002").await, "PENDING");
     let id = question["id"].as_str().unwrap();
     assert_eq!(answer(&url, id, &secret, true).await, 204);
-    let said = page.next_of("said").await;
-    assert!(
-        said["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
-        "{said}"
-    );
+    page.said_ending("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
+        .await;
     assert_eq!(status_of(&url, "ORD-10002").await, "CANCELLED");
     // By the task's step (its key kept with the order: a run again finds it and never cancels
     // twice), and the desk no longer waits.

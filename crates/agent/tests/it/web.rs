@@ -361,14 +361,8 @@ async fn with_tasks_the_chat_goes_on_and_the_answer_lands_in_the_conversation() 
     // The answer goes to the task; its result is said in the conversation.
     let id = question["id"].as_str().unwrap();
     assert_eq!(answer(&demo, id, &secret, true).await, 204);
-    let said = page.next_of("said").await;
-    assert!(
-        said["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
-        "{said}"
-    );
+    page.said_ending("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
+        .await;
     assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
 }
 
@@ -406,14 +400,8 @@ async fn with_tasks_on_2025_11_25_the_question_waits_in_the_task_too() {
     let question = page.next_of("confirmation").await;
     let id = question["id"].as_str().unwrap();
     assert_eq!(answer(&demo, id, &secret, true).await, 204);
-    let said = page.next_of("said").await;
-    assert!(
-        said["text"]
-            .as_str()
-            .unwrap()
-            .ends_with("Order ORD-10002 is cancelled and a refund of €34.99 has been started."),
-        "{said}"
-    );
+    page.said_ending("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
+        .await;
     assert_eq!(status_of(&demo, "ORD-10002").await, "CANCELLED");
 }
 
