@@ -26,6 +26,9 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
+    /// The desk's token for the order service could not be read or made.
+    #[error("cannot keep the desk's token for the order service in {0}: {1}")]
+    Bearer(std::path::PathBuf, std::io::Error),
     /// No loopback port could be had for the terminal's sign-in callbacks.
     #[error("cannot open a loopback port for sign-in callbacks: {0}")]
     Callback(std::io::Error),
@@ -124,9 +127,78 @@ pub struct DemoConfig {
     pub web: serve::HttpOptions,
 }
 
-/// Start the order service (`orders`, given its listener and the shutdown token) and the web UI,
-/// talking over loopback HTTP; calls `ready` with the UI's URL once both listen, and runs until
-/// `shutdown`.
+/// The name the demo's order service knows its desk by.
+pub const DESK_PRINCIPAL: &str = "support-desk";
+
+/// The file beside the desk's database that holds the token the desk presents to the demo's
+/// order service.
+pub const BEARER_FILE: &str = "orders.bearer";
+
+/// How the demo's order service is to know its desk: by `token`, as [`DESK_PRINCIPAL`], at
+/// `addr` (the address it listens on; its tokens are for `http://{addr}/mcp`).
+#[derive(Clone)]
+pub struct DeskCaller {
+    /// Where the order service listens.
+    pub addr: SocketAddr,
+    /// The token the desk presents.
+    pub token: String,
+}
+
+impl std::fmt::Debug for DeskCaller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeskCaller")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bearer file beside the desk's database at `database` (a SQLite URL).
+pub fn bearer_beside(database: &str) -> std::path::PathBuf {
+    let file = crate::store::sqlite_file(database);
+    file.with_file_name(BEARER_FILE)
+}
+
+/// The token in the bearer file at `path`, made (64 hex digits of OS randomness, the file
+/// readable by its user only) when there is none yet: the same token across restarts, so a
+/// restarted desk is the caller its tasks were bound to.
+pub fn desk_token(path: &std::path::Path) -> Result<String, AppError> {
+    let fail = |error| AppError::Bearer(path.to_path_buf(), error);
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let token = text.lines().next().unwrap_or_default().trim();
+            if token.len() < 32 || !token.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(fail(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "its first line is not the 64 hex digits the desk wrote; remove the file \
+                     and a new token is made",
+                )));
+            }
+            return Ok(token.to_owned());
+        }
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(fail(error)),
+        Err(_) => {}
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| fail(std::io::Error::other(e.to_string())))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(fail)?;
+    std::io::Write::write_all(&mut file, format!("{token}\n").as_bytes()).map_err(fail)?;
+    Ok(token)
+}
+
+/// Start the order service (`orders`, given its listener, how to know the desk, and the
+/// shutdown token) and the web UI, talking over loopback HTTP; calls `ready` with the UI's URL
+/// once both listen, and runs until `shutdown`.
+///
+/// With a desk database (a file), the desk presents a token of its own to the order service
+/// (kept in [`BEARER_FILE`] beside the database) and `orders` is asked to know it by it
+/// (`orders::app::Config::knowing`): the tasks the desk starts are then bound to the desk, not
+/// to one MCP session, and a restarted desk, or `support-agent cli` beside it, reaches them on
+/// either revision. Everyone else is served as without sign-in.
 pub async fn demo<Orders, Running, E>(
     config: DemoConfig,
     orders: Orders,
@@ -134,7 +206,7 @@ pub async fn demo<Orders, Running, E>(
     ready: impl FnOnce(String) + Send,
 ) -> Result<(), AppError>
 where
-    Orders: FnOnce(tokio::net::TcpListener, CancellationToken) -> Running,
+    Orders: FnOnce(tokio::net::TcpListener, Option<DeskCaller>, CancellationToken) -> Running,
     Running: Future<Output = Result<(), E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -156,8 +228,20 @@ where
         .map_err(web_bind)?;
     let orders_addr = orders_listener.local_addr().map_err(orders_bind)?;
     let web_addr = web_listener.local_addr().map_err(web_bind)?;
-    let orders_task = tokio::spawn(orders(orders_listener, shutdown.clone()));
     let mut desk = config.desk;
+    let caller = match &desk.database {
+        Some(database) if desk.orders_bearer_file.is_none() => {
+            let file = bearer_beside(database);
+            let token = desk_token(&file)?;
+            desk.orders_bearer_file = Some(file);
+            Some(DeskCaller {
+                addr: orders_addr,
+                token,
+            })
+        }
+        _ => None,
+    };
+    let orders_task = tokio::spawn(orders(orders_listener, caller, shutdown.clone()));
     desk.orders_url = format!("http://{orders_addr}/mcp");
     desk.sign_in_callback
         .get_or_insert_with(|| callback_url(web_addr));
@@ -175,4 +259,35 @@ where
         Err(error) => tracing::error!(%error, "the order service task failed"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_desks_token_is_made_once_kept_private_and_a_foreign_file_refused() {
+        let dir = std::env::temp_dir().join(format!("desk-bearer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let database = format!("sqlite://{}?mode=rwc", dir.join("desk.sqlite").display());
+        let file = bearer_beside(&database);
+        assert_eq!(file, dir.join(BEARER_FILE));
+        let first = desk_token(&file).unwrap();
+        assert_eq!(first.len(), 64);
+        assert_eq!(desk_token(&file).unwrap(), first, "a restart must keep it");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        }
+        std::fs::write(&file, "short\n").unwrap();
+        let error = desk_token(&file).unwrap_err().to_string();
+        assert!(error.contains("remove the file"), "{error}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "short\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -56,17 +56,23 @@ pub struct DeskStore {
     pool: SqlitePool,
 }
 
+/// The file of the SQLite database at `url` (`sqlite://data/desk.sqlite?mode=rwc` →
+/// `data/desk.sqlite`).
+pub fn sqlite_file(url: &str) -> std::path::PathBuf {
+    let path = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    std::path::PathBuf::from(path.split('?').next().unwrap_or(path))
+}
+
 /// Make the database file readable by its user only: it names the tasks that wait for the
 /// person, and a task's id is what answers it.
 fn only_yours(url: &str) {
     if sql_pool::is_memory(url) {
         return;
     }
-    let path = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-        .unwrap_or(url);
-    let path = std::path::Path::new(path.split('?').next().unwrap_or(path));
+    let path = sqlite_file(url);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

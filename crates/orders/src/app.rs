@@ -43,6 +43,9 @@ pub enum AppError {
     /// The task table could not be opened.
     #[error(transparent)]
     Tasks(#[from] backchannel::tasks::TaskStoreError),
+    /// The sign-in could not be set up.
+    #[error(transparent)]
+    SignIn(#[from] serve::ResourceError),
     /// Listening beyond loopback needs sign-in.
     #[error(
         "refusing to listen on {0} without authentication: anything that reaches that address \
@@ -78,6 +81,27 @@ pub struct Config {
     /// Serve this protocol revision only, refusing the other as an unsupported version (for
     /// testing bridges and clients); `None` serves both.
     pub only_revision: Option<backchannel::Revision>,
+}
+
+impl Config {
+    /// Know one caller, `name`, by `token` on the service at `addr`, and serve everyone else
+    /// anonymously as without sign-in (loopback only, then). The demo's desk presents its
+    /// token so that the tasks it starts are bound to it, not to an MCP session: a restarted
+    /// desk, or its terminal beside it, reaches them again on 2025-11-25 too, while the REST
+    /// calls and MCP Inspector of the lessons still need no token.
+    pub fn knowing(
+        mut self,
+        addr: SocketAddr,
+        name: &str,
+        token: &str,
+    ) -> Result<Config, AppError> {
+        let tokens =
+            serve::Tokens::parse(&format!("{name}={token}")).map_err(serve::ResourceError::from)?;
+        let resource = format!("http://{addr}/mcp");
+        let server = serve::ResourceServer::tokens(&resource, "order-service", tokens)?;
+        self.sign_in = Some(std::sync::Arc::new(server.anonymous_too()));
+        Ok(self)
+    }
 }
 
 /// The default database: `orders.sqlite` in `dir` (`data` when empty), created if missing.
@@ -234,7 +258,10 @@ pub async fn serve_http(
     let addr: Option<SocketAddr> = listener.local_addr().ok();
     if let Some(addr) = addr
         && !addr.ip().is_loopback()
-        && config.sign_in.is_none()
+        && config
+            .sign_in
+            .as_ref()
+            .is_none_or(|sign_in| sign_in.allows_anonymous())
     {
         return Err(AppError::Unauthenticated(addr));
     }

@@ -148,6 +148,11 @@ enum Command {
         /// `sqlite::memory:` for none).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
+        /// A file whose first line is the token to present to the order service (the demo's
+        /// desk keeps one as orders.bearer beside its database, and is known by it; default:
+        /// that file, when it is there).
+        #[arg(long, value_name = "FILE")]
+        orders_bearer_file: Option<std::path::PathBuf>,
         /// More detail in the log file (-v: what the desk does, -vv: debug).
         #[arg(short, long, action = clap::ArgAction::Count)]
         verbose: u8,
@@ -178,6 +183,10 @@ enum Command {
         /// nothing (default: data/desk.sqlite).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
+        /// A file whose first line is the token to present to the order service (then no
+        /// OAuth sign-in toward it).
+        #[arg(long, value_name = "FILE")]
+        orders_bearer_file: Option<std::path::PathBuf>,
         #[command(flatten)]
         desk: DeskArgs,
     },
@@ -311,9 +320,8 @@ async fn main() -> anyhow::Result<()> {
                 },
                 web: http_options(&allow_hosts),
             };
-            let serve_orders = move |listener, stop| async move {
-                orders::app::serve_http(listener, &orders, stop).await
-            };
+            let serve_orders =
+                move |listener, desk, stop| serve_orders(orders, listener, desk, stop);
             app::demo(config, serve_orders, shutdown, |url| {
                 eprintln!("Support Desk demo: open {url}  (Ctrl-C stops it)");
             })
@@ -324,11 +332,14 @@ async fn main() -> anyhow::Result<()> {
             log_file,
             verbose: _,
             database,
+            orders_bearer_file,
             desk,
         } => {
+            let database = desk_database(database)?;
             let config = DeskConfig {
                 orders_url: orders,
-                database: desk_database(database)?,
+                orders_bearer_file: orders_bearer_file.or_else(|| bearer_beside(&database)),
+                database,
                 ..desk_config(&desk)?
             };
             terminal(config, &log_file, shutdown).await?;
@@ -340,6 +351,7 @@ async fn main() -> anyhow::Result<()> {
             people,
             metrics,
             database,
+            orders_bearer_file,
             desk,
         } => {
             let people = load_people(people.as_deref())?;
@@ -350,6 +362,7 @@ async fn main() -> anyhow::Result<()> {
                 orders_url: orders,
                 people,
                 metrics,
+                orders_bearer_file,
                 database: desk_database(database)?,
                 ..desk_config(&desk)?
             };
@@ -372,6 +385,29 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Serve the demo's order service on `listener`, knowing its desk by its token.
+async fn serve_orders(
+    orders: orders::app::Config,
+    listener: tokio::net::TcpListener,
+    desk: Option<app::DeskCaller>,
+    stop: tokio_util::sync::CancellationToken,
+) -> Result<(), orders::app::AppError> {
+    let orders = match desk {
+        Some(desk) => orders.knowing(desk.addr, app::DESK_PRINCIPAL, &desk.token)?,
+        None => orders,
+    };
+    orders::app::serve_http(listener, &orders, stop).await
+}
+
+/// Beside the demo, its desk's token (when the desk's `database` has one beside it): the
+/// questions that wait in its tasks are the desk's, on either revision.
+fn bearer_beside(database: &Option<String>) -> Option<std::path::PathBuf> {
+    database
+        .as_deref()
+        .map(app::bearer_beside)
+        .filter(|file| file.exists())
 }
 
 /// The demo's order service: over `database` (default: data/orders.sqlite, or in

@@ -61,6 +61,10 @@ pub struct DeskConfig {
     /// Where the tokens of a sign-in are kept (a file only the user can read); `None` keeps
     /// them in memory until the desk stops.
     pub token_file: Option<std::path::PathBuf>,
+    /// A file whose first line is a bearer token the desk presents to the order service (no
+    /// OAuth sign-in then): the demo's desk is known to its order service by one, so the
+    /// tasks it starts are bound to it rather than to one MCP session ([`crate::app::demo`]).
+    pub orders_bearer_file: Option<std::path::PathBuf>,
     /// Serve Prometheus text at `/metrics` on the web UI (behind its Host checks): the host's
     /// `mcp_client_*` histograms, and in the demo the order service's too.
     pub metrics: bool,
@@ -92,6 +96,7 @@ impl Default for DeskConfig {
             knowledge: None,
             sign_in_callback: None,
             token_file: None,
+            orders_bearer_file: None,
             metrics: false,
             people: None,
             tasks: false,
@@ -241,14 +246,18 @@ impl Desk {
                 roots: false,
                 tasks: config.tasks,
             },
-            auth: config
-                .sign_in_callback
-                .as_ref()
-                .map(|callback| backchannel_host::AuthConfig {
+            auth: match (&config.orders_bearer_file, &config.sign_in_callback) {
+                (Some(file), _) => Some(backchannel_host::AuthConfig {
+                    bearer_file: Some(file.clone()),
+                    ..Default::default()
+                }),
+                (None, Some(callback)) => Some(backchannel_host::AuthConfig {
                     redirect_uri: Some(callback.clone()),
                     token_file: config.token_file.clone(),
                     ..Default::default()
                 }),
+                (None, None) => None,
+            },
         };
         let mut host_config = HostConfig {
             client_name: "support-agent".into(),

@@ -61,6 +61,21 @@ pub async fn serve_fake(app: axum::Router) -> String {
     url
 }
 
+/// Serve the demo's order service on `listener`, knowing its desk by its token when `desk`
+/// says how (as the binary does).
+pub async fn serve_orders(
+    orders: orders::app::Config,
+    listener: tokio::net::TcpListener,
+    desk: Option<app::DeskCaller>,
+    stop: CancellationToken,
+) -> Result<(), orders::app::AppError> {
+    let orders = match desk {
+        Some(desk) => orders.knowing(desk.addr, app::DESK_PRINCIPAL, &desk.token)?,
+        None => orders,
+    };
+    orders::app::serve_http(listener, &orders, stop).await
+}
+
 /// Start the demo on free ports; returns once the web UI listens.
 pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
     let stop = CancellationToken::new();
@@ -72,8 +87,7 @@ pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
         web: Default::default(),
     };
     let shutdown = stop.clone();
-    let serve_orders =
-        move |listener, stop| async move { orders::app::serve_http(listener, &orders, stop).await };
+    let serve_orders = move |listener, desk, stop| serve_orders(orders, listener, desk, stop);
     tokio::spawn(async move {
         app::demo(config, serve_orders, shutdown, move |url| {
             let _ = tx.send(url);

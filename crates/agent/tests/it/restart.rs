@@ -13,11 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{Events, answer, chat, status_of};
 
-/// A demo over the files in `dir`, its web UI on `web`: its URL, its stop, and its end.
+/// A demo over the files in `dir`, its web UI on `web`: its URL, its stop, and its end. With
+/// `knows_desk` false, its order service ignores the desk's token (as one without sign-in).
 async fn run(
     dir: &std::path::Path,
     web: SocketAddr,
     protocol: Revision,
+    knows_desk: bool,
 ) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
     let orders = orders::app::Config {
         database: Some(format!("sqlite://{}", dir.join("orders.sqlite").display())),
@@ -40,8 +42,9 @@ async fn run(
     let stop = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let shutdown = stop.clone();
-    let serve_orders =
-        move |listener, stop| async move { orders::app::serve_http(listener, &orders, stop).await };
+    let serve_orders = move |listener, desk: Option<app::DeskCaller>, stop| {
+        crate::common::serve_orders(orders, listener, desk.filter(|_| knows_desk), stop)
+    };
     let running = tokio::spawn(async move {
         app::demo(config, serve_orders, shutdown, move |url| {
             let _ = tx.send(url);
@@ -65,8 +68,9 @@ fn folder(name: &str) -> std::path::PathBuf {
 async fn asked_then_restarted(
     dir: &std::path::Path,
     protocol: Revision,
+    knows_desk: bool,
 ) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
-    let (url, stop, running) = run(dir, "127.0.0.1:0".parse().unwrap(), protocol).await;
+    let (url, stop, running) = run(dir, "127.0.0.1:0".parse().unwrap(), protocol, knows_desk).await;
     let web: SocketAddr = url
         .trim_start_matches("http://")
         .trim_end_matches('/')
@@ -77,7 +81,7 @@ async fn asked_then_restarted(
     stop.cancel();
     running.await.unwrap();
     cookie_kept_as_its_digest_only(dir, &url).await;
-    run(dir, web, protocol).await
+    run(dir, web, protocol, knows_desk).await
 }
 
 /// The desk's file keeps the session by its cookie's SHA-256, never the cookie, and only its
@@ -120,8 +124,19 @@ async fn waits_kept(dir: &std::path::Path) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_waiting_in_a_task_survives_the_desk_restarting() {
-    let dir = folder("restart");
-    let (url, stop, running) = asked_then_restarted(&dir, Revision::V2026_07_28).await;
+    survives_the_desk_restarting("restart", Revision::V2026_07_28).await;
+}
+
+/// On 2025-11-25 the task is the desk's (its token), not its old MCP session's: the restarted
+/// desk, on a new session, reaches it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_2025_11_25_a_question_waiting_in_a_task_survives_the_desk_restarting() {
+    survives_the_desk_restarting("restart-2025", Revision::V2025_11_25).await;
+}
+
+async fn survives_the_desk_restarting(name: &str, protocol: Revision) {
+    let dir = folder(name);
+    let (url, stop, running) = asked_then_restarted(&dir, protocol, true).await;
     // The same browser (its cookie) and conversation, after the restart.
     let (mut page, secret) = Events::open_at(&url, "kept").await;
     let question = page.next_of("confirmation").await;
@@ -162,13 +177,13 @@ async fn a_question_waiting_in_a_task_survives_the_desk_restarting() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// On 2025-11-25 an order service without sign-in binds a task to the MCP session that
-/// started it, and a restarted desk has a new session: the question cannot come back, and the
-/// conversation is told so (nothing was done), instead of waiting for an answer in silence.
+/// On 2025-11-25 an order service that does not know the desk binds a task to the MCP session
+/// that started it, and a restarted desk has a new session: the question cannot come back, and
+/// the conversation is told so (nothing was done), instead of waiting for an answer in silence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_2025_11_25_a_task_bound_to_the_old_session_is_said_to_be_gone() {
-    let dir = folder("restart-2025");
-    let (url, stop, running) = asked_then_restarted(&dir, Revision::V2025_11_25).await;
+    let dir = folder("restart-2025-unknown");
+    let (url, stop, running) = asked_then_restarted(&dir, Revision::V2025_11_25, false).await;
     let (mut page, _) = Events::open_at(&url, "kept").await;
     let said = loop {
         let event = page.next().await;

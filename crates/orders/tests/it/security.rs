@@ -26,6 +26,18 @@ struct Running {
 const TOKEN_RESOURCE: &str = "http://127.0.0.1:8080/mcp";
 
 async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
+    let sign_in = tokens.map(|tokens| {
+        std::sync::Arc::new(
+            ResourceServer::tokens(TOKEN_RESOURCE, "order-service", tokens).unwrap(),
+        )
+    });
+    start_signed_in(options, sign_in).await
+}
+
+async fn start_signed_in(
+    options: HttpOptions,
+    sign_in: Option<std::sync::Arc<ResourceServer>>,
+) -> Running {
     let store = Store::open(&crate::common::fresh_database().await)
         .await
         .unwrap();
@@ -41,11 +53,7 @@ async fn start_with(options: HttpOptions, tokens: Option<Tokens>) -> Running {
         |stop| {
             let config = orders::app::Config {
                 http: options.clone(),
-                sign_in: tokens.map(|tokens| {
-                    std::sync::Arc::new(
-                        ResourceServer::tokens(TOKEN_RESOURCE, "order-service", tokens).unwrap(),
-                    )
-                }),
+                sign_in: sign_in.clone(),
                 ..Default::default()
             };
             orders::app::router(app_service, &config, stop).unwrap()
@@ -374,20 +382,70 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
     assert!(mine.get("result").is_some(), "{mine}");
 }
 
+/// Knowing one caller (the demo's desk) and everyone else anonymously: no token is served,
+/// a wrong one is refused, and the known caller's tasks are its own (an anonymous caller who
+/// learnt a task id reaches nothing).
+#[tokio::test]
+async fn knowing_the_desk_serves_others_anonymously_but_not_its_tasks() {
+    let known = orders::app::Config::default()
+        .knowing("127.0.0.1:8080".parse().unwrap(), "desk", &"d".repeat(40))
+        .unwrap();
+    let running = start_signed_in(HttpOptions::default(), known.sign_in).await;
+    let desk = format!("Bearer {}", "d".repeat(40));
+    let get = modern_call(1, "get_order", json!({"orderId": "ORD-10001"}), json!({}));
+    let (status, anonymous) = post(running.addr, &get, &[]).await;
+    assert_eq!(status, 200, "{anonymous}");
+    assert!(anonymous.get("result").is_some(), "{anonymous}");
+    let wrong = format!("Bearer {}", "w".repeat(40));
+    let (status, _) = post(running.addr, &get, &[("Authorization", &wrong)]).await;
+    assert_eq!(status, 401);
+    let mut recheck = modern_call(2, "recheck_shipments", json!({}), json!({}));
+    recheck["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (_, created) = post(running.addr, &recheck, &[("Authorization", &desk)]).await;
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
+    });
+    let task_get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+        "params": {"taskId": task_id, "_meta": meta}});
+    let (_, theirs) = post(running.addr, &task_get, &[]).await;
+    assert!(
+        theirs["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown task")),
+        "an anonymous tasks/get: {theirs}"
+    );
+    let (_, mine) = post(running.addr, &task_get, &[("Authorization", &desk)]).await;
+    assert!(mine.get("result").is_some(), "{mine}");
+}
+
 #[tokio::test]
 async fn beyond_loopback_the_service_refuses_to_start_without_tokens() {
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let config = orders::app::Config {
         database: Some("sqlite::memory:".into()),
         ..Default::default()
     };
-    let error = orders::app::serve_http(listener, &config, CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("without authentication"),
-        "{error}"
-    );
+    // Knowing one caller but serving everyone else anonymously is no sign-in either.
+    let knowing = config
+        .clone()
+        .knowing("127.0.0.1:9".parse().unwrap(), "desk", &"d".repeat(40))
+        .unwrap();
+    for config in [config, knowing] {
+        let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+        let error = orders::app::serve_http(listener, &config, CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("without authentication"),
+            "{error}"
+        );
+    }
 }
 
 async fn initialize(addr: SocketAddr) -> (u16, Option<String>) {

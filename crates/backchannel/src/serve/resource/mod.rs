@@ -53,6 +53,7 @@ pub struct ResourceServer {
     resource: String,
     name: String,
     check: Check,
+    anonymous_too: bool,
 }
 
 impl ResourceServer {
@@ -63,6 +64,7 @@ impl ResourceServer {
             resource: checked_resource(resource)?,
             name: name.to_owned(),
             check: Check::Tokens(tokens),
+            anonymous_too: false,
         })
     }
 
@@ -79,7 +81,22 @@ impl ResourceServer {
             resource,
             name: name.to_owned(),
             check: Check::OAuth(Introspector::discover(issuer, introspection).await?),
+            anonymous_too: false,
         })
+    }
+
+    /// Also serve a request that presents no token, anonymously: a token still names its
+    /// principal (and a wrong one is still refused), so a known caller's tasks and sessions
+    /// are bound to it while anyone else is served as without sign-in. Such a server signs
+    /// no one out, so it belongs on loopback like a server without sign-in.
+    pub fn anonymous_too(mut self) -> Self {
+        self.anonymous_too = true;
+        self
+    }
+
+    /// Whether a request without a token is served ([`ResourceServer::anonymous_too`]).
+    pub fn allows_anonymous(&self) -> bool {
+        self.anonymous_too
     }
 
     /// The resource tokens must be issued for (this server's MCP URL).
@@ -184,6 +201,9 @@ impl SignIn for Guard {
         token: Result<Option<String>, BearerError>,
         request: &mut http::request::Parts,
     ) -> Result<Option<Principal>, Refusal> {
+        if self.0.anonymous_too && matches!(token, Ok(None)) {
+            return Ok(None);
+        }
         if let Some(token) = token.ok().flatten()
             && let Some(name) = self.0.principal(&token).await
         {
@@ -291,6 +311,53 @@ mod tests {
         assert_eq!(&body[..], b"token-file");
         assert!(signed_in_count("token-file") > before);
         assert!(!crate::metrics::render().contains(&token));
+    }
+
+    /// With `anonymous_too`, no token is served anonymously, a known token names its
+    /// principal, and a wrong or malformed one is still refused.
+    #[tokio::test]
+    async fn anonymous_too_serves_no_token_names_a_known_one_and_refuses_a_wrong_one() {
+        use tower::ServiceExt as _;
+        let guard = Arc::new(with_tokens("http://127.0.0.1:9/mcp").anonymous_too());
+        assert!(guard.allows_anonymous());
+        assert!(!with_tokens("http://127.0.0.1:9/mcp").allows_anonymous());
+        let app = guard.protect(axum::Router::new().route(
+            "/",
+            axum::routing::get(|request: axum::extract::Request| async move {
+                let principal = request.extensions().get::<Principal>();
+                principal.map_or("anonymous".to_owned(), |p| p.0.clone())
+            }),
+        ));
+        let call = |authorization: Option<String>| {
+            let app = app.clone();
+            async move {
+                let mut request = http::Request::builder().uri("/");
+                if let Some(value) = authorization {
+                    request = request.header(http::header::AUTHORIZATION, value);
+                }
+                let response = app
+                    .oneshot(request.body(axum::body::Body::empty()).unwrap())
+                    .await
+                    .unwrap();
+                let status = response.status();
+                let body = axum::body::to_bytes(response.into_body(), 1024)
+                    .await
+                    .unwrap();
+                (status, String::from_utf8_lossy(&body).into_owned())
+            }
+        };
+        assert_eq!(call(None).await, (http::StatusCode::OK, "anonymous".into()));
+        let known = format!("Bearer {}", "a".repeat(40));
+        assert_eq!(
+            call(Some(known)).await,
+            (http::StatusCode::OK, "ana".into())
+        );
+        let wrong = format!("Bearer {}", "b".repeat(40));
+        assert_eq!(call(Some(wrong)).await.0, http::StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            call(Some("Basic abc".into())).await.0,
+            http::StatusCode::UNAUTHORIZED
+        );
     }
 
     #[test]
