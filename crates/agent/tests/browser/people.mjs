@@ -1,11 +1,14 @@
 // A desk with a people file, in headless Chromium: the page sends a browser that has not signed
 // in to the sign-in page; a wrong password is refused there; Ana and Ben, each in a browser of
 // their own, sign in; Ana's confirmation reaches Ana's page only, Ben's page shows none, and
-// Ana's answer cancels the order; signing out sends Ana back to the sign-in page.
-// Usage: node people.mjs DESK_URL   (ana/ana-password and ben/ben-password in its people file)
-import { launch } from "./harness.mjs";
+// Ben cannot answer it through the API either (the inbox and the dialog's route both refuse, the
+// order stays pending); Ana's answer cancels the order; signing out sends Ana back to the
+// sign-in page.
+// Usage: node people.mjs DESK_URL [LABEL]   (ana/ana-password and ben/ben-password in its
+// people file)
+import { launch, statusOf } from "./harness.mjs";
 
-const url = process.argv[2];
+const [url, label = "auto"] = process.argv.slice(2);
 const run = await launch();
 
 async function signIn(page, name, password) {
@@ -16,7 +19,7 @@ async function signIn(page, name, password) {
   await page.click("#signin-submit");
 }
 
-await run.scenario("a desk with people: each signs in and sees and answers only their own questions", async (ana, context) => {
+await run.scenario(`a desk with people: each signs in and sees and answers only their own questions (${label})`, async (ana, context) => {
   await signIn(ana, "ana", "not-her-password");
   await ana.waitForSelector("#signin-error:not([hidden])");
   const refused = await ana.textContent("#signin-error");
@@ -38,6 +41,26 @@ await run.scenario("a desk with people: each signs in and sees and answers only 
   await ana.waitForSelector("#confirm[open]");
   if (await ben.isVisible("#confirm")) throw new Error("Ben's page shows Ana's question");
   if (!(await ben.isHidden("#waiting"))) throw new Error("Ben's page shows a waiting question");
+  if (!(await ben.isHidden("#inbox-badge"))) throw new Error("Ben's inbox shows a question");
+  // Ana's question, by its id, through Ben's session: not in his inbox, not his to answer.
+  const [question] = await ana.evaluate(async () => (await fetch("/api/inbox")).json());
+  if (!question) throw new Error("Ana's inbox is empty");
+  const tried = await ben.evaluate(async (id) => {
+    const inbox = await (await fetch("/api/inbox")).json();
+    const post = (path, body) => fetch(path + encodeURIComponent(id), {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    }).then((r) => r.status);
+    return {
+      listed: inbox.length,
+      inbox: await post("/api/inbox/", { confirmed: true }),
+      dialog: await post("/api/confirmations/", { secret: "guessed", confirmed: true }),
+    };
+  }, question.id);
+  if (tried.listed !== 0 || tried.inbox !== 403 || tried.dialog !== 403) {
+    throw new Error(`Ben reached Ana's question: ${JSON.stringify(tried)}`);
+  }
+  if (!(await ana.isVisible("#confirm"))) throw new Error("Ana's question was taken");
+  if ((await statusOf(ana, "ORD-10002")) !== "PENDING") throw new Error("cancelled by Ben");
   await ana.click("#confirm-yes");
   await ana.waitForFunction(() => [...document.querySelectorAll(".msg.agent")]
     .some((m) => m.textContent.includes("Order ORD-10002 is cancelled")));
