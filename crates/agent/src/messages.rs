@@ -67,6 +67,16 @@ pub fn context_trimmed(left_out: usize) -> String {
     )
 }
 
+/// What the model reads when a task it started (through a tool whose question waited for the
+/// person) has ended after the chat went on: the result, and what to do with it.
+pub fn task_result_for_model(result: &str) -> String {
+    format!(
+        "(Not the person's words: a tool call you made earlier waited for the person's answer, \
+         and it has now ended. Its result: \"{result}\". Tell the person the outcome in a \
+         sentence or two, from this result only.)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ mod knowledge;
 mod model;
 mod tasks;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -137,7 +137,7 @@ pub struct Desk {
     pub(crate) host: Connecting,
     pub(crate) events: Arc<Events>,
     pub(crate) config: DeskConfig,
-    pub(crate) memory: Mutex<HashMap<String, VecDeque<(String, String)>>>,
+    pub(crate) memory: Arc<model::Memory>,
     /// Conversations told that their oldest turns no longer fit the model's context.
     pub(crate) trimmed: Mutex<std::collections::HashSet<String>>,
     pub(crate) spent: Mutex<HashMap<String, u64>>,
@@ -302,7 +302,7 @@ impl Desk {
             host,
             events,
             config,
-            memory: Mutex::new(HashMap::new()),
+            memory: Arc::default(),
             trimmed: Mutex::new(std::collections::HashSet::new()),
             spent: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
@@ -320,7 +320,15 @@ impl Desk {
         let waits = store.waits().await?;
         if !waits.is_empty() {
             let (ready, events) = (self.host.ready.clone(), self.events.clone());
-            tasks::resume_waits(waits, store.clone(), ready, events, self.config.tasks);
+            let speaker = self.speaker();
+            tasks::resume_waits(
+                waits,
+                store.clone(),
+                ready,
+                events,
+                self.config.tasks,
+                speaker,
+            );
         }
         Ok(())
     }
@@ -473,6 +481,7 @@ impl Desk {
                     conversation: conversation.to_owned(),
                     answer_within: self.config.person_deadline,
                     store: self.store.clone(),
+                    speaker: self.speaker(),
                 };
                 follower.follow(task).await
             }
@@ -638,12 +647,17 @@ impl Desk {
     }
 
     pub(crate) fn remember(&self, conversation: &str, message: &str, reply: &str) {
-        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-        let turns = memory.entry(conversation.to_owned()).or_default();
-        turns.push_back((message.to_owned(), reply.to_owned()));
-        while turns.len() > 20 {
-            turns.pop_front();
-        }
+        model::remember(&self.memory, conversation, message, reply);
+    }
+
+    /// Who phrases a task's result when it comes: the model, when the desk has one.
+    fn speaker(&self) -> Option<tasks::Speaker> {
+        let model = self.config.model.clone()?;
+        Some(tasks::Speaker {
+            model,
+            memory: self.memory.clone(),
+            context_tokens: self.config.context_tokens,
+        })
     }
 
     pub(crate) fn summarise(&self, tool: &str, result: &CallToolResult) -> String {

@@ -2,7 +2,7 @@
 //! context), the tools it may call (checked before they run), and its reply streamed as the
 //! person watches it grow.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use backchannel_host::Host;
@@ -256,10 +256,7 @@ impl Desk {
         tools
     }
 
-    /// The conversation so far as the model reads it: the system rules, the remembered
-    /// turns, and the person's new message (naming the order on screen, if any). Turns that
-    /// would not fit the model's context (with the tools and the reply's tokens) are left out,
-    /// oldest first, and the rules say so; the count left out is returned.
+    /// The conversation so far as the model reads it (see [`opening_messages`]).
     pub(crate) fn opening_messages(
         &self,
         conversation: &str,
@@ -267,48 +264,88 @@ impl Desk {
         order_id: Option<&str>,
         reserved: usize,
     ) -> (Vec<crate::llm::Message>, usize) {
-        use crate::llm::Message;
-        let user = match order_id {
-            Some(order) => format!(
-                "{message}\n\n(The person is looking at order {order}; \"this order\" means it.)"
-            ),
-            None => message.to_owned(),
-        };
-        let remembered: Vec<(String, String)> = self
-            .memory
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(conversation)
-            .map(|turns| turns.iter().cloned().collect())
-            .unwrap_or_default();
-        let budget = (self.config.context_tokens as usize).saturating_sub(reserved);
-        let mut used =
-            estimated_tokens(SYSTEM) + estimated_tokens(TRIMMED_NOTE) + estimated_tokens(&user);
-        // Newest first, while they fit.
-        let mut kept = 0;
-        for (asked, answered) in remembered.iter().rev() {
-            let cost = estimated_tokens(asked) + estimated_tokens(answered);
-            if used + cost > budget {
-                break;
-            }
-            used += cost;
-            kept += 1;
-        }
-        let left_out = remembered.len() - kept;
-        let system = if left_out > 0 {
-            format!("{SYSTEM}\n\n{TRIMMED_NOTE}")
-        } else {
-            SYSTEM.to_owned()
-        };
-        let mut messages = vec![Message::text("system", system)];
-        for (asked, answered) in &remembered[left_out..] {
-            messages.push(Message::text("user", asked.clone()));
-            messages.push(Message::text("assistant", answered.clone()));
-        }
-        messages.push(Message::text("user", user));
-        (messages, left_out)
+        let context = self.config.context_tokens;
+        opening_messages(
+            &self.memory,
+            context,
+            conversation,
+            message,
+            order_id,
+            reserved,
+        )
     }
 }
+
+/// What the desk remembers of each conversation: (the person's message, the reply), oldest
+/// first, at most [`MEMORY_TURNS`] of them.
+pub(crate) type Memory = std::sync::Mutex<HashMap<String, VecDeque<(String, String)>>>;
+
+/// The most turns remembered per conversation.
+pub(crate) const MEMORY_TURNS: usize = 20;
+
+/// Remember a turn of `conversation`.
+pub(crate) fn remember(memory: &Memory, conversation: &str, message: &str, reply: &str) {
+    let mut memory = memory.lock().unwrap_or_else(|e| e.into_inner());
+    let turns = memory.entry(conversation.to_owned()).or_default();
+    turns.push_back((message.to_owned(), reply.to_owned()));
+    while turns.len() > MEMORY_TURNS {
+        turns.pop_front();
+    }
+}
+
+/// The conversation so far as the model reads it: the system rules, the remembered turns,
+/// and the person's new message (naming the order on screen, if any). Turns that would not
+/// fit the model's context (`context` tokens, less `reserved` for the tools and the reply)
+/// are left out, oldest first, and the rules say so; the count left out is returned.
+pub(crate) fn opening_messages(
+    memory: &Memory,
+    context: u32,
+    conversation: &str,
+    message: &str,
+    order_id: Option<&str>,
+    reserved: usize,
+) -> (Vec<crate::llm::Message>, usize) {
+    use crate::llm::Message;
+    let user = match order_id {
+        Some(order) => format!(
+            "{message}\n\n(The person is looking at order {order}; \"this order\" means it.)"
+        ),
+        None => message.to_owned(),
+    };
+    let remembered: Vec<(String, String)> = memory
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(conversation)
+        .map(|turns| turns.iter().cloned().collect())
+        .unwrap_or_default();
+    let budget = (context as usize).saturating_sub(reserved);
+    let mut used =
+        estimated_tokens(SYSTEM) + estimated_tokens(TRIMMED_NOTE) + estimated_tokens(&user);
+    // Newest first, while they fit.
+    let mut kept = 0;
+    for (asked, answered) in remembered.iter().rev() {
+        let cost = estimated_tokens(asked) + estimated_tokens(answered);
+        if used + cost > budget {
+            break;
+        }
+        used += cost;
+        kept += 1;
+    }
+    let left_out = remembered.len() - kept;
+    let system = if left_out > 0 {
+        format!("{SYSTEM}\n\n{TRIMMED_NOTE}")
+    } else {
+        SYSTEM.to_owned()
+    };
+    let mut messages = vec![Message::text("system", system)];
+    for (asked, answered) in &remembered[left_out..] {
+        messages.push(Message::text("user", asked.clone()));
+        messages.push(Message::text("assistant", answered.clone()));
+    }
+    messages.push(Message::text("user", user));
+    (messages, left_out)
+}
+
 /// A reply as the person watches it grow: what the model said beside earlier tool calls, then
 /// this turn's words as they stream, sent as [`Event::Reply`] at most every
 /// [`REPLY_EVERY`].

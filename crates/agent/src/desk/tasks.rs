@@ -38,6 +38,51 @@ pub(crate) struct Follower {
     pub(crate) answer_within: Duration,
     /// Where a task that waits for the person is kept (none: in memory only).
     pub(crate) store: Option<DeskStore>,
+    /// Who phrases the task's result in the conversation (none: said as the server wrote it).
+    pub(crate) speaker: Option<Speaker>,
+}
+
+/// The model, given a turn to tell the person a task's result that came after the chat went
+/// on: it reads the conversation so far and the result, and its words are said (and
+/// remembered as the conversation's next turn). It is offered no tools: it can only phrase.
+#[derive(Clone)]
+pub(crate) struct Speaker {
+    pub(crate) model: crate::llm::Provider,
+    pub(crate) memory: Arc<super::model::Memory>,
+    pub(crate) context_tokens: u32,
+}
+
+impl Speaker {
+    /// The model's words for `result` in `conversation`; `None` when it gave none (the result
+    /// is then said as it is).
+    async fn phrase(&self, conversation: &str, result: &str) -> Option<String> {
+        let note = crate::messages::task_result_for_model(result);
+        let reserved = self.model.generation().max_tokens as usize;
+        let (messages, _) = super::model::opening_messages(
+            &self.memory,
+            self.context_tokens,
+            conversation,
+            &note,
+            None,
+            reserved,
+        );
+        let turn = async { self.model.complete(&messages, &[]).await };
+        let span = super::model::model_span(&self.model);
+        match tracing::Instrument::instrument(turn, span).await {
+            Ok(turn) => {
+                let words = turn.message.content.as_deref().map(str::trim)?;
+                if words.is_empty() {
+                    return None;
+                }
+                super::model::remember(&self.memory, conversation, &note, words);
+                Some(words.to_owned())
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the model could not phrase a task's result; said as it is");
+                None
+            }
+        }
+    }
 }
 
 impl Follower {
@@ -246,7 +291,11 @@ impl Follower {
         };
         tracing::info!(task = %task.task_id, "a task that waited for the person ended");
         self.forget(&task.task_id).await;
-        self.say(&text);
+        let phrased = match &self.speaker {
+            Some(speaker) => speaker.phrase(&self.conversation, &text).await,
+            None => None,
+        };
+        self.say(phrased.as_deref().unwrap_or(&text));
     }
 
     /// The person's answers to a task's questions, by their keys (a question the desk cannot
@@ -317,6 +366,7 @@ pub(crate) fn resume_waits(
     ready: tokio::sync::watch::Receiver<Option<super::connecting::Opened>>,
     events: Arc<Events>,
     tasks: bool,
+    speaker: Option<Speaker>,
 ) {
     tokio::spawn(async move {
         let host = match super::connecting::opened(ready).await {
@@ -342,6 +392,7 @@ pub(crate) fn resume_waits(
                 conversation: wait.conversation,
                 answer_within: wait.until.duration_since(now).unwrap_or_default(),
                 store: Some(store.clone()),
+                speaker: speaker.clone(),
             };
             tokio::spawn(follower.resume(wait.task_id));
         }
@@ -384,6 +435,8 @@ pub(crate) async fn adopt_waits(
                         conversation: crate::events::TERMINAL.into(),
                         answer_within: left,
                         store: None,
+                        // The page's desk says the result in its conversation.
+                        speaker: None,
                     };
                     tokio::spawn(follower.adopt(wait.task_id));
                 }

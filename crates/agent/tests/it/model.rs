@@ -463,3 +463,82 @@ async fn a_model_that_cannot_answer_is_named_with_what_is_wrong() {
     );
     drop(held);
 }
+
+/// The script of a model that cancels through a task: the person's message gets a
+/// `cancel_order` call; the tool's "waiting" result gets words saying so; the task's result,
+/// when it comes (a request without tools), gets words of the model's own built from it, or,
+/// with `fail_late`, a 500 (the result is then said as the server wrote it).
+async fn task_completions(
+    State((seen, fail_late)): State<(Seen, bool)>,
+    Json(request): Json<Value>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let last = record(&seen, &request);
+    let text = last["content"].as_str().unwrap_or_default().to_owned();
+    let message = if request.get("tools").is_none() {
+        if fail_late {
+            let status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+            return (status, [("retry-after", "0")]).into_response();
+        }
+        let done = text.contains("Order ORD-10002 is cancelled");
+        json!({"role": "assistant", "content": format!("Model: cancelled as you asked ({done}).")})
+    } else if last["role"] == "tool" {
+        json!({"role": "assistant", "content": "It waits for your confirmation in your inbox."})
+    } else {
+        crate::common::tool_call("cancel_order", r#"{"orderId":"ORD-10002"}"#)
+    };
+    crate::common::completion(message).into_response()
+}
+
+/// With a model and tasks, a task's result that comes after the chat went on is the model's
+/// to say: it is given a turn (no tools) with the conversation and the result, its words are
+/// said in the conversation; a model that fails then leaves the result said as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_the_model_gets_a_turn_to_say_the_tasks_result() {
+    for fail_late in [false, true] {
+        let seen = Seen::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let model_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(task_completions))
+            .with_state((seen.clone(), fail_late));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let model =
+            OpenAiCompatible::new(&model_url, None, "fake", Duration::from_secs(10)).unwrap();
+        let demo = crate::common::start_with_model(Provider::OpenAi(model), |desk| {
+            desk.tasks = true;
+        })
+        .await;
+        let (mut page, secret) = crate::common::Events::open(&demo, "c1").await;
+        let reply = chat(&demo.url, "please cancel ORD-10002").await;
+        assert_eq!(reply, "It waits for your confirmation in your inbox.");
+        let question = page.next_of("confirmation").await;
+        let id = question["id"].as_str().unwrap();
+        assert_eq!(
+            crate::common::answer(&demo.url, id, &secret, true).await,
+            204
+        );
+        let said = page.next_of("said").await;
+        let expected = match fail_late {
+            false => "Model: cancelled as you asked (true).",
+            true => "Order ORD-10002 is cancelled and a refund of €34.99 has been started.",
+        };
+        assert_eq!(said["text"], expected, "{said}");
+        assert_eq!(
+            crate::common::status_of(&demo.url, "ORD-10002").await,
+            "CANCELLED"
+        );
+        let requests = seen.lock().unwrap().clone();
+        let late = requests.last().unwrap();
+        assert!(late.get("tools").is_none(), "{late}");
+        let messages = late["messages"].as_array().unwrap();
+        // The model read the conversation so far, then the result.
+        assert!(
+            messages
+                .iter()
+                .any(|m| m["content"] == "please cancel ORD-10002"),
+            "{messages:?}"
+        );
+        drop((page, demo));
+    }
+}
