@@ -78,6 +78,9 @@ pub struct Config {
     pub task_lease: Option<std::time::Duration>,
     /// Serve Prometheus metrics at `/metrics` (`backchannel::serve::metrics_router`).
     pub metrics: bool,
+    /// Run no call as a task and declare no tasks extension: every question is asked on the
+    /// call itself, as in the lessons (`order-service serve --no-tasks`).
+    pub no_tasks: bool,
     /// Serve this protocol revision only, refusing the other as an unsupported version (for
     /// testing bridges and clients); `None` serves both.
     pub only_revision: Option<backchannel::Revision>,
@@ -190,7 +193,7 @@ pub async fn durable_mcp_server(
 ) -> Result<OrderServer, AppError> {
     let tasks = backchannel::tasks::SqlTaskStore::on(service.store().pool().clone()).await?;
     let mut builder = limited(
-        OrderServer::layer_builder().task_store(std::sync::Arc::new(tasks)),
+        OrderServer::layer_builder_for(!config.no_tasks).task_store(std::sync::Arc::new(tasks)),
         config,
     );
     if let Some(keys) = &config.state_keys {

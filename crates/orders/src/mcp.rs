@@ -516,6 +516,16 @@ impl OrderServer {
     /// is in steps (each shipment; the cancellation under its key), so a resumed run skips
     /// what was done and never writes twice.
     pub fn layer_builder() -> backchannel::BackchannelBuilder {
+        Self::layer_builder_for(true)
+    }
+
+    /// The layer's settings, with the task tools only when `tasks`: without them no call runs
+    /// as a task, the tasks extension is not declared, and every question is asked on the call
+    /// itself (the lessons' flow).
+    pub fn layer_builder_for(tasks: bool) -> backchannel::BackchannelBuilder {
+        if !tasks {
+            return Backchannel::builder();
+        }
         Backchannel::builder()
             .task_tool("recheck_shipments", backchannel::TaskSupport::Optional)
             .task_tool("cancel_order", backchannel::TaskSupport::Optional)
@@ -572,17 +582,18 @@ impl ServerHandler for OrderServer {
     backchannel::layer_hooks!(layer, tools: tools, prompts: prompts);
 
     fn get_info(&self) -> ServerConfig {
-        let capabilities = backchannel::with_logging(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_prompts()
-                .enable_completions()
-                .enable_tasks()
-                .build(),
-        );
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_completions();
+        let capabilities = match self.layer.runs_tasks() {
+            true => capabilities.enable_tasks().build(),
+            false => capabilities.build(),
+        };
+        let capabilities = backchannel::with_logging(capabilities);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("order-service", "1.0.0"))
             .with_instructions(

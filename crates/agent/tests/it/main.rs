@@ -8,6 +8,7 @@ mod odd_replies;
 mod people;
 mod real_model;
 mod restart;
+mod seed;
 mod streaming;
 mod telemetry;
 mod web;

@@ -265,6 +265,12 @@ impl Backchannel {
             .map(|principal| principal.0.clone())
     }
 
+    /// Whether any tool is registered to run as a task ([`BackchannelBuilder::task_tool`]): a
+    /// server declares the tasks extension only then.
+    pub fn runs_tasks(&self) -> bool {
+        !self.inner.task_tools.is_empty()
+    }
+
     /// Whether a call made by `rc` may become a task (tasks extension): the client declared
     /// the extension, and, on a revision with sessions (2025-11-25), where a task is the
     /// requester's choice, the request asked for one with its `task` field. Otherwise the call

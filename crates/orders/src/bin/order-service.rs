@@ -97,6 +97,10 @@ enum Command {
         /// an unsupported version: for testing bridges and clients.
         #[arg(long, value_name = "REVISION")]
         only_revision: Option<backchannel::Revision>,
+        /// Run no call as a task and declare no tasks extension: a confirmation is asked on
+        /// the call itself, with its deadline, as in the lessons.
+        #[arg(long)]
+        no_tasks: bool,
         #[command(flatten)]
         database: Database,
         #[command(flatten)]
@@ -165,12 +169,14 @@ async fn main() -> anyhow::Result<()> {
             max_connections,
             metrics,
             only_revision,
+            no_tasks,
             database,
             running,
         } => {
             let mut config = config(database, running)?;
             config.metrics = metrics;
             config.only_revision = only_revision;
+            config.no_tasks = no_tasks;
             config.http.max_sessions = max_sessions;
             config.http.max_connections = max_connections;
             config.http = allow_hosts
