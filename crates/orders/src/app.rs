@@ -78,6 +78,10 @@ pub struct Config {
     pub task_lease: Option<std::time::Duration>,
     /// Serve Prometheus metrics at `/metrics` (`backchannel::serve::metrics_router`).
     pub metrics: bool,
+    /// No other process uses this database (the demo's own file): tasks an earlier run left
+    /// unfinished are taken over at start, not after their lease
+    /// (`BackchannelBuilder::sole_instance`). Never with instances sharing the database.
+    pub sole_instance: bool,
     /// Run no call as a task and declare no tasks extension: every question is asked on the
     /// call itself, as in the lessons (`order-service serve --no-tasks`).
     pub no_tasks: bool,
@@ -198,6 +202,9 @@ pub async fn durable_mcp_server(
     );
     if let Some(keys) = &config.state_keys {
         builder = builder.state_keys(keys.clone());
+    }
+    if config.sole_instance {
+        builder = builder.sole_instance();
     }
     if let Some(lease) = config.task_lease {
         // Renew (and look for news) ten times per lease.

@@ -427,6 +427,8 @@ fn demo_orders(
         data_dir: std::env::var_os("ORDER_SERVICE_DATA")
             .map(std::path::PathBuf::from)
             .unwrap_or_default(),
+        // The demo's orders are its own: what a stopped demo left is taken over at start.
+        sole_instance: true,
         ..Default::default()
     }
 }

@@ -23,8 +23,8 @@ async fn run(
 ) -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
     let orders = orders::app::Config {
         database: Some(format!("sqlite://{}", dir.join("orders.sqlite").display())),
-        // Another run takes over the task soon after the first stopped.
-        task_lease: Some(Duration::from_secs(1)),
+        // As in the demo: the next run takes over at start what the first left.
+        sole_instance: true,
         ..crate::common::orders_in_memory(Duration::ZERO)
     };
     let desk = DeskConfig {

@@ -34,6 +34,7 @@ pub struct BackchannelBuilder {
     task_ttl: Option<Duration>,
     task_poll: Duration,
     task_executor: Option<Arc<dyn crate::tasks::TaskExecutor>>,
+    task_sole_instance: bool,
     only: Option<Revision>,
 }
 
@@ -164,6 +165,15 @@ impl BackchannelBuilder {
         self
     }
 
+    /// No other instance uses the task store (a SQLite file of this server's own): tasks an
+    /// earlier run of this server left unfinished (it stopped or was killed) are taken over as
+    /// soon as [`Backchannel::resume_tasks`] starts, not after their lease. Never set it on a
+    /// store instances share: a live instance's tasks would be taken from it.
+    pub fn sole_instance(mut self) -> Self {
+        self.task_sole_instance = true;
+        self
+    }
+
     /// How long a task is kept after it was created (default one hour; `None`: until the store
     /// is cleared), and the poll interval suggested to clients (default 500 ms).
     pub fn task_retention(mut self, ttl: Option<Duration>, poll: Duration) -> Self {
@@ -208,6 +218,19 @@ impl BackchannelBuilder {
         let store = self
             .task_store
             .unwrap_or_else(|| Arc::new(crate::tasks::MemoryTaskStore::new()));
+        let tasks = Arc::new(TaskRuntime::new(
+            store,
+            self.task_lease,
+            self.task_tick,
+            self.task_ttl,
+            self.task_poll,
+            self.task_executor
+                .unwrap_or_else(|| Arc::new(crate::tasks::Spawn)),
+            clock,
+        ));
+        if self.task_sole_instance {
+            tasks.sole_instance();
+        }
         Ok(Backchannel {
             inner: Arc::new(Inner {
                 codec,
@@ -221,16 +244,7 @@ impl BackchannelBuilder {
                 max_rounds: self.max_rounds,
                 principal: self.principal,
                 spent: crate::state::SpentRounds::default(),
-                tasks: Arc::new(TaskRuntime::new(
-                    store,
-                    self.task_lease,
-                    self.task_tick,
-                    self.task_ttl,
-                    self.task_poll,
-                    self.task_executor
-                        .unwrap_or_else(|| Arc::new(crate::tasks::Spawn)),
-                    clock,
-                )),
+                tasks,
                 task_tools: self.task_tools,
                 resumable: self.resumable,
                 relay: std::sync::OnceLock::new(),
@@ -259,6 +273,7 @@ impl Backchannel {
             task_ttl: Some(Duration::from_secs(3600)),
             task_poll: Duration::from_millis(500),
             task_executor: None,
+            task_sole_instance: false,
             only: None,
         }
     }

@@ -67,6 +67,11 @@ pub(crate) struct TaskRuntime {
     halted: std::sync::atomic::AtomicBool,
     /// When the leases were last renewed (or first failed to be).
     renewed_ms: Mutex<Option<u64>>,
+    /// No other instance uses the store ([`TaskRuntime::sole_instance`]).
+    sole: std::sync::atomic::AtomicBool,
+    /// Set when the runner is registered on a sole instance: the next take-over takes every
+    /// unfinished task, its lease ended or not.
+    take_all_once: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TaskRuntime {
@@ -109,7 +114,16 @@ impl TaskRuntime {
             supervisor: std::sync::OnceLock::new(),
             halted: std::sync::atomic::AtomicBool::new(false),
             renewed_ms: Mutex::default(),
+            sole: std::sync::atomic::AtomicBool::new(false),
+            take_all_once: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// No other instance uses this store: a task still unfinished when the runner is
+    /// registered was left by an earlier run of this server (stopped or killed), and is taken
+    /// over at once rather than after its lease.
+    pub(crate) fn sole_instance(&self) {
+        self.sole.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub(crate) fn now_ms(&self) -> u64 {
@@ -167,6 +181,10 @@ impl TaskRuntime {
         shutdown: CancellationToken,
     ) {
         *lock(&self.runner) = Some(runner);
+        if self.sole.load(std::sync::atomic::Ordering::SeqCst) {
+            self.take_all_once
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let runtime = Arc::downgrade(self);
         tokio::spawn(async move {
             shutdown.cancelled().await;
@@ -267,7 +285,14 @@ impl TaskRuntime {
 
     /// Take over tasks whose lease ended: resume the resumable ones, end the others.
     async fn take_over(&self, runner: &dyn Resume) {
-        let now = self.now_ms();
+        let mut now = self.now_ms();
+        if self
+            .take_all_once
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            // An earlier run's leases end at most a lease from now.
+            now += self.lease.as_millis() as u64 + 1;
+        }
         let claimed = match self
             .store
             .claim_expired(&self.instance, now, self.lease_until())

@@ -270,3 +270,53 @@ async fn a_holder_whose_task_was_taken_over_records_no_step_and_finishes_nothing
     assert_eq!(task.state, TaskState::Working, "not finished by A");
     assert_eq!(task.lease_owner, "intruder");
 }
+
+/// An instance of the server with a ten-second lease, alone on `store` when `sole`.
+fn long_lease_instance(
+    store: &Arc<dyn TaskStore>,
+    observed: &Arc<Observed>,
+    sole: bool,
+) -> TestServer {
+    let mut builder = Backchannel::builder()
+        .task_tool("task_steps", TaskSupport::Optional)
+        .task_store(store.clone())
+        .task_lease(Duration::from_secs(10), Duration::from_millis(50))
+        .principal(|_| Some("ann".to_owned()))
+        .resumable("task_steps");
+    if sole {
+        builder = builder.sole_instance();
+    }
+    TestServer::observed_by(builder.build().unwrap(), observed.clone())
+}
+
+/// A server that is alone on its store (`sole_instance`) takes over at start the task its
+/// earlier run left, at once; one that may share it waits out the earlier run's lease (paused
+/// time: the virtual seconds the takeover took are the clock's, not the machine's speed).
+#[tokio::test(start_paused = true)]
+async fn a_sole_instance_takes_over_an_earlier_runs_task_at_start_not_after_its_lease() {
+    for sole in [true, false] {
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+        let observed = Arc::new(Observed::default());
+        let earlier = long_lease_instance(&store, &observed, sole);
+        let on_earlier = client_of(&earlier).await;
+        let id = start(&on_earlier).await;
+        poll(&on_earlier, &id, parked).await;
+        earlier.layer.halt_tasks();
+        let started = tokio::time::Instant::now();
+        let next = long_lease_instance(&store, &observed, sole);
+        let stop = tokio_util::sync::CancellationToken::new();
+        next.resume_tasks(stop.clone());
+        while next.layer.running_tasks() == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let took = started.elapsed();
+        match sole {
+            true => assert!(took < Duration::from_secs(1), "{took:?}"),
+            false => assert!(took >= Duration::from_secs(9), "{took:?}"),
+        }
+        let on_next = client_of(&next).await;
+        answer_yes(&on_next, &id).await;
+        assert_eq!(completed(&on_next, &id).await, ONCE, "sole: {sole}");
+        stop.cancel();
+    }
+}
