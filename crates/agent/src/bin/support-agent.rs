@@ -46,7 +46,11 @@ struct DeskArgs {
     /// Protocol revision to speak to the order service: auto, 2025-11-25 or 2026-07-28.
     #[arg(long, value_parser = protocol_arg, default_value = "auto")]
     protocol: ProtocolChoice,
-    /// Seconds the person has to answer a question.
+    /// Seconds the person has to answer a question. One that waits in a task (the default)
+    /// may take hours, up to how long the server keeps the task (the order service: an
+    /// hour); one asked directly holds the server's request open, so with tasks it gets at
+    /// most two thirds of the server's ask timeout (60 s of 90), and with --no-tasks the time
+    /// must be shorter than that timeout.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
     /// Do not declare the tasks extension. With it (the default) a call the order service

@@ -105,6 +105,35 @@ impl Default for DeskConfig {
     }
 }
 
+/// How the desk signs in to the order service: with its token (no OAuth then), else by OAuth
+/// through its callback when it has one.
+fn orders_auth(config: &DeskConfig) -> Option<backchannel_host::AuthConfig> {
+    match (&config.orders_bearer_file, &config.sign_in_callback) {
+        (Some(file), _) => Some(backchannel_host::AuthConfig {
+            bearer_file: Some(file.clone()),
+            ..Default::default()
+        }),
+        (None, Some(callback)) => Some(backchannel_host::AuthConfig {
+            redirect_uri: Some(callback.clone()),
+            token_file: config.token_file.clone(),
+            ..Default::default()
+        }),
+        (None, None) => None,
+    }
+}
+
+/// The person's time for a question asked directly (holding the server's request open): the
+/// configured time, or with tasks declared (where the configured time is for questions that
+/// wait in tasks, and may be hours) at most two thirds of the server's ask timeout.
+fn direct_deadline(config: &DeskConfig) -> Duration {
+    match config.tasks {
+        false => config.person_deadline,
+        true => config
+            .person_deadline
+            .min(config.server_ask_timeout * 2 / 3),
+    }
+}
+
 /// Errors starting or using the desk.
 #[derive(Debug, thiserror::Error)]
 pub enum DeskError {
@@ -218,7 +247,12 @@ impl Desk {
             // From the first connection on, so its tool listing is counted too.
             backchannel::metrics::enable();
         }
-        if !(config.person_deadline < config.server_ask_timeout
+        // A question asked directly holds the server's request open, so the person's time
+        // must end before the server stops waiting. With tasks a question waits in the task
+        // instead, as long as the person's time (and the task) lasts; one a server asks
+        // directly all the same gets the direct share.
+        let direct = direct_deadline(&config);
+        if !(direct < config.server_ask_timeout
             && config.server_ask_timeout < config.connection_timeout)
         {
             return Err(DeskError::Timeouts {
@@ -246,18 +280,7 @@ impl Desk {
                 roots: false,
                 tasks: config.tasks,
             },
-            auth: match (&config.orders_bearer_file, &config.sign_in_callback) {
-                (Some(file), _) => Some(backchannel_host::AuthConfig {
-                    bearer_file: Some(file.clone()),
-                    ..Default::default()
-                }),
-                (None, Some(callback)) => Some(backchannel_host::AuthConfig {
-                    redirect_uri: Some(callback.clone()),
-                    token_file: config.token_file.clone(),
-                    ..Default::default()
-                }),
-                (None, None) => None,
-            },
+            auth: orders_auth(&config),
         };
         let mut host_config = HostConfig {
             client_name: "support-agent".into(),
@@ -293,7 +316,7 @@ impl Desk {
         };
         let handler = Arc::new(DeskHandler {
             events: events.clone(),
-            person_deadline: config.person_deadline,
+            person_deadline: direct,
             model: config.model.clone(),
             sign_in_callback: config.sign_in_callback.clone(),
         });

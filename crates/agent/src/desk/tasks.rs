@@ -88,8 +88,12 @@ impl Speaker {
 impl Follower {
     /// Follow `task` while it works: its result, or, when it asks the person, what the chat
     /// says meanwhile (the rest is followed in the background).
-    pub(crate) async fn follow(self, task: rmcp::model::Task) -> Result<CallToolResult, String> {
+    pub(crate) async fn follow(
+        mut self,
+        task: rmcp::model::Task,
+    ) -> Result<CallToolResult, String> {
         let poll = poll_interval(&task);
+        let started = tokio::time::Instant::now();
         let mut shown: Option<String> = None;
         // The status shows progress only while no notification does (on 2025-11-25 the
         // server may send both; two sources would make the bar jump back).
@@ -122,6 +126,17 @@ impl Follower {
                     tokio::time::sleep(poll).await
                 }
                 TaskPayload::InputRequired { input_requests } => {
+                    // The person's time ends with the task's, if the server keeps it less.
+                    if let Some(ttl) = task.ttl_ms.map(Duration::from_millis) {
+                        let left = ttl.saturating_sub(started.elapsed());
+                        if left < self.answer_within {
+                            tracing::info!(
+                                seconds = left.as_secs(),
+                                "the person's time is the task's: the server keeps it no longer"
+                            );
+                            self.answer_within = left;
+                        }
+                    }
                     let waiting = waiting_text(&input_requests);
                     self.keep(&task.task_id).await?;
                     tokio::spawn(self.clone().answer_then_finish(task, input_requests));

@@ -1,6 +1,8 @@
 //! The lessons' flow where tasks are not offered: a desk that declares the tasks extension,
 //! in front of an order service that runs no tasks (`order-service serve --no-tasks`), asks
-//! the confirmation directly on the call, with its deadline, and the chat waits for it.
+//! the confirmation directly on the call, with its deadline, and the chat waits for it. And
+//! the person's time apart from the tool's: hours for a question waiting in a task, the direct
+//! share for one that holds a request open.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -20,7 +22,9 @@ async fn without_tasks_at_the_server_the_desk_asks_directly_with_its_deadline() 
         let desk = DeskConfig {
             protocol: Some(protocol),
             tasks: true,
-            person_deadline: Duration::from_secs(45),
+            // Hours for a question in a task; a direct one gets two thirds of the order
+            // service's 90 s.
+            person_deadline: Duration::from_secs(3 * 3600),
             ..DeskConfig::default()
         };
         let demo = crate::common::start(orders, desk).await;
@@ -32,7 +36,7 @@ async fn without_tasks_at_the_server_the_desk_asks_directly_with_its_deadline() 
         let question = page.next_of("confirmation").await;
         // Today's dialog: the person's deadline, and the chat waiting on the answer.
         let seconds = question["seconds"].as_u64().unwrap();
-        assert!((40..=45).contains(&seconds), "{protocol:?}: {question}");
+        assert!((55..=60).contains(&seconds), "{protocol:?}: {question}");
         assert!(!reply.is_finished(), "{protocol:?}: the chat went on");
         let id = question["id"].as_str().unwrap();
         assert_eq!(answer(&demo.url, id, &secret, true).await, 204);
@@ -66,4 +70,25 @@ async fn without_tasks_the_order_service_declares_no_tasks_extension() {
             .is_some_and(|e| e.contains_key(rmcp::model::TASKS_EXTENSION_ID));
         assert_eq!(declared, !no_tasks);
     }
+}
+
+/// In a task the person's time is theirs (`--answer-seconds`), not the server's ask timeout,
+/// up to how long the server keeps the task (an hour): a desk given three hours starts, and
+/// its question waits in the inbox with the task's hour, not 60 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_task_the_persons_time_is_theirs_up_to_the_tasks() {
+    let desk = DeskConfig {
+        protocol: Some(Revision::V2026_07_28),
+        tasks: true,
+        person_deadline: Duration::from_secs(3 * 3600),
+        ..DeskConfig::default()
+    };
+    let demo = crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await;
+    let (mut page, _) = Events::open(&demo, "long").await;
+    let reply = crate::common::chat(&demo.url, "long", "please cancel ORD-10002").await;
+    assert!(reply.starts_with("Waiting for your answer"), "{reply}");
+    let question = page.next_of("confirmation").await;
+    let seconds = question["seconds"].as_u64().unwrap();
+    assert!((3500..=3600).contains(&seconds), "{question}");
+    assert_eq!(status_of(&demo.url, "ORD-10002").await, "PENDING");
 }
