@@ -51,9 +51,14 @@ pub struct ServiceConfig {
     pub carrier_latency: Duration,
     /// How many carrier lookups run at once (default 8).
     pub carrier_concurrency: usize,
-    /// Keep single orders in memory between reads (default on). The service must then be the
-    /// only writer of its database, which it is unless another process writes the same file.
+    /// Keep single orders in memory between reads (default on). A SQLite file written by
+    /// another process meanwhile (`order-service reset`) empties the cache at the first read
+    /// after [`order_cache_check`](Self::order_cache_check); a database shared by instances
+    /// (PostgreSQL) is read without it.
     pub order_cache: bool,
+    /// How often a cached read asks the SQLite file whether another process wrote it
+    /// (default 100 ms): at most one read per interval pays for the question.
+    pub order_cache_check: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -62,6 +67,7 @@ impl Default for ServiceConfig {
             carrier_latency: Duration::from_millis(30),
             carrier_concurrency: 8,
             order_cache: true,
+            order_cache_check: Duration::from_millis(100),
         }
     }
 }
@@ -78,6 +84,14 @@ impl Default for ServiceConfig {
 struct OrderCache {
     entries: std::sync::RwLock<Entries>,
     generation: std::sync::atomic::AtomicU64,
+    /// When the file was last asked about other writers: milliseconds since [`check_epoch`].
+    checked_at: std::sync::atomic::AtomicU64,
+}
+
+/// The origin of [`OrderCache::checked_at`].
+fn check_epoch() -> std::time::Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(std::time::Instant::now)
 }
 
 #[derive(Debug, Default)]
@@ -104,6 +118,20 @@ impl OrderCache {
             .orders
             .get(order_id)
             .cloned()
+    }
+
+    /// Whether this read is the one to ask the file about other writers: the first after
+    /// `interval` has passed since the last one asked (one caller wins the race).
+    fn check_due(&self, interval: Duration) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = u64::try_from(check_epoch().elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.checked_at.load(Ordering::Relaxed);
+        let interval = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+        now.saturating_sub(last) >= interval
+            && self
+                .checked_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
     }
 
     fn generation(&self) -> u64 {
@@ -221,10 +249,15 @@ impl OrderService {
         order_id: OrderId<'_>,
     ) -> Result<std::sync::Arc<Order>, OrderError> {
         let order_id = order_id.as_str();
-        if self.config.order_cache
-            && let Some(order) = self.cache.get(order_id)
-        {
-            return Ok(order);
+        if self.config.order_cache {
+            // Another process may have written the file (`order-service reset` beside a
+            // running server): then nothing cached can be trusted.
+            if self.cache.check_due(self.config.order_cache_check) && self.store.written_elsewhere()
+            {
+                self.cache.clear();
+            } else if let Some(order) = self.cache.get(order_id) {
+                return Ok(order);
+            }
         }
         let generation = self.cache.generation();
         let order = std::sync::Arc::new(

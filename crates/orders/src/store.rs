@@ -403,6 +403,20 @@ impl Store {
         rows.into_iter().map(order_from_row).collect()
     }
 
+    /// Whether another connection wrote the database since this was last asked: another
+    /// process on the same file (`order-service reset` while a server runs), or this store's
+    /// own pool (writes that did not go through the direct connection). Without a direct
+    /// connection (in memory, or PostgreSQL) nothing else can write unseen: `false`. A failed
+    /// check says `true`, so a cache in front of the store is dropped rather than trusted.
+    pub fn written_elsewhere(&self) -> bool {
+        self.direct.as_ref().is_some_and(|direct| {
+            direct.written_elsewhere().unwrap_or_else(|error| {
+                direct_failed("the data version check", &error);
+                true
+            })
+        })
+    }
+
     /// One order.
     pub async fn get(&self, order_id: &str) -> Result<Option<Order>, StoreError> {
         if let Some(direct) = &self.direct {

@@ -247,6 +247,8 @@ struct Writer {
     open: Option<Batch>,
     /// The number of the next batch.
     next: u64,
+    /// `PRAGMA data_version` when last asked: it changes when another connection commits.
+    data_version: i64,
 }
 
 /// An open batch: its number and where its end is told.
@@ -315,6 +317,13 @@ impl Writer {
     }
 }
 
+/// The connection's `PRAGMA data_version`.
+fn data_version(connection: &rusqlite::Connection) -> rusqlite::Result<i64> {
+    connection
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |row| row.get(0))
+}
+
 /// Run a statement without parameters, prepared once per connection.
 fn run_cached(connection: &rusqlite::Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(drop)
@@ -341,11 +350,13 @@ impl Direct {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(DirectError::NotWal(mode));
         }
+        let data_version = data_version(&connection)?;
         Ok(Some(Direct {
             state: std::sync::Arc::new(std::sync::Mutex::new(Writer {
                 connection,
                 open: None,
                 next: 0,
+                data_version,
             })),
             commits: Default::default(),
         }))
@@ -377,6 +388,17 @@ impl Direct {
                 tracing::warn!(%error, "the write-ahead log could not be checkpointed");
             }
         }
+    }
+
+    /// Whether another connection (this process's pool, or another process) committed since
+    /// the last time this was asked (or since the connection was opened). A commit of this
+    /// connection's own batches does not count. Costs one statement over a cached page.
+    pub fn written_elsewhere(&self) -> rusqlite::Result<bool> {
+        let mut writer = lock(&self.state);
+        let now = data_version(&writer.connection)?;
+        let changed = now != writer.data_version;
+        writer.data_version = now;
+        Ok(changed)
     }
 
     /// How many batches have been committed.

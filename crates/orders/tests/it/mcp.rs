@@ -139,6 +139,7 @@ impl Desk {
             carrier_latency: Duration::ZERO,
             carrier_concurrency: 4,
             order_cache: true,
+            ..ServiceConfig::default()
         };
         Self {
             service: OrderService::new(store, config),

@@ -17,6 +17,7 @@ async fn service() -> OrderService {
         carrier_latency: Duration::ZERO,
         carrier_concurrency: 8,
         order_cache: true,
+        ..ServiceConfig::default()
     };
     OrderService::new(store, config)
 }
@@ -286,6 +287,7 @@ async fn dropping_a_recheck_stops_it_and_a_later_pass_finishes_the_work() {
         carrier_latency: Duration::ZERO,
         carrier_concurrency: 2,
         order_cache: true,
+        ..ServiceConfig::default()
     };
     let service = OrderService::new(store, config);
     let (_, stream) = service.recheck_shipments().await.unwrap();
@@ -408,4 +410,82 @@ async fn an_in_memory_database_is_served_by_its_pool_alone() {
         service.cancel(OrderId::new("ORD-10002"), None).await,
         Err(OrderError::NotCancellable { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_reset_by_another_process_is_seen_at_the_next_read_and_own_writes_keep_the_cache() {
+    if crate::common::on_postgres() {
+        return; // Instances sharing PostgreSQL read without the cache.
+    }
+    let url = crate::common::new_sqlite_file();
+    let config = ServiceConfig {
+        carrier_latency: Duration::ZERO,
+        carrier_concurrency: 2,
+        order_cache: true,
+        order_cache_check: Duration::ZERO,
+    };
+    let service = OrderService::new(Store::open(&url).await.unwrap(), config);
+    let kept = service
+        .shared_order(OrderId::new("ORD-10001"))
+        .await
+        .unwrap();
+    service
+        .cancel(OrderId::new("ORD-10002"), None)
+        .await
+        .unwrap();
+    let cancelled = service
+        .shared_order(OrderId::new("ORD-10002"))
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status, OrderStatus::Cancelled);
+    // The service's own write left the other cached order where it was.
+    let again = service
+        .shared_order(OrderId::new("ORD-10001"))
+        .await
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(&kept, &again), "read from the cache");
+
+    // `order-service reset` in another process: a store of its own on the same file.
+    let elsewhere = Store::open(&url).await.unwrap();
+    elsewhere.reset().await.unwrap();
+    drop(elsewhere);
+    let after = service
+        .shared_order(OrderId::new("ORD-10002"))
+        .await
+        .unwrap();
+    assert_eq!(after.status, OrderStatus::Pending, "the reset is seen");
+    let reread = service
+        .shared_order(OrderId::new("ORD-10001"))
+        .await
+        .unwrap();
+    assert!(
+        !std::sync::Arc::ptr_eq(&kept, &reread),
+        "the cache was emptied"
+    );
+}
+
+#[tokio::test]
+async fn the_file_is_asked_about_other_writers_at_most_once_per_interval() {
+    if crate::common::on_postgres() {
+        return;
+    }
+    let url = crate::common::new_sqlite_file();
+    let config = ServiceConfig {
+        carrier_latency: Duration::ZERO,
+        carrier_concurrency: 2,
+        order_cache: true,
+        order_cache_check: Duration::from_secs(3600),
+    };
+    let service = OrderService::new(Store::open(&url).await.unwrap(), config);
+    let first = service.order(OrderId::new("ORD-10002")).await.unwrap();
+    assert_eq!(first.status, OrderStatus::Pending);
+    let elsewhere = Store::open(&url).await.unwrap();
+    elsewhere
+        .cancel("ORD-10002", None, chrono::Utc::now())
+        .await
+        .unwrap();
+    drop(elsewhere);
+    // Within the interval the cache is trusted: the other process's write is not seen yet.
+    let cached = service.order(OrderId::new("ORD-10002")).await.unwrap();
+    assert_eq!(cached.status, OrderStatus::Pending);
 }
