@@ -348,7 +348,8 @@ pub fn server_prose(reviews: &[ReviewText]) -> Prose {
 /// The user message of a sampling request: the two-line answer contract and every review.
 pub fn sampling_prompt(title: Option<&str>, reviews: &[ReviewText]) -> String {
     let mut text = String::from(
-        "Summarize these reviews. Answer in exactly two lines and nothing else:\n\
+        "Summarize these reviews. Scores are whole numbers from 1 (worst) to 10 (best). \
+         Answer in exactly two lines and nothing else:\n\
          SUMMARY: two or three sentences on what reviewers think\n\
          THEMES: theme one; theme two; theme three\n\n",
     );
@@ -382,8 +383,9 @@ fn labelled<'a>(line: &'a str, label: &str) -> Option<&'a str> {
 
 /// Read a model's answer. Accepts the contract's two lines in any case, with markdown around
 /// the labels, a summary spread over several lines, and themes separated by `;` (or by `,`
-/// when there is no `;`). An answer without a `SUMMARY:` line is taken whole as the summary.
-/// Returns `None` for an empty answer.
+/// when there is no `;`). Returns `None` for an answer that ignores the format (no `SUMMARY:`
+/// line, or an empty one): the caller then gives the server's own summary rather than words it
+/// cannot tell from a refusal or a preamble.
 ///
 /// The answer comes from outside: only its first [`MAX_REPLY_BYTES`] are read, the summary is
 /// cut to [`MAX_SUMMARY_CHARS`], and at most [`MAX_THEMES`] themes of at most
@@ -406,18 +408,10 @@ pub fn parse_model_reply(reply: &str) -> Option<Prose> {
             summary.push(line.trim());
         }
     }
-    let summary = if summary.is_empty() {
-        if themes_text.is_some() {
-            String::new()
-        } else {
-            reply.trim().to_owned()
-        }
-    } else {
-        summary.join(" ")
-    };
     if summary.is_empty() {
         return None;
     }
+    let summary = summary.join(" ");
     let summary = match summary.char_indices().nth(MAX_SUMMARY_CHARS) {
         Some((end, _)) => format!("{}…", summary[..end].trim_end()),
         None => summary,
@@ -557,11 +551,9 @@ mod tests {
         .unwrap();
         assert_eq!(p.summary, "Tense and beautiful.");
         assert_eq!(p.themes, vec!["dread", "isolation"]);
-        let p = parse_model_reply("Just prose, no labels.").unwrap();
-        assert_eq!(
-            (p.summary.as_str(), p.themes.len()),
-            ("Just prose, no labels.", 0)
-        );
+        // An answer that ignores the format is not read as a summary.
+        assert_eq!(parse_model_reply("Just prose, no labels."), None);
+        assert_eq!(parse_model_reply("I can't help with that."), None);
         assert_eq!(parse_model_reply("   "), None);
         assert_eq!(parse_model_reply("THEMES: a; b"), None);
     }
@@ -587,7 +579,7 @@ mod tests {
         let long = format!("SUMMARY: ok\nTHEMES: {}; short", "x".repeat(500));
         assert_eq!(parse_model_reply(&long).unwrap().themes, vec!["short"]);
         // Multi-byte text is cut at a character boundary.
-        let wide = "é".repeat(MAX_REPLY_BYTES);
+        let wide = format!("SUMMARY: {}", "é".repeat(MAX_REPLY_BYTES));
         assert!(parse_model_reply(&wide).is_some());
     }
 
@@ -595,6 +587,10 @@ mod tests {
     fn the_prompt_lists_every_review() {
         let text = sampling_prompt(Some("Alien"), &reviews(&[(9, "tense"), (7, " slow ")]));
         assert!(text.contains("SUMMARY:") && text.contains("THEMES:"));
+        assert!(
+            text.contains("from 1 (worst) to 10 (best)"),
+            "the score scale"
+        );
         assert!(text.contains("- score 9: tense\n- score 7: slow\n"));
     }
 }

@@ -49,7 +49,8 @@ struct Common {
     /// $MOVIEDB_DATA or ./data).
     #[arg(long)]
     database: Option<String>,
-    /// Seconds a model-written review summary is reused.
+    /// Seconds a review summary is reused: the model's, or the server's after a refusal, a
+    /// timeout or an answer that ignored the format.
     #[arg(long, default_value_t = 60)]
     summary_cache_seconds: u64,
     /// Seconds to wait for the client's model before the server summarises itself.

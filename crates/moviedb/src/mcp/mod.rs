@@ -37,7 +37,8 @@ pub const SIGN_IN_NEEDED: &str = "Sign-in is needed for the watch list: call thi
 /// Settings of the MCP tools.
 #[derive(Debug, Clone)]
 pub struct McpConfig {
-    /// How long a model-written review summary is reused (default 60 s).
+    /// How long a review summary is reused (default 60 s): the model's, or the server's after
+    /// the model was refused, did not answer or ignored the format.
     pub summary_cache_ttl: Duration,
     /// How long to wait for the client's model (default 20 s).
     pub sampling_timeout: Duration,
@@ -87,8 +88,8 @@ pub struct MovieServer {
     schema: MovieSchema,
     layer: Backchannel,
     tools: Arc<ToolRouter<Self>>,
-    /// Model-written summaries, per signed-in user, movie and exact reviews: one caller's
-    /// model output is never served to another.
+    /// Summaries per caller, movie and exact reviews: one caller's model output is never
+    /// served to another.
     summaries: SummaryCache,
     confirmations: Arc<Confirmations>,
     config: Arc<McpConfig>,
@@ -227,10 +228,12 @@ impl MovieServer {
     }
 
     /// The client's model writes the prose when it can; a refusal, a timeout, an unreadable
-    /// answer or a client without sampling gets the server's own summary. A signed-in caller's
-    /// model summaries are reused for that caller for the cache window, keyed by the reviews,
-    /// so a new review starts afresh; an anonymous caller's are not kept (anonymous callers
-    /// cannot be told apart).
+    /// answer or a client without sampling gets the server's own summary. What comes of asking
+    /// is kept for the cache window, keyed by the movie and its reviews (a new review starts
+    /// afresh): a model's words for the signed-in caller who asked only, the server's summary
+    /// after a refusal, a timeout or an unreadable answer for anonymous callers too, so nobody
+    /// is asked again within the window (anonymous callers cannot be told apart, and one
+    /// anonymous client's words are never served to another).
     async fn summarize_with_model(
         &self,
         ctx: &Ctx,
@@ -238,12 +241,13 @@ impl MovieServer {
         title: Option<&str>,
         reviews: &[ReviewText],
     ) -> Result<Prose, ToolError> {
-        let key = self
-            .viewer(ctx)
-            .map(|viewer| (viewer.username, movie_id, reviews_digest(reviews)));
-        if let Some(key) = &key
-            && let Some(prose) = self.summaries.get(key).await
-        {
+        let user = self.viewer(ctx).map(|viewer| viewer.username);
+        let key = SummaryKey {
+            user,
+            movie_id,
+            reviews: reviews_digest(reviews),
+        };
+        if let Some(prose) = self.summaries.get(&key).await {
             return Ok(prose);
         }
         let request = backchannel::user_prompt(
@@ -255,7 +259,7 @@ impl MovieServer {
             .with_timeout(self.config.sampling_timeout)
             .sample("summary", request)
             .await?;
-        let from_model = match &answer {
+        let prose = match &answer {
             Sampled::Message(_) => answer.text().and_then(summary::parse_model_reply),
             Sampled::Refused { code, message } => {
                 tracing::info!(
@@ -271,17 +275,13 @@ impl MovieServer {
                 );
                 None
             }
-            Sampled::Unsupported => None,
-        };
-        Ok(match from_model {
-            Some(prose) => {
-                if let Some(key) = key {
-                    self.summaries.insert(key, prose.clone()).await;
-                }
-                prose
-            }
-            None => summary::server_prose(reviews),
-        })
+            Sampled::Unsupported => return Ok(summary::server_prose(reviews)),
+        }
+        .unwrap_or_else(|| summary::server_prose(reviews));
+        if key.user.is_some() || prose.source == summary::SummarySource::Server {
+            self.summaries.insert(key, prose.clone()).await;
+        }
+        Ok(prose)
     }
 
     async fn audited_call(
@@ -319,23 +319,40 @@ impl MovieServer {
 /// database every instance shares (PostgreSQL).
 #[derive(Clone)]
 enum SummaryCache {
-    Here(moka::future::Cache<(String, i64, u64), Prose>),
+    Here(moka::future::Cache<SummaryKey, Prose>),
     Shared { state: SharedState, ttl: Duration },
 }
 
-/// A model summary as the shared cache keeps it (only the model's are cached).
+/// What a summary is kept under.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct SummaryKey {
+    /// The signed-in caller; `None` for anonymous callers (who get only the server's prose).
+    user: Option<String>,
+    movie_id: i64,
+    /// [`reviews_digest`] of the reviews summarised.
+    reviews: u64,
+}
+
+/// A summary as the shared cache keeps it.
 #[derive(Serialize, Deserialize)]
 struct CachedProse {
     summary: String,
     themes: Vec<String>,
+    /// The server's own prose (kept after a refusal, a timeout or an unreadable answer).
+    #[serde(default)]
+    server: bool,
 }
 
 impl SummaryCache {
-    fn shared_key((user, movie, digest): &(String, i64, u64)) -> String {
-        format!("{movie}:{digest:016x}:{user}")
+    fn shared_key(key: &SummaryKey) -> String {
+        let caller = key
+            .user
+            .as_ref()
+            .map_or("*".to_owned(), |user| format!("@{user}"));
+        format!("{}:{:016x}:{caller}", key.movie_id, key.reviews)
     }
 
-    async fn get(&self, key: &(String, i64, u64)) -> Option<Prose> {
+    async fn get(&self, key: &SummaryKey) -> Option<Prose> {
         match self {
             SummaryCache::Here(cache) => cache.get(key).await,
             SummaryCache::Shared { state, .. } => {
@@ -350,17 +367,22 @@ impl SummaryCache {
                 Some(Prose {
                     summary: cached.summary,
                     themes: cached.themes,
-                    source: summary::SummarySource::ClientModel,
+                    source: if cached.server {
+                        summary::SummarySource::Server
+                    } else {
+                        summary::SummarySource::ClientModel
+                    },
                 })
             }
         }
     }
 
-    async fn insert(&self, key: (String, i64, u64), prose: Prose) {
+    async fn insert(&self, key: SummaryKey, prose: Prose) {
         match self {
             SummaryCache::Here(cache) => cache.insert(key, prose).await,
             SummaryCache::Shared { state, ttl } => {
                 let cached = CachedProse {
+                    server: prose.source == summary::SummarySource::Server,
                     summary: prose.summary,
                     themes: prose.themes,
                 };

@@ -269,18 +269,47 @@ async fn a_second_summary_within_the_window_asks_the_model_once() {
     }
 }
 
+#[tokio::test]
+async fn an_answer_that_ignores_the_format_gets_the_server_summary_kept_for_the_window() {
+    for wire in Revision::ALL {
+        let db = Db::new().await;
+        let anonymous = db.server(None);
+        let chatty = Client::new(
+            Model::Answers("Sure! People seem to like it a lot.".into()),
+            Person::Absent,
+        );
+        let s = summarize_on(&anonymous, chatty.clone(), wire, "38").await;
+        assert_eq!(s["source"], "SERVER", "{wire:?}: {s}");
+        assert!(
+            s["summary"].as_str().unwrap().starts_with("Reviewers "),
+            "{s}"
+        );
+        assert_eq!(chatty.sampling_count(), 1, "{wire:?}");
+        // Within the window nobody is asked again, anonymous callers included: another
+        // anonymous client is given the same server summary.
+        let willing = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
+        let again = summarize_on(&anonymous, willing.clone(), wire, "38").await;
+        assert_eq!(again, s, "{wire:?}");
+        assert_eq!(willing.sampling_count(), 0, "{wire:?}");
+        // A signed-in caller is kept apart: their own model is asked.
+        summarize_on(&db.server(Some("mara")), willing.clone(), wire, "38").await;
+        assert_eq!(willing.sampling_count(), 1, "{wire:?}");
+    }
+}
+
 async fn summarize_on(
     server: &moviedb::mcp::MovieServer,
     client: Client,
     wire: Revision,
     id: &str,
-) {
+) -> Value {
     let running = Db::connect(server.clone(), client, wire).await;
-    running
+    let result = running
         .call_tool(call("summarizeMovieReviews", json!({ "movieId": id })))
         .await
         .unwrap();
     running.cancel().await.unwrap();
+    structured(&result).clone()
 }
 
 async fn add(
