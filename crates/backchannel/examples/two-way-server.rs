@@ -111,6 +111,7 @@ impl Shop {
             Sampled::Refused { message, .. } => format!("The client refused: {message}"),
             Sampled::Unsupported => "This client has no model to lend.".to_owned(),
             Sampled::TimedOut => "The model did not answer in time.".to_owned(),
+            Sampled::Failed { message } => format!("The client's answer was broken: {message}"),
         })
     }
 

@@ -249,6 +249,9 @@ impl Ctx {
                 None,
             ))),
             Answer::TimedOut => Err(NotAnswered::TimedOut),
+            Answer::Failed { message } => Err(NotAnswered::Refused(ErrorData::internal_error(
+                message, None,
+            ))),
         }
     }
 
@@ -494,7 +497,9 @@ impl Ctx {
                 action: ElicitationAction::Decline,
                 ..
             } => Ok(Elicited::Declined),
-            Answer::Elicit { .. } | Answer::Refused { .. } => Ok(Elicited::Cancelled),
+            Answer::Elicit { .. } | Answer::Refused { .. } | Answer::Failed { .. } => {
+                Ok(Elicited::Cancelled)
+            }
             Answer::TimedOut => Ok(Elicited::TimedOut),
             Answer::Sampled { .. } | Answer::Roots { .. } => {
                 Err(self.ask_again(key, AskKind::Form, &request))
@@ -535,7 +540,9 @@ impl Ctx {
                 action: ElicitationAction::Decline,
                 ..
             } => UrlElicited::Declined,
-            Answer::Elicit { .. } | Answer::Refused { .. } => UrlElicited::Cancelled,
+            Answer::Elicit { .. } | Answer::Refused { .. } | Answer::Failed { .. } => {
+                UrlElicited::Cancelled
+            }
             Answer::TimedOut => UrlElicited::TimedOut,
             Answer::Sampled { .. } | Answer::Roots { .. } => {
                 return Err(self.ask_again(key, AskKind::Url, &request));
@@ -579,6 +586,7 @@ impl Ctx {
             }
             Answer::Refused { code, message } => Ok(Sampled::Refused { code, message }),
             Answer::TimedOut => Ok(Sampled::TimedOut),
+            Answer::Failed { message } => Ok(Sampled::Failed { message }),
             Answer::Elicit { .. } | Answer::Roots { .. } => {
                 Err(self.ask_again(key, AskKind::Sampling, &request))
             }
@@ -599,6 +607,10 @@ impl Ctx {
             },
             Answer::Refused { code, message } => Ok(RootsListed::Failed { code, message }),
             Answer::TimedOut => Ok(RootsListed::TimedOut),
+            Answer::Failed { message } => Ok(RootsListed::Failed {
+                code: rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                message,
+            }),
             Answer::Elicit { .. } | Answer::Sampled { .. } => {
                 Err(self.ask_again(key, AskKind::Roots, &request))
             }

@@ -54,6 +54,12 @@ pub enum Sampled {
     Unsupported,
     /// No answer arrived within the ask's timeout.
     TimedOut,
+    /// The client's answer was not a sampling result: a bug in the client, not a refusal. A
+    /// tool should let it reach its caller rather than fall back as if refused.
+    Failed {
+        /// What was wrong with the answer.
+        message: String,
+    },
 }
 
 impl Sampled {

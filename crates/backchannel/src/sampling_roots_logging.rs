@@ -202,10 +202,16 @@ pub(crate) async fn fulfil(
         Ok(ClientResult::ListRootsResult(result)) => Answer::Roots {
             result: serde_json::to_value(&result).unwrap_or_default(),
         },
-        Ok(other) => Answer::Refused {
-            code: -32603,
-            message: format!("unexpected response: {other:?}"),
-        },
+        Ok(other) => {
+            let mut seen = format!("{other:?}");
+            if let Some((cut, _)) = seen.char_indices().nth(120) {
+                seen.truncate(cut);
+                seen.push('…');
+            }
+            Answer::Failed {
+                message: format!("the client answered with another kind of result: {seen}"),
+            }
+        }
         Err(ServiceError::Timeout { .. }) => Answer::TimedOut,
         Err(ServiceError::McpError(error)) => Answer::Refused {
             code: error.code.0,

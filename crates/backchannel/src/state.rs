@@ -32,6 +32,9 @@ pub(crate) enum Answer {
     Refused { code: i32, message: String },
     /// No answer arrived within the ask's timeout.
     TimedOut,
+    /// The client's answer was not an answer to what was asked (a result of another kind): a
+    /// bug in the client, not a person's choice.
+    Failed { message: String },
 }
 
 /// What kind of request an ask sent; decides how its response is read.

@@ -139,6 +139,7 @@ fn sampled_text(outcome: &Sampled) -> String {
         Sampled::Refused { code, message } => format!("refused ({code}): {message}"),
         Sampled::Unsupported => "sampling unsupported".into(),
         Sampled::TimedOut => "sampling timed out".into(),
+        Sampled::Failed { message } => format!("sampling failed: {message}"),
     }
 }
 

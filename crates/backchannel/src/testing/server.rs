@@ -127,6 +127,7 @@ impl TestServer {
             Sampled::Refused { code, message } => format!("refused {code} {message}"),
             Sampled::Unsupported => "unsupported".into(),
             Sampled::TimedOut => "timed out".into(),
+            Sampled::Failed { message } => format!("failed {message}"),
         }))
     }
 

@@ -276,6 +276,13 @@ impl MovieServer {
                 None
             }
             Sampled::Unsupported => return Ok(summary::server_prose(reviews)),
+            // Not a person's choice but a broken client: the caller is told, as a bug should
+            // be, rather than handed a fallback that hides it.
+            Sampled::Failed { message } => {
+                return Err(ToolError::failed(format!(
+                    "The client's answer to the summary request was not a model's message                      ({message}); no summary was made. This is a bug in the client."
+                )));
+            }
         }
         .unwrap_or_else(|| summary::server_prose(reviews));
         if key.user.is_some() || prose.source == summary::SummarySource::Server {

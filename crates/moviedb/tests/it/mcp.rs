@@ -742,3 +742,59 @@ async fn every_tool_call_leaves_one_audit_record() {
     assert_eq!(line["tool"], "ping");
     assert!(line["durationMs"].is_number());
 }
+
+/// A client that declares sampling and answers every request with an empty result: a bug.
+struct BrokenClient;
+
+impl rmcp::Service<rmcp::RoleClient> for BrokenClient {
+    async fn handle_request(
+        &self,
+        _request: rmcp::model::ServerRequest,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ClientResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ClientResult::empty(()))
+    }
+
+    async fn handle_notification(
+        &self,
+        _notification: rmcp::model::ServerNotification,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) -> Result<(), rmcp::ErrorData> {
+        Ok(())
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        rmcp::model::ClientInfo::new(caps, rmcp::model::Implementation::new("broken", "1.0.0"))
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_answers_sampling_with_another_result_is_a_bug_the_caller_sees() {
+    use rmcp::service::ClientServiceExt;
+    let db = Db::new().await;
+    let server = db.server(None);
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        if let Ok(running) = rmcp::ServiceExt::serve(server, server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let running = BrokenClient
+        .serve_with_lifecycle(
+            client_io,
+            backchannel::testing::lifecycle(Revision::V2025_11_25),
+        )
+        .await
+        .unwrap();
+    let result = running
+        .call_tool(call("summarizeMovieReviews", json!({ "movieId": "38" })))
+        .await
+        .unwrap();
+    running.cancel().await.unwrap();
+    assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+    let said = text_of(&result);
+    assert!(said.contains("bug in the client"), "{said}");
+    assert!(said.contains("another kind of result"), "{said}");
+}
