@@ -86,9 +86,10 @@ pub struct ConnectionConfig {
     #[serde(default = "default_timeout_secs")]
     pub request_timeout_secs: u64,
     /// Folders this connection's server may use, as absolute paths; each must lie inside one
-    /// of the host's trusted folders. Declared as `file://` roots.
+    /// of the host's trusted folders. Declared as `file://` roots, named as given or after
+    /// their folder: `roots = ["/srv/kb", { path = "/srv/old", name = "Archive" }]`.
     #[serde(default)]
-    pub roots: Vec<PathBuf>,
+    pub roots: Vec<RootConfig>,
     /// The protocol revision to speak; `None` ("auto", the default) tries the newest and falls
     /// back to 2025-11-25.
     #[serde(default, deserialize_with = "revision_or_auto")]
@@ -232,7 +233,7 @@ impl HostConfig {
             {
                 return Err(ConfigError::BadName(name.clone()));
             }
-            for root in &connection.roots {
+            for RootConfig { path: root, .. } in &connection.roots {
                 if !root.is_absolute() {
                     return Err(ConfigError::RelativeRoot {
                         connection: name.clone(),
@@ -253,6 +254,52 @@ impl HostConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// A folder a connection's server may use, and the name the person reads for it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "RootSpelling")]
+pub struct RootConfig {
+    /// The folder, an absolute path.
+    pub path: PathBuf,
+    /// What the root is called (its folder's name when `None`).
+    pub name: Option<String>,
+}
+
+impl RootConfig {
+    /// `path`, called `name`.
+    pub fn named(path: impl Into<PathBuf>, name: impl Into<String>) -> RootConfig {
+        RootConfig {
+            path: path.into(),
+            name: Some(name.into()),
+        }
+    }
+}
+
+impl From<PathBuf> for RootConfig {
+    fn from(path: PathBuf) -> RootConfig {
+        RootConfig { path, name: None }
+    }
+}
+
+/// A root as the configuration may write it: a path alone, or a path and a name.
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a folder's path, or { path = \"…\", name = \"…\" }"
+)]
+enum RootSpelling {
+    Path(PathBuf),
+    Named { path: PathBuf, name: Option<String> },
+}
+
+impl From<RootSpelling> for RootConfig {
+    fn from(spelling: RootSpelling) -> RootConfig {
+        match spelling {
+            RootSpelling::Path(path) => RootConfig { path, name: None },
+            RootSpelling::Named { path, name } => RootConfig { path, name },
+        }
     }
 }
 
@@ -304,7 +351,7 @@ protocol = "2026-07-28"
 transport = "stdio"
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/kb/current"]
-roots = ["/srv/kb/current"]
+roots = [{ path = "/srv/kb/current", name = "Support knowledge base" }]
 tool_prefix = "knowledge_base_"
 tools = ["read_text_file", "list_directory"]
 capabilities = { roots = true, elicitation = false }
@@ -356,7 +403,26 @@ token_file = "/home/me/.local/state/agent/tokens.json"
         assert!(matches!(&kb.transport, Transport::Stdio { command, .. } if command == "npx"));
         assert_eq!(kb.request_timeout(), Duration::from_secs(30));
         assert!(kb.capabilities.roots && !kb.capabilities.elicitation);
-        assert_eq!(file_uri(&kb.roots[0]), "file:///srv/kb/current");
+        assert_eq!(
+            kb.roots,
+            [RootConfig::named(
+                "/srv/kb/current",
+                "Support knowledge base"
+            )]
+        );
+        let plain = HostConfig::from_toml(&CONFIG.replace(
+            r#"[{ path = "/srv/kb/current", name = "Support knowledge base" }]"#,
+            r#"["/srv/kb/current"]"#,
+        ))
+        .unwrap();
+        assert_eq!(
+            plain.connections["knowledge-base"].roots,
+            [RootConfig::from(PathBuf::from("/srv/kb/current"))]
+        );
+        assert_eq!(
+            file_uri(&plain.connections["knowledge-base"].roots[0].path),
+            "file:///srv/kb/current"
+        );
     }
 
     #[test]

@@ -160,13 +160,19 @@ fn readable(error: &rmcp::service::ClientInitializeError) -> String {
     }
 }
 
-/// A connection's folders as the `file://` roots it declares, each named after its folder.
-pub(crate) fn declared_roots(paths: &[std::path::PathBuf]) -> Vec<Root> {
-    paths
+/// A connection's folders as the `file://` roots it declares, each named as configured or
+/// after its folder.
+pub(crate) fn declared_roots(roots: &[crate::RootConfig]) -> Vec<Root> {
+    roots
         .iter()
-        .map(|path| {
-            let mut root = Root::new(file_uri(path));
-            root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        .map(|configured| {
+            let mut root = Root::new(file_uri(&configured.path));
+            root.name = configured.name.clone().or_else(|| {
+                configured
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            });
             root
         })
         .collect()

@@ -55,12 +55,18 @@ pub(crate) fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
     if knowledge.through_orders {
         return;
     }
-    for (name, dir, prefix) in [
-        ("knowledge-base", &knowledge.current, "knowledge_base_"),
+    for (name, dir, prefix, called) in [
+        (
+            "knowledge-base",
+            &knowledge.current,
+            "knowledge_base_",
+            "Support knowledge base",
+        ),
         (
             "knowledge-base-archive",
             &knowledge.archive,
             "knowledge_base_archive_",
+            "Archived support knowledge base",
         ),
     ] {
         host.trusted_folders.push(dir.clone());
@@ -81,7 +87,7 @@ pub(crate) fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
                     env: Default::default(),
                 },
                 request_timeout_secs: 30,
-                roots: vec![dir.clone()],
+                roots: vec![backchannel_host::RootConfig::named(dir.clone(), called)],
                 protocol: Some(Revision::V2025_11_25),
                 tool_prefix: Some(prefix.to_owned()),
                 tools: Some(KB_TOOLS.map(String::from).to_vec()),

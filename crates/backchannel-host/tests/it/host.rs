@@ -122,6 +122,40 @@ async fn the_host_follows_a_task_and_answers_its_question() {
 }
 
 #[tokio::test]
+async fn declared_roots_carry_their_configured_names() {
+    let (url, _stop) = start_server().await;
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
+        let config = HostConfig::from_toml(&format!(
+            r#"
+trusted_folders = ["/srv/kb"]
+[connections.orders]
+transport = "http"
+url = "{url}"
+protocol = "{protocol}"
+roots = [{{ path = "/srv/kb/current", name = "Support knowledge base" }}, "/srv/kb/old"]
+capabilities = {{ roots = true }}
+"#
+        ))
+        .unwrap();
+        let host = Host::open(&config, Arc::new(Person::default()))
+            .await
+            .unwrap();
+        let result = host
+            .connection("orders")
+            .unwrap()
+            .call_tool("folders", None, &CallContext::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            result_text(&result),
+            "listed file:///srv/kb/current (Support knowledge base),file:///srv/kb/old (old)",
+            "{protocol}"
+        );
+        host.close().await;
+    }
+}
+
+#[tokio::test]
 async fn progress_reaches_the_handler_in_order() {
     let (url, _stop) = start_server().await;
     for protocol in backchannel::Revision::ALL.map(|r| r.date()) {

@@ -141,7 +141,10 @@ impl TestServer {
                     "listed {}",
                     roots
                         .iter()
-                        .map(|r| r.uri.as_str())
+                        .map(|r| match &r.name {
+                            Some(name) => format!("{} ({name})", r.uri),
+                            None => r.uri.clone(),
+                        })
                         .collect::<Vec<_>>()
                         .join(",")
                 )

@@ -213,7 +213,7 @@ async fn roots_listed_and_unsupported_on_both_revisions() {
             wire,
         )
         .await;
-        assert_eq!(text, "listed file:///srv/data", "{wire:?}");
+        assert_eq!(text, "listed file:///srv/data (data)", "{wire:?}");
         assert_eq!(runs(&server), 2);
         let (text, _, client) = run(
             "folders",
