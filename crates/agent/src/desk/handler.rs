@@ -113,8 +113,7 @@ impl HostHandler for DeskHandler {
             ));
         };
         let messages = Message::sampled(&question);
-        let shown: Vec<&str> = question.messages.iter().map(|t| t.text.as_str()).collect();
-        let ask = format!("{connection} asks the model: {}", shown.join(" / "));
+        let ask = approval_text(connection, &question);
         match self
             .events
             .approve(connection, &conversation, &ask, self.person_deadline)
@@ -137,6 +136,7 @@ impl HostHandler for DeskHandler {
             }
         }
         let turn = model
+            .capped(question.max_tokens)
             .complete(&messages, &[])
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
@@ -170,5 +170,49 @@ impl HostHandler for DeskHandler {
 
     fn on_log(&self, connection: &str, message: LogMessage) {
         tracing::info!(connection, level = ?message.level, "{}", message.data);
+    }
+}
+
+/// What the person approves for a sampling request: everything the model would be given (the
+/// server's instructions, the turns) and how long a reply it may write.
+fn approval_text(connection: &str, question: &SamplingQuestion) -> String {
+    let shown: Vec<&str> = question.messages.iter().map(|t| t.text.as_str()).collect();
+    let instructions = question
+        .system_prompt
+        .as_deref()
+        .filter(|system| !system.trim().is_empty())
+        .map(|system| format!(", with the instructions \"{}\"", system.trim()))
+        .unwrap_or_default();
+    format!(
+        "{connection} asks the model (a reply of at most {} tokens){instructions}: {}",
+        question.max_tokens,
+        shown.join(" / ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use backchannel_host::{SamplingQuestion, SamplingTurn};
+
+    #[test]
+    fn the_approval_shows_the_instructions_the_turns_and_the_cap() {
+        let mut question = SamplingQuestion {
+            system_prompt: Some("You summarize movie reviews.".into()),
+            messages: vec![SamplingTurn {
+                assistant: false,
+                text: "Summarize: great film".into(),
+            }],
+            max_tokens: 300,
+        };
+        assert_eq!(
+            super::approval_text("moviedb", &question),
+            "moviedb asks the model (a reply of at most 300 tokens), with the instructions \
+             \"You summarize movie reviews.\": Summarize: great film"
+        );
+        question.system_prompt = Some("  ".into());
+        assert_eq!(
+            super::approval_text("moviedb", &question),
+            "moviedb asks the model (a reply of at most 300 tokens): Summarize: great film"
+        );
     }
 }

@@ -30,6 +30,18 @@ impl Provider {
         (&endpoint.base_url, &endpoint.model)
     }
 
+    /// The same model, its replies held to at most `max_tokens` (a sampling request's own
+    /// cap); a larger number leaves the desk's cap as it is.
+    pub fn capped(&self, max_tokens: u32) -> Provider {
+        let mut capped = self.clone();
+        let generation = match &mut capped {
+            Provider::OpenAi(model) => &mut model.endpoint.generation,
+            Provider::Anthropic(model) => &mut model.endpoint.generation,
+        };
+        generation.max_tokens = generation.max_tokens.min(max_tokens.max(1));
+        capped
+    }
+
     /// How much each reply may write and how freely.
     pub fn generation(&self) -> Generation {
         match self {

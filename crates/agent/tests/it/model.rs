@@ -235,6 +235,13 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
         approval["message"].as_str().unwrap().contains("Say hi"),
         "{approval}"
     );
+    assert!(
+        approval["message"]
+            .as_str()
+            .unwrap()
+            .contains("(a reply of at most 100 tokens)"),
+        "the request's own cap is shown: {approval}"
+    );
     let status = crate::common::answer(&url, approval["id"].as_str().unwrap(), &secret, true).await;
     assert_eq!(status, 204);
     let reply = reply.await.unwrap();
@@ -249,6 +256,10 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
         "choose the tool, answer the sampling request, answer the person"
     );
     assert!(requests[1].get("tools").is_none());
+    assert_eq!(
+        requests[1]["max_tokens"], 100,
+        "the sampling request's maxTokens, below the desk's 1,024"
+    );
     stop.cancel();
 }
 
