@@ -88,6 +88,9 @@ pub struct Config {
     /// Serve this protocol revision only, refusing the other as an unsupported version (for
     /// testing bridges and clients); `None` serves both.
     pub only_revision: Option<backchannel::Revision>,
+    /// How long a question asked on the call itself waits for the person; `None` for the
+    /// library's default ([`backchannel::DEFAULT_ASK_TIMEOUT`]).
+    pub ask_timeout: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -177,11 +180,15 @@ pub fn mcp_server(
     Ok(OrderServer::new(service, builder.build()?))
 }
 
-/// `builder` limited to the configured revision, if any.
+/// `builder` limited to the configured revision, if any, asking with the configured timeout.
 fn limited(
     builder: backchannel::BackchannelBuilder,
     config: &Config,
 ) -> backchannel::BackchannelBuilder {
+    let builder = match config.ask_timeout {
+        Some(timeout) => builder.ask_timeout(timeout),
+        None => builder,
+    };
     match config.only_revision {
         Some(revision) => builder.only_revision(revision),
         None => builder,

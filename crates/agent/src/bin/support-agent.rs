@@ -53,6 +53,14 @@ struct DeskArgs {
     /// must be shorter than that timeout.
     #[arg(long, default_value_t = 60)]
     answer_seconds: u64,
+    /// Seconds the order service waits for an answer it asks on the call itself (its
+    /// `--ask-seconds`; the demo's order service is started with this). Raise it, and
+    /// --orders-timeout-seconds above it, to give the person longer with --no-tasks.
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    server_ask_seconds: u64,
+    /// Seconds one request to the order service may take; longer than --server-ask-seconds.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=7200))]
+    orders_timeout_seconds: u64,
     /// Do not declare the tasks extension. With it (the default) a call the order service
     /// runs as a task asks inside it: the question waits in your inbox, across reloads and
     /// restarts, and the conversation goes on; the result is said in the conversation when it
@@ -276,6 +284,8 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         protocol: args.protocol.0,
         agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
         person_deadline: Duration::from_secs(args.answer_seconds),
+        server_ask_timeout: Duration::from_secs(args.server_ask_seconds),
+        connection_timeout: Duration::from_secs(args.orders_timeout_seconds),
         model,
         token_budget: args.token_budget,
         context_tokens: args.context_tokens,
@@ -311,7 +321,8 @@ async fn main() -> anyhow::Result<()> {
                 loopback_only(listen, "--listen", OR_PEOPLE)?;
             }
             loopback_only(orders_listen, "--orders-listen", "")?;
-            let orders = demo_orders(database, carrier_latency_ms, &allow_hosts);
+            let mut orders = demo_orders(database, carrier_latency_ms, &allow_hosts);
+            orders.ask_timeout = Some(Duration::from_secs(desk.server_ask_seconds));
             kept_or_reset(&orders, reset).await?;
             let config = DemoConfig {
                 orders_listen,

@@ -139,8 +139,9 @@ fn direct_deadline(config: &DeskConfig) -> Duration {
 pub enum DeskError {
     /// The timeouts are not ordered person < server < connection.
     #[error(
-        "timeouts must nest: the person's {person:?} must be shorter than the order service's \
-         {server:?}, which must be shorter than the connection's {connection:?}"
+        "timeouts must nest: the person's {person:?} (--answer-seconds) must be shorter than \
+         the order service's ask timeout {server:?} (--server-ask-seconds), which must be \
+         shorter than a request's {connection:?} (--orders-timeout-seconds)"
     )]
     Timeouts {
         /// The person's deadline.

@@ -182,3 +182,37 @@ async fn the_desk_says_what_each_server_offers_at_start() {
     );
     stop.cancel();
 }
+
+/// The class's advice to raise the server's 90 s and the desk's 120 s with the person's time:
+/// a person's time of 100 s asked directly does not fit the defaults, and the error names the
+/// flags; raised with them, the demo opens.
+#[test]
+fn the_limits_around_the_persons_time_can_be_raised_with_it() {
+    let direct = ["--no-tasks", "--answer-seconds", "100"];
+    let refused = demo_until_open("sqlite::memory:", &direct).join("\n");
+    assert!(!refused.contains("Support Desk demo: open"), "{refused}");
+    for flag in [
+        "--answer-seconds",
+        "--server-ask-seconds",
+        "--orders-timeout-seconds",
+    ] {
+        assert!(refused.contains(flag), "{flag}: {refused}");
+    }
+    let raised = [
+        &direct[..],
+        &[
+            "--server-ask-seconds",
+            "150",
+            "--orders-timeout-seconds",
+            "200",
+        ],
+    ]
+    .concat();
+    let opened = demo_until_open("sqlite::memory:", &raised);
+    assert!(
+        opened
+            .last()
+            .is_some_and(|line| line.contains("Support Desk demo: open")),
+        "{opened:?}"
+    );
+}

@@ -52,6 +52,11 @@ struct Running {
     /// a restart) may take it over, in milliseconds.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     task_lease_ms: u64,
+    /// Seconds a question asked on the call itself (not in a task) waits for the person before
+    /// the tool goes on without an answer. A desk in front must give up later than this
+    /// (`support-agent --server-ask-seconds`).
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    ask_seconds: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,6 +152,7 @@ fn config(database: Database, running: Running) -> anyhow::Result<Config> {
     config.service.carrier_latency = Duration::from_millis(running.carrier_latency_ms);
     config.service.order_cache = !running.no_order_cache;
     config.task_lease = Some(Duration::from_millis(running.task_lease_ms));
+    config.ask_timeout = Some(Duration::from_secs(running.ask_seconds));
     Ok(config)
 }
 
