@@ -321,8 +321,7 @@ async fn main() -> anyhow::Result<()> {
                 loopback_only(listen, "--listen", OR_PEOPLE)?;
             }
             loopback_only(orders_listen, "--orders-listen", "")?;
-            let mut orders = demo_orders(database, carrier_latency_ms, &allow_hosts);
-            orders.ask_timeout = Some(Duration::from_secs(desk.server_ask_seconds));
+            let orders = demo_orders(database, carrier_latency_ms, &desk, &allow_hosts);
             kept_or_reset(&orders, reset).await?;
             let config = DemoConfig {
                 orders_listen,
@@ -426,14 +425,17 @@ fn bearer_beside(database: &Option<String>) -> Option<std::path::PathBuf> {
 }
 
 /// The demo's order service: over `database` (default: data/orders.sqlite, or in
-/// $ORDER_SERVICE_DATA), its carrier as slow as asked, answering the hosts the web UI does.
+/// $ORDER_SERVICE_DATA), its carrier as slow as asked, waiting for an answer asked on a call
+/// as long as the desk expects (`--server-ask-seconds`), answering the hosts the web UI does.
 fn demo_orders(
     database: Option<String>,
     carrier_latency_ms: u64,
+    desk: &DeskArgs,
     allow_hosts: &[String],
 ) -> orders::app::Config {
     orders::app::Config {
         database,
+        ask_timeout: Some(Duration::from_secs(desk.server_ask_seconds)),
         http: http_options(allow_hosts),
         service: orders::service::ServiceConfig {
             carrier_latency: Duration::from_millis(carrier_latency_ms),
