@@ -6,6 +6,48 @@ use serde::{Deserialize, Serialize};
 use crate::domain::{Mood, WatchStatus};
 use crate::summary::{ReviewSummary, SummarySource};
 
+/// An id as the caller sent it: a string, or a whole number some clients make of `"1"` (MCP
+/// Inspector reads a typed `1` as a number); anything else is refused by name.
+fn id_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    use serde::de::Error;
+    match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::String(text) => Ok(text),
+        serde_json::Value::Number(number) if number.is_i64() || number.is_u64() => {
+            Ok(number.to_string())
+        }
+        other => Err(D::Error::custom(format!(
+            "an id is a string such as \"1\", not {other}"
+        ))),
+    }
+}
+
+/// [`id_text`] for an id that may be left out (an explicit `null` reads as left out).
+fn optional_id_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    match Option::<serde_json::Value>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(value) => id_text(value).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// Optional properties as a form-drawing client reads them best: the type alone, without a
+/// `null` default (a string field defaulting to `null` is flagged as unportable).
+fn without_null_defaults(schema: &mut schemars::Schema) {
+    if let Some(properties) = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for property in properties.values_mut() {
+            if let Some(property) = property.as_object_mut()
+                && property.get("default") == Some(&serde_json::Value::Null)
+            {
+                property.remove("default");
+            }
+        }
+    }
+}
+
 /// Arguments of `ping`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PingArgs {
@@ -82,6 +124,7 @@ pub struct Recommendations {
 #[serde(rename_all = "camelCase")]
 pub struct SummarizeArgs {
     /// The movie's id.
+    #[serde(deserialize_with = "id_text")]
     pub movie_id: String,
 }
 
@@ -125,23 +168,28 @@ impl From<ReviewSummary> for SummaryOutput {
 /// Exactly one of a movie or a show.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = without_null_defaults)]
 pub struct SubjectArg {
     /// A movie's id.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_id_text")]
+    #[schemars(with = "String")]
     pub movie_id: Option<String>,
     /// A TV show's id.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_id_text")]
+    #[schemars(with = "String")]
     pub tv_show_id: Option<String>,
 }
 
 /// Arguments of `addToWatchlist`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = without_null_defaults)]
 pub struct AddArgs {
     /// Exactly one of movieId and tvShowId.
     pub subject: SubjectArg,
     /// WATCHED or WANT_TO_WATCH, when the person already said; leave it out to let the server
     /// ask them.
     #[serde(default)]
+    #[schemars(with = "WatchStatus")]
     pub status: Option<WatchStatus>,
 }
 
@@ -180,6 +228,7 @@ backchannel::elicit_safe!(WatchStatusAnswer);
 #[serde(rename_all = "camelCase")]
 pub struct StageArgs {
     /// The watch-list entry's id (from the watchlist query or addToWatchlist).
+    #[serde(deserialize_with = "id_text")]
     pub item_id: String,
 }
 

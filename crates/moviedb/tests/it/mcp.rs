@@ -55,6 +55,39 @@ async fn a_movie_id_that_is_not_a_number_is_a_tool_error_naming_it() {
     }
 }
 
+/// MCP Inspector sends a movie id typed as `1` as the number 1: it is read as the id "1".
+#[tokio::test]
+async fn a_movie_id_sent_as_a_whole_number_is_read_as_its_text() {
+    for wire in Revision::ALL {
+        let db = Db::new().await;
+        let server = db.server(None);
+        let client = Client::new(Model::Absent, Person::Absent);
+        let running = Db::connect(server.clone(), client, wire).await;
+        let as_number = running
+            .call_tool(call("summarizeMovieReviews", json!({ "movieId": 38 })))
+            .await
+            .unwrap();
+        let as_text = running
+            .call_tool(call("summarizeMovieReviews", json!({ "movieId": "38" })))
+            .await
+            .unwrap();
+        assert_eq!(as_number.is_error, Some(false), "{}", text_of(&as_number));
+        assert_eq!(structured(&as_number), structured(&as_text), "{wire:?}");
+        let refused = running
+            .call_tool(call("summarizeMovieReviews", json!({ "movieId": true })))
+            .await;
+        let said = match refused {
+            Ok(result) => text_of(&result),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            said.contains("an id is a string such as \"1\", not true"),
+            "{wire:?}: {said}"
+        );
+        running.cancel().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn the_three_summary_states_follow_the_review_count() {
     for wire in Revision::ALL {
