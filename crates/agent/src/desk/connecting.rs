@@ -152,12 +152,9 @@ async fn say_tools(host: &Host<DeskHandler>) {
             continue;
         }
         if let Ok(tools) = connection.tools().await {
-            let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
             tracing::info!(
-                "{} offers {} tools: {}",
-                connection.name(),
-                names.len(),
-                names.join(", ")
+                "{}",
+                super::handler::offers(connection.name(), "offers", &tools)
             );
         }
     }
@@ -175,14 +172,16 @@ impl Connecting {
     pub(crate) fn open(config: HostConfig, handler: Arc<DeskHandler>) -> Connecting {
         let (done, ready) = tokio::sync::watch::channel(None);
         let task = tokio::spawn(async move {
-            let opened = match Host::open(&config, handler).await {
+            let opened = match Host::open(&config, handler.clone()).await {
                 Ok(host) => {
+                    let host = Arc::new(host);
+                    let _ = handler.host.set(Arc::downgrade(&host));
                     if let Some(reason) = host.unavailable.get("orders") {
                         tracing::warn!("the order service is not reachable: {reason}");
                     }
                     say_missing_notes(&host);
                     say_tools(&host).await;
-                    Ok(Arc::new(host))
+                    Ok(host)
                 }
                 Err(error) => {
                     tracing::error!(%error, "the desk's connections could not be opened");

@@ -24,6 +24,9 @@ pub struct DeskHandler {
     pub(crate) person_deadline: Duration,
     pub(crate) model: Option<crate::llm::Provider>,
     pub(crate) sign_in_callback: Option<String>,
+    /// The host this handler serves, once open: a server's changed tool list is listed again
+    /// through it (weak, so closing the host is not held up by its handler).
+    pub(crate) host: std::sync::OnceLock<std::sync::Weak<backchannel_host::Host<DeskHandler>>>,
 }
 
 /// How long a "Sign in" link waits for the person.
@@ -168,9 +171,45 @@ impl HostHandler for DeskHandler {
         self.events.emit(conversation, event);
     }
 
+    /// A server's tools changed: say what it offers now, as at start-up (the model is given the
+    /// new list at its next turn, which lists the tools afresh).
+    fn on_list_changed(&self, connection: &str, kind: backchannel::ListKind) {
+        if kind != backchannel::ListKind::Tools {
+            tracing::info!(connection, ?kind, "a server's list changed");
+            return;
+        }
+        let Some(host) = self.host.get().and_then(std::sync::Weak::upgrade) else {
+            return;
+        };
+        let connection = connection.to_owned();
+        tokio::spawn(async move {
+            let Ok(server) = host.connection(&connection) else {
+                return;
+            };
+            match server.tools().await {
+                Ok(tools) => {
+                    tracing::info!("{}", offers(&connection, "now offers", &tools));
+                }
+                Err(error) => {
+                    tracing::warn!(%connection, %error, "its tools changed and could not be listed")
+                }
+            }
+        });
+    }
+
     fn on_log(&self, connection: &str, message: LogMessage) {
         tracing::info!(connection, level = ?message.level, "{}", message.data);
     }
+}
+
+/// "orders offers 6 tools: …": what a server offers, as the desk says it.
+pub(crate) fn offers(connection: &str, verb: &str, tools: &[rmcp::model::Tool]) -> String {
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    format!(
+        "{connection} {verb} {} tools: {}",
+        names.len(),
+        names.join(", ")
+    )
 }
 
 /// What the person approves for a sampling request: everything the model would be given (the

@@ -320,6 +320,7 @@ impl Desk {
             person_deadline: direct,
             model: config.model.clone(),
             sign_in_callback: config.sign_in_callback.clone(),
+            host: Default::default(),
         });
         let host = Connecting::open(host_config, handler);
         Ok(Desk {

@@ -216,3 +216,77 @@ fn the_limits_around_the_persons_time_can_be_raised_with_it() {
         "{opened:?}"
     );
 }
+
+/// A server's changed tool list is said as the start-up listing is (Class 13's handler).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_says_what_a_server_offers_when_its_tools_change() {
+    use backchannel::serve::{self, HttpOptions};
+    use tokio::io::AsyncBufReadExt as _;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = orders::app::mcp_server(orders_at("sqlite::memory:").await, None).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = serve::router(
+        {
+            let server = server.clone();
+            move || server.clone()
+        },
+        &HttpOptions::default(),
+        stop.clone(),
+    );
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        serve::http(listener, app, &HttpOptions::default(), async move {
+            shutdown.cancelled().await
+        })
+        .await
+    });
+    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
+        .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
+        .args(["--no-knowledge-base", "--database", "sqlite::memory:"])
+        .args(["--protocol", "2026-07-28"])
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (lines_tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    let mut stderr = tokio::io::BufReader::new(desk.stderr.take().unwrap()).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stderr.next_line().await {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let at_start = said_after(&mut lines, "orders offers ").await;
+    // The desk listens for changes once connected: raise the change until a listener hears it.
+    while server
+        .layer()
+        .notify_list_changed(backchannel::ListKind::Tools)
+        .await
+        == 0
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let now = said_after(&mut lines, "orders now offers ").await;
+    assert_eq!(now, at_start);
+    assert!(now.starts_with("6 tools: cancel_order, "), "{now}");
+    stop.cancel();
+}
+
+/// What follows `marker` in the next line of `lines` that has it (a desk that says nothing of
+/// it for a minute has not said it: the test fails rather than hangs).
+async fn said_after(
+    lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    marker: &str,
+) -> String {
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_secs(60), lines.recv());
+        let line = next
+            .await
+            .unwrap_or_else(|_| panic!("the desk never said {marker:?}"))
+            .expect("the desk goes on saying");
+        if let Some(rest) = line.split(marker).nth(1) {
+            return rest.to_owned();
+        }
+    }
+}
