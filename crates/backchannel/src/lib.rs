@@ -103,8 +103,8 @@ pub use outcome::{Elicited, RootsListed, Sampled, StepError, UrlElicited};
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
 pub use sampling_roots_logging::{
-    ListRootsResult, LogLevel, Root, SamplingMessage, SamplingRequest, SamplingResult,
-    SetLevelParams,
+    ListRootsResult, LogLevel, ModelPreferences, Root, SamplingMessage, SamplingRequest,
+    SamplingResult, SetLevelParams,
 };
 pub use sampling_roots_logging::{user_prompt, with_logging};
 pub use seal::{SealError, Sealer};

@@ -73,6 +73,9 @@ pub type SamplingRequest = rmcp::model::CreateMessageRequestParams;
 pub type SamplingResult = rmcp::model::CreateMessageResult;
 /// One message of a sampling conversation.
 pub type SamplingMessage = rmcp::model::SamplingMessage;
+/// What model a sampling request would like (`modelPreferences`: advisory priorities and hints;
+/// the client chooses).
+pub type ModelPreferences = rmcp::model::ModelPreferences;
 /// A root (folder) the client lets the server use.
 pub type Root = rmcp::model::Root;
 /// Result of `roots/list`.

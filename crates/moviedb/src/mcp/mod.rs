@@ -254,7 +254,14 @@ impl MovieServer {
             summary::sampling_prompt(title, reviews),
             summary::MAX_TOKENS,
         )
-        .with_system_prompt(summary::SYSTEM_PROMPT);
+        .with_system_prompt(summary::SYSTEM_PROMPT)
+        // A few sentences from short reviews want a fast, cheap model more than a capable one.
+        .with_model_preferences(
+            backchannel::ModelPreferences::new()
+                .with_speed_priority(0.8)
+                .with_cost_priority(0.7)
+                .with_intelligence_priority(0.3),
+        );
         let answer = ctx
             .with_timeout(self.config.sampling_timeout)
             .sample("summary", request)

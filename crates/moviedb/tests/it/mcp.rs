@@ -139,6 +139,17 @@ async fn the_three_summary_states_follow_the_review_count() {
             Some("You summarize movie reviews into a few sentences and recurring themes.")
         );
         assert_eq!(request.max_tokens, 1024);
+        let preferences = request
+            .model_preferences
+            .expect("model preferences are sent");
+        assert_eq!(
+            (
+                preferences.speed_priority,
+                preferences.cost_priority,
+                preferences.intelligence_priority
+            ),
+            (Some(0.8), Some(0.7), Some(0.3))
+        );
         let prompt = serde_json::to_string(&request.messages).unwrap();
         assert!(
             prompt.contains("SUMMARY:") && prompt.contains("- score 10:"),
