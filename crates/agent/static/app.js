@@ -277,7 +277,8 @@ function connectEvents() {
     reply: (data) => growReply(data),
     // The dialog says which server asks.
     confirmation: (data) => ask(data, `${data.server} asks you to confirm`),
-    sampling: (data) => ask(data, `${data.server} asks to use the model: let it answer?`),
+    // Asked twice: before the model is given the request, and before its reply goes back.
+    sampling: (data) => ask(data, `${data.server} and the model: approve?`),
     closed: (data) => closed(data.id, data.answeredElsewhere),
     signin: (data) => showSignIn(data),
     inbox: (data) => showInbox(data.questions),

@@ -143,10 +143,29 @@ impl HostHandler for DeskHandler {
             .complete(&messages, &[])
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        Ok(SamplingAnswer {
-            text: turn.message.content.unwrap_or_default(),
-            model: "support-agent-model".into(),
-        })
+        let text = turn.message.content.unwrap_or_default();
+        // The reply goes to the server only once the person has read it.
+        let review = format!("The model answered. Send this reply to {connection}? {text}");
+        match self
+            .events
+            .approve(connection, &conversation, &review, self.person_deadline)
+            .await
+        {
+            Asked::Answered(Answer::Yes { .. }) => Ok(SamplingAnswer {
+                text,
+                model: "support-agent-model".into(),
+            }),
+            Asked::Answered(Answer::No) | Asked::NobodyWatching => Err(ErrorData::new(
+                rmcp::model::ErrorCode(-1),
+                "the person did not let the model's reply go to the server",
+                None,
+            )),
+            Asked::Expired => Err(ErrorData::new(
+                rmcp::model::ErrorCode(-1),
+                "nobody let the model's reply go in time",
+                None,
+            )),
+        }
     }
 
     fn on_progress(&self, connection: &str, progress: ProgressNotificationParam) {

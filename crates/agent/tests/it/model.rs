@@ -244,6 +244,15 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
     );
     let status = crate::common::answer(&url, approval["id"].as_str().unwrap(), &secret, true).await;
     assert_eq!(status, 204);
+    // The model's reply is shown for review before it goes to the server.
+    let review = events.next_of("sampling").await;
+    assert_eq!(
+        review["message"],
+        "The model answered. Send this reply to orders? Hi from the model (asked: Say hi)",
+        "{review}"
+    );
+    let status = crate::common::answer(&url, review["id"].as_str().unwrap(), &secret, true).await;
+    assert_eq!(status, 204);
     let reply = reply.await.unwrap();
     assert_eq!(
         reply,
@@ -256,6 +265,24 @@ async fn a_sampling_request_is_approved_and_answered_through_the_model() {
         "choose the tool, answer the sampling request, answer the person"
     );
     assert!(requests[1].get("tools").is_none());
+    // A reply the person does not let go never reaches the server: it hears a refusal.
+    let refused = tokio::spawn({
+        let url = url.clone();
+        async move { chat(&url, "please sample the model").await }
+    });
+    let approval = events.next_of("sampling").await;
+    crate::common::answer(&url, approval["id"].as_str().unwrap(), &secret, true).await;
+    let review = events.next_of("sampling").await;
+    crate::common::answer(&url, review["id"].as_str().unwrap(), &secret, false).await;
+    refused.await.unwrap();
+    // What the server's tool said back, as the model read it.
+    let requests = seen.lock().unwrap().clone();
+    let messages = requests.last().unwrap()["messages"].as_array().unwrap();
+    let tool_said = messages.last().unwrap()["content"].as_str().unwrap();
+    assert_eq!(
+        tool_said,
+        "refused (-1): the person did not let the model's reply go to the server"
+    );
     assert_eq!(
         requests[1]["max_tokens"], 100,
         "the sampling request's maxTokens, below the desk's 1,024"
