@@ -427,16 +427,16 @@ token_file = "/home/me/.local/state/agent/tokens.json"
 
     #[test]
     fn roots_outside_the_trusted_folders_are_refused() {
-        let escaping = CONFIG.replace(
-            r#"roots = ["/srv/kb/current"]"#,
-            r#"roots = ["/srv/kb/../etc"]"#,
-        );
+        let configured =
+            r#"roots = [{ path = "/srv/kb/current", name = "Support knowledge base" }]"#;
+        assert!(CONFIG.contains(configured));
+        let escaping = CONFIG.replace(configured, r#"roots = ["/srv/kb/../etc"]"#);
         let error = HostConfig::from_toml(&escaping).unwrap_err();
         assert!(
             matches!(error, ConfigError::UntrustedRoot { .. }),
             "{error}"
         );
-        let relative = CONFIG.replace(r#"roots = ["/srv/kb/current"]"#, r#"roots = ["kb"]"#);
+        let relative = CONFIG.replace(configured, r#"roots = ["kb"]"#);
         assert!(matches!(
             HostConfig::from_toml(&relative),
             Err(ConfigError::RelativeRoot { .. })
