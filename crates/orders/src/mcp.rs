@@ -309,7 +309,32 @@ impl OrderServer {
         use std::sync::atomic::Ordering;
         // Runs as a task when the client supports tasks; synchronously otherwise.
         ctx.escalate().await?;
-        let shipped = self.service.shipped().await.map_err(failed)?;
+        let mut shipped = self.service.shipped().await.map_err(failed)?;
+        // The estimates as they were when this recheck began, recorded: a recheck taken over
+        // after its instance stopped compares with them, so a shipment the stopped instance
+        // wrote but had not yet recorded still counts as changed.
+        let before: Vec<(String, crate::domain::Date)> = ctx
+            .step("estimates before", async {
+                Ok::<_, OrderError>(
+                    shipped
+                        .iter()
+                        .filter_map(|order| {
+                            let shipment = order.shipment.as_ref()?;
+                            Some((order.order_id.clone(), shipment.estimated_delivery))
+                        })
+                        .collect(),
+                )
+            })
+            .await
+            .map_err(step_failed)?;
+        let before: std::collections::HashMap<_, _> = before.into_iter().collect();
+        for order in &mut shipped {
+            if let (Some(shipment), Some(date)) =
+                (order.shipment.as_mut(), before.get(&order.order_id))
+            {
+                shipment.estimated_delivery = *date;
+            }
+        }
         let total = shipped.len();
         ctx.log(LogLevel::Info, LOGGER, messages::recheck_started(total))
             .await;

@@ -406,19 +406,21 @@ impl OrderService {
     }
 
     /// Ask the (simulated) carrier for a fresh estimate of one shipped order and keep it;
-    /// returns whether the estimate moved. Idempotent.
+    /// returns whether the estimate moved from the one `order` carries (a write already made
+    /// by an earlier, interrupted pass still counts). Idempotent.
     pub async fn recheck_one(&self, order: &Order) -> Result<bool, OrderError> {
         tokio::time::sleep(self.config.carrier_latency).await;
         let Some(shipment) = order.shipment.as_ref() else {
             return Ok(false);
         };
         let estimate = domain::carrier_estimate(&order.order_id, shipment);
-        let changed = estimate != shipment.estimated_delivery
-            && self.store.set_estimate(&order.order_id, estimate).await?;
-        if changed {
+        if estimate == shipment.estimated_delivery {
+            return Ok(false);
+        }
+        if self.store.set_estimate(&order.order_id, estimate).await? {
             self.cache.forget(&order.order_id);
         }
-        Ok(changed)
+        Ok(true)
     }
 }
 

@@ -489,3 +489,29 @@ async fn the_file_is_asked_about_other_writers_at_most_once_per_interval() {
     let cached = service.order(OrderId::new("ORD-10002")).await.unwrap();
     assert_eq!(cached.status, OrderStatus::Pending);
 }
+
+/// A recheck taken over after a crash reads each order afresh, but compares with the estimate
+/// recorded when the recheck began: a shipment the stopped pass already wrote still counts as
+/// changed, and is not written again.
+#[tokio::test]
+async fn a_shipment_already_written_by_an_interrupted_pass_still_counts_as_changed() {
+    let service = service().await;
+    let shipped = service.shipped().await.unwrap();
+    let moving = shipped
+        .into_iter()
+        .find(|order| {
+            let shipment = order.shipment.as_ref().unwrap();
+            orders::domain::carrier_estimate(&order.order_id, shipment)
+                != shipment.estimated_delivery
+        })
+        .expect("the seed has estimates that move");
+    assert!(service.recheck_one(&moving).await.unwrap(), "written");
+    let written = service.order(OrderId::new(&moving.order_id)).await.unwrap();
+    assert_ne!(written.shipment, moving.shipment);
+    // The interrupted pass's order, as recorded before it wrote: still a change.
+    assert!(service.recheck_one(&moving).await.unwrap());
+    // A new pass over the written order: nothing moves.
+    assert!(!service.recheck_one(&written).await.unwrap());
+    let again = service.order(OrderId::new(&moving.order_id)).await.unwrap();
+    assert_eq!(again, written);
+}
