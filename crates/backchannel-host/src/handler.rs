@@ -105,6 +105,22 @@ pub struct SamplingQuestion {
     pub messages: Vec<SamplingTurn>,
     /// The most tokens the answer may take.
     pub max_tokens: u32,
+    /// What model the server would like, if it said (`modelPreferences`).
+    pub model_preferences: Option<ModelWish>,
+}
+
+/// What model a server would like (`modelPreferences`): advisory priorities from 0 to 1 and
+/// name hints; the host chooses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelWish {
+    /// How much a fast model matters.
+    pub speed: Option<f32>,
+    /// How much a cheap model matters.
+    pub cost: Option<f32>,
+    /// How much a capable model matters.
+    pub intelligence: Option<f32>,
+    /// Model names or families, most wanted first.
+    pub hints: Vec<String>,
 }
 
 /// One turn of a [`SamplingQuestion`].
@@ -145,6 +161,20 @@ impl From<&CreateMessageRequestParams> for SamplingQuestion {
                 })
                 .collect(),
             max_tokens: params.max_tokens,
+            model_preferences: params
+                .model_preferences
+                .as_ref()
+                .map(|preferences| ModelWish {
+                    speed: preferences.speed_priority,
+                    cost: preferences.cost_priority,
+                    intelligence: preferences.intelligence_priority,
+                    hints: preferences
+                        .hints
+                        .iter()
+                        .flatten()
+                        .filter_map(|hint| hint.name.clone())
+                        .collect(),
+                }),
         }
     }
 }

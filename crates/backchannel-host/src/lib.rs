@@ -49,6 +49,8 @@ pub use config::{
 };
 pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST};
 pub use error::{AuthorizeError, HostError};
-pub use handler::{HostHandler, LogMessage, SamplingAnswer, SamplingQuestion, SamplingTurn};
+pub use handler::{
+    HostHandler, LogMessage, ModelWish, SamplingAnswer, SamplingQuestion, SamplingTurn,
+};
 pub use host::Host;
 pub use rounds::{CallContext, Started};

@@ -241,11 +241,39 @@ fn approval_text(connection: &str, question: &SamplingQuestion) -> String {
         .filter(|system| !system.trim().is_empty())
         .map(|system| format!(", with the instructions \"{}\"", system.trim()))
         .unwrap_or_default();
+    let wish = question
+        .model_preferences
+        .as_ref()
+        .map(preferred)
+        .unwrap_or_default();
     format!(
-        "{connection} asks the model (a reply of at most {} tokens){instructions}: {}",
+        "{connection} asks the model (a reply of at most {} tokens{wish}){instructions}: {}",
         question.max_tokens,
         shown.join(" / ")
     )
+}
+
+/// What a server's model preferences ask for, in words ("; it would like a fast, cheap
+/// model"): the priorities it rates above one half, and its name hints. The desk has one model,
+/// so this is for the person to read, not a choice it makes.
+fn preferred(wish: &backchannel_host::ModelWish) -> String {
+    let high = |priority: Option<f32>| priority.is_some_and(|p| p > 0.5);
+    let mut qualities: Vec<String> = [
+        (wish.speed, "fast"),
+        (wish.cost, "cheap"),
+        (wish.intelligence, "capable"),
+    ]
+    .into_iter()
+    .filter(|(priority, _)| high(*priority))
+    .map(|(_, word)| word.to_owned())
+    .collect();
+    if !wish.hints.is_empty() {
+        qualities.push(format!("like {}", wish.hints.join(" or ")));
+    }
+    if qualities.is_empty() {
+        return String::new();
+    }
+    format!("; it would like a {} model", qualities.join(", "))
 }
 
 #[cfg(test)]
@@ -261,6 +289,7 @@ mod tests {
                 text: "Summarize: great film".into(),
             }],
             max_tokens: 300,
+            model_preferences: None,
         };
         assert_eq!(
             super::approval_text("moviedb", &question),
@@ -271,6 +300,17 @@ mod tests {
         assert_eq!(
             super::approval_text("moviedb", &question),
             "moviedb asks the model (a reply of at most 300 tokens): Summarize: great film"
+        );
+        question.model_preferences = Some(backchannel_host::ModelWish {
+            speed: Some(0.8),
+            cost: Some(0.7),
+            intelligence: Some(0.3),
+            hints: Vec::new(),
+        });
+        assert_eq!(
+            super::approval_text("moviedb", &question),
+            "moviedb asks the model (a reply of at most 300 tokens; it would like a fast, cheap \
+             model): Summarize: great film"
         );
     }
 }
