@@ -61,6 +61,26 @@ pub async fn serve_fake(app: axum::Router) -> String {
     url
 }
 
+/// Serve an MCP server (`make` gives one per connection) on a free loopback port until `stop`;
+/// its endpoint, `http://ADDR/mcp`.
+pub async fn serve_mcp<S: rmcp::ServerHandler>(
+    make: impl Fn() -> S + Send + Sync + 'static,
+    stop: &CancellationToken,
+) -> String {
+    use backchannel::serve::{self, HttpOptions};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = serve::router(make, &HttpOptions::default(), stop.clone());
+    let shutdown = stop.clone();
+    tokio::spawn(async move {
+        serve::http(listener, app, &HttpOptions::default(), async move {
+            shutdown.cancelled().await
+        })
+        .await
+    });
+    url
+}
+
 /// Serve the demo's order service on `listener`, knowing its desk by its token when `desk`
 /// says how (as the binary does).
 pub async fn serve_orders(

@@ -220,27 +220,17 @@ fn the_limits_around_the_persons_time_can_be_raised_with_it() {
 /// A server's changed tool list is said as the start-up listing is (Class 13's handler).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_desk_says_what_a_server_offers_when_its_tools_change() {
-    use backchannel::serve::{self, HttpOptions};
     use tokio::io::AsyncBufReadExt as _;
     let stop = tokio_util::sync::CancellationToken::new();
     let server = orders::app::mcp_server(orders_at("sqlite::memory:").await, None).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = serve::router(
+    let orders_url = crate::common::serve_mcp(
         {
             let server = server.clone();
             move || server.clone()
         },
-        &HttpOptions::default(),
-        stop.clone(),
-    );
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        serve::http(listener, app, &HttpOptions::default(), async move {
-            shutdown.cancelled().await
-        })
-        .await
-    });
+        &stop,
+    )
+    .await;
     let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
         .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
         .args(["--no-knowledge-base", "--database", "sqlite::memory:"])
@@ -258,15 +248,21 @@ async fn the_desk_says_what_a_server_offers_when_its_tools_change() {
         }
     });
     let at_start = said_after(&mut lines, "orders offers ").await;
-    // The desk listens for changes once connected: raise the change until a listener hears it.
-    while server
-        .layer()
-        .notify_list_changed(backchannel::ListKind::Tools)
+    // The desk opens its listen stream after connecting: raise the change until a listener
+    // hears it (what is judged is that one did, within a minute, not how soon).
+    let heard = async {
+        while server
+            .layer()
+            .notify_list_changed(backchannel::ListKind::Tools)
+            .await
+            == 0
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), heard)
         .await
-        == 0
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        .expect("the desk listens for changes");
     let now = said_after(&mut lines, "orders now offers ").await;
     assert_eq!(now, at_start);
     assert!(now.starts_with("6 tools: cancel_order, "), "{now}");

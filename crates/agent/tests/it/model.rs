@@ -184,27 +184,14 @@ async fn a_spent_token_budget_ends_the_conversation() {
 /// through the same fake model, and the loop finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sampling_request_is_approved_and_answered_through_the_model() {
-    use backchannel::serve::{self, HttpOptions};
+    use backchannel::serve::HttpOptions;
 
     let seen = Seen::default();
     let model_url = fake_model(seen.clone()).await;
     let stop = CancellationToken::new();
     // The conformance fixture server has `test_sampling`, which asks the client's model.
     let fixtures = conformance::ConformanceServer::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let fixtures_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = serve::router(
-        move || fixtures.clone(),
-        &HttpOptions::default(),
-        stop.clone(),
-    );
-    let shutdown = stop.clone();
-    tokio::spawn(async move {
-        serve::http(listener, app, &HttpOptions::default(), async move {
-            shutdown.cancelled().await
-        })
-        .await
-    });
+    let fixtures_url = crate::common::serve_mcp(move || fixtures.clone(), &stop).await;
     let web = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", web.local_addr().unwrap());
     let config = DeskConfig {

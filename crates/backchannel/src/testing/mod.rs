@@ -30,7 +30,9 @@ pub fn lifecycle(revision: Revision) -> ClientLifecycleMode {
     }
 }
 
-/// Connect `client` to `server` over an in-process pipe, speaking `revision`.
+/// Connect `client` to `server` over an in-process pipe, speaking `revision`. Any client
+/// service will do: a `ClientHandler`, or one written on `rmcp::Service` to answer what no
+/// handler would (a wrong kind of result).
 ///
 /// # Panics
 /// When the client cannot start (a test failure).
@@ -41,7 +43,7 @@ pub async fn connect<S, C>(
 ) -> RunningService<RoleClient, C>
 where
     S: ServerHandler,
-    C: ClientHandler,
+    C: rmcp::Service<RoleClient>,
 {
     let (client_io, server_io) = tokio::io::duplex(256 * 1024);
     tokio::spawn(async move {

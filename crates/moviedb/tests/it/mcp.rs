@@ -816,22 +816,9 @@ impl rmcp::Service<rmcp::RoleClient> for BrokenClient {
 
 #[tokio::test]
 async fn a_client_that_answers_sampling_with_another_result_is_a_bug_the_caller_sees() {
-    use rmcp::service::ClientServiceExt;
     let db = Db::new().await;
-    let server = db.server(None);
-    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(async move {
-        if let Ok(running) = rmcp::ServiceExt::serve(server, server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let running = BrokenClient
-        .serve_with_lifecycle(
-            client_io,
-            backchannel::testing::lifecycle(Revision::V2025_11_25),
-        )
-        .await
-        .unwrap();
+    let running =
+        backchannel::testing::connect(db.server(None), BrokenClient, Revision::V2025_11_25).await;
     let result = running
         .call_tool(call("summarizeMovieReviews", json!({ "movieId": "38" })))
         .await
