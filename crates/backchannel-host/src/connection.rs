@@ -66,7 +66,12 @@ impl StderrTail {
     }
 }
 
-/// Log a child's stderr at debug level and keep its last lines.
+/// The log target of the lines stdio servers write to their stderr: INFO wherever
+/// `backchannel_host` is at INFO, and quieted on its own with `backchannel_host::stderr=warn`.
+pub const STDERR_TARGET: &str = "backchannel_host::stderr";
+
+/// Log each line a child writes to its stderr (at INFO, under [`STDERR_TARGET`], with the
+/// connection's name) and keep its last lines.
 pub(crate) fn keep_stderr(
     connection: &str,
     stderr: tokio::process::ChildStderr,
@@ -77,7 +82,7 @@ pub(crate) fn keep_stderr(
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            tracing::debug!(connection, "{line}");
+            tracing::info!(target: STDERR_TARGET, connection, "{line}");
             {
                 let mut lines = tail.lines.lock().unwrap_or_else(|e| e.into_inner());
                 lines.push_back(line);
@@ -655,5 +660,81 @@ mod tests {
             not_started(missing, &error),
             format!("the command `{missing}` was not found (is it installed and on PATH?)")
         );
+    }
+
+    /// A `MakeWriter` into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Written(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Written {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Written {
+        type Writer = Self;
+        fn make_writer(&'a self) -> Self {
+            self.clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stdio_servers_stderr_shows_at_info_under_its_connections_name() {
+        let written = Written::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "warn,backchannel_host=info",
+            ))
+            .with_writer(written.clone())
+            .with_ansi(false)
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        let mut child = tokio::process::Command::new("sh")
+            .args([
+                "-c",
+                "echo 'Updated allowed directories from MCP roots: 1 valid directories' >&2",
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let tail = Arc::new(StderrTail::default());
+        let wrote = tail.written.notified();
+        keep_stderr("notes", child.stderr.take().expect("piped"), tail.clone());
+        wrote.await;
+        child.wait().await.expect("sh ends");
+        let log = String::from_utf8(written.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            log.contains(" INFO backchannel_host::stderr: Updated allowed directories from MCP roots: 1 valid directories connection=\"notes\""),
+            "{log}"
+        );
+        assert_eq!(
+            tail.lines(),
+            ["Updated allowed directories from MCP roots: 1 valid directories"]
+        );
+
+        let quiet = Written::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "warn,backchannel_host=info,backchannel_host::stderr=warn",
+            ))
+            .with_writer(quiet.clone())
+            .finish();
+        let _quiet = tracing::subscriber::set_default(subscriber);
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", "echo noisy >&2"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let wrote = tail.written.notified();
+        keep_stderr("notes", child.stderr.take().expect("piped"), tail.clone());
+        wrote.await;
+        child.wait().await.expect("sh ends");
+        assert!(quiet.0.lock().unwrap().is_empty());
+        assert_eq!(tail.lines().last().map(String::as_str), Some("noisy"));
     }
 }

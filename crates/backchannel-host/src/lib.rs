@@ -47,7 +47,7 @@ pub use config::{
     AuthConfig, ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, RootConfig,
     Transport, file_uri,
 };
-pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST};
+pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST, STDERR_TARGET};
 pub use error::{AuthorizeError, HostError};
 pub use handler::{
     HostHandler, LogMessage, ModelWish, SamplingAnswer, SamplingQuestion, SamplingTurn,

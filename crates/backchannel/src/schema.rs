@@ -1,7 +1,13 @@
-//! Tool schemas as any client reads them: schemars marks Rust number types with `format`
-//! values (`uint64`, `uint`, `int32`, `double`, …) that JSON Schema does not define, and
-//! clients such as MCP Inspector warn about them. [`portable_formats`] drops only those, and
-//! leaves every other keyword exactly as written.
+//! Tool schemas as any client reads them. schemars writes two things that MCP Inspector's
+//! schema check (`--method tools/list --strict`) flags as unportable:
+//! - `format` values for Rust numbers (`uint64`, `uint`, `int32`, `double`, …) that JSON
+//!   Schema does not define: [`portable_formats`] drops them;
+//! - a `type` array for an `Option` (`["number", "null"]`), which single-`type` dialects
+//!   (Gemini's function declarations) cannot read: it becomes `anyOf` branches of one `type`
+//!   each, the same set of values.
+//!
+//! Every other keyword stays exactly as written, and values (`enum`, `const`, `default`,
+//! `examples`) are never rewritten.
 
 use std::sync::Arc;
 
@@ -23,7 +29,11 @@ fn strip(value: &mut Value) {
     }
 }
 
+/// Keywords whose values are data, not schemas.
+const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples"];
+
 fn strip_object(object: &mut JsonObject) {
+    split_type_union(object);
     if object
         .get("format")
         .and_then(Value::as_str)
@@ -31,17 +41,40 @@ fn strip_object(object: &mut JsonObject) {
     {
         object.remove("format");
     }
-    object.values_mut().for_each(strip);
+    for (key, value) in object.iter_mut() {
+        if !DATA_KEYWORDS.contains(&key.as_str()) {
+            strip(value);
+        }
+    }
 }
 
-/// The same schema without schemars' numeric `format` values.
+/// `"type": ["number", "null"]` as `"anyOf": [{"type": "number"}, {"type": "null"}]`. Left
+/// alone when the node already has an `anyOf` (the two would have to be merged) or when the
+/// array holds anything but type names.
+fn split_type_union(object: &mut JsonObject) {
+    let Some(Value::Array(types)) = object.get("type") else {
+        return;
+    };
+    if types.is_empty() || object.contains_key("anyOf") || !types.iter().all(Value::is_string) {
+        return;
+    }
+    let branches = types
+        .iter()
+        .map(|name| serde_json::json!({ "type": name }))
+        .collect();
+    object.remove("type");
+    object.insert("anyOf".to_owned(), Value::Array(branches));
+}
+
+/// The same schema without schemars' numeric `format` values and with each `type` array
+/// written as `anyOf` branches.
 pub fn portable_schema(schema: &JsonObject) -> JsonObject {
     let mut schema = schema.clone();
     strip_object(&mut schema);
     schema
 }
 
-/// Every tool of `router` with portable input and output schemas.
+/// Every tool of `router` with portable input and output schemas (see [`portable_schema`]).
 pub fn portable_formats<S>(mut router: ToolRouter<S>) -> ToolRouter<S> {
     for route in router.map.values_mut() {
         route.attr.input_schema = Arc::new(portable_schema(&route.attr.input_schema));
@@ -77,7 +110,10 @@ mod tests {
             portable["properties"]["count"],
             serde_json::json!({"type": "integer", "minimum": 0})
         );
-        assert!(portable["properties"]["score"].get("format").is_none());
+        assert_eq!(
+            portable["properties"]["score"],
+            serde_json::json!({"anyOf": [{"type": "number"}, {"type": "null"}]})
+        );
         assert_eq!(portable["properties"]["when"]["format"], "date-time");
         assert!(
             portable["properties"]["items"]["items"]
@@ -89,5 +125,25 @@ mod tests {
             portable["$schema"],
             "https://json-schema.org/draft/2020-12/schema"
         );
+    }
+
+    #[test]
+    fn values_are_never_rewritten_and_an_existing_any_of_is_left_alone() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "default": {"type": ["a", "b"], "format": "uint"},
+            "enum": [{"type": ["x"]}],
+            "properties": {
+                "both": {"type": ["string", "null"], "anyOf": [{"minLength": 1}, {"type": "null"}]},
+                "odd": {"type": ["string", 3]}
+            }
+        });
+        let Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        let portable = Value::Object(portable_schema(&schema));
+        assert_eq!(portable["default"], schema["default"]);
+        assert_eq!(portable["enum"], schema["enum"]);
+        assert_eq!(portable["properties"], schema["properties"]);
     }
 }

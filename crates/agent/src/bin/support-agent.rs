@@ -296,8 +296,9 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
     })
 }
 
-/// Our log targets, at INFO by default.
-const OURS: [&str; 3] = ["agent", "support_agent", "orders"];
+/// Our log targets, at INFO by default (`backchannel_host`: the sign-ins and what the stdio
+/// servers write to their stderr, as the classes show the filesystem servers' roots line).
+const OURS: [&str; 4] = ["agent", "support_agent", "orders", "backchannel_host"];
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -59,7 +59,7 @@ await scenario("the page greets the person and says what the desk can do", async
   if (favicon !== 200) throw new Error(`favicon: ${favicon}`);
 });
 
-await scenario("asking to cancel ORD-10002 opens the dialog; Yes moves it to CANCELLED", async (page) => {
+await scenario("class 12 check it: asking to cancel ORD-10002 opens the dialog; Yes moves it to CANCELLED, and the chat says so", async (page) => {
   await inTab(page, "PENDING", "ORD-10002");
   const total = await page.textContent('#order-list li[data-order-id="ORD-10002"] span:last-child');
   if (total !== "€34.99") throw new Error(`the list shows ${total}`);
@@ -72,9 +72,12 @@ await scenario("asking to cancel ORD-10002 opens the dialog; Yes moves it to CAN
   await page.click("#confirm-yes");
   await lastReply(page, "Order ORD-10002 is cancelled");
   await inTab(page, "CANCELLED", "ORD-10002");
+  // The class's other check: the chat reads the same orders the tabs do.
+  await ask(page, "What is the status of ORD-10002?");
+  await lastReply(page, "ORD-10002 is CANCELLED");
 });
 
-await scenario("No on ORD-10008 leaves it PENDING", async (page) => {
+await scenario("class 12 check it: No on ORD-10008 leaves it PENDING", async (page) => {
   await ask(page, "cancel ORD-10008");
   await page.waitForSelector("#confirm[open]");
   await page.click("#confirm-no");
@@ -82,7 +85,7 @@ await scenario("No on ORD-10008 leaves it PENDING", async (page) => {
   await inTab(page, "PENDING", "ORD-10008");
 });
 
-await scenario("letting the countdown expire leaves ORD-10009 unchanged and says so", async (page) => {
+await scenario("class 12 check it: letting the countdown expire leaves ORD-10009 unchanged and says so", async (page) => {
   await ask(page, "cancel ORD-10009");
   await page.waitForSelector("#confirm[open]");
   await page.waitForFunction(() => document.querySelector("#confirm-countdown").textContent
@@ -112,7 +115,7 @@ await scenario("Escape keeps the question as a banner that reopens it; Yes then 
   if (!(await page.isHidden("#waiting"))) throw new Error("the banner stayed after the answer");
 });
 
-await scenario("two refreshes in one page each fill the progress bar, values only rising", async (page) => {
+await scenario("class 13 check it: two refreshes in one page each fill the progress bar, values only rising", async (page) => {
   await ask(page, "refresh delivery estimates");
   await lastReply(page, "Rechecked 87 shipments, 13 estimates changed.");
   await progressRun(page);

@@ -81,7 +81,7 @@ fn terminal(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
+async fn class12_try_it_a_question_is_answered_at_the_prompt_and_progress_is_drawn() {
     let stop = CancellationToken::new();
     let orders_url = orders_at(&stop, Duration::ZERO).await;
     let desk = Desk::start(DeskConfig {

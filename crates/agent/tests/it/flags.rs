@@ -100,7 +100,8 @@ async fn status_in(database: &str) -> orders::domain::OrderStatus {
 }
 
 #[tokio::test]
-async fn the_demo_says_its_orders_are_kept_and_reset_starts_from_the_seed() {
+async fn class12_check_it_restarting_the_demo_says_its_orders_are_kept_and_reset_starts_from_the_seed()
+ {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -148,7 +149,7 @@ async fn the_demo_says_its_orders_are_kept_and_reset_starts_from_the_seed() {
 /// Once its connections are open the desk says what each server offers (the class's start-up
 /// listing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_desk_says_what_each_server_offers_at_start() {
+async fn class13_check_it_both_start_and_the_desk_says_what_each_server_offers() {
     use tokio::io::AsyncBufReadExt as _;
     let stop = tokio_util::sync::CancellationToken::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -187,7 +188,7 @@ async fn the_desk_says_what_each_server_offers_at_start() {
 /// a person's time of 100 s asked directly does not fit the defaults, and the error names the
 /// flags; raised with them, the demo opens.
 #[test]
-fn the_limits_around_the_persons_time_can_be_raised_with_it() {
+fn class12_check_it_the_limits_around_the_persons_time_can_be_raised_with_it() {
     let direct = ["--no-tasks", "--answer-seconds", "100"];
     let refused = demo_until_open("sqlite::memory:", &direct).join("\n");
     assert!(!refused.contains("Support Desk demo: open"), "{refused}");
@@ -219,7 +220,7 @@ fn the_limits_around_the_persons_time_can_be_raised_with_it() {
 
 /// A server's changed tool list is said as the start-up listing is (Class 13's handler).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_desk_says_what_a_server_offers_when_its_tools_change() {
+async fn class13_check_it_change_notifications_the_desk_says_what_a_server_now_offers() {
     use tokio::io::AsyncBufReadExt as _;
     let stop = tokio_util::sync::CancellationToken::new();
     let server = orders::app::mcp_server(orders_at("sqlite::memory:").await, None).unwrap();

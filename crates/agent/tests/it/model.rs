@@ -183,7 +183,7 @@ async fn a_spent_token_budget_ends_the_conversation() {
 /// A server tool that asks for the client's model: the desk asks the person to approve, answers
 /// through the same fake model, and the loop finishes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sampling_request_is_approved_and_answered_through_the_model() {
+async fn class13_check_it_sampling_a_request_is_approved_and_answered_through_the_model() {
     use backchannel::serve::HttpOptions;
 
     let seen = Seen::default();

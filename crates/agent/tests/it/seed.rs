@@ -76,7 +76,7 @@ async fn without_tasks_the_order_service_declares_no_tasks_extension() {
 /// up to how long the server keeps the task (an hour): a desk given three hours starts, and
 /// its question waits in the inbox with the task's hour, not 60 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn in_a_task_the_persons_time_is_theirs_up_to_the_tasks() {
+async fn class13_check_it_longer_timeouts_in_a_task_the_persons_time_is_theirs() {
     let desk = DeskConfig {
         protocol: Some(Revision::V2026_07_28),
         tasks: true,

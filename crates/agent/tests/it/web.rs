@@ -447,7 +447,7 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nobody_watching_means_the_question_is_declined_at_once() {
+async fn class12_check_it_nobody_there_to_ask_the_question_is_declined_at_once() {
     // Declined, not cancelled: asking again cannot help while nobody is there to ask.
     let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
     let reply = chat(&demo, "unwatched", "cancel ORD-10002").await;
@@ -456,7 +456,7 @@ async fn nobody_watching_means_the_question_is_declined_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rechecking_shipments_fills_the_progress_bar() {
+async fn class13_check_it_progress_bar_rechecking_shipments_fills_it() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut events, _secret) = Events::open(&demo, "c1").await;

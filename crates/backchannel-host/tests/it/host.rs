@@ -203,7 +203,7 @@ async fn an_unreachable_server_is_listed_not_fatal() {
 /// The official filesystem server (pinned in tools/node), over stdio, gets its directories from
 /// the roots this host declares.
 #[tokio::test]
-async fn the_filesystem_server_uses_the_declared_roots() {
+async fn class13_check_it_roots_the_filesystem_server_uses_the_declared_roots() {
     let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent();
     let repo = crates
         .and_then(|c| c.parent())

@@ -101,7 +101,7 @@ async fn the_same_tool_works_over_http_on_both_revisions() {
 }
 
 #[tokio::test]
-async fn progress_is_sent_only_when_the_request_carries_a_token() {
+async fn class10_verifying_progress_is_sent_only_when_the_request_carries_a_token() {
     let running = start(HttpOptions::default()).await;
     let (status, without) = post_modern(
         running.addr,

@@ -115,12 +115,13 @@ impl MovieServer {
             schema,
             layer,
             tools: Arc::new(backchannel::schema::portable_formats(tools)),
-            summaries: SummaryCache::Here(
-                moka::future::Cache::builder()
+            summaries: SummaryCache::Here {
+                cache: moka::future::Cache::builder()
                     .max_capacity(1_000)
                     .time_to_live(config.summary_cache_ttl.max(Duration::from_millis(1)))
                     .build(),
-            ),
+                ttl: config.summary_cache_ttl,
+            },
             confirmations: Arc::default(),
             config: Arc::new(config),
         }
@@ -333,8 +334,17 @@ impl MovieServer {
 /// database every instance shares (PostgreSQL).
 #[derive(Clone)]
 enum SummaryCache {
-    Here(moka::future::Cache<SummaryKey, Prose>),
-    Shared { state: SharedState, ttl: Duration },
+    /// Each summary with the moment it was kept. The age is judged by tokio's clock (so a
+    /// test with paused time sees the window end); moka's own expiry, by the wall clock, only
+    /// frees the memory.
+    Here {
+        cache: moka::future::Cache<SummaryKey, (tokio::time::Instant, Prose)>,
+        ttl: Duration,
+    },
+    Shared {
+        state: SharedState,
+        ttl: Duration,
+    },
 }
 
 /// What a summary is kept under.
@@ -368,7 +378,11 @@ impl SummaryCache {
 
     async fn get(&self, key: &SummaryKey) -> Option<Prose> {
         match self {
-            SummaryCache::Here(cache) => cache.get(key).await,
+            SummaryCache::Here { cache, ttl } => cache
+                .get(key)
+                .await
+                .filter(|(kept, _)| kept.elapsed() < *ttl)
+                .map(|(_, prose)| prose),
             SummaryCache::Shared { state, .. } => {
                 let text = match state.cached(&Self::shared_key(key)).await {
                     Ok(text) => text?,
@@ -393,7 +407,11 @@ impl SummaryCache {
 
     async fn insert(&self, key: SummaryKey, prose: Prose) {
         match self {
-            SummaryCache::Here(cache) => cache.insert(key, prose).await,
+            SummaryCache::Here { cache, .. } => {
+                cache
+                    .insert(key, (tokio::time::Instant::now(), prose))
+                    .await;
+            }
             SummaryCache::Shared { state, ttl } => {
                 let cached = CachedProse {
                     server: prose.source == summary::SummarySource::Server,

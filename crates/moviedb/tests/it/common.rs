@@ -195,6 +195,13 @@ impl Db {
 
     /// An MCP server acting as `user` (as `moviedb stdio --user` does), or anonymous.
     pub fn server(&self, user: Option<&str>) -> MovieServer {
+        self.server_keeping_summaries_here(user)
+            .sharing(self.catalog.store().shared_state())
+    }
+
+    /// As [`Db::server`], with the summaries kept in this process even on PostgreSQL (where
+    /// the window is the database's clock, which a test cannot move).
+    pub fn server_keeping_summaries_here(&self, user: Option<&str>) -> MovieServer {
         let config = McpConfig {
             fixed_user: user.map(Self::viewer),
             ..McpConfig::default()
@@ -204,7 +211,6 @@ impl Db {
             MovieServer::layer_builder(&config).build().unwrap(),
             config,
         )
-        .sharing(self.catalog.store().shared_state())
     }
 
     /// Connect `client` to `server` over a pipe, speaking `wire`.

@@ -89,7 +89,7 @@ async fn a_movie_id_sent_as_a_whole_number_is_read_as_its_text() {
 }
 
 #[tokio::test]
-async fn the_three_summary_states_follow_the_review_count() {
+async fn class11_verifying_sampling_answered_as_the_model_and_the_three_summary_states() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let client = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
@@ -159,7 +159,7 @@ async fn the_three_summary_states_follow_the_review_count() {
 }
 
 #[tokio::test]
-async fn progress_goes_loading_summarizing_done() {
+async fn class10_verifying_progress_goes_loading_summarizing_done() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let client = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
@@ -182,7 +182,7 @@ async fn progress_goes_loading_summarizing_done() {
 }
 
 #[tokio::test]
-async fn a_refusing_or_absent_model_gets_the_server_summary() {
+async fn class11_verifying_sampling_a_rejected_or_absent_model_gets_the_server_summary() {
     // rmcp's own client abandons a 2026-07-28 call when its sampling handler fails, so the
     // refusal on that revision is driven by hand below.
     let cases = [
@@ -242,7 +242,7 @@ async fn a_refusal_on_2026_carries_its_error_and_gets_the_server_summary() {
 }
 
 #[tokio::test]
-async fn a_model_that_never_answers_times_out_into_the_server_summary() {
+async fn class11_verifying_sampling_left_unanswered_times_out_into_the_server_summary() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let client = Client::new(Model::Stalls, Person::Absent);
@@ -273,7 +273,7 @@ async fn a_model_that_never_answers_times_out_into_the_server_summary() {
 }
 
 #[tokio::test]
-async fn a_second_summary_within_the_window_asks_the_model_once() {
+async fn class11_verifying_sampling_again_at_once_the_model_is_asked_once_in_60_s() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let server = db.server(Some("mara"));
@@ -314,7 +314,31 @@ async fn a_second_summary_within_the_window_asks_the_model_once() {
 }
 
 #[tokio::test]
-async fn an_answer_that_ignores_the_format_gets_the_server_summary_kept_for_the_window() {
+async fn class11_verifying_sampling_after_sixty_seconds_the_dialog_opens_again() {
+    for wire in Revision::ALL {
+        let db = Db::new().await;
+        let server = db.server_keeping_summaries_here(Some("mara"));
+        let client = Client::new(Model::Answers(MODEL_REPLY.into()), Person::Absent);
+        summarize_on(&server, client.clone(), wire, "38").await;
+        // 59 s on the test clock: still kept (the queries run in real time around the jump).
+        tokio::time::pause();
+        tokio::time::advance(std::time::Duration::from_secs(59)).await;
+        tokio::time::resume();
+        let s = summarize_on(&server, client.clone(), wire, "38").await;
+        assert_eq!(s["source"], "CLIENT_MODEL", "{wire:?}");
+        assert_eq!(client.sampling_count(), 1, "{wire:?}");
+        // Past the 60 s window: the model is asked again.
+        tokio::time::pause();
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
+        tokio::time::resume();
+        let s = summarize_on(&server, client.clone(), wire, "38").await;
+        assert_eq!(s["source"], "CLIENT_MODEL", "{wire:?}");
+        assert_eq!(client.sampling_count(), 2, "{wire:?}");
+    }
+}
+
+#[tokio::test]
+async fn class11_verifying_sampling_an_answer_that_ignores_the_format_gets_the_server_summary() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let anonymous = db.server(None);
@@ -381,7 +405,7 @@ async fn status_of(db: &Db, user: &str, subject: Subject) -> Option<WatchStatus>
 }
 
 #[tokio::test]
-async fn the_person_is_asked_and_an_accepted_watched_is_stored() {
+async fn class11_verifying_elicitation_the_person_is_asked_and_an_accepted_watched_is_stored() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let (result, client) = add(
@@ -414,7 +438,7 @@ async fn the_person_is_asked_and_an_accepted_watched_is_stored() {
 }
 
 #[tokio::test]
-async fn every_other_answer_falls_back_to_want_to_watch_and_still_adds() {
+async fn class11_verifying_elicitation_a_decline_falls_back_to_want_to_watch_and_still_adds() {
     let answers = [
         Person::Declines,
         Person::Cancels,
@@ -453,7 +477,7 @@ async fn every_other_answer_falls_back_to_want_to_watch_and_still_adds() {
 }
 
 #[tokio::test]
-async fn no_answer_about_the_watch_status_in_20_s_is_a_tool_error_and_adds_nothing() {
+async fn class11_verifying_elicitation_no_answer_in_20_s_is_a_tool_error_and_adds_nothing() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         let client = Client::new(Model::Absent, Person::Silent);
@@ -509,7 +533,7 @@ async fn a_status_from_the_agent_is_used_without_asking() {
 }
 
 #[tokio::test]
-async fn a_duplicate_reads_as_already_there_and_changes_nothing() {
+async fn class11_verifying_elicitation_the_same_title_again_reads_as_already_there() {
     for wire in Revision::ALL {
         let db = Db::new().await;
         // The seed has The Matrix WATCHED on user's list.
@@ -815,7 +839,7 @@ impl rmcp::Service<rmcp::RoleClient> for BrokenClient {
 }
 
 #[tokio::test]
-async fn a_client_that_answers_sampling_with_another_result_is_a_bug_the_caller_sees() {
+async fn class11_verifying_sampling_a_broken_client_is_a_bug_the_caller_sees() {
     let db = Db::new().await;
     let running =
         backchannel::testing::connect(db.server(None), BrokenClient, Revision::V2025_11_25).await;

@@ -278,7 +278,7 @@ async fn a_cancellation_reported_to_the_person_survives_kill_9() {
 }
 
 #[tokio::test]
-async fn get_order_logs_who_asked_from_the_request_meta() {
+async fn class13_check_it_audit_line_get_order_logs_who_asked_from_the_request_meta() {
     let scratch = Scratch::new("audit");
     let instance = start(&scratch.database().await, None);
     let orders = cancellable(&instance, 1).await;

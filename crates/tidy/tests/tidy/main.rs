@@ -7,6 +7,7 @@ mod architecture;
 mod boundaries;
 mod files;
 mod imports;
+mod lessons;
 mod scripts;
 mod sizes;
 
