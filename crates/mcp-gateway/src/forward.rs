@@ -26,6 +26,7 @@ use rmcp::model::{
 
 use crate::config::{LOG_LEVEL_META_KEY, forwarded_meta};
 use crate::hold::{self, HeldOutcome, Outcome};
+use crate::hop;
 use crate::personal::NotSignedIn;
 use crate::switchboard::{Switchboard, Update};
 use crate::tasks;
@@ -215,10 +216,13 @@ impl Forward<'_> {
         let (upstreams, ctx, route, caller) =
             (self.upstreams, &self.ctx, &self.route, &self.caller);
         let holds = &upstreams.holds;
-        let (id, mut held, mut asked) = match ctx.passed_round() {
+        let (id, held, asked) = match ctx.passed_round() {
             Some(passed) => {
                 let id = passed.state.unwrap_or_default();
                 let Ok(held) = holds.take(&id, &caller.owner) else {
+                    if let Some(owner) = upstreams.hop.elsewhere(&id) {
+                        return self.round_elsewhere(owner, &id, passed.responses).await;
+                    }
                     return Ok(Err(no_longer_held(route)));
                 };
                 // Counted from before the answers go, so a question they lead to is seen.
@@ -229,40 +233,64 @@ impl Forward<'_> {
             None => {
                 let held = self.start_held(host, request);
                 let asked = held.inbox.asked();
-                (hold::fresh_id()?, held, asked)
+                (upstreams.hop.name(hold::fresh_id()?), held, asked)
             }
         };
-        let cancelled = ctx.cancellation().clone();
-        let mut unanswered = !held.inbox.open().is_empty();
-        let outcome = loop {
-            if unanswered {
-                gather_questions(&mut asked).await;
-                let open = held.inbox.open();
-                if let Err(why) = holds.keep(id.clone(), held) {
-                    // The held call was dropped, which cancelled it upstream; no round goes out.
-                    return Ok(Err(not_held(route, why)));
-                }
-                return Err(ctx.pass_round(open, Some(id)).into());
-            }
-            tokio::select! {
-                biased;
-                () = cancelled.cancelled() => {
-                    return Err(ErrorData::internal_error("the call was cancelled", None));
-                }
-                Some(update) = held.updates.recv() => pass_on(ctx, route, update).await,
-                outcome = &mut held.outcome => break outcome,
-                Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
-            }
-        };
-        while let Ok(update) = held.updates.try_recv() {
-            pass_on(ctx, route, update).await;
+        let sink = Sink::Pass(ctx, route);
+        let named = (id.as_str(), route.connection.as_str());
+        match drive(holds, named, held, asked, ctx.cancellation(), sink).await? {
+            Driven::Round(open) => Err(ctx.pass_round(open, Some(id)).into()),
+            Driven::Ended(outcome) => Ok(outcome),
+            Driven::NotHeld(why) => Ok(Err(not_held(route, why))),
         }
-        Ok(outcome.unwrap_or_else(|_| {
-            Err(HostError::Call {
-                connection: route.connection.clone(),
-                message: "the held call ended without a result".into(),
-            })
-        }))
+    }
+
+    /// A round whose call another instance holds (`owner`, as the call's id names it): passed
+    /// to that instance, and its answer given to the client as this instance's own.
+    async fn round_elsewhere(
+        &self,
+        owner: &str,
+        id: &str,
+        responses: std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<HeldOutcome, ErrorData> {
+        let (ctx, route) = (&self.ctx, &self.route);
+        let round = hop::HopRound::new(
+            self.caller.owner.clone(),
+            id.to_owned(),
+            route.connection.clone(),
+            responses,
+        );
+        let reply = match self.upstreams.hop.relay(owner, &round).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                tracing::warn!(upstream = %route.connection, owner, %error, "a held call's instance could not be reached");
+                return Ok(Err(HostError::Call {
+                    connection: route.connection.clone(),
+                    message: format!(
+                        "the question expired with the gateway instance that asked it ({error}); \
+                         the upstream call stopped with that instance, before these answers \
+                         reached it, so nothing was done: call again"
+                    ),
+                }));
+            }
+        };
+        for update in reply.updates {
+            pass_on(ctx, route, update.into()).await;
+        }
+        let failed = |message| HostError::Call {
+            connection: route.connection.clone(),
+            message,
+        };
+        Ok(match reply.end {
+            hop::HopEnd::Round(open) => {
+                return Err(ctx.pass_round(open, Some(id.to_owned())).into());
+            }
+            hop::HopEnd::Tool(result) => Ok(Outcome::Tool(Started::Done(result))),
+            hop::HopEnd::Task(task) => Ok(Outcome::Tool(Started::Task(task))),
+            hop::HopEnd::Prompt(result) => Ok(Outcome::Prompt(Started::Done(result))),
+            hop::HopEnd::Failed(message) | hop::HopEnd::NotHeld(message) => Err(failed(message)),
+            hop::HopEnd::NoLongerHeld => Err(no_longer_held(route)),
+        })
     }
 
     /// Start `request` upstream for `caller`, running on its own so it can be held between the
@@ -399,6 +427,111 @@ async fn relayed(
         pass_on(ctx, route, update).await;
     }
     Ok(outcome)
+}
+
+/// Where a held call's messages go while a round waits on it.
+enum Sink<'a> {
+    /// To the downstream call, at once.
+    Pass(&'a Ctx, &'a Route),
+    /// Kept, for the instance the round came through (see `hop`).
+    Keep(&'a mut Vec<hop::HopUpdate>),
+}
+
+impl Sink<'_> {
+    async fn put(&mut self, update: Update) {
+        match self {
+            Sink::Pass(ctx, route) => pass_on(ctx, route, update).await,
+            Sink::Keep(kept) => kept.push(update.into()),
+        }
+    }
+}
+
+/// How a round on a held call ended.
+enum Driven {
+    /// The upstream asked these questions; the call is kept under its id for the next round.
+    Round(rmcp::model::InputRequests),
+    /// The call ended.
+    Ended(HeldOutcome),
+    /// The call could not be kept for another round (and was stopped).
+    NotHeld(hold::NotHeld),
+}
+
+/// Wait on `held` (answered already, when this round carried answers) until the upstream
+/// asks again or the call ends, its messages to `sink`.
+async fn drive(
+    holds: &hold::Holds<HeldOutcome>,
+    (id, connection): (&str, &str),
+    mut held: hold::Held<HeldOutcome>,
+    mut asked: tokio::sync::watch::Receiver<u32>,
+    cancelled: &tokio_util::sync::CancellationToken,
+    mut sink: Sink<'_>,
+) -> Result<Driven, ErrorData> {
+    let mut unanswered = !held.inbox.open().is_empty();
+    let outcome = loop {
+        if unanswered {
+            gather_questions(&mut asked).await;
+            let open = held.inbox.open();
+            if let Err(why) = holds.keep(id.to_owned(), held) {
+                // The held call was dropped, which cancelled it upstream; no round goes out.
+                return Ok(Driven::NotHeld(why));
+            }
+            return Ok(Driven::Round(open));
+        }
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the call was cancelled", None));
+            }
+            Some(update) = held.updates.recv() => sink.put(update).await,
+            outcome = &mut held.outcome => break outcome,
+            Ok(()) = asked.changed() => unanswered = !held.inbox.open().is_empty(),
+        }
+    };
+    while let Ok(update) = held.updates.try_recv() {
+        sink.put(update).await;
+    }
+    Ok(Driven::Ended(outcome.unwrap_or_else(|_| {
+        Err(HostError::Call {
+            connection: connection.to_owned(),
+            message: "the held call ended without a result".into(),
+        })
+    })))
+}
+
+/// The owner's side of a hop: `round`, which came through another instance, continued on the
+/// call this instance holds, as if it had come here directly.
+pub(crate) async fn round_here(upstreams: &Upstreams, round: hop::HopRound) -> hop::HopReply {
+    let mut updates = Vec::new();
+    let Ok(held) = upstreams.holds.take(&round.id, &round.owner) else {
+        return hop::HopReply {
+            updates,
+            end: hop::HopEnd::NoLongerHeld,
+        };
+    };
+    let asked = held.inbox.asked();
+    held.inbox.answer(round.responses);
+    // Dropped when the other instance goes away, which drops the call: no token is needed.
+    let never = tokio_util::sync::CancellationToken::new();
+    let named = (round.id.as_str(), round.connection.as_str());
+    let sink = Sink::Keep(&mut updates);
+    let driven = drive(&upstreams.holds, named, held, asked, &never, sink).await;
+    let route = Route {
+        connection: round.connection,
+        tool: String::new(),
+    };
+    let end = match driven {
+        Ok(Driven::Round(open)) => hop::HopEnd::Round(open),
+        Ok(Driven::Ended(Ok(Outcome::Tool(Started::Done(result))))) => hop::HopEnd::Tool(result),
+        Ok(Driven::Ended(Ok(Outcome::Tool(Started::Task(task))))) => hop::HopEnd::Task(task),
+        Ok(Driven::Ended(Ok(Outcome::Prompt(Started::Done(result))))) => {
+            hop::HopEnd::Prompt(result)
+        }
+        Ok(Driven::Ended(Ok(other))) => hop::HopEnd::Failed(unexpected(&route, &other).to_string()),
+        Ok(Driven::Ended(Err(error))) => hop::HopEnd::Failed(error.to_string()),
+        Ok(Driven::NotHeld(why)) => hop::HopEnd::NotHeld(not_held(&route, why).to_string()),
+        Err(error) => hop::HopEnd::Failed(error.message.to_string()),
+    };
+    hop::HopReply { updates, end }
 }
 
 /// A round whose held call is gone (it waited too long, or another instance holds it).

@@ -147,6 +147,7 @@ impl Gateway {
             Some(keys) => tasks::TaskIds::with_keys(keys)?,
             None => tasks::TaskIds::new()?,
         };
+        let hop = crate::hop::Hop::new(options.state_keys.as_ref())?;
         if let Some(keys) = options.state_keys {
             layer = layer.state_keys(keys);
         }
@@ -166,6 +167,7 @@ impl Gateway {
                 catalog,
                 task_ids,
                 holds: hold::Holds::default(),
+                hop,
                 personal,
                 personal_tools,
             }),
@@ -192,6 +194,34 @@ impl Gateway {
         let personal = self.upstreams.personal.clone()?;
         personal.serve_at(base, front);
         Some(crate::personal::routes(personal))
+    }
+
+    /// Tell the gateway where the other instances reach it (`http://host:port`, the origin of
+    /// its [`HOP_PATH`](crate::HOP_PATH)), once, before it serves. With a key ring
+    /// ([`GatewayOptions::state_keys`](crate::GatewayOptions)), a 2025-11-25 upstream call
+    /// held between a 2026-07-28 client's rounds is then named after this instance, and a
+    /// round that reaches another instance sharing the ring is passed here. `false` when an
+    /// address was given already.
+    pub fn advertise_at(&self, base: &str) -> bool {
+        self.upstreams.hop.advertise(base)
+    }
+
+    /// The route other instances pass rounds through ([`HOP_PATH`](crate::HOP_PATH)): serve it
+    /// beside the MCP endpoint, outside any sign-in (an instance cannot sign in as the caller;
+    /// the envelope, sealed under the shared ring, carries who the caller is).
+    pub fn hop_route(&self) -> axum::Router {
+        let upstreams = self.upstreams.clone();
+        axum::Router::new()
+            .route(
+                crate::hop::HOP_PATH,
+                axum::routing::post(move |body: axum::body::Bytes| {
+                    let upstreams = upstreams.clone();
+                    async move { hop_round(&upstreams, &body).await }
+                }),
+            )
+            .layer(axum::extract::DefaultBodyLimit::max(
+                crate::hop::MAX_HOP_BYTES,
+            ))
     }
 
     /// The names of the tools offered, sorted.
@@ -626,5 +656,26 @@ impl ServerHandler for Gateway {
                 "A gateway: these tools belong to the servers behind it, which may ask you \
                  questions through it while a call runs.",
             )
+    }
+}
+
+/// A round another instance passed here: opened under the ring, continued on the call held
+/// here, answered as JSON. Anything not sealed under the ring, or stale, is refused unread.
+async fn hop_round(upstreams: &Upstreams, body: &[u8]) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let Some(round) = std::str::from_utf8(body)
+        .ok()
+        .and_then(|sealed| upstreams.hop.open(sealed))
+    else {
+        return (
+            http::StatusCode::FORBIDDEN,
+            "not a round from an instance of this gateway",
+        )
+            .into_response();
+    };
+    let reply = crate::forward::round_here(upstreams, round).await;
+    match serde_json::to_vec(&reply) {
+        Ok(json) => ([(http::header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(error) => (http::StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
     }
 }

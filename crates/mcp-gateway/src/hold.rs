@@ -16,8 +16,9 @@
 //! others' share. A call is held only once it asked a question: a call that asks nothing is
 //! never refused for a full table. Each held call keeps one upstream request (one HTTP
 //! connection) open, so the total stays a quarter of a server's default connection cap.
-//! It lives in this gateway instance's memory: a round that reaches another instance, or
-//! comes after the hold ended, is told to call again.
+//! It lives in this gateway instance's memory. A round that reaches another instance is passed
+//! here when the instances share a key ring (see `hop`); a round that comes after the hold
+//! ended is told to call again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -118,7 +119,7 @@ pub(crate) fn fresh_id() -> Result<String, ErrorData> {
 /// Why a round found no held call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NotHeld {
-    /// Gone: it waited longer than [`HOLD_FOR`], or this is another gateway instance.
+    /// Gone: it waited longer than [`HOLD_FOR`], or ended, or another instance holds it.
     Gone,
     /// Too many calls are held.
     Full,

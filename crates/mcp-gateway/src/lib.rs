@@ -53,6 +53,7 @@ mod error;
 mod forward;
 mod gateway;
 mod hold;
+mod hop;
 mod personal;
 mod switchboard;
 mod tasks;
@@ -64,5 +65,6 @@ pub use config::{
 };
 pub use error::GatewayError;
 pub use gateway::Gateway;
+pub use hop::HOP_PATH;
 pub use personal::{LINK_LIFETIME, SIGN_IN_WAIT};
 pub use switchboard::Switchboard;

@@ -39,6 +39,8 @@ pub(crate) struct Upstreams {
     pub(crate) task_ids: tasks::TaskIds,
     /// 2025-11-25 upstream calls held between a 2026-07-28 client's rounds.
     pub(crate) holds: hold::Holds<HeldOutcome>,
+    /// Rounds of calls another instance holds, passed to it (see `hop`).
+    pub(crate) hop: crate::hop::Hop,
     /// The per-person upstreams and their people's tokens; `None` when there are none.
     pub(crate) personal: Option<Arc<Personal>>,
     /// The per-person upstreams' tools, as learnt through a person's connection.

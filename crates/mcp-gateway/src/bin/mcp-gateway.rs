@@ -37,6 +37,12 @@ enum Command {
         /// A host name (besides loopback) clients use to reach the gateway; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
+        /// Where the other instances of this gateway reach this one (http://HOST:PORT), so a
+        /// 2026-07-28 client's round that reaches another instance is passed to the one holding
+        /// its 2025-11-25 upstream call. Needs --state-keys, the ring every instance shares.
+        /// Default: http://ADDRESS, ADDRESS the one it listens on.
+        #[arg(long, value_name = "URL")]
+        advertise: Option<String>,
         #[command(flatten)]
         sign_in: SignInArgs,
         #[command(flatten)]
@@ -239,6 +245,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve {
             listen,
             allow_hosts,
+            advertise,
             sign_in,
             upstreams,
         } => {
@@ -255,9 +262,29 @@ async fn main() -> anyhow::Result<()> {
                  as 127.0.0.1, or require sign-in with --token-file FILE or --oauth-issuer URL"
             );
             let (config, gateway_options) = upstreams.open_options()?;
+            anyhow::ensure!(
+                advertise.is_none() || gateway_options.state_keys.is_some(),
+                "--advertise lets other instances pass rounds to this one, sealed under the \
+                 key ring they share: give it with --state-keys FILE"
+            );
+            let advertise = advertise
+                .unwrap_or_else(|| format!("http://{addr}"))
+                .trim_end_matches('/')
+                .to_owned();
+            anyhow::ensure!(
+                advertise.starts_with("http://") || advertise.starts_with("https://"),
+                "--advertise {advertise:?}: expected http://HOST:PORT"
+            );
             let gateway = Gateway::open_with(&config, gateway_options).await?;
+            gateway.advertise_at(&advertise);
+            // The other instances reach this one by its advertised name: allowed as a Host.
+            let advertised_host = advertise
+                .split_once("://")
+                .map(|(_, rest)| rest.split('/').next().unwrap_or_default().to_owned())
+                .filter(|host| !host.is_empty());
             let options = allow_hosts
                 .iter()
+                .chain(advertised_host.iter())
                 .fold(HttpOptions::default(), |options, host| {
                     options.allow_host(host)
                 });
@@ -283,6 +310,8 @@ async fn main() -> anyhow::Result<()> {
             if let Some(pages) = open_pages {
                 app = app.merge(pages);
             }
+            // Outside the sign-in: the sealed envelope says who the caller is.
+            app = app.merge(gateway.hop_route());
             eprintln!("listening on http://{addr}/mcp");
             serve::http(listener, app, &options, async move {
                 serve::shutdown_signal().await;

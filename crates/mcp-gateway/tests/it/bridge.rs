@@ -35,12 +35,12 @@ pub(crate) async fn order_service(only: Revision) -> Served {
     .await
 }
 
-async fn status(orders: SocketAddr, order: &str) -> String {
+pub(crate) async fn status(orders: SocketAddr, order: &str) -> String {
     let order: Value = get_json(format!("http://{orders}/api/orders/{order}")).await;
     order["status"].as_str().unwrap().to_owned()
 }
 
-async fn cancellable(orders: SocketAddr) -> Vec<String> {
+pub(crate) async fn cancellable(orders: SocketAddr) -> Vec<String> {
     let pending: Vec<Value> = get_json(format!("http://{orders}/api/orders?status=PENDING")).await;
     pending
         .iter()
@@ -51,14 +51,14 @@ async fn cancellable(orders: SocketAddr) -> Vec<String> {
 /// The person at the client: says yes or no to every confirmation, and notes what it was
 /// asked and the progress it saw.
 #[derive(Clone)]
-struct Person {
+pub(crate) struct Person {
     yes: bool,
-    asked: Arc<Mutex<Vec<String>>>,
+    pub(crate) asked: Arc<Mutex<Vec<String>>>,
     progress: Arc<Mutex<Vec<f64>>>,
 }
 
 impl Person {
-    fn new(yes: bool) -> Self {
+    pub(crate) fn new(yes: bool) -> Self {
         Person {
             yes,
             asked: Arc::default(),
@@ -68,7 +68,7 @@ impl Person {
 }
 
 impl Person {
-    fn answer(&self, request: ElicitRequestParams) -> ElicitResult {
+    pub(crate) fn answer(&self, request: ElicitRequestParams) -> ElicitResult {
         let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
             return ElicitResult::new(ElicitationAction::Decline);
         };

@@ -8,6 +8,7 @@ mod bridge;
 mod common;
 mod guarded;
 mod personal;
+mod replicas;
 mod signed_in;
 mod stdio;
 mod tasks;

@@ -1,0 +1,331 @@
+//! The hop between gateway instances: a 2026-07-28 client's round that reaches an instance other
+//! than the one holding its 2025-11-25 upstream call is passed to that owner, and its answer
+//! comes back the same way, so the client never needs to reach the same instance twice.
+//!
+//! A held call's id names its owner (`<random>@<advertised URL>`). The id travels inside the
+//! round's `requestState`, which the layer seals under the shared key ring (`--state-keys`),
+//! so a client can neither read nor change it. An instance that finds no such call of its own
+//! posts the round to the owner's [`HOP_PATH`], sealed under the same ring ([`HOP_CONTEXT`]),
+//! with the caller's owner key and a time: only an instance holding the ring can make one, and
+//! the owner checks the caller exactly as for a round that reached it directly. The owner
+//! answers with the progress and log messages the call sent and the round's end (the next
+//! questions, or the result). An owner that cannot be reached took its upstream call down with
+//! it (dropped, the call is cancelled upstream), so the round ends with a tool error saying so.
+//!
+//! Without a key ring, or without an advertised address, nothing is named and nothing hops:
+//! a held call lives in one instance, as before.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rmcp::model::{
+    CallToolResult, GetPromptResult, InputRequests, ProgressNotificationParam, Task,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::switchboard::Update;
+
+/// Where an instance takes the rounds of the calls it holds.
+pub const HOP_PATH: &str = "/gateway/hop";
+
+/// What a hop's envelope is sealed for (the ring also seals round state; this keeps the two
+/// apart).
+const HOP_CONTEXT: &[u8] = b"mcp-gateway hop v1";
+
+/// How old an envelope may be when it arrives.
+const HOP_FRESH_FOR: Duration = Duration::from_secs(30);
+
+/// How long an instance tries to reach an owner before it calls it gone.
+const HOP_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The largest envelope an instance reads (the answers of one round).
+pub(crate) const MAX_HOP_BYTES: usize = 1024 * 1024;
+
+/// One round passed to the instance holding its call.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct HopRound {
+    /// The caller, as `Backchannel::owner_key` names it: the held call must be theirs.
+    pub(crate) owner: String,
+    /// The held call's id.
+    pub(crate) id: String,
+    /// The upstream connection, for the messages.
+    pub(crate) connection: String,
+    /// The client's answers, by the keys that round asked.
+    pub(crate) responses: BTreeMap<String, serde_json::Value>,
+    /// When the envelope was made (seconds since the epoch).
+    issued_at: u64,
+}
+
+impl HopRound {
+    pub(crate) fn new(
+        owner: String,
+        id: String,
+        connection: String,
+        responses: BTreeMap<String, serde_json::Value>,
+    ) -> HopRound {
+        HopRound {
+            owner,
+            id,
+            connection,
+            responses,
+            issued_at: now(),
+        }
+    }
+}
+
+/// A progress or log message of the held call, as it crosses.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum HopUpdate {
+    Progress(ProgressNotificationParam),
+    Log {
+        level: rmcp::model::LoggingLevel,
+        logger: Option<String>,
+        data: serde_json::Value,
+    },
+}
+
+impl From<Update> for HopUpdate {
+    fn from(update: Update) -> Self {
+        match update {
+            Update::Progress(progress) => HopUpdate::Progress(progress),
+            Update::Log(message) => HopUpdate::Log {
+                level: message.level.into(),
+                logger: message.logger,
+                data: message.data,
+            },
+        }
+    }
+}
+
+impl From<HopUpdate> for Update {
+    fn from(update: HopUpdate) -> Self {
+        match update {
+            HopUpdate::Progress(progress) => Update::Progress(progress),
+            HopUpdate::Log {
+                level,
+                logger,
+                data,
+            } => Update::Log(backchannel_host::LogMessage {
+                level: level.into(),
+                logger,
+                data,
+                caller: None,
+            }),
+        }
+    }
+}
+
+/// How the round ended at the owner.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum HopEnd {
+    /// The upstream asked again: these questions, under the same id.
+    Round(InputRequests),
+    Tool(CallToolResult),
+    Task(Task),
+    Prompt(GetPromptResult),
+    /// The upstream call failed: why.
+    Failed(String),
+    /// The owner holds no such call of this caller (it waited too long, or it ended).
+    NoLongerHeld,
+    /// The call could not be held for another round: why.
+    NotHeld(String),
+}
+
+/// The owner's answer to a [`HopRound`].
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct HopReply {
+    pub(crate) updates: Vec<HopUpdate>,
+    pub(crate) end: HopEnd,
+}
+
+/// Why a round could not be passed to its owner.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HopError {
+    #[error("{0}")]
+    Unreachable(String),
+    #[error("it answered {0}")]
+    Refused(String),
+}
+
+/// This instance's side of the hop: its advertised address and the ring's sealer.
+pub(crate) struct Hop {
+    advertised: OnceLock<String>,
+    sealer: Option<backchannel::Sealer>,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Hop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hop")
+            .field("advertised", &self.advertised.get())
+            .field("sealed", &self.sealer.is_some())
+            .finish()
+    }
+}
+
+impl Hop {
+    /// The hop under `keys`, the ring every instance shares; `None` disables it.
+    pub(crate) fn new(
+        keys: Option<&backchannel::StateKeys>,
+    ) -> Result<Hop, backchannel::SealError> {
+        Ok(Hop {
+            advertised: OnceLock::new(),
+            sealer: keys.map(backchannel::Sealer::with_keys).transpose()?,
+            client: reqwest::Client::builder()
+                .connect_timeout(HOP_CONNECT_TIMEOUT)
+                .tcp_nodelay(true)
+                .build()
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Where the other instances reach this one (`http://host:port`, no path); once.
+    pub(crate) fn advertise(&self, base: &str) -> bool {
+        self.advertised
+            .set(base.trim_end_matches('/').to_owned())
+            .is_ok()
+    }
+
+    /// Whether rounds can hop: a ring and an address.
+    fn active(&self) -> Option<&str> {
+        self.sealer.as_ref()?;
+        self.advertised.get().map(String::as_str)
+    }
+
+    /// `id` naming this instance as its owner, when rounds can hop.
+    pub(crate) fn name(&self, id: String) -> String {
+        match self.active() {
+            Some(base) => format!("{id}@{base}"),
+            None => id,
+        }
+    }
+
+    /// The owner `id` names, when it is another instance and rounds can hop.
+    pub(crate) fn elsewhere<'a>(&self, id: &'a str) -> Option<&'a str> {
+        let own = self.active()?;
+        let (_, owner) = id.split_once('@')?;
+        (owner != own && owner.starts_with("http")).then_some(owner)
+    }
+
+    /// Pass `round` to `owner` and wait for its answer.
+    pub(crate) async fn relay(&self, owner: &str, round: &HopRound) -> Result<HopReply, HopError> {
+        let sealer = self
+            .sealer
+            .as_ref()
+            .ok_or_else(|| HopError::Unreachable("no key ring".into()))?;
+        let json = serde_json::to_vec(round).map_err(|e| HopError::Unreachable(e.to_string()))?;
+        let sent = self
+            .client
+            .post(format!("{owner}{HOP_PATH}"))
+            .header(http::header::CONTENT_TYPE, "text/plain")
+            .body(sealer.seal(&json, HOP_CONTEXT))
+            .send()
+            .await
+            .map_err(|e| HopError::Unreachable(cause(&e)))?;
+        let status = sent.status();
+        if !status.is_success() {
+            return Err(HopError::Refused(status.to_string()));
+        }
+        sent.json()
+            .await
+            .map_err(|e| HopError::Unreachable(cause(&e)))
+    }
+
+    /// The round in `sealed`, when this ring made it and it is fresh.
+    pub(crate) fn open(&self, sealed: &str) -> Option<HopRound> {
+        let json = self.sealer.as_ref()?.open(sealed.trim(), HOP_CONTEXT)?;
+        let round: HopRound = serde_json::from_slice(&json).ok()?;
+        let age = now().abs_diff(round.issued_at);
+        (age <= HOP_FRESH_FOR.as_secs()).then_some(round)
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+/// What went wrong in a few words, without the instance's address (the client reads it).
+fn cause(error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        return "it did not answer in time".into();
+    }
+    let mut innermost: &dyn std::error::Error = error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    if error.is_connect() {
+        format!("it cannot be reached: {innermost}")
+    } else {
+        format!("the connection to it broke: {innermost}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(key: u8) -> backchannel::StateKeys {
+        backchannel::StateKeys::new("k1", vec![key; 32]).unwrap()
+    }
+
+    #[test]
+    fn ids_name_their_owner_only_with_a_ring_and_an_address() {
+        let without_ring = Hop::new(None).unwrap();
+        without_ring.advertise("http://10.0.0.1:8090");
+        assert_eq!(without_ring.name("abc".into()), "abc");
+
+        let hop = Hop::new(Some(&ring(7))).unwrap();
+        assert_eq!(hop.name("abc".into()), "abc", "no address yet");
+        assert!(hop.advertise("http://10.0.0.1:8090/"));
+        assert!(!hop.advertise("http://10.0.0.9:1"), "once");
+        let id = hop.name("abc".into());
+        assert_eq!(id, "abc@http://10.0.0.1:8090");
+        assert_eq!(hop.elsewhere(&id), None, "its own");
+        assert_eq!(
+            hop.elsewhere("abc@http://10.0.0.2:8090"),
+            Some("http://10.0.0.2:8090")
+        );
+        assert_eq!(hop.elsewhere("abc"), None);
+        assert_eq!(hop.elsewhere("abc@file:///etc"), None);
+    }
+
+    #[test]
+    fn only_the_ring_opens_an_envelope_and_only_while_it_is_fresh() {
+        let hop = Hop::new(Some(&ring(7))).unwrap();
+        let other = Hop::new(Some(&ring(8))).unwrap();
+        let round = HopRound::new(
+            "anyone".into(),
+            "abc".into(),
+            "orders".into(),
+            BTreeMap::new(),
+        );
+        let sealed = hop
+            .sealer
+            .as_ref()
+            .unwrap()
+            .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT);
+        assert_eq!(hop.open(&sealed).unwrap().id, "abc");
+        assert!(other.open(&sealed).is_none(), "another ring");
+        assert!(hop.open("not sealed").is_none());
+        // Round state sealed under the same ring is not an envelope.
+        let state = hop
+            .sealer
+            .as_ref()
+            .unwrap()
+            .seal(&serde_json::to_vec(&round).unwrap(), b"requestState");
+        assert!(hop.open(&state).is_none());
+        let stale = HopRound {
+            issued_at: now() - 600,
+            ..round
+        };
+        let sealed = hop
+            .sealer
+            .as_ref()
+            .unwrap()
+            .seal(&serde_json::to_vec(&stale).unwrap(), HOP_CONTEXT);
+        assert!(hop.open(&sealed).is_none(), "stale");
+    }
+}

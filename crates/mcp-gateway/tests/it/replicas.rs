@@ -1,0 +1,246 @@
+//! Gateway instances that share a key ring (`--state-keys`), in front of the order service
+//! limited to 2025-11-25, each a process of its own: a 2026-07-28 client's rounds may reach any
+//! of them. A round that reaches the instance not holding the upstream call is passed to the
+//! one that does (`mcp_gateway::HOP_PATH`); when that instance was killed, the client is told
+//! at once, and nothing was done upstream.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use backchannel::Revision;
+use backchannel::testing::{call, connect_http, text_of};
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, InputRequest, InputRequiredResult};
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt as _;
+
+use crate::bridge::{Person, cancellable, order_service, status};
+
+/// One `mcp-gateway serve` process.
+struct Instance {
+    child: tokio::process::Child,
+    url: String,
+}
+
+/// A key ring file every instance is given (mode 0600), in a directory of its own.
+fn ring() -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "gateway-replicas-{}",
+        backchannel::testing::random_hex()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("state.keys");
+    let key = backchannel::testing::random_hex() + &backchannel::testing::random_hex();
+    std::fs::write(&file, format!("current k1 {key}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    (dir, file)
+}
+
+/// An instance on a free loopback port in front of the order service at `orders`, which it
+/// speaks 2025-11-25 to, under the ring in `keys`; once it says where it listens.
+async fn instance(keys: &std::path::Path, orders: std::net::SocketAddr) -> Instance {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-keys"])
+        .arg(keys)
+        .arg("--upstream")
+        .arg(format!("orders=http://{orders}/mcp"))
+        .args(["--upstream-revision", "orders=2025-11-25"])
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the gateway started");
+            if let Some(url) = line.strip_prefix("listening on ") {
+                break url.trim().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("the gateway says where it listens within a minute");
+    // Keep reading its stderr, so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Instance { child, url }
+}
+
+/// One round of `params` through `client`: the questions asked, or the result.
+async fn round(
+    client: &RunningService<RoleClient, Person>,
+    params: &CallToolRequestParams,
+) -> CallToolResponse {
+    client.peer().call_tool_once(params.clone()).await.unwrap()
+}
+
+/// `params` again, with `person`'s answers to `asked` and its state.
+fn answered(
+    mut params: CallToolRequestParams,
+    person: &Person,
+    asked: InputRequiredResult,
+) -> CallToolRequestParams {
+    let answers: BTreeMap<String, Value> = asked
+        .input_requests
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, request)| {
+            let InputRequest::Elicitation(request) = request else {
+                panic!("only forms are asked here: {request:?}");
+            };
+            (
+                key,
+                serde_json::to_value(person.answer(request.params)).unwrap(),
+            )
+        })
+        .collect();
+    params.input_responses = Some(answers);
+    params.request_state = asked.request_state;
+    params
+}
+
+#[tokio::test]
+async fn a_round_reaching_the_other_instance_is_answered_by_the_one_holding_the_call() {
+    let orders = order_service(Revision::V2025_11_25).await;
+    let (dir, keys) = ring();
+    let (a, b) = tokio::join!(instance(&keys, orders.addr), instance(&keys, orders.addr));
+    let pending = cancellable(orders.addr).await;
+    let (kept, cancelled) = (&pending[0], &pending[1]);
+
+    for (yes, order) in [(false, kept), (true, cancelled)] {
+        let person = Person::new(yes);
+        let at_a = connect_http(person.clone(), &a.url, Revision::V2026_07_28, None).await;
+        let at_b = connect_http(person.clone(), &b.url, Revision::V2026_07_28, None).await;
+        let params = call("cancel_order", json!({ "orderId": order }));
+        // The first round at A, which starts and holds the upstream call ...
+        let CallToolResponse::InputRequired(asked) = round(&at_a, &params).await else {
+            panic!("the confirmation is asked");
+        };
+        assert_eq!(
+            person.asked.lock().unwrap().len(),
+            0,
+            "asked of the client, not yet answered"
+        );
+        // ... the answer at B, which passes it to A.
+        let retry = answered(params, &person, asked);
+        let CallToolResponse::Complete(result) = round(&at_b, &retry).await else {
+            panic!("one question, then the result");
+        };
+        assert_eq!(person.asked.lock().unwrap().len(), 1, "asked once");
+        if yes {
+            assert!(text_of(&result).contains("is cancelled"), "{result:?}");
+            assert_eq!(status(orders.addr, order).await, "CANCELLED");
+            // The same answer again, at A this time: the call ended, nothing runs twice.
+            let CallToolResponse::Complete(again) = round(&at_a, &retry).await else {
+                panic!("a replayed round is answered with an error");
+            };
+            assert_eq!(again.is_error, Some(true), "{again:?}");
+            assert!(!text_of(&again).contains("is cancelled"), "{again:?}");
+        } else {
+            assert!(text_of(&result).contains("was not cancelled"), "{result:?}");
+            assert_eq!(status(orders.addr, order).await, "PENDING");
+        }
+        at_a.cancel().await.unwrap();
+        at_b.cancel().await.unwrap();
+    }
+    drop((a, b));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn when_the_instance_holding_the_call_is_killed_the_client_is_told_and_nothing_is_done() {
+    let orders = order_service(Revision::V2025_11_25).await;
+    let (dir, keys) = ring();
+    let (mut a, b) = tokio::join!(instance(&keys, orders.addr), instance(&keys, orders.addr));
+    let order = cancellable(orders.addr).await[0].clone();
+    let person = Person::new(true);
+    let at_a = connect_http(person.clone(), &a.url, Revision::V2026_07_28, None).await;
+    let at_b = connect_http(person.clone(), &b.url, Revision::V2026_07_28, None).await;
+    let params = call("cancel_order", json!({ "orderId": order }));
+    let CallToolResponse::InputRequired(asked) = round(&at_a, &params).await else {
+        panic!("the confirmation is asked");
+    };
+    // kill -9 of the instance holding the call, between the rounds.
+    a.child.kill().await.unwrap();
+    let retry = answered(params.clone(), &person, asked);
+    let started = std::time::Instant::now();
+    let CallToolResponse::Complete(result) = round(&at_b, &retry).await else {
+        panic!("the round ends");
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "told within 5 s: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let said = text_of(&result);
+    assert!(
+        said.contains("expired with the gateway instance that asked it")
+            && said.contains("nothing was done"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("127.0.0.1"),
+        "no instance's address reaches the client: {said}"
+    );
+    assert_eq!(status(orders.addr, &order).await, "PENDING");
+    // The upstream call went down with the instance: the order is free, and a new call
+    // through the other instance cancels it, once.
+    let result = crate::common::call_to_the_end(
+        &at_b,
+        "cancel_order",
+        json!({ "orderId": order }),
+        |request| {
+            let InputRequest::Elicitation(request) = request else {
+                panic!("only forms are asked here: {request:?}");
+            };
+            serde_json::to_value(person.answer(request.params)).unwrap()
+        },
+    )
+    .await;
+    assert!(text_of(&result).contains("is cancelled"), "{result:?}");
+    assert_eq!(status(orders.addr, &order).await, "CANCELLED");
+    at_b.cancel().await.unwrap();
+    drop(b);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn the_hop_refuses_what_the_ring_did_not_seal() {
+    let orders = order_service(Revision::V2025_11_25).await;
+    let (dir, keys) = ring();
+    let a = instance(&keys, orders.addr).await;
+    let base = a.url.trim_end_matches("/mcp");
+    let client = reqwest::Client::new();
+    for body in [
+        "".to_owned(),
+        "not sealed".to_owned(),
+        json!({"owner": "anyone", "id": "x", "connection": "orders", "responses": {}, "issued_at": 0}).to_string(),
+    ] {
+        let answer = client
+            .post(format!("{base}{}", mcp_gateway::HOP_PATH))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), reqwest::StatusCode::FORBIDDEN);
+    }
+    let huge = client
+        .post(format!("{base}{}", mcp_gateway::HOP_PATH))
+        .body(vec![b'a'; 2 * 1024 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(huge.status(), reqwest::StatusCode::PAYLOAD_TOO_LARGE);
+    drop(a);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
