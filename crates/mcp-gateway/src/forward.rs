@@ -99,9 +99,20 @@ impl Forward<'_> {
             Err(NotSignedIn::Protocol(error)) => return Err(error),
         };
         match self.upstream(host, request).await? {
-            Ok(Outcome::Tool(Started::Task(task))) => {
-                Ok(task_created(self.upstreams, &self.caller, route, task))
-            }
+            Ok(Outcome::Tool(Started::Task(task))) => Ok(task_created(
+                self.upstreams,
+                &self.caller,
+                route,
+                task,
+                None,
+            )),
+            Ok(Outcome::TaskAt(task, instance)) => Ok(task_created(
+                self.upstreams,
+                &self.caller,
+                route,
+                task,
+                Some(instance),
+            )),
             Ok(Outcome::Tool(Started::Done(result))) => finished(route, Ok(result)),
             Ok(other) => finished(route, Err(unexpected(route, &other))),
             Err(error @ (HostError::Unauthorized { .. } | HostError::SignInFailed { .. })) => {
@@ -254,13 +265,13 @@ impl Forward<'_> {
         responses: std::collections::BTreeMap<String, serde_json::Value>,
     ) -> Result<HeldOutcome, ErrorData> {
         let (ctx, route) = (&self.ctx, &self.route);
-        let round = hop::HopRound::new(
-            self.caller.owner.clone(),
-            id.to_owned(),
-            route.connection.clone(),
+        let ask = hop::HopAsk::Round {
+            id: id.to_owned(),
+            connection: route.connection.clone(),
             responses,
-        );
-        let reply = match self.upstreams.hop.relay(owner, &round).await {
+        };
+        let round = hop::HopRound::new(self.caller.owner.clone(), ask);
+        let reply: hop::HopReply = match self.upstreams.hop.relay(owner, &round).await {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::warn!(upstream = %route.connection, owner, %error, "a held call's instance could not be reached");
@@ -286,7 +297,7 @@ impl Forward<'_> {
                 return Err(ctx.pass_round(open, Some(id.to_owned())).into());
             }
             hop::HopEnd::Tool(result) => Ok(Outcome::Tool(Started::Done(result))),
-            hop::HopEnd::Task(task) => Ok(Outcome::Tool(Started::Task(task))),
+            hop::HopEnd::Task(task) => Ok(Outcome::TaskAt(task, owner.to_owned())),
             hop::HopEnd::Prompt(result) => Ok(Outcome::Prompt(Started::Done(result))),
             hop::HopEnd::Failed(message) | hop::HopEnd::NotHeld(message) => Err(failed(message)),
             hop::HopEnd::NoLongerHeld => Err(no_longer_held(route)),
@@ -500,23 +511,31 @@ async fn drive(
 
 /// The owner's side of a hop: `round`, which came through another instance, continued on the
 /// call this instance holds, as if it had come here directly.
-pub(crate) async fn round_here(upstreams: &Upstreams, round: hop::HopRound) -> hop::HopReply {
+pub(crate) async fn round_here(
+    upstreams: &Upstreams,
+    owner: &str,
+    (id, connection, responses): (
+        String,
+        String,
+        std::collections::BTreeMap<String, serde_json::Value>,
+    ),
+) -> hop::HopReply {
     let mut updates = Vec::new();
-    let Ok(held) = upstreams.holds.take(&round.id, &round.owner) else {
+    let Ok(held) = upstreams.holds.take(&id, owner) else {
         return hop::HopReply {
             updates,
             end: hop::HopEnd::NoLongerHeld,
         };
     };
     let asked = held.inbox.asked();
-    held.inbox.answer(round.responses);
+    held.inbox.answer(responses);
     // Dropped when the other instance goes away, which drops the call: no token is needed.
     let never = tokio_util::sync::CancellationToken::new();
-    let named = (round.id.as_str(), round.connection.as_str());
+    let named = (id.as_str(), connection.as_str());
     let sink = Sink::Keep(&mut updates);
     let driven = drive(&upstreams.holds, named, held, asked, &never, sink).await;
     let route = Route {
-        connection: round.connection,
+        connection,
         tool: String::new(),
     };
     let end = match driven {
@@ -587,11 +606,26 @@ fn task_created(
     caller: &Caller,
     route: &Route,
     task: rmcp::model::Task,
+    made_at: Option<String>,
 ) -> CallToolResponse {
+    // A task a 2025-11-25 upstream made lives in the session that made it: this instance's,
+    // unless the call ran on another (`made_at`).
+    let in_session = upstreams
+        .host
+        .connection(&route.connection)
+        .is_ok_and(|connection| connection.has_sessions());
+    let instance = made_at.or_else(|| {
+        upstreams
+            .hop
+            .here()
+            .filter(|_| in_session)
+            .map(str::to_owned)
+    });
     let route = tasks::TaskRoute {
         connection: route.connection.clone(),
         declared: caller.declared,
         upstream: task.task_id.clone(),
+        instance,
     };
     tracing::debug!(upstream = %route.connection, task = %route.upstream, "the upstream made the call a task");
     CallToolResponse::Task(CreateTaskResult::new(upstreams.task_ids.shown(

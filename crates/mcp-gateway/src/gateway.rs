@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use backchannel::Backchannel;
 use backchannel::Ctx;
-use backchannel_host::{Host, HostConfig, HostError};
-use futures::future::BoxFuture;
+use backchannel_host::{Host, HostConfig};
 use rmcp::RoleServer;
 use rmcp::handler::server::common::FromContextPart as _;
 use rmcp::handler::server::prompt::PromptContext;
@@ -30,8 +29,9 @@ use backchannel::serve::ResourceServer;
 use crate::catalog;
 use crate::config::{GatewayOptions, LOG_LEVEL_META_KEY, answerable};
 use crate::error::GatewayError;
-use crate::forward::{Caller, Forward, Route};
+use crate::forward::{Caller, Forward, Route, round_here};
 use crate::hold;
+use crate::hop::{HopAsk, HopRound, TaskAnswer, TaskMethod};
 use crate::personal::Personal;
 use crate::switchboard::Switchboard;
 use crate::tasks;
@@ -206,12 +206,15 @@ impl Gateway {
         self.upstreams.hop.advertise(base)
     }
 
-    /// The route other instances pass rounds through ([`HOP_PATH`](crate::HOP_PATH)): serve it
-    /// beside the MCP endpoint, outside any sign-in (an instance cannot sign in as the caller;
-    /// the envelope, sealed under the shared ring, carries who the caller is).
-    pub fn hop_route(&self) -> axum::Router {
+    /// The routes of a gateway among others, served beside the MCP endpoint, outside any
+    /// sign-in: [`HOP_PATH`](crate::HOP_PATH), which other instances pass rounds through (an
+    /// instance cannot sign in as the caller; the envelope, sealed under the shared ring,
+    /// carries who the caller is), and `GET /healthz` for a balancer's checks (200 while the
+    /// process serves; an upstream that cannot be reached is the calls' error, not this one's).
+    pub fn cluster_routes(&self) -> axum::Router {
         let upstreams = self.upstreams.clone();
         axum::Router::new()
+            .route("/healthz", axum::routing::get(|| async { "ok\n" }))
             .route(
                 crate::hop::HOP_PATH,
                 axum::routing::post(move |body: axum::body::Bytes| {
@@ -449,30 +452,78 @@ async fn offer_tools(
     }
 }
 
+/// A request about the downstream task `id` of `owner`, made of the upstream that runs it:
+/// through this instance's upstream session, or through the instance whose session made the
+/// task (see `hop`).
+async fn task_request(
+    upstreams: &Upstreams,
+    owner: &str,
+    id: &str,
+    method: TaskMethod,
+) -> TaskAnswer {
+    let route = upstreams.task_ids.open(owner, id)?;
+    let Some(instance) = route
+        .instance
+        .as_deref()
+        .and_then(|i| upstreams.hop.other(i))
+    else {
+        return task_here(upstreams, owner, &route, method).await;
+    };
+    let ask = HopAsk::Task {
+        id: id.to_owned(),
+        method,
+    };
+    let round = HopRound::new(owner.to_owned(), ask);
+    match upstreams.hop.relay::<TaskAnswer>(instance, &round).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::warn!(upstream = %route.connection, instance, %error, "a task's instance could not be reached");
+            Err(ErrorData::internal_error(
+                format!(
+                    "the task lived in the upstream session of the gateway instance that started \
+                     it, which cannot be asked ({error}); the task ended with that instance"
+                ),
+                None,
+            ))
+        }
+    }
+}
+
+/// A request about the task `route` leads to, through this instance's upstream session.
+async fn task_here(
+    upstreams: &Upstreams,
+    owner: &str,
+    route: &tasks::TaskRoute,
+    method: TaskMethod,
+) -> TaskAnswer {
+    let host = upstreams
+        .for_task(owner, route.declared, &route.connection)
+        .await?;
+    let connection = host
+        .connection(&route.connection)
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    let upstream = route.upstream.as_str();
+    let answer = match method {
+        TaskMethod::Get => connection.get_task(upstream).await.map(Some),
+        TaskMethod::Update(responses) => connection
+            .update_task(upstream, responses)
+            .await
+            .map(|()| None),
+        TaskMethod::Cancel => connection.cancel_task(upstream).await.map(|()| None),
+    };
+    answer.map_err(|error| tasks::task_error(route, error))
+}
+
 impl Gateway {
-    /// Send `request` about the downstream task `id` of the caller of `context` to the upstream
-    /// that runs it (given the connection and the upstream's task id).
-    async fn on_task<T>(
+    /// `method` about the downstream task `id` of the caller of `context`.
+    async fn on_task(
         &self,
         id: &str,
         context: &RequestContext<RoleServer>,
-        request: impl for<'a> FnOnce(
-            &'a backchannel_host::Connection<Switchboard>,
-            &'a str,
-        ) -> BoxFuture<'a, Result<T, HostError>>,
-    ) -> Result<T, ErrorData> {
+        method: TaskMethod,
+    ) -> TaskAnswer {
         let owner = self.layer.owner_key(context);
-        let route = self.upstreams.task_ids.open(&owner, id)?;
-        let host = self
-            .upstreams
-            .for_task(&owner, route.declared, &route.connection)
-            .await?;
-        let connection = host
-            .connection(&route.connection)
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        request(connection, &route.upstream)
-            .await
-            .map_err(|error| tasks::task_error(&route, error))
+        task_request(&self.upstreams, &owner, id, method).await
     }
 }
 
@@ -484,11 +535,15 @@ impl ServerHandler for Gateway {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let mut current = self
-            .on_task(&request.task_id, &context, |connection, upstream| {
-                Box::pin(connection.get_task(upstream))
-            })
+        let current = self
+            .on_task(&request.task_id, &context, TaskMethod::Get)
             .await?;
+        let Some(mut current) = current else {
+            return Err(ErrorData::internal_error(
+                "the task's state did not come back",
+                None,
+            ));
+        };
         current.task.task.task_id = request.task_id;
         Ok(current)
     }
@@ -498,11 +553,10 @@ impl ServerHandler for Gateway {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let responses = request.input_responses;
-        self.on_task(&request.task_id, &context, move |connection, upstream| {
-            Box::pin(connection.update_task(upstream, responses))
-        })
-        .await
+        let method = TaskMethod::Update(request.input_responses);
+        self.on_task(&request.task_id, &context, method)
+            .await
+            .map(|_| ())
     }
 
     async fn cancel_task(
@@ -510,10 +564,9 @@ impl ServerHandler for Gateway {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.on_task(&request.task_id, &context, |connection, upstream| {
-            Box::pin(connection.cancel_task(upstream))
-        })
-        .await
+        self.on_task(&request.task_id, &context, TaskMethod::Cancel)
+            .await
+            .map(|_| ())
     }
 
     async fn call_tool(
@@ -673,8 +726,25 @@ async fn hop_round(upstreams: &Upstreams, body: &[u8]) -> axum::response::Respon
         )
             .into_response();
     };
-    let reply = crate::forward::round_here(upstreams, round).await;
-    match serde_json::to_vec(&reply) {
+    let json = match round.ask {
+        HopAsk::Round {
+            id,
+            connection,
+            responses,
+        } => {
+            let reply = round_here(upstreams, &round.owner, (id, connection, responses)).await;
+            serde_json::to_vec(&reply)
+        }
+        HopAsk::Task { id, method } => {
+            // Answered through this instance's own session, never passed on again.
+            let answer = match upstreams.task_ids.open(&round.owner, &id) {
+                Ok(route) => task_here(upstreams, &round.owner, &route, method).await,
+                Err(error) => Err(error),
+            };
+            serde_json::to_vec(&answer)
+        }
+    };
+    match json {
         Ok(json) => ([(http::header::CONTENT_TYPE, "application/json")], json).into_response(),
         Err(error) => (http::StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
     }

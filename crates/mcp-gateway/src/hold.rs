@@ -37,6 +37,9 @@ use crate::switchboard::{Inbox, Registered, Update};
 pub(crate) enum Outcome {
     Tool(Started),
     Prompt(Started<GetPromptResult>),
+    /// A task the upstream made in the session of another gateway instance (its address),
+    /// whose held call this round continued there (see `hop`).
+    TaskAt(rmcp::model::Task, String),
 }
 
 /// What a held call ends with.

@@ -42,33 +42,52 @@ const HOP_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// The largest envelope an instance reads (the answers of one round).
 pub(crate) const MAX_HOP_BYTES: usize = 1024 * 1024;
 
-/// One round passed to the instance holding its call.
+/// What one instance asks of another, for a caller.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct HopRound {
-    /// The caller, as `Backchannel::owner_key` names it: the held call must be theirs.
+    /// The caller, as `Backchannel::owner_key` names it: the held call (or the task) must be
+    /// theirs.
     pub(crate) owner: String,
-    /// The held call's id.
-    pub(crate) id: String,
-    /// The upstream connection, for the messages.
-    pub(crate) connection: String,
-    /// The client's answers, by the keys that round asked.
-    pub(crate) responses: BTreeMap<String, serde_json::Value>,
+    pub(crate) ask: HopAsk,
     /// When the envelope was made (seconds since the epoch).
     issued_at: u64,
 }
 
-impl HopRound {
-    pub(crate) fn new(
-        owner: String,
+/// A round of a held call, or a request about a task made through the owner's upstream
+/// session.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum HopAsk {
+    Round {
+        /// The held call's id.
         id: String,
+        /// The upstream connection, for the messages.
         connection: String,
+        /// The client's answers, by the keys that round asked.
         responses: BTreeMap<String, serde_json::Value>,
-    ) -> HopRound {
+    },
+    Task {
+        /// The downstream task id (sealed for the caller).
+        id: String,
+        method: TaskMethod,
+    },
+}
+
+/// A request about a task.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum TaskMethod {
+    Get,
+    Update(BTreeMap<String, serde_json::Value>),
+    Cancel,
+}
+
+/// The owner's answer to a task request: the task's state for `Get`.
+pub(crate) type TaskAnswer = Result<Option<rmcp::model::GetTaskResult>, rmcp::ErrorData>;
+
+impl HopRound {
+    pub(crate) fn new(owner: String, ask: HopAsk) -> HopRound {
         HopRound {
             owner,
-            id,
-            connection,
-            responses,
+            ask,
             issued_at: now(),
         }
     }
@@ -203,13 +222,29 @@ impl Hop {
 
     /// The owner `id` names, when it is another instance and rounds can hop.
     pub(crate) fn elsewhere<'a>(&self, id: &'a str) -> Option<&'a str> {
-        let own = self.active()?;
         let (_, owner) = id.split_once('@')?;
-        (owner != own && owner.starts_with("http")).then_some(owner)
+        self.other(owner)
     }
 
-    /// Pass `round` to `owner` and wait for its answer.
-    pub(crate) async fn relay(&self, owner: &str, round: &HopRound) -> Result<HopReply, HopError> {
+    /// This instance's address, when rounds can hop (named in the routes of tasks that live
+    /// in one upstream session).
+    pub(crate) fn here(&self) -> Option<&str> {
+        self.active()
+    }
+
+    /// `instance` when it is another instance and rounds can hop.
+    pub(crate) fn other<'a>(&self, instance: &'a str) -> Option<&'a str> {
+        let own = self.active()?;
+        (instance != own && instance.starts_with("http")).then_some(instance)
+    }
+
+    /// Pass `round` to `owner` and wait for its answer (a [`HopReply`] for a round, a
+    /// [`TaskAnswer`] for a task request).
+    pub(crate) async fn relay<T: serde::de::DeserializeOwned>(
+        &self,
+        owner: &str,
+        round: &HopRound,
+    ) -> Result<T, HopError> {
         let sealer = self
             .sealer
             .as_ref()
@@ -296,18 +331,18 @@ mod tests {
     fn only_the_ring_opens_an_envelope_and_only_while_it_is_fresh() {
         let hop = Hop::new(Some(&ring(7))).unwrap();
         let other = Hop::new(Some(&ring(8))).unwrap();
-        let round = HopRound::new(
-            "anyone".into(),
-            "abc".into(),
-            "orders".into(),
-            BTreeMap::new(),
-        );
+        let ask = HopAsk::Round {
+            id: "abc".into(),
+            connection: "orders".into(),
+            responses: BTreeMap::new(),
+        };
+        let round = HopRound::new("anyone".into(), ask);
         let sealed = hop
             .sealer
             .as_ref()
             .unwrap()
             .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT);
-        assert_eq!(hop.open(&sealed).unwrap().id, "abc");
+        assert!(matches!(hop.open(&sealed).unwrap().ask, HopAsk::Round { id, .. } if id == "abc"));
         assert!(other.open(&sealed).is_none(), "another ring");
         assert!(hop.open("not sealed").is_none());
         // Round state sealed under the same ring is not an envelope.

@@ -33,6 +33,10 @@ pub(crate) struct TaskRoute {
     /// The upstream's task id.
     #[serde(rename = "t")]
     pub(crate) upstream: String,
+    /// The gateway instance whose upstream session made the task, when the task lives in that
+    /// session (a 2025-11-25 upstream) and instances pass requests to each other (see `hop`).
+    #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) instance: Option<String>,
 }
 
 /// Seals task routes into downstream task ids and opens them again.
@@ -123,6 +127,7 @@ mod tests {
             connection: "orders".into(),
             declared: Declared::default(),
             upstream: "abc123".into(),
+            instance: None,
         }
     }
 

@@ -310,8 +310,9 @@ async fn main() -> anyhow::Result<()> {
             if let Some(pages) = open_pages {
                 app = app.merge(pages);
             }
-            // Outside the sign-in: the sealed envelope says who the caller is.
-            app = app.merge(gateway.hop_route());
+            // Outside the sign-in: the hop's sealed envelope says who the caller is, and the
+            // balancer's health checks carry no token.
+            app = app.merge(gateway.cluster_routes());
             eprintln!("listening on http://{addr}/mcp");
             serve::http(listener, app, &options, async move {
                 serve::shutdown_signal().await;
