@@ -300,6 +300,10 @@ impl Forward<'_> {
             hop::HopEnd::Task(task) => Ok(Outcome::TaskAt(task, owner.to_owned())),
             hop::HopEnd::Prompt(result) => Ok(Outcome::Prompt(Started::Done(result))),
             hop::HopEnd::Failed(message) | hop::HopEnd::NotHeld(message) => Err(failed(message)),
+            hop::HopEnd::Refused(error) => Err(HostError::Refused {
+                connection: route.connection.clone(),
+                error,
+            }),
             hop::HopEnd::NoLongerHeld => Err(no_longer_held(route)),
         })
     }
@@ -546,8 +550,13 @@ pub(crate) async fn round_here(
             hop::HopEnd::Prompt(result)
         }
         Ok(Driven::Ended(Ok(other))) => hop::HopEnd::Failed(unexpected(&route, &other).to_string()),
+        Ok(Driven::Ended(Err(HostError::Refused { error, .. }))) => hop::HopEnd::Refused(error),
+        Ok(Driven::Ended(Err(HostError::Call { message, .. }))) => hop::HopEnd::Failed(message),
         Ok(Driven::Ended(Err(error))) => hop::HopEnd::Failed(error.to_string()),
-        Ok(Driven::NotHeld(why)) => hop::HopEnd::NotHeld(not_held(&route, why).to_string()),
+        Ok(Driven::NotHeld(why)) => match not_held(&route, why) {
+            HostError::Call { message, .. } => hop::HopEnd::NotHeld(message),
+            other => hop::HopEnd::NotHeld(other.to_string()),
+        },
         Err(error) => hop::HopEnd::Failed(error.message.to_string()),
     };
     hop::HopReply { updates, end }

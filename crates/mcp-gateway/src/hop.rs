@@ -145,6 +145,8 @@ pub(crate) enum HopEnd {
     Prompt(GetPromptResult),
     /// The upstream call failed: why.
     Failed(String),
+    /// The upstream answered with a JSON-RPC error (passed on to the client as it is).
+    Refused(rmcp::ErrorData),
     /// The owner holds no such call of this caller (it waited too long, or it ended).
     NoLongerHeld,
     /// The call could not be held for another round: why.
