@@ -279,8 +279,8 @@ impl Forward<'_> {
                     connection: route.connection.clone(),
                     message: format!(
                         "the question expired with the gateway instance that asked it ({error}); \
-                         the upstream call stopped with that instance, before these answers \
-                         reached it, so nothing was done: call again"
+                         these answers cannot reach the upstream call it held, so nothing was \
+                         done with them: call again"
                     ),
                 }));
             }

@@ -9,8 +9,10 @@
 //! with the caller's owner key and a time: only an instance holding the ring can make one, and
 //! the owner checks the caller exactly as for a round that reached it directly. The owner
 //! answers with the progress and log messages the call sent and the round's end (the next
-//! questions, or the result). An owner that cannot be reached took its upstream call down with
-//! it (dropped, the call is cancelled upstream), so the round ends with a tool error saying so.
+//! questions, or the result). An owner that cannot be reached cannot pass the answers on: the
+//! round ends with a tool error saying so, and the upstream call it held waits unanswered until
+//! the upstream's own timeout (a 2025-11-25 server does not take a dropped connection for a
+//! cancellation), so nothing is done with it.
 //!
 //! Without a key ring, or without an advertised address, nothing is named and nothing hops:
 //! a held call lives in one instance, as before.
