@@ -38,6 +38,8 @@ pub struct Connection<H: HostHandler> {
     pub(crate) _session: backchannel::metrics::ClientSession,
     /// Stops the 2026-07-28 listen stream's watcher with the connection.
     pub(crate) _listening: Option<tokio_util::sync::DropGuard>,
+    /// The HTTP connection's session, and a way to end one at its server (`None` for stdio).
+    pub(crate) sessions: Option<crate::listening::Sessions>,
     #[cfg(feature = "oauth")]
     pub(crate) handler: Arc<H>,
     /// How to sign in again when the server refuses the credentials (HTTP connections).
@@ -301,7 +303,7 @@ impl<H: HostHandler> SigningIn<'_, H> {
         for attempt in 0..=auth::MAX_SIGN_INS {
             let client = rmcp::transport::auth::AuthClient::new(http.clone(), manager);
             let held = client.auth_manager.clone();
-            let (client, opened) = Listening::new(client);
+            let (client, opened) = Listening::new(client, &transport_config);
             let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
                 client,
                 transport_config.clone(),
@@ -400,6 +402,7 @@ impl<H: HostHandler> Connection<H> {
         let stderr_tail = Arc::new(StderrTail::default());
         #[cfg(feature = "oauth")]
         let mut reauth = None;
+        let mut sessions = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
                 let mut transport_config =
@@ -411,7 +414,8 @@ impl<H: HostHandler> Connection<H> {
                     transport_config = transport_config.auth_header(token);
                 }
                 let (service, opened) = if plain {
-                    let (client, opened) = Listening::new(http_client().map_err(connect_error)?);
+                    let (client, opened) =
+                        Listening::new(http_client().map_err(connect_error)?, &transport_config);
                     let transport =
                         StreamableHttpClientTransport::with_client(client, transport_config);
                     let service = make_routed()
@@ -438,6 +442,7 @@ impl<H: HostHandler> Connection<H> {
                     #[cfg(not(feature = "oauth"))]
                     unreachable!("without feature `oauth` every HTTP connection is plain")
                 };
+                sessions = Some(opened.sessions());
                 wait_for_listening(name, &service, opened, config.request_timeout()).await;
                 service
             }
@@ -464,11 +469,41 @@ impl<H: HostHandler> Connection<H> {
             stderr_tail,
             _session: backchannel::metrics::ClientSession::start(),
             _listening: listening,
+            sessions,
             #[cfg(feature = "oauth")]
             handler,
             #[cfg(feature = "oauth")]
             reauth,
         })
+    }
+
+    /// The session this connection's server gave it (2025-11-25 over HTTP), as its requests
+    /// carry it; `None` before it has one, on 2026-07-28 (which has none), and over stdio.
+    pub fn session_id(&self) -> Option<String> {
+        self.sessions
+            .as_ref()
+            .and_then(|sessions| sessions.current())
+    }
+
+    /// End `session` at this connection's server: an HTTP `DELETE` with it as the
+    /// `Mcp-Session-Id`, authenticated as this connection is. For a session of the same server
+    /// that another process opened and can no longer end (it was killed): the server then stops
+    /// what that session's calls were waiting for. Never this connection's own session.
+    pub async fn end_session(&self, session: &str) -> Result<(), HostError> {
+        let refused = |message: String| HostError::Call {
+            connection: self.name.clone(),
+            message,
+        };
+        let Some(sessions) = &self.sessions else {
+            return Err(refused("a stdio connection has no sessions to end".into()));
+        };
+        if sessions.current().as_deref() == Some(session) {
+            return Err(refused("that is this connection's own session".into()));
+        }
+        sessions
+            .end(session)
+            .await
+            .map_err(|why| refused(format!("the session could not be ended: {why}")))
     }
 
     /// The last lines a stdio server wrote to its stderr (empty for HTTP).

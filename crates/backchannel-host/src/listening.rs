@@ -7,7 +7,7 @@
 //! been answered (opened or refused), so the host can wait for it before its first call.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -21,31 +21,110 @@ use sse_stream::{Error as SseError, Sse};
 use tokio::sync::watch;
 
 /// An HTTP client for rmcp's streamable HTTP transport that tells when the session's
-/// listening stream has been answered.
+/// listening stream has been answered, and which session the server gave.
 #[derive(Clone)]
 pub(crate) struct Listening<C> {
     inner: C,
     answered: Arc<watch::Sender<bool>>,
+    seen: Arc<Mutex<Option<Arc<str>>>>,
 }
 
 /// The other end of [`Listening`]: waits until the listening stream has been answered.
-pub(crate) struct ListeningOpened(watch::Receiver<bool>);
+pub(crate) struct ListeningOpened(watch::Receiver<bool>, Sessions);
 
-impl<C> Listening<C> {
-    /// Wrap `inner`.
-    pub(crate) fn new(inner: C) -> (Self, ListeningOpened) {
+/// Ends one session at the server (an HTTP DELETE, authenticated as the connection is).
+type EndSession =
+    Arc<dyn Fn(Arc<str>) -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
+/// A connection's 2025-11-25 session as its requests carry it, and a way to end a session at
+/// the same server.
+#[derive(Clone)]
+pub(crate) struct Sessions {
+    seen: Arc<Mutex<Option<Arc<str>>>>,
+    end: EndSession,
+}
+
+impl Sessions {
+    /// The session the connection's requests carry now; `None` before it has one (and on
+    /// 2026-07-28, which has none).
+    pub(crate) fn current(&self) -> Option<String> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_deref()
+            .map(str::to_owned)
+    }
+
+    /// End `session` at the server.
+    pub(crate) async fn end(&self, session: &str) -> Result<(), String> {
+        (self.end)(Arc::from(session)).await
+    }
+}
+
+impl<C> Listening<C>
+where
+    C: StreamableHttpClient + Clone + Send + Sync + 'static,
+    C::Error: std::fmt::Display,
+{
+    /// Wrap `inner`, which reaches the server as `config` says.
+    pub(crate) fn new(
+        inner: C,
+        config: &rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+    ) -> (Self, ListeningOpened) {
         let (answered, opened) = watch::channel(false);
+        let seen = Arc::new(Mutex::new(None));
+        let (uri, auth, headers) = (
+            config.uri.clone(),
+            config.auth_header.clone(),
+            config.custom_headers.clone(),
+        );
+        let client = inner.clone();
+        let end: EndSession = Arc::new(move |session| {
+            let (client, uri, auth, headers) =
+                (client.clone(), uri.clone(), auth.clone(), headers.clone());
+            Box::pin(async move {
+                client
+                    .delete_session(uri, session, auth, headers)
+                    .await
+                    .map_err(|error| error.to_string())
+            })
+        });
+        let sessions = Sessions {
+            seen: seen.clone(),
+            end,
+        };
         (
             Self {
                 inner,
                 answered: Arc::new(answered),
+                seen,
             },
-            ListeningOpened(opened),
+            ListeningOpened(opened, sessions),
         )
     }
 }
 
+impl<C> Listening<C> {
+    /// Note the session a request carries.
+    fn carries(&self, session: Option<&Arc<str>>) {
+        if let Some(session) = session {
+            let mut seen = self
+                .seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if seen.as_ref() != Some(session) {
+                *seen = Some(session.clone());
+            }
+        }
+    }
+}
+
 impl ListeningOpened {
+    /// The connection's sessions (see [`Sessions`]).
+    pub(crate) fn sessions(&self) -> Sessions {
+        self.1.clone()
+    }
+
     /// Wait until the server has answered the listening GET (with a stream or a refusal), at
     /// most `limit`. Returns whether it did.
     pub(crate) async fn wait(mut self, limit: Duration) -> bool {
@@ -76,6 +155,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.carries(session_id.as_ref());
         self.inner
             .post_message(uri, message, session_id, auth_header, custom_headers)
             .await
@@ -90,6 +170,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.carries(session_id.as_ref());
         self.inner
             .post_message_with_max_sse_event_size(
                 uri,
@@ -111,6 +192,7 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Listening<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.carries(session_id.as_ref());
         self.inner
             .post_message_with_response_limits(
                 uri,

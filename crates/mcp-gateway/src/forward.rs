@@ -232,7 +232,12 @@ impl Forward<'_> {
                 let id = passed.state.unwrap_or_default();
                 let Ok(held) = holds.take(&id, &caller.owner) else {
                     if let Some(owner) = upstreams.hop.elsewhere(&id) {
-                        return self.round_elsewhere(owner, &id, passed.responses).await;
+                        return self
+                            .round_elsewhere(&host, owner, &id, passed.responses)
+                            .await;
+                    }
+                    if let Some(session) = upstreams.hop.left_over(&id) {
+                        end_left_over(&host, &route.connection, session).await;
                     }
                     return Ok(Err(no_longer_held(route)));
                 };
@@ -242,9 +247,14 @@ impl Forward<'_> {
                 (id, held, asked)
             }
             None => {
+                let session = host
+                    .connection(&route.connection)
+                    .ok()
+                    .and_then(Connection::session_id);
                 let held = self.start_held(host, request);
                 let asked = held.inbox.asked();
-                (upstreams.hop.name(hold::fresh_id()?), held, asked)
+                let id = upstreams.hop.name(hold::fresh_id()?, session.as_deref());
+                (id, held, asked)
             }
         };
         let sink = Sink::Pass(ctx, route);
@@ -260,6 +270,7 @@ impl Forward<'_> {
     /// to that instance, and its answer given to the client as this instance's own.
     async fn round_elsewhere(
         &self,
+        host: &Host<Switchboard>,
         owner: &str,
         id: &str,
         responses: std::collections::BTreeMap<String, serde_json::Value>,
@@ -275,6 +286,11 @@ impl Forward<'_> {
             Ok(reply) => reply,
             Err(error) => {
                 tracing::warn!(upstream = %route.connection, owner, %error, "a held call's instance could not be reached");
+                // Nothing listens there: the instance stopped, and its upstream session (with
+                // the call's question, waiting) is left over.
+                if let (hop::HopError::Gone(_), Some(session)) = (&error, hop::session_of(id)) {
+                    end_left_over(host, &route.connection, session).await;
+                }
                 return Ok(Err(HostError::Call {
                     connection: route.connection.clone(),
                     message: format!(
@@ -560,6 +576,24 @@ pub(crate) async fn round_here(
         Err(error) => hop::HopEnd::Failed(error.message.to_string()),
     };
     hop::HopReply { updates, end }
+}
+
+/// End `session`, an upstream session of a gateway instance that stopped, at the upstream
+/// `connection` leads to: what its calls wait for (a question nobody can answer any more) stops
+/// there now rather than at the upstream's own timeout. Logged, never an error of the round.
+async fn end_left_over(host: &Host<Switchboard>, connection: &str, session: &str) {
+    let ended = match host.connection(connection) {
+        Ok(upstream) => upstream.end_session(session).await,
+        Err(error) => Err(error),
+    };
+    match ended {
+        Ok(()) => {
+            tracing::info!(upstream = %connection, "ended the upstream session of a gateway instance that stopped")
+        }
+        Err(error) => {
+            tracing::warn!(upstream = %connection, %error, "the upstream session of a gateway instance that stopped could not be ended")
+        }
+    }
 }
 
 /// A round whose held call is gone (it waited too long, or another instance holds it).

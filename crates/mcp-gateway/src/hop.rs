@@ -10,9 +10,12 @@
 //! the owner checks the caller exactly as for a round that reached it directly. The owner
 //! answers with the progress and log messages the call sent and the round's end (the next
 //! questions, or the result). An owner that cannot be reached cannot pass the answers on: the
-//! round ends with a tool error saying so, and the upstream call it held waits unanswered until
-//! the upstream's own timeout (a 2025-11-25 server does not take a dropped connection for a
-//! cancellation), so nothing is done with it.
+//! round ends with a tool error saying so. A 2025-11-25 server does not take a dropped
+//! connection for a cancellation, so the call it held would wait at the upstream, unanswerable,
+//! until the upstream's own timeout; the id also names the upstream session the call runs in
+//! (and the owner's run), so when nothing listens at the owner's address any more, or a later
+//! run of it answers there, that session is ended at the upstream (`Connection::end_session`)
+//! and what its calls waited for stops at once.
 //!
 //! Without a key ring, or without an advertised address, nothing is named and nothing hops:
 //! a held call lives in one instance, as before.
@@ -165,6 +168,9 @@ pub(crate) struct HopReply {
 /// Why a round could not be passed to its owner.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HopError {
+    /// Nothing listens at the owner's address: the instance stopped.
+    #[error("{0}")]
+    Gone(String),
     #[error("{0}")]
     Unreachable(String),
     #[error("it answered {0}")]
@@ -174,6 +180,8 @@ pub(crate) enum HopError {
 /// This instance's side of the hop: its advertised address and the ring's sealer.
 pub(crate) struct Hop {
     advertised: OnceLock<String>,
+    /// This run of the process (random), named in its ids.
+    run: String,
     sealer: Option<backchannel::Sealer>,
     client: reqwest::Client,
 }
@@ -192,8 +200,11 @@ impl Hop {
     pub(crate) fn new(
         keys: Option<&backchannel::StateKeys>,
     ) -> Result<Hop, backchannel::SealError> {
+        let mut run = [0u8; 8];
+        getrandom::fill(&mut run).map_err(|e| backchannel::SealError::Random(e.to_string()))?;
         Ok(Hop {
             advertised: OnceLock::new(),
+            run: run.iter().map(|byte| format!("{byte:02x}")).collect(),
             sealer: keys.map(backchannel::Sealer::with_keys).transpose()?,
             client: reqwest::Client::builder()
                 .connect_timeout(HOP_CONNECT_TIMEOUT)
@@ -216,20 +227,51 @@ impl Hop {
         self.advertised.get().map(String::as_str)
     }
 
-    /// `id` naming this instance as its owner, when rounds can hop.
-    pub(crate) fn name(&self, id: String) -> String {
-        match self.active() {
-            Some(base) => format!("{id}@{base}"),
-            None => id,
+    /// `id` naming this instance as its owner, and `session`, the upstream session its call
+    /// runs in, when rounds can hop: `<id>@<instance>#<this run>.<session>`.
+    pub(crate) fn name(&self, id: String, session: Option<&str>) -> String {
+        match (self.active(), session) {
+            (Some(base), Some(session)) => format!("{id}@{base}#{}.{session}", self.run),
+            (Some(base), None) => format!("{id}@{base}"),
+            (None, _) => id,
         }
     }
 
     /// The owner `id` names, when it is another instance and rounds can hop.
     pub(crate) fn elsewhere<'a>(&self, id: &'a str) -> Option<&'a str> {
-        let (_, owner) = id.split_once('@')?;
-        self.other(owner)
+        self.other(owner_of(id)?)
     }
 
+    /// The upstream session `id` names, when it names this address but an earlier run of it
+    /// (a process since stopped): that session is left over at the upstream.
+    pub(crate) fn left_over<'a>(&self, id: &'a str) -> Option<&'a str> {
+        let own = self.active()?;
+        let (run, session) = run_and_session(id)?;
+        (owner_of(id)? == own && run != self.run).then_some(session)
+    }
+}
+
+/// The instance an id names.
+fn owner_of(id: &str) -> Option<&str> {
+    let (_, rest) = id.split_once('@')?;
+    Some(rest.split_once('#').map_or(rest, |(owner, _)| owner))
+}
+
+/// The run of its instance and the upstream session an id names.
+fn run_and_session(id: &str) -> Option<(&str, &str)> {
+    let (_, rest) = id.split_once('@')?;
+    let (_, named) = rest.split_once('#')?;
+    named
+        .split_once('.')
+        .filter(|(_, session)| !session.is_empty())
+}
+
+/// The upstream session an id names.
+pub(crate) fn session_of(id: &str) -> Option<&str> {
+    run_and_session(id).map(|(_, session)| session)
+}
+
+impl Hop {
     /// This instance's address, when rounds can hop (named in the routes of tasks that live
     /// in one upstream session).
     pub(crate) fn here(&self) -> Option<&str> {
@@ -261,7 +303,13 @@ impl Hop {
             .body(sealer.seal(&json, HOP_CONTEXT))
             .send()
             .await
-            .map_err(|e| HopError::Unreachable(cause(&e)))?;
+            .map_err(|e| {
+                if refused(&e) {
+                    HopError::Gone(cause(&e))
+                } else {
+                    HopError::Unreachable(cause(&e))
+                }
+            })?;
         let status = sent.status();
         if !status.is_success() {
             return Err(HopError::Refused(status.to_string()));
@@ -284,6 +332,20 @@ fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+/// Whether the connection was refused: nothing listens there.
+fn refused(error: &reqwest::Error) -> bool {
+    let mut source: Option<&dyn std::error::Error> = Some(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// What went wrong in a few words, without the instance's address (the client reads it).
@@ -314,15 +376,27 @@ mod tests {
     fn ids_name_their_owner_only_with_a_ring_and_an_address() {
         let without_ring = Hop::new(None).unwrap();
         without_ring.advertise("http://10.0.0.1:8090");
-        assert_eq!(without_ring.name("abc".into()), "abc");
+        assert_eq!(without_ring.name("abc".into(), Some("s1")), "abc");
 
         let hop = Hop::new(Some(&ring(7))).unwrap();
-        assert_eq!(hop.name("abc".into()), "abc", "no address yet");
+        assert_eq!(hop.name("abc".into(), None), "abc", "no address yet");
         assert!(hop.advertise("http://10.0.0.1:8090/"));
         assert!(!hop.advertise("http://10.0.0.9:1"), "once");
-        let id = hop.name("abc".into());
+        let id = hop.name("abc".into(), None);
         assert_eq!(id, "abc@http://10.0.0.1:8090");
         assert_eq!(hop.elsewhere(&id), None, "its own");
+        assert_eq!(hop.left_over(&id), None);
+        let id = hop.name("abc".into(), Some("s#1.@x"));
+        assert_eq!(id, format!("abc@http://10.0.0.1:8090#{}.s#1.@x", hop.run));
+        assert_eq!(hop.elsewhere(&id), None, "its own");
+        assert_eq!(session_of(&id), Some("s#1.@x"));
+        assert_eq!(hop.left_over(&id), None, "this run's own session");
+        let earlier = "abc@http://10.0.0.1:8090#0123456789abcdef.s1";
+        assert_eq!(hop.left_over(earlier), Some("s1"), "an earlier run's");
+        let theirs = "abc@http://10.0.0.2:8090#0123456789abcdef.s2";
+        assert_eq!(hop.elsewhere(theirs), Some("http://10.0.0.2:8090"));
+        assert_eq!(session_of(theirs), Some("s2"));
+        assert_eq!(hop.left_over(theirs), None, "another instance's");
         assert_eq!(
             hop.elsewhere("abc@http://10.0.0.2:8090"),
             Some("http://10.0.0.2:8090")

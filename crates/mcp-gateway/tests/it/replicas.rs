@@ -18,6 +18,49 @@ use tokio::io::AsyncBufReadExt as _;
 
 use crate::bridge::{Person, cancellable, order_service, status};
 
+/// What reached the order service: each request's method and `Mcp-Session-Id`.
+type Requests = std::sync::Arc<std::sync::Mutex<Vec<(http::Method, Option<String>)>>>;
+
+/// The order service limited to 2025-11-25, as `bridge::order_service` serves it, with every
+/// request it receives noted.
+async fn recorded_order_service() -> (backchannel::testing::Served, Requests) {
+    let config = orders::app::Config {
+        database: Some("sqlite::memory:".into()),
+        service: orders::service::ServiceConfig {
+            carrier_latency: Duration::ZERO,
+            ..Default::default()
+        },
+        only_revision: Some(Revision::V2025_11_25),
+        ..Default::default()
+    };
+    let service = orders::app::open_service(&config).await.unwrap();
+    let requests: Requests = Default::default();
+    let noted = requests.clone();
+    let served = backchannel::testing::serve_with(
+        |stop| {
+            orders::app::router(service, &config, stop)
+                .unwrap()
+                .layer(axum::middleware::from_fn(
+                    move |request: axum::extract::Request, next: axum::middleware::Next| {
+                        let session = request
+                            .headers()
+                            .get("mcp-session-id")
+                            .and_then(|value| value.to_str().ok())
+                            .map(str::to_owned);
+                        noted
+                            .lock()
+                            .unwrap()
+                            .push((request.method().clone(), session));
+                        next.run(request)
+                    },
+                ))
+        },
+        &backchannel::serve::HttpOptions::default(),
+    )
+    .await;
+    (served, requests)
+}
+
 /// One `mcp-gateway serve` process.
 struct Instance {
     child: tokio::process::Child,
@@ -45,8 +88,17 @@ fn ring() -> (PathBuf, PathBuf) {
 /// An instance on a free loopback port in front of the order service at `orders`, which it
 /// speaks 2025-11-25 to, under the ring in `keys`; once it says where it listens.
 async fn instance(keys: &std::path::Path, orders: std::net::SocketAddr) -> Instance {
+    instance_at("127.0.0.1:0", keys, orders).await
+}
+
+/// As [`instance`], listening on `listen`.
+async fn instance_at(
+    listen: &str,
+    keys: &std::path::Path,
+    orders: std::net::SocketAddr,
+) -> Instance {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--state-keys"])
+        .args(["serve", "--listen", listen, "--state-keys"])
         .arg(keys)
         .arg("--upstream")
         .arg(format!("orders=http://{orders}/mcp"))
@@ -158,7 +210,7 @@ async fn a_round_reaching_the_other_instance_is_answered_by_the_one_holding_the_
 
 #[tokio::test]
 async fn when_the_instance_holding_the_call_is_killed_the_client_is_told_and_nothing_is_done() {
-    let orders = order_service(Revision::V2025_11_25).await;
+    let (orders, requests) = recorded_order_service().await;
     let (dir, keys) = ring();
     let (mut a, b) = tokio::join!(instance(&keys, orders.addr), instance(&keys, orders.addr));
     let order = cancellable(orders.addr).await[0].clone();
@@ -170,6 +222,12 @@ async fn when_the_instance_holding_the_call_is_killed_the_client_is_told_and_not
         panic!("the confirmation is asked");
     };
     // kill -9 of the instance holding the call, between the rounds.
+    let sessions_before: std::collections::BTreeSet<String> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, session)| session.clone())
+        .collect();
     a.child.kill().await.unwrap();
     let retry = answered(params.clone(), &person, asked);
     let started = std::time::Instant::now();
@@ -193,6 +251,32 @@ async fn when_the_instance_holding_the_call_is_killed_the_client_is_told_and_not
         "no instance's address reaches the client: {said}"
     );
     assert_eq!(status(orders.addr, &order).await, "PENDING");
+    // The killed instance's upstream session, where the call's question waited, was ended at
+    // the upstream (not left to its ask timeout): one DELETE, of a session opened before the
+    // kill, which the upstream no longer knows.
+    let deleted: Vec<String> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(method, _)| method == http::Method::DELETE)
+        .filter_map(|(_, session)| session.clone())
+        .collect();
+    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    assert!(
+        sessions_before.contains(&deleted[0]),
+        "{deleted:?} {sessions_before:?}"
+    );
+    let gone = reqwest::Client::new()
+        .post(format!("http://{}/mcp", orders.addr))
+        .header("mcp-session-id", &deleted[0])
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), reqwest::StatusCode::NOT_FOUND);
+
     // The upstream call went down with the instance: the order is free, and a new call
     // through the other instance cancels it, once.
     let result = crate::common::call_to_the_end(
@@ -211,6 +295,50 @@ async fn when_the_instance_holding_the_call_is_killed_the_client_is_told_and_not
     assert_eq!(status(orders.addr, &order).await, "CANCELLED");
     at_b.cancel().await.unwrap();
     drop(b);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_round_for_an_earlier_run_of_an_instance_ends_its_left_over_upstream_session() {
+    let (orders, requests) = recorded_order_service().await;
+    let (dir, keys) = ring();
+    let mut a = instance(&keys, orders.addr).await;
+    let order = cancellable(orders.addr).await[0].clone();
+    let person = Person::new(true);
+    let at_a = connect_http(person.clone(), &a.url, Revision::V2026_07_28, None).await;
+    let params = call("cancel_order", json!({ "orderId": order }));
+    let CallToolResponse::InputRequired(asked) = round(&at_a, &params).await else {
+        panic!("the confirmation is asked");
+    };
+    at_a.cancel().await.unwrap();
+    // kill -9, and the instance started again on the same address: the answer reaches the new
+    // run, which holds no such call.
+    a.child.kill().await.unwrap();
+    let listen = a
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let again = instance_at(&listen, &keys, orders.addr).await;
+    let at_again = connect_http(person.clone(), &again.url, Revision::V2026_07_28, None).await;
+    let CallToolResponse::Complete(result) =
+        round(&at_again, &answered(params, &person, asked)).await
+    else {
+        panic!("the round ends");
+    };
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(text_of(&result).contains("no longer waiting"), "{result:?}");
+    assert_eq!(status(orders.addr, &order).await, "PENDING");
+    // The earlier run's upstream session was ended, once; the new run's own were not.
+    let deleted = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(method, _)| method == http::Method::DELETE)
+        .count();
+    assert_eq!(deleted, 1);
+    at_again.cancel().await.unwrap();
+    drop(again);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
