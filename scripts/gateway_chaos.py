@@ -97,19 +97,23 @@ class Chaos:
         while self.running:
             upstream = random.choice(list(self.upstreams))
             start = time.monotonic()
+            why = ""
             try:
                 status, answer = await connection.post(
                     kit.tool_call(f"{upstream}_get_order", {"orderId": "ORD-10001"}, META))
                 ok = status == 200 and "Ana Ruiz" in text_of(answer)
-            except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, IndexError):
+                why = f"HTTP {status} {connection.headers.get('x-gateway-instance')}: {text_of(answer)[:160]}"
+            except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, IndexError) as error:
                 connection.close()
                 ok = False
+                why = f"{type(error).__name__}: {error}"
             end = time.monotonic()
             self.reads += 1
             self.read_log.append((start, end, ok))
             if not ok:
                 self.read_errors += 1
-                self.judge(("read", upstream), None, start, start, end)
+                since = [round(start - at, 2) for _, at in self.kills]
+                self.judge(("read", upstream, why, f"s since kills {since}"), None, start, start, end)
             await asyncio.sleep(0.02)
         connection.close()
 
