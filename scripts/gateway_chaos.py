@@ -45,8 +45,8 @@ def text_of(answer):
 
 
 class Chaos:
-    def __init__(self, port, upstreams, cluster):
-        self.port, self.upstreams, self.cluster = port, upstreams, cluster
+    def __init__(self, port, upstreams):
+        self.port, self.upstreams = port, upstreams
         self.running = True
         self.kills = []  # (name, monotonic time)
         self.busy = set()
@@ -318,7 +318,7 @@ async def main():
     endpoints = dict(line.split() for line in open(args.endpoints) if line.strip())
     port = int(endpoints["balancer"].split(":")[2].split("/")[0])
     upstreams = {name: endpoints[name].removesuffix("/mcp") for name in ("orders25", "orders26")}
-    chaos = Chaos(port, upstreams, None)
+    chaos = Chaos(port, upstreams)
     for upstream in upstreams:
         chaos.pool[upstream] = chaos.orders(upstream, "PENDING") + chaos.orders(upstream, "PROCESSING")
     before = {(u, o): chaos.status(u, o) for u in upstreams for o in chaos.pool[u]}

@@ -69,6 +69,29 @@ on_a_port() {
     return 1
 }
 
+# start_haproxy DIR TEMPLATE SERVERS ROUTES PORT: HAProxy from TEMPLATE (its @PORT@, @STATS@,
+# @SERVERS@ and @ROUTES@ lines filled in; the rendered file is DIR/haproxy.cfg) on PORT, stats on
+# PORT+1, its pid in DIR/haproxy.pid and PORT in DIR/balancer.port; 75 when either port is
+# taken (for `on_a_port`).
+start_haproxy() {
+    local dir="$1" template="$2" servers="$3" routes="$4" port="$5"
+    python3 - "$template" "$dir/haproxy.cfg" "$port" "$(( port + 1 ))" "$servers" "$routes" <<'PY'
+import sys
+template, path, port, stats, servers, routes = sys.argv[1:]
+text = open(template).read()
+text = text.replace("@PORT@", port).replace("@STATS@", stats)
+text = text.replace("@SERVERS@\n", servers).replace("@ROUTES@\n", routes)
+open(path, "w").write(text)
+PY
+    if haproxy -f "$dir/haproxy.cfg" -D -p "$dir/haproxy.pid" >"$dir/haproxy.log" 2>&1; then
+        echo "$port" >"$dir/balancer.port"
+        return 0
+    fi
+    grep -q "cannot bind\|Address already in use" "$dir/haproxy.log" && return 75
+    cat "$dir/haproxy.log" >&2
+    return 1
+}
+
 # need COMMAND PACKAGE: install Debian's PACKAGE (install_package) when COMMAND, a path or a
 # name on $PATH, is missing.
 need() {

@@ -697,35 +697,15 @@ mod tests {
         );
     }
 
-    /// A `MakeWriter` into a shared buffer.
-    #[derive(Clone, Default)]
-    struct Written(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Written {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Written {
-        type Writer = Self;
-        fn make_writer(&'a self) -> Self {
-            self.clone()
-        }
-    }
-
     #[tokio::test]
     async fn a_stdio_servers_stderr_shows_at_info_under_its_connections_name() {
-        let written = Written::default();
+        let written = backchannel::testing::CapturedLogs::default();
+        let writer = written.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
                 "warn,backchannel_host=info",
             ))
-            .with_writer(written.clone())
+            .with_writer(move || writer.clone())
             .with_ansi(false)
             .finish();
         let _default = tracing::subscriber::set_default(subscriber);
@@ -742,7 +722,7 @@ mod tests {
         keep_stderr("notes", child.stderr.take().expect("piped"), tail.clone());
         wrote.await;
         child.wait().await.expect("sh ends");
-        let log = String::from_utf8(written.0.lock().unwrap().clone()).unwrap();
+        let log = written.text();
         assert!(
             log.contains(" INFO backchannel_host::stderr: Updated allowed directories from MCP roots: 1 valid directories connection=\"notes\""),
             "{log}"
@@ -752,12 +732,13 @@ mod tests {
             ["Updated allowed directories from MCP roots: 1 valid directories"]
         );
 
-        let quiet = Written::default();
+        let quiet = backchannel::testing::CapturedLogs::default();
+        let writer = quiet.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(
                 "warn,backchannel_host=info,backchannel_host::stderr=warn",
             ))
-            .with_writer(quiet.clone())
+            .with_writer(move || writer.clone())
             .finish();
         let _quiet = tracing::subscriber::set_default(subscriber);
         let mut child = tokio::process::Command::new("sh")
@@ -769,7 +750,7 @@ mod tests {
         keep_stderr("notes", child.stderr.take().expect("piped"), tail.clone());
         wrote.await;
         child.wait().await.expect("sh ends");
-        assert!(quiet.0.lock().unwrap().is_empty());
+        assert!(quiet.text().is_empty());
         assert_eq!(tail.lines().last().map(String::as_str), Some("noisy"));
     }
 }

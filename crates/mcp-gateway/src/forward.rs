@@ -569,10 +569,7 @@ pub(crate) async fn round_here(
         Ok(Driven::Ended(Err(HostError::Refused { error, .. }))) => hop::HopEnd::Refused(error),
         Ok(Driven::Ended(Err(HostError::Call { message, .. }))) => hop::HopEnd::Failed(message),
         Ok(Driven::Ended(Err(error))) => hop::HopEnd::Failed(error.to_string()),
-        Ok(Driven::NotHeld(why)) => match not_held(&route, why) {
-            HostError::Call { message, .. } => hop::HopEnd::NotHeld(message),
-            other => hop::HopEnd::NotHeld(other.to_string()),
-        },
+        Ok(Driven::NotHeld(why)) => hop::HopEnd::NotHeld(not_held_message(why)),
         Err(error) => hop::HopEnd::Failed(error.message.to_string()),
     };
     hop::HopReply { updates, end }
@@ -610,17 +607,21 @@ fn no_longer_held(route: &Route) -> HostError {
 
 /// A call that could not be held: the table is full, or its caller holds its whole share.
 fn not_held(route: &Route, why: hold::NotHeld) -> HostError {
-    let message = match why {
+    HostError::Call {
+        connection: route.connection.clone(),
+        message: not_held_message(why),
+    }
+}
+
+/// Why a call could not be held, as the client reads it.
+fn not_held_message(why: hold::NotHeld) -> String {
+    match why {
         hold::NotHeld::OverShare => format!(
             "you already have {} calls waiting for answers on this gateway; answer or abandon \
              one of them first",
             hold::MAX_HOLDS_PER_CALLER
         ),
         _ => "too many calls are waiting for answers on this gateway; try again later".to_owned(),
-    };
-    HostError::Call {
-        connection: route.connection.clone(),
-        message,
     }
 }
 
@@ -653,11 +654,11 @@ fn task_created(
 ) -> CallToolResponse {
     // A task a 2025-11-25 upstream made lives in the session that made it: this instance's,
     // unless the call ran on another (`made_at`).
-    let in_session = upstreams
-        .host
-        .connection(&route.connection)
-        .is_ok_and(|connection| connection.has_sessions());
     let instance = made_at.or_else(|| {
+        let in_session = upstreams
+            .host
+            .connection(&route.connection)
+            .is_ok_and(|connection| connection.has_sessions());
         upstreams
             .hop
             .here()

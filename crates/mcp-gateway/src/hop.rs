@@ -200,11 +200,11 @@ impl Hop {
     pub(crate) fn new(
         keys: Option<&backchannel::StateKeys>,
     ) -> Result<Hop, backchannel::SealError> {
-        let mut run = [0u8; 8];
-        getrandom::fill(&mut run).map_err(|e| backchannel::SealError::Random(e.to_string()))?;
+        let run = crate::hold::fresh_id()
+            .map_err(|error| backchannel::SealError::Random(error.message.into_owned()))?;
         Ok(Hop {
             advertised: OnceLock::new(),
-            run: run.iter().map(|byte| format!("{byte:02x}")).collect(),
+            run,
             sealer: keys.map(backchannel::Sealer::with_keys).transpose()?,
             client: reqwest::Client::builder()
                 .connect_timeout(HOP_CONNECT_TIMEOUT)
@@ -221,8 +221,9 @@ impl Hop {
             .is_ok()
     }
 
-    /// Whether rounds can hop: a ring and an address.
-    fn active(&self) -> Option<&str> {
+    /// This instance's address, when rounds can hop (a ring and an address); also named in
+    /// the routes of tasks that live in one upstream session.
+    pub(crate) fn here(&self) -> Option<&str> {
         self.sealer.as_ref()?;
         self.advertised.get().map(String::as_str)
     }
@@ -230,7 +231,7 @@ impl Hop {
     /// `id` naming this instance as its owner, and `session`, the upstream session its call
     /// runs in, when rounds can hop: `<id>@<instance>#<this run>.<session>`.
     pub(crate) fn name(&self, id: String, session: Option<&str>) -> String {
-        match (self.active(), session) {
+        match (self.here(), session) {
             (Some(base), Some(session)) => format!("{id}@{base}#{}.{session}", self.run),
             (Some(base), None) => format!("{id}@{base}"),
             (None, _) => id,
@@ -245,7 +246,7 @@ impl Hop {
     /// The upstream session `id` names, when it names this address but an earlier run of it
     /// (a process since stopped): that session is left over at the upstream.
     pub(crate) fn left_over<'a>(&self, id: &'a str) -> Option<&'a str> {
-        let own = self.active()?;
+        let own = self.here()?;
         let (run, session) = run_and_session(id)?;
         (owner_of(id)? == own && run != self.run).then_some(session)
     }
@@ -272,15 +273,9 @@ pub(crate) fn session_of(id: &str) -> Option<&str> {
 }
 
 impl Hop {
-    /// This instance's address, when rounds can hop (named in the routes of tasks that live
-    /// in one upstream session).
-    pub(crate) fn here(&self) -> Option<&str> {
-        self.active()
-    }
-
     /// `instance` when it is another instance and rounds can hop.
     pub(crate) fn other<'a>(&self, instance: &'a str) -> Option<&'a str> {
-        let own = self.active()?;
+        let own = self.here()?;
         (instance != own && instance.starts_with("http")).then_some(instance)
     }
 
@@ -391,7 +386,7 @@ mod tests {
         assert_eq!(hop.elsewhere(&id), None, "its own");
         assert_eq!(session_of(&id), Some("s#1.@x"));
         assert_eq!(hop.left_over(&id), None, "this run's own session");
-        let earlier = "abc@http://10.0.0.1:8090#0123456789abcdef.s1";
+        let earlier = "abc@http://10.0.0.1:8090#0123456789abcdef0123456789abcdef.s1";
         assert_eq!(hop.left_over(earlier), Some("s1"), "an earlier run's");
         let theirs = "abc@http://10.0.0.2:8090#0123456789abcdef.s2";
         assert_eq!(hop.elsewhere(theirs), Some("http://10.0.0.2:8090"));

@@ -211,20 +211,6 @@ impl HostHandler for Browser {
     }
 }
 
-/// Log lines, captured.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn host_config(url: &str, token_file: &std::path::Path) -> HostConfig {
     let connection = ConnectionConfig {
         transport: Transport::Http {
@@ -252,7 +238,7 @@ fn host_config(url: &str, token_file: &std::path::Path) -> HostConfig {
 
 #[tokio::test]
 async fn the_host_signs_in_keeps_tokens_private_refreshes_before_use_and_logs_no_token() {
-    let captured = Captured::default();
+    let captured = backchannel::testing::CapturedLogs::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
@@ -341,7 +327,7 @@ async fn the_host_signs_in_keeps_tokens_private_refreshes_before_use_and_logs_no
     );
     again.close().await;
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("sign in"), "the sign-in itself is logged");
     for secret in [
         ledger.first_token(),

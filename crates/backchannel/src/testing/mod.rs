@@ -145,6 +145,36 @@ pub async fn serve_with(
     Served { addr, stop }
 }
 
+/// Log output kept in memory, for a test that reads what was logged: give
+/// `move || logs.clone()` as a `tracing_subscriber` writer, then read [`CapturedLogs::text`].
+#[derive(Debug, Clone, Default)]
+pub struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// 128 random bits as hex, for names a test must not share with another.
 pub fn random_hex() -> String {
     crate::util::fresh_nonce()

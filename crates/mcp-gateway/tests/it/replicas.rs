@@ -230,19 +230,17 @@ async fn when_the_instance_holding_the_call_is_killed_the_client_is_told_and_not
         .collect();
     a.child.kill().await.unwrap();
     let retry = answered(params.clone(), &person, asked);
-    let started = std::time::Instant::now();
     let CallToolResponse::Complete(result) = round(&at_b, &retry).await else {
         panic!("the round ends");
     };
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "told within 5 s: {:?}",
-        started.elapsed()
-    );
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let said = text_of(&result);
+    // Told because nothing listens at the owner's address any more (a refused connection,
+    // known at once), not because a wait for it ran out.
     assert!(
         said.contains("expired with the gateway instance that asked it")
+            && said.contains("it cannot be reached")
+            && !said.contains("did not answer in time")
             && said.contains("nothing was done"),
         "{said}"
     );
