@@ -31,7 +31,6 @@ mod config;
 mod connection;
 #[cfg(feature = "oauth")]
 mod credentials;
-mod direct;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
