@@ -44,6 +44,16 @@ def text_of(answer):
     return " ".join(parts)
 
 
+
+# What a connection broken under the load raises (a reset, a cut-off body, a garbled answer).
+BROKEN = (OSError, asyncio.IncompleteReadError, ValueError, KeyError, IndexError)
+
+
+def close_session(session):
+    """Close a 2025 session's listening stream and its connection for posts."""
+    session[0].close()
+    session[4].close()
+
 class Chaos:
     def __init__(self, port, upstreams):
         self.port, self.upstreams = port, upstreams
@@ -90,6 +100,16 @@ class Chaos:
         self.busy.add((upstream, order))
         return order
 
+    async def next_person(self):
+        """A person's upstream, a free order there and what they will answer; None (after a
+        pause) while every order is taken."""
+        upstream = random.choice(list(self.upstreams))
+        order = self.take(upstream)
+        if order is None:
+            await asyncio.sleep(0.5)
+            return None
+        return upstream, order, random.choice(DECISIONS)
+
     # -- the load ---------------------------------------------------------------------------
 
     async def reader(self):
@@ -103,7 +123,7 @@ class Chaos:
                     kit.tool_call(f"{upstream}_get_order", {"orderId": "ORD-10001"}, META))
                 ok = status == 200 and "Ana Ruiz" in text_of(answer)
                 why = f"HTTP {status} {connection.headers.get('x-gateway-instance')}: {text_of(answer)[:160]}"
-            except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, IndexError) as error:
+            except BROKEN as error:
                 connection.close()
                 ok = False
                 why = f"{type(error).__name__}: {error}"
@@ -120,15 +140,13 @@ class Chaos:
     async def person_2026(self):
         connection = kit.Connection(self.port)
         while self.running:
-            upstream = random.choice(list(self.upstreams))
-            order = self.take(upstream)
-            if order is None:
-                await asyncio.sleep(0.5)
+            person = await self.next_person()
+            if person is None:
                 continue
-            decision = random.choice(DECISIONS)
+            upstream, order, decision = person
             try:
                 await self.cancel_2026(connection, upstream, order, decision)
-            except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, IndexError) as error:
+            except BROKEN as error:
                 connection.close()
                 self.flows[("2026-07-28", decision, f"broken: {type(error).__name__}")] += 1
             finally:
@@ -160,7 +178,7 @@ class Chaos:
             start = time.monotonic()
             try:
                 status, answer = await connection.post(retry)
-            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            except BROKEN:
                 connection.close()
                 self.judge(("2026 answer broken", upstream, order), asked_at, first, start, time.monotonic())
                 self.flows[("2026-07-28", decision, "broken")] += 1
@@ -181,12 +199,10 @@ class Chaos:
     async def person_2025(self):
         session = None
         while self.running:
-            upstream = random.choice(list(self.upstreams))
-            order = self.take(upstream)
-            if order is None:
-                await asyncio.sleep(0.5)
+            person = await self.next_person()
+            if person is None:
                 continue
-            decision = random.choice(DECISIONS)
+            upstream, order, decision = person
             try:
                 if session is None:
                     opened = time.monotonic()
@@ -194,11 +210,11 @@ class Chaos:
                     session = (stream, sid, stream.headers.get("x-gateway-instance"), opened, kit.Connection(self.port))
                 keep = await self.cancel_2025(session, upstream, order, decision)
                 if not keep:
-                    session[0].close(); session[4].close()
+                    close_session(session)
                     session = None
-            except (OSError, asyncio.IncompleteReadError, ValueError, KeyError, IndexError) as error:
+            except BROKEN as error:
                 if session is not None:
-                    session[0].close(); session[4].close()
+                    close_session(session)
                     self.judge(("2025 session", upstream, order, type(error).__name__), session[2], session[3], session[3], time.monotonic())
                 else:
                     self.judge(("2025 open", type(error).__name__), None, time.monotonic(), time.monotonic() - 5, time.monotonic())
@@ -208,7 +224,7 @@ class Chaos:
                 self.busy.discard((upstream, order))
             await asyncio.sleep(random.uniform(1.0, 4.0))  # the next person
         if session is not None:
-            session[0].close(); session[4].close()
+            close_session(session)
 
     async def cancel_2025(self, session, upstream, order, decision):
         """One confirmed cancel on the session; whether the session can be used again."""
