@@ -6,10 +6,14 @@
 //! then signed with rmcp's [`RequestStateCodec`] (HMAC-SHA256, key ids, rotation). A client
 //! sees an opaque string: it learns neither the answers nor the routes inside, and any change,
 //! any other binding (caller, call) and any key no longer in the ring is refused.
+//!
+//! XChaCha20-Poly1305 is made the way its draft defines it: HChaCha20 of the key and the
+//! nonce's first 16 bytes is the key of an IETF ChaCha20-Poly1305 (ring's) whose nonce is four
+//! zero bytes and the last 8. A portable implementation of the whole took a fifth of a
+//! confirmed cancel's two-way cost; the bytes are the same (a test seals with both).
 
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::Mac;
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use rmcp::model::{RequestStateCodec, SealOptions};
 
 /// The label the encryption key is derived under (HMAC-SHA256 of it, keyed by the state key),
@@ -18,6 +22,9 @@ const ENCRYPTION_LABEL: &[u8] = b"backchannel/sealed/xchacha20poly1305/v1";
 
 /// Bytes of an XChaCha20 nonce.
 const NONCE_BYTES: usize = 24;
+
+/// Bytes of a Poly1305 tag.
+const TAG_BYTES: usize = 16;
 
 /// Why a sealer could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +44,52 @@ pub enum SealError {
 pub struct Sealer {
     codec: RequestStateCodec,
     /// One cipher per state key, the current one first.
-    ciphers: Vec<XChaCha20Poly1305>,
+    ciphers: Vec<Cipher>,
+}
+
+/// XChaCha20-Poly1305 under one key (see the module's docs).
+#[derive(Clone)]
+struct Cipher {
+    key: chacha20::Key,
+}
+
+impl Cipher {
+    /// The IETF ChaCha20-Poly1305 key and nonce that XChaCha20 `nonce` stands for.
+    fn inner(&self, nonce: &[u8; NONCE_BYTES]) -> Option<(LessSafeKey, Nonce)> {
+        let (head, tail) = nonce.split_at(16);
+        let subkey = chacha20::hchacha::<chacha20::cipher::consts::U10>(&self.key, head.into());
+        let key = UnboundKey::new(&CHACHA20_POLY1305, subkey.as_slice()).ok()?;
+        let mut inner = [0u8; 12];
+        inner[4..].copy_from_slice(tail);
+        Some((LessSafeKey::new(key), Nonce::assume_unique_for_key(inner)))
+    }
+
+    /// `nonce`, then `plaintext` encrypted under it with `aad`, then the tag.
+    fn encrypt(&self, nonce: [u8; NONCE_BYTES], plaintext: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+        let (key, inner) = self.inner(&nonce)?;
+        let mut sealed = Vec::with_capacity(NONCE_BYTES + plaintext.len() + TAG_BYTES);
+        sealed.extend_from_slice(&nonce);
+        sealed.extend_from_slice(plaintext);
+        let tag = key
+            .seal_in_place_separate_tag(inner, Aad::from(aad), &mut sealed[NONCE_BYTES..])
+            .ok()?;
+        sealed.extend_from_slice(tag.as_ref());
+        Some(sealed)
+    }
+
+    /// What [`Cipher::encrypt`] made, opened; `None` when it does not verify.
+    fn decrypt(&self, sealed: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+        let (nonce, ciphertext) = sealed.split_first_chunk::<NONCE_BYTES>()?;
+        if ciphertext.len() < TAG_BYTES {
+            return None;
+        }
+        let (key, inner) = self.inner(nonce)?;
+        let mut buffer = ciphertext.to_vec();
+        let plaintext = key.open_in_place(inner, Aad::from(aad), &mut buffer).ok()?;
+        let length = plaintext.len();
+        buffer.truncate(length);
+        Some(buffer)
+    }
 }
 
 impl std::fmt::Debug for Sealer {
@@ -48,7 +100,7 @@ impl std::fmt::Debug for Sealer {
     }
 }
 
-fn cipher_for(key: &[u8]) -> XChaCha20Poly1305 {
+fn cipher_for(key: &[u8]) -> Cipher {
     let derived = match <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key) {
         Ok(mut mac) => {
             mac.update(ENCRYPTION_LABEL);
@@ -63,7 +115,7 @@ fn cipher_for(key: &[u8]) -> XChaCha20Poly1305 {
             hasher.finalize()
         }
     };
-    XChaCha20Poly1305::new(&derived)
+    Cipher { key: derived }
 }
 
 impl Sealer {
@@ -100,26 +152,14 @@ impl Sealer {
 
     /// `plaintext`, encrypted and signed, bound to `context` (which is not stored in it).
     pub fn seal(&self, plaintext: &[u8], context: &[u8]) -> String {
-        let mut nonce = [0u8; NONCE_BYTES];
-        if getrandom::fill(&mut nonce).is_err() {
-            // Never reuse a nonce: without randomness, seal nothing readable.
-            return String::new();
-        }
-        let Some(cipher) = self.ciphers.first() else {
-            return String::new();
-        };
-        let Ok(ciphertext) = cipher.encrypt(
-            XNonce::from_slice(&nonce),
-            Payload {
-                msg: plaintext,
-                aad: context,
-            },
-        ) else {
+        let nonce = crate::util::fresh_random::<NONCE_BYTES>();
+        let Some(sealed) = self
+            .ciphers
+            .first()
+            .and_then(|cipher| cipher.encrypt(nonce, plaintext, context))
+        else {
             return String::new();
         };
-        let mut sealed = Vec::with_capacity(NONCE_BYTES + ciphertext.len());
-        sealed.extend_from_slice(&nonce);
-        sealed.extend_from_slice(&ciphertext);
         self.codec
             .seal_with(&sealed, &SealOptions::new().associated_data(context))
     }
@@ -128,21 +168,9 @@ impl Sealer {
     /// for another context, by a key not in the ring, or not sealed at all).
     pub fn open(&self, sealed: &str, context: &[u8]) -> Option<Vec<u8>> {
         let signed = self.codec.open_with(sealed, context).ok()?;
-        if signed.len() < NONCE_BYTES {
-            return None;
-        }
-        let (nonce, ciphertext) = signed.split_at(NONCE_BYTES);
-        self.ciphers.iter().find_map(|cipher| {
-            cipher
-                .decrypt(
-                    XNonce::from_slice(nonce),
-                    Payload {
-                        msg: ciphertext,
-                        aad: context,
-                    },
-                )
-                .ok()
-        })
+        self.ciphers
+            .iter()
+            .find_map(|cipher| cipher.decrypt(&signed, context))
     }
 }
 
@@ -178,6 +206,43 @@ mod tests {
         // Another key opens nothing.
         let other = Sealer::with_key(&[8u8; 32]).unwrap();
         assert_eq!(other.open(&sealed, b"alice|cancel_order"), None);
+    }
+
+    #[test]
+    fn the_cipher_is_xchacha20_poly1305_byte_for_byte() {
+        use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+        let key = [9u8; 32];
+        let cipher = cipher_for(&key);
+        let reference = chacha20poly1305::XChaCha20Poly1305::new(&cipher.key);
+        let mut nonce = [0u8; NONCE_BYTES];
+        for (i, byte) in nonce.iter_mut().enumerate() {
+            *byte = u8::try_from(i * 7).unwrap();
+        }
+        for length in [0, 1, 63, 64, 65, 300] {
+            let plaintext = vec![0x5a; length];
+            let ours = cipher.encrypt(nonce, &plaintext, b"the binding").unwrap();
+            let theirs = reference
+                .encrypt(
+                    chacha20poly1305::XNonce::from_slice(&nonce),
+                    Payload {
+                        msg: &plaintext,
+                        aad: b"the binding",
+                    },
+                )
+                .unwrap();
+            assert_eq!(ours[..NONCE_BYTES], nonce);
+            assert_eq!(ours[NONCE_BYTES..], theirs[..], "{length} bytes");
+            assert_eq!(cipher.decrypt(&ours, b"the binding"), Some(plaintext));
+            assert_eq!(cipher.decrypt(&ours, b"another binding"), None);
+            assert_eq!(
+                cipher.decrypt(&ours[..ours.len() - 1], b"the binding"),
+                None
+            );
+        }
+        assert_eq!(
+            cipher.decrypt(&[0u8; NONCE_BYTES + TAG_BYTES - 1], b""),
+            None
+        );
     }
 
     #[test]

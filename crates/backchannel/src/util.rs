@@ -46,27 +46,35 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// A fresh random nonce (128 bits, hex), from the operating system's random source.
-///
-/// Every call that asks needs one, and a system call each was a percent of a confirmed
-/// cancel's CPU: the bytes are fetched [`NONCE_BATCH`] nonces at a time into a buffer of this
-/// thread's, and each is handed out once.
+/// A fresh random nonce (128 bits, hex), from the operating system's random source (see
+/// [`fresh_random`]).
 pub(crate) fn fresh_nonce() -> String {
+    hex(&fresh_random::<16>())
+}
+
+/// `N` fresh random bytes from the operating system's random source, each handed out once.
+///
+/// Every call that asks needs a nonce and every sealed state another, and a system call each
+/// was a percent of a confirmed cancel's CPU: the bytes are fetched [`NONCE_BATCH`] nonces at a
+/// time into a buffer of this thread's, and what is handed out is wiped from it.
+pub(crate) fn fresh_random<const N: usize>() -> [u8; N] {
     const BUFFER: usize = 16 * NONCE_BATCH;
+    const { assert!(N <= BUFFER) };
     thread_local! {
         static RANDOM: std::cell::RefCell<([u8; BUFFER], usize)> =
             const { std::cell::RefCell::new(([0; BUFFER], BUFFER)) };
     }
     RANDOM.with_borrow_mut(|(bytes, used)| {
-        if *used == BUFFER {
+        if *used + N > BUFFER {
             *bytes = random_bytes::<BUFFER>();
             *used = 0;
         }
-        let nonce = hex(&bytes[*used..*used + 16]);
+        let mut out = [0u8; N];
+        out.copy_from_slice(&bytes[*used..*used + N]);
         // Handed out once: nothing of it stays to be read again.
-        bytes[*used..*used + 16].fill(0);
-        *used += 16;
-        nonce
+        bytes[*used..*used + N].fill(0);
+        *used += N;
+        out
     })
 }
 
@@ -105,5 +113,14 @@ mod tests {
         assert_eq!(super::hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
         assert_eq!(super::hex(&[]), "");
         assert_eq!(super::fresh_nonce().len(), 32);
+    }
+
+    #[test]
+    fn fresh_random_bytes_do_not_repeat_across_refills() {
+        // 200 draws of 24 bytes take several of the thread's buffers.
+        let drawn: std::collections::HashSet<[u8; 24]> =
+            (0..200).map(|_| super::fresh_random::<24>()).collect();
+        assert_eq!(drawn.len(), 200);
+        assert!(!drawn.contains(&[0u8; 24]));
     }
 }
