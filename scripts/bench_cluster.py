@@ -132,6 +132,34 @@ def add_orders(database, work, count=EXTRA_ORDERS):
     return [f"ORD-{9000000 + n}" for n in range(1, count + 1)]
 
 
+def start_balancer(template, servers, work, label, cpu=None):
+    """HAProxy from `template` (its @PORT@, @STATS@, @SERVERS@ and @ROUTES@ filled in; `servers`
+    the `server` lines) as a daemon on a free port, stats on the next, pinned to `cpu` when
+    given: (port, pid), once it answers /healthz."""
+    pids = []
+
+    def on(port):
+        # It exits non-zero once it cannot bind, and zero once it listens.
+        config = open(template).read()
+        config = config.replace("@PORT@", str(port)).replace("@STATS@", str(port + 1))
+        config = config.replace("@SERVERS@\n", servers).replace("@ROUTES@\n", "")
+        cfg = os.path.join(work, f"{label}.cfg")
+        open(cfg, "w").write(config)
+        pidfile = os.path.join(work, f"{label}-haproxy.pid")
+        pinned = ["taskset", "-c", str(cpu)] if cpu is not None else []
+        done = subprocess.run([*pinned, "haproxy", "-f", cfg, "-D", "-p", pidfile], capture_output=True, text=True)
+        if done.returncode != 0:
+            if re.search("cannot bind|Address already in use", done.stdout + done.stderr):
+                raise kit.PortTaken()
+            raise kit.ServerFailed(f"haproxy exited with {done.returncode}:\n{done.stderr}")
+        pids.append(int(open(pidfile).read().split()[0]))
+        wait_healthy(port)
+        return port
+
+    port = kit.on_a_port(on)
+    return port, pids[-1]
+
+
 def run_setup(label, binary, database, instances, keys, work, seconds):
     procs = []
     daemons = []
@@ -146,25 +174,8 @@ def run_setup(label, binary, database, instances, keys, work, seconds):
             wait_healthy(port)
             servers += f"    server order-{i + 1} 127.0.0.1:{port} check\n"
 
-        def balancer_on(port):
-            """HAProxy on `port` (stats on the next one), as a daemon (it exits non-zero once it
-            cannot bind, and zero once it listens); PortTaken when either port is taken."""
-            config = open("deploy/haproxy.cfg").read()
-            config = config.replace("@PORT@", str(port)).replace("@STATS@", str(port + 1))
-            config = config.replace("@SERVERS@\n", servers).replace("@ROUTES@\n", "")
-            cfg = os.path.join(work, f"{label}.cfg")
-            open(cfg, "w").write(config)
-            pidfile = os.path.join(work, f"{label}-haproxy.pid")
-            done = subprocess.run(["haproxy", "-f", cfg, "-D", "-p", pidfile], capture_output=True, text=True)
-            if done.returncode != 0:
-                if re.search("cannot bind|Address already in use", done.stdout + done.stderr):
-                    raise kit.PortTaken()
-                raise kit.ServerFailed(f"haproxy exited with {done.returncode}:\n{done.stderr}")
-            daemons.append(int(open(pidfile).read().split()[0]))
-            wait_healthy(port)
-            return port
-
-        balancer = kit.on_a_port(balancer_on)
+        balancer, pid = start_balancer("deploy/haproxy.cfg", servers, work, label)
+        daemons.append(pid)
         orders = add_orders(database, work)
         asyncio.run(get_order_load(balancer, 1, 16))  # warm up
         cpu0 = client_cpu()
