@@ -389,18 +389,19 @@ def main():
             keys = f"{tmp}/state-keys"
             with open(os.open(keys, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
                 f.write(f"current k1 {secrets.token_hex(32)}\n")
-            lines = ""
+            lines, started = "", None
             for i in range(3):
                 proc, port, t0 = start([f"{args.target}/mcp-gateway", "serve", "--upstream",
                                         f"orders=http://127.0.0.1:{upstream_port}/mcp", "--state-keys", keys,
                                         "--listen", "127.0.0.1:0"], log_of(f"{GATEWAY_CLUSTER} {i + 1}", "calls"))
                 cluster.append(proc)
+                started = started or t0
                 lines += f"    server gateway-{i + 1} 127.0.0.1:{port} check\n"
             port, balancer_pid = bench_cluster.start_balancer("deploy/haproxy-gateway.cfg", lines, tmp,
                                                               "gateway-cluster", cpu=0)
             servers.append({"name": GATEWAY_CLUSTER, "proc": cluster[0], "port": port, "ids": cluster_ids,
                             "pids": [p.pid for p in cluster] + [balancer_pid],
-                            "first_ms": first_answer(cluster[0], t0, port), "runs": {1: [], 16: []}})
+                            "first_ms": first_answer(cluster[0], started, port), "runs": {1: [], 16: []}})
             time.sleep(1.0)
             for server in servers:
                 server["idle_mib"] = sum(rss_kib(pid) for pid in server.get("pids", [server["proc"].pid])) / 1024
@@ -524,18 +525,19 @@ def main():
         on = [summary[(EXPORT_ON, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
         print(f"get_order with spans and metrics exported / without: c=1 {on[0]:.2f}, c=16 {on[1]:.2f} "
               f"(OTLP/HTTP to a sink that discards them: {sink.batches} batches, {sink.bytes / 1e6:.1f} MB)")
-    if GATEWAY in by_name:
-        ratio = [summary[(GATEWAY, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
-        print(f"through mcp-gateway / direct (a 2026-07-28 client, the gateway and its upstream order service "
-              f"sharing core 0): get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
-              f"{cancels[GATEWAY] / max(cancels[ours_name], 1e-9):.2f} (one upstream request per round: the "
-              "upstream's round passed through, its state sealed inside the gateway's)")
-    if GATEWAY_CLUSTER in by_name:
-        ratio = [summary[(GATEWAY_CLUSTER, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
-        print(f"through {GATEWAY_CLUSTER} / direct (round robin, every process on core 0; RSS the instances' "
-              f"and HAProxy's): get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
-              f"{cancels[GATEWAY_CLUSTER] / max(cancels[ours_name], 1e-9):.2f} (a round's retry may reach "
-              "another instance: the state is sealed under the shared ring)")
+    gateways = [
+        (GATEWAY, "through mcp-gateway / direct (a 2026-07-28 client, the gateway and its upstream order "
+         "service sharing core 0)", "one upstream request per round: the upstream's round passed through, its "
+         "state sealed inside the gateway's"),
+        (GATEWAY_CLUSTER, f"through {GATEWAY_CLUSTER} / direct (round robin, every process on core 0; RSS the "
+         "instances' and HAProxy's)", "a round's retry may reach another instance: the state is sealed under "
+         "the shared ring"),
+    ]
+    for name, what, why in gateways:
+        if name in by_name:
+            ratio = [summary[(name, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
+            print(f"{what}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
+                  f"{cancels[name] / max(cancels[ours_name], 1e-9):.2f} ({why})")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")

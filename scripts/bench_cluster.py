@@ -152,8 +152,14 @@ def start_balancer(template, servers, work, label, cpu=None):
             if re.search("cannot bind|Address already in use", done.stdout + done.stderr):
                 raise kit.PortTaken()
             raise kit.ServerFailed(f"haproxy exited with {done.returncode}:\n{done.stderr}")
-        pids.append(int(open(pidfile).read().split()[0]))
-        wait_healthy(port)
+        pid = int(open(pidfile).read().split()[0])
+        try:
+            wait_healthy(port)
+        except kit.ServerFailed:
+            # Not left running behind the caller's back.
+            os.kill(pid, signal.SIGKILL)
+            raise
+        pids.append(pid)
         return port
 
     port = kit.on_a_port(on)
