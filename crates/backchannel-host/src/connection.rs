@@ -40,6 +40,8 @@ pub struct Connection<H: HostHandler> {
     pub(crate) _listening: Option<tokio_util::sync::DropGuard>,
     /// The HTTP connection's session, and a way to end one at its server (`None` for stdio).
     pub(crate) sessions: Option<crate::listening::Sessions>,
+    /// The direct path of a 2026-07-28 HTTP connection (`None` otherwise).
+    pub(crate) direct: Option<crate::direct::Direct>,
     #[cfg(feature = "oauth")]
     pub(crate) handler: Arc<H>,
     /// How to sign in again when the server refuses the credentials (HTTP connections).
@@ -460,21 +462,70 @@ impl<H: HostHandler> Connection<H> {
                     .map_err(|error| connect_failed(name, error))?
             }
         };
-        let listening = listen_for_changes(name, &service, handler.clone());
-        Ok(Connection {
+        let mut connection = Connection {
             name: name.to_owned(),
             config: config.clone(),
             meta_allow: Arc::new(host.meta_allow.clone()),
+            _listening: listen_for_changes(name, &service, handler.clone()),
             service,
             stderr_tail,
             _session: backchannel::metrics::ClientSession::start(),
-            _listening: listening,
             sessions,
+            direct: None,
             #[cfg(feature = "oauth")]
             handler,
             #[cfg(feature = "oauth")]
             reauth,
-        })
+        };
+        connection.direct = connection.direct_path().map_err(connect_error)?;
+        Ok(connection)
+    }
+
+    /// The direct path of an HTTP connection that negotiated a stateless revision, authenticated
+    /// by the tokens of its sign-in or its bearer file; `None` for any other
+    /// connection.
+    fn direct_path(&self) -> Result<Option<crate::direct::Direct>, String> {
+        let (config, service) = (&self.config, &self.service);
+        #[cfg(feature = "oauth")]
+        let managed = self.reauth.as_ref().map(|reauth| reauth.manager.clone());
+        #[cfg(not(feature = "oauth"))]
+        let managed: Option<crate::direct::Managed> = None;
+        let Transport::Http { url, headers } = &config.transport else {
+            return Ok(None);
+        };
+        let auth = match managed {
+            #[cfg(feature = "oauth")]
+            Some(manager) => crate::direct::DirectAuth::Managed(manager),
+            #[cfg(not(feature = "oauth"))]
+            Some(never) => match never {},
+            None => crate::direct::DirectAuth::plain(bearer_of(config)?.as_deref()),
+        };
+        let Some(info) = service.peer().peer_info() else {
+            return Ok(None);
+        };
+        let version = &info.protocol_version;
+        if backchannel::Revision::of(version).has_sessions() {
+            return Ok(None);
+        }
+        let client = service.service().get_info();
+        let context = rmcp::model::RequestMetaObject::with_client_context(
+            version.clone(),
+            client.client_info,
+            client.capabilities,
+        );
+        let context = match serde_json::to_value(context) {
+            Ok(serde_json::Value::Object(context)) => context,
+            _ => return Err("the client's request context could not be written".into()),
+        };
+        let direct = crate::direct::Direct::new(
+            http_client()?,
+            url.as_str(),
+            &custom_headers(headers)?,
+            version.as_str(),
+            context,
+            auth,
+        )?;
+        Ok(Some(direct))
     }
 
     /// The session this connection's server gave it (2025-11-25 over HTTP), as its requests
@@ -569,7 +620,12 @@ impl<H: HostHandler> Connection<H> {
             }
             backchannel::metrics::client_operation("tools/list", error, started.elapsed());
             match listed {
-                Ok(tools) => break tools,
+                Ok(tools) => {
+                    if let Some(direct) = &self.direct {
+                        direct.learn(&tools);
+                    }
+                    break tools;
+                }
                 Err(error) => {
                     let error = self.service_error(error);
                     self.sign_in_again_after(error, &mut sign_ins).await?;

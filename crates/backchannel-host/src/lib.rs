@@ -31,6 +31,7 @@ mod config;
 mod connection;
 #[cfg(feature = "oauth")]
 mod credentials;
+mod direct;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -18,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 
 use crate::connection::Connection;
+use crate::direct::DirectError;
 use crate::error::HostError;
 use crate::handler::HostHandler;
 use crate::routes::{Call, CallTag};
@@ -450,6 +451,27 @@ impl<H: HostHandler> Connection<H> {
         call: &Arc<Call>,
     ) -> Result<ServerResult, HostError> {
         use rmcp::model::GetExtensions as _;
+        if let Some(direct) = &self.direct {
+            let routed = self.service.service();
+            let notified = |notification| routed.notified_directly(notification, call);
+            match direct.round(&request, notified).await {
+                None | Some(Err(DirectError::TokenRefused)) => {}
+                Some(Ok(result)) => return Ok(result),
+                Some(Err(DirectError::Refused(error))) => {
+                    return Err(HostError::Refused {
+                        connection: self.name.clone(),
+                        error,
+                    });
+                }
+                Some(Err(DirectError::Unauthorized(challenge))) => {
+                    return Err(HostError::Unauthorized {
+                        connection: self.name.clone(),
+                        challenge,
+                    });
+                }
+                Some(Err(DirectError::Failed(message))) => return Err(self.call_error(message)),
+            }
+        }
         // Read by the transport as the request is sent: see `routes`.
         request.extensions_mut().insert(CallTag(call.clone()));
         let handle = self

@@ -8,7 +8,7 @@ use rmcp::model::{
     ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ElicitationCapability, Implementation, InputRequest,
     JsonObject, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, RequestMetaObject, Root,
+    ProgressToken, RequestMetaObject, Root, ServerNotification,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -74,6 +74,33 @@ impl<H: HostHandler> Routed<H> {
             );
         }
         meta
+    }
+
+    /// A notification read off a direct round's response (see `direct`): it is `call`'s,
+    /// and is handed on as one the transport brought would be.
+    pub(crate) fn notified_directly(&self, notification: ServerNotification, call: &Call) {
+        match notification {
+            ServerNotification::ProgressNotification(progress) => {
+                call.deliver_progress(progress.params, |progress| {
+                    self.handler.on_progress(&self.connection, progress);
+                });
+            }
+            ServerNotification::LoggingMessageNotification(log) => {
+                let params = log.params;
+                self.handler.on_log(
+                    &self.connection,
+                    LogMessage {
+                        level: params.level.into(),
+                        logger: params.logger,
+                        data: params.data,
+                        caller: call.caller.clone(),
+                    },
+                );
+            }
+            other => {
+                tracing::debug!(connection = %self.connection, ?other, "a notification on a round's response was not handed on")
+            }
+        }
     }
 
     /// Answer one question of an `input_required` round of `call`.

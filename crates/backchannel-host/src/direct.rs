@@ -1,0 +1,637 @@
+//! The direct path of a 2026-07-28 HTTP connection ([`Direct`]): a `tools/call` or
+//! `prompts/get` round is one POST on the shared pooled HTTP client, and its answer is read
+//! here, as JSON or as an SSE stream whose progress and log messages reach the handler on the
+//! way. The revision is stateless, so nothing of a round outlives its response: no rmcp client
+//! worker per connection, no message typed through rmcp's untagged enums. Every other request,
+//! and a round whose token the server refused, goes through rmcp.
+//!
+//! The HTTP exchange runs on a task of its own (`exchange`), which hands the caller the body, or
+//! the stream's events one by one: the caller's future, deep inside a server's request when the
+//! caller is a gateway, is then woken once per message instead of once per chunk (on one core at
+//! 16 calls in flight that made the difference between this path losing 20% to rmcp's worker
+//! and matching it). Dropping a round's future aborts that task and so drops its HTTP request,
+//! which is how a 2026-07-28 client cancels.
+//! Responses are capped as rmcp caps them: a JSON body and each SSE event at the transport's
+//! limits, counted before they are parsed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use base64::Engine as _;
+use futures::StreamExt as _;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::ErrorData;
+use rmcp::model::{ClientRequest, JsonObject, ServerNotification, ServerResult};
+use serde_json::Value;
+
+/// The tokens an OAuth sign-in left, shared with the connection's rmcp transport.
+#[cfg(feature = "oauth")]
+pub(crate) type Managed = Arc<tokio::sync::Mutex<rmcp::transport::auth::AuthorizationManager>>;
+/// Without feature `oauth` there is no sign-in.
+#[cfg(not(feature = "oauth"))]
+pub(crate) enum Managed {}
+
+/// How a direct round's requests are authenticated.
+pub(crate) enum DirectAuth {
+    /// No credentials.
+    None,
+    /// A configured bearer token.
+    Bearer(HeaderValue),
+    /// The tokens an OAuth sign-in left (none yet: the request goes without).
+    #[cfg(feature = "oauth")]
+    Managed(Managed),
+}
+
+impl DirectAuth {
+    /// A configured bearer token, or none.
+    pub(crate) fn plain(bearer: Option<&str>) -> Self {
+        bearer
+            .and_then(|token| HeaderValue::from_str(&format!("Bearer {token}")).ok())
+            .map_or(DirectAuth::None, DirectAuth::Bearer)
+    }
+}
+
+/// The direct path of one 2026-07-28 HTTP connection.
+pub(crate) struct Direct {
+    client: reqwest13::Client,
+    url: reqwest13::Url,
+    /// Content type, accepted types, the revision and the configured headers.
+    headers: HeaderMap,
+    auth: DirectAuth,
+    /// The `_meta` every request carries on this revision: the revision, the client and
+    /// what it can answer.
+    context: JsonObject,
+    /// The input schemas of the server's tools, by their names there: the arguments a schema
+    /// marks `x-mcp-header` travel as `Mcp-Param-*` headers too.
+    schemas: RwLock<HashMap<String, Arc<JsonObject>>>,
+    next_id: AtomicI64,
+    max_json: usize,
+    max_event: usize,
+}
+
+/// Why a direct round gave no result.
+#[derive(Debug)]
+pub(crate) enum DirectError {
+    /// The server asks for credentials (401, or 403 with a challenge).
+    Unauthorized(String),
+    /// The server's JSON-RPC error.
+    Refused(ErrorData),
+    /// Anything else, for a person.
+    Failed(String),
+    /// A token was sent and refused: the round goes through rmcp, which refreshes it.
+    TokenRefused,
+}
+
+/// A server message read off a direct round's response.
+enum Message {
+    Notification(ServerNotification),
+    Answer(Result<ServerResult, DirectError>),
+    Other,
+}
+
+/// What a round's answer is read as.
+#[derive(Clone, Copy)]
+enum Expect {
+    Tool,
+    Prompt,
+}
+
+impl Direct {
+    /// The direct path to `url`, with `headers` (the configured ones) on every request and
+    /// the negotiated `revision`.
+    pub(crate) fn new(
+        client: reqwest13::Client,
+        url: &str,
+        custom: &HashMap<HeaderName, HeaderValue>,
+        revision: &str,
+        context: JsonObject,
+        auth: DirectAuth,
+    ) -> Result<Self, String> {
+        let url = reqwest13::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in custom {
+            headers.insert(name.clone(), value.clone());
+        }
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            http::header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let revision = HeaderValue::from_str(revision).map_err(|e| e.to_string())?;
+        headers.insert(HeaderName::from_static("mcp-protocol-version"), revision);
+        let limits =
+            rmcp::transport::streamable_http_client::StreamableHttpResponseLimits::default();
+        Ok(Self {
+            client,
+            url,
+            headers,
+            auth,
+            context,
+            schemas: RwLock::default(),
+            next_id: AtomicI64::new(1),
+            max_json: limits.max_json_response_size,
+            max_event: limits.max_sse_event_size,
+        })
+    }
+
+    /// Remember the input schemas of `tools` (as the server names them).
+    pub(crate) fn learn(&self, tools: &[rmcp::model::Tool]) {
+        let mut schemas = self.schemas.write().unwrap_or_else(|e| e.into_inner());
+        for tool in tools {
+            schemas.insert(tool.name.to_string(), tool.input_schema.clone());
+        }
+    }
+
+    /// Send `request` as one round of `call`; `None` when it is not a round this path takes.
+    /// Its progress and log messages go to `notified` as they arrive.
+    pub(crate) async fn round(
+        &self,
+        request: &ClientRequest,
+        notified: impl Fn(ServerNotification),
+    ) -> Option<Result<ServerResult, DirectError>> {
+        let (method, expect) = match request {
+            ClientRequest::CallToolRequest(_) => ("tools/call", Expect::Tool),
+            ClientRequest::GetPromptRequest(_) => ("prompts/get", Expect::Prompt),
+            _ => return None,
+        };
+        Some(self.send(request, method, expect, notified).await)
+    }
+
+    async fn send(
+        &self,
+        request: &ClientRequest,
+        method: &str,
+        expect: Expect,
+        notified: impl Fn(ServerNotification),
+    ) -> Result<ServerResult, DirectError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (body, headers) = self.message(request, method, id)?;
+        let mut post = self.client.post(self.url.clone()).headers(headers);
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut token_sent = false;
+        match &self.auth {
+            DirectAuth::None => {}
+            DirectAuth::Bearer(value) => {
+                post = post.header(http::header::AUTHORIZATION, value.clone());
+            }
+            #[cfg(feature = "oauth")]
+            DirectAuth::Managed(manager) => {
+                use rmcp::transport::auth::AuthError;
+                match manager.lock().await.get_access_token().await {
+                    Ok(token) => {
+                        post = post.bearer_auth(token);
+                        token_sent = true;
+                    }
+                    Err(AuthError::AuthorizationRequired) => {}
+                    Err(error) => return Err(DirectError::Failed(error.to_string())),
+                }
+            }
+        }
+        // The exchange runs on a task of its own, so the caller's deep future is woken once
+        // per message rather than once per chunk read off the connection.
+        let (sent, mut frames) = tokio::sync::mpsc::channel(8);
+        let limits = (self.max_json, self.max_event);
+        let _exchange = AbortOnDrop(tokio::spawn(exchange(
+            post.body(body),
+            token_sent,
+            limits,
+            sent,
+        )));
+        while let Some(frame) = frames.recv().await {
+            match frame? {
+                Frame::Body { status, body } => {
+                    return match message(&body, id, expect) {
+                        Ok(Message::Answer(answer)) => answer,
+                        _ if !status.is_success() => Err(DirectError::Failed(format!(
+                            "HTTP {status}: {}",
+                            preview(&body)
+                        ))),
+                        Ok(_) => Err(DirectError::Failed(
+                            "the server's response answers another request".into(),
+                        )),
+                        Err(why) => Err(DirectError::Failed(why)),
+                    };
+                }
+                Frame::Event(data) => {
+                    match message(&data, id, expect).map_err(DirectError::Failed)? {
+                        Message::Notification(notification) => notified(notification),
+                        Message::Answer(answer) => return answer,
+                        Message::Other => {}
+                    }
+                }
+            }
+        }
+        Err(DirectError::Failed(
+            "the response ended before the answer".into(),
+        ))
+    }
+
+    /// The request's JSON-RPC body (rmcp's progress token being its id) and its headers.
+    fn message(
+        &self,
+        request: &ClientRequest,
+        method: &str,
+        id: i64,
+    ) -> Result<(Vec<u8>, HeaderMap), DirectError> {
+        let unwritable = |e: serde_json::Error| DirectError::Failed(e.to_string());
+        let Value::Object(mut message) = serde_json::to_value(request).map_err(unwritable)? else {
+            return Err(DirectError::Failed("the request is not an object".into()));
+        };
+        let params = message
+            .entry("params")
+            .or_insert_with(|| Value::Object(JsonObject::new()));
+        if let Value::Object(params) = params {
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(meta) = meta {
+                for (key, value) in &self.context {
+                    meta.insert(key.clone(), value.clone());
+                }
+                meta.insert("progressToken".into(), id.into());
+            }
+        }
+        message.insert("jsonrpc".into(), "2.0".into());
+        message.insert("id".into(), id.into());
+        let mut headers = self.headers.clone();
+        headers.insert(
+            HeaderName::from_static("mcp-method"),
+            HeaderValue::from_static(if method == "tools/call" {
+                "tools/call"
+            } else {
+                "prompts/get"
+            }),
+        );
+        let params = message.get("params");
+        let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+        if let Some(name) = name {
+            insert(&mut headers, "mcp-name", name);
+            if method == "tools/call" {
+                let schema = self
+                    .schemas
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(name)
+                    .cloned();
+                let arguments = params.and_then(|p| p.get("arguments"));
+                if let (Some(schema), Some(arguments)) = (schema, arguments) {
+                    param_headers(&schema, arguments, &mut headers);
+                }
+            }
+        }
+        let body = serde_json::to_vec(&message).map_err(unwritable)?;
+        Ok((body, headers))
+    }
+}
+
+/// What a direct round's exchange hands its caller.
+enum Frame {
+    /// The whole body of a response that is not an event stream (or not a success).
+    Body {
+        status: http::StatusCode,
+        body: Vec<u8>,
+    },
+    /// The data of one event of an event stream.
+    Event(Vec<u8>),
+}
+
+/// A task that ends when its handle is dropped: dropping a round drops its HTTP request.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Send `post` and hand what comes back to `frames`: one [`Frame::Body`], or the events of a
+/// stream one by one, each capped (`limits`: a body's, an event's) before it is handed on.
+async fn exchange(
+    post: reqwest13::RequestBuilder,
+    token_sent: bool,
+    (max_json, max_event): (usize, usize),
+    frames: tokio::sync::mpsc::Sender<Result<Frame, DirectError>>,
+) {
+    let response = match post.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            let why = format!("the request failed: {}", innermost(&e));
+            let _ = frames.send(Err(DirectError::Failed(why))).await;
+            return;
+        }
+    };
+    let status = response.status();
+    if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
+        let challenge = response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let refused = match challenge {
+            Some(_) if token_sent => Some(DirectError::TokenRefused),
+            Some(challenge) => Some(DirectError::Unauthorized(challenge)),
+            None if status == http::StatusCode::UNAUTHORIZED => {
+                Some(DirectError::Unauthorized(String::new()))
+            }
+            None => None,
+        };
+        if let Some(refused) = refused {
+            let _ = frames.send(Err(refused)).await;
+            return;
+        }
+    }
+    let sse = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !(sse && status.is_success()) {
+        let body = capped_body(response, max_json).await;
+        let _ = frames
+            .send(body.map(|body| Frame::Body { status, body }))
+            .await;
+        return;
+    }
+    let mut stream = response.bytes_stream();
+    let mut buffer: Vec<u8> = Vec::new();
+    loop {
+        while let Some((end, skip)) = event_end(&buffer) {
+            let data = event_data(&buffer[..end]);
+            buffer.drain(..end + skip);
+            if !data.is_empty() && frames.send(Ok(Frame::Event(data))).await.is_err() {
+                return;
+            }
+        }
+        if buffer.len() > max_event {
+            let why = format!("an event of the server's response is larger than {max_event} bytes");
+            let _ = frames.send(Err(DirectError::Failed(why))).await;
+            return;
+        }
+        match stream.next().await {
+            Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
+            Some(Err(e)) => {
+                let why = format!("the response broke off: {}", innermost(&e));
+                let _ = frames.send(Err(DirectError::Failed(why))).await;
+                return;
+            }
+            None => return,
+        }
+    }
+}
+
+/// Insert header `name` with `value`, Base64-wrapped when a header cannot carry it as it is.
+fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
+    let encoded = if needs_base64(value) {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    } else {
+        value.to_owned()
+    };
+    if let (Ok(name), Ok(value)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(&encoded),
+    ) {
+        headers.insert(name, value);
+    }
+}
+
+/// Whether `value` must travel Base64-wrapped: space or tab at either end, a control or
+/// non-ASCII character, or text that looks wrapped already.
+fn needs_base64(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    matches!(bytes.first(), Some(b' ' | b'\t'))
+        || matches!(bytes.last(), Some(b' ' | b'\t'))
+        || value.chars().any(|c| !(' '..='~').contains(&c))
+        || (value.starts_with("=?base64?") && value.ends_with("?="))
+}
+
+/// The `Mcp-Param-*` headers of `arguments`: each primitive argument whose property (reached
+/// through `properties` alone) carries a non-empty `x-mcp-header`.
+fn param_headers(schema: &JsonObject, arguments: &Value, headers: &mut HeaderMap) {
+    fn walk(properties: Option<&Value>, at: Option<&Value>, headers: &mut HeaderMap) {
+        let Some(Value::Object(properties)) = properties else {
+            return;
+        };
+        for (name, property) in properties {
+            let value = at.and_then(|at| at.get(name));
+            if let Some(Value::String(header)) = property.get("x-mcp-header")
+                && !header.is_empty()
+                && let Some(text) = value.and_then(primitive_text)
+            {
+                insert(headers, &format!("mcp-param-{header}"), &text);
+            }
+            walk(property.get("properties"), value, headers);
+        }
+    }
+    walk(schema.get("properties"), Some(arguments), headers);
+}
+
+fn primitive_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+/// Where the first complete SSE event in `buffer` ends, and the length of the blank line
+/// after it.
+fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i + 1 < buffer.len() {
+        match (buffer[i], buffer[i + 1]) {
+            (b'\n', b'\n') => return Some((i, 2)),
+            (b'\n', b'\r') if buffer.get(i + 2) == Some(&b'\n') => return Some((i, 3)),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The data of one SSE event: its `data:` lines joined by newlines.
+fn event_data(event: &[u8]) -> Vec<u8> {
+    let mut data = Vec::new();
+    for line in event.split(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(rest) = line.strip_prefix(b"data:") {
+            if !data.is_empty() {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
+        }
+    }
+    data
+}
+
+/// Read one JSON-RPC message of the server: a notification, the answer to request `id`, or
+/// something else.
+fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
+    let Value::Object(mut message) = serde_json::from_slice::<Value>(bytes).map_err(|e| {
+        format!(
+            "the server's response is not JSON ({e}): {}",
+            preview(bytes)
+        )
+    })?
+    else {
+        return Err(format!(
+            "the server's response is not a JSON-RPC message: {}",
+            preview(bytes)
+        ));
+    };
+    if message.contains_key("method") {
+        if message.contains_key("id") {
+            // A request on a stateless revision's response: nothing here can answer it.
+            return Ok(Message::Other);
+        }
+        return Ok(serde_json::from_value(Value::Object(message))
+            .map(Message::Notification)
+            .unwrap_or(Message::Other));
+    }
+    if message.get("id").and_then(Value::as_i64) != Some(id) {
+        return Ok(Message::Other);
+    }
+    if let Some(error) = message.remove("error") {
+        return Ok(Message::Answer(match serde_json::from_value(error) {
+            Ok(error) => Err(DirectError::Refused(error)),
+            Err(e) => Err(DirectError::Failed(format!("an unreadable error: {e}"))),
+        }));
+    }
+    let Some(result) = message.remove("result") else {
+        return Err("the server's answer has neither a result nor an error".into());
+    };
+    Ok(Message::Answer(typed(result, expect)))
+}
+
+/// The result as rmcp types it, by its `resultType` and what the request was.
+fn typed(result: Value, expect: Expect) -> Result<ServerResult, DirectError> {
+    let kind = result.get("resultType").and_then(Value::as_str);
+    let unreadable =
+        |e: serde_json::Error| DirectError::Failed(format!("an unreadable result: {e}"));
+    match (kind, expect) {
+        (Some("input_required"), _) => serde_json::from_value(result)
+            .map(ServerResult::InputRequiredResult)
+            .map_err(unreadable),
+        (Some("task"), Expect::Tool) => serde_json::from_value(result)
+            .map(ServerResult::CreateTaskResult)
+            .map_err(unreadable),
+        (_, Expect::Tool) => serde_json::from_value(result)
+            .map(ServerResult::CallToolResult)
+            .map_err(unreadable),
+        (_, Expect::Prompt) => serde_json::from_value(result)
+            .map(ServerResult::GetPromptResult)
+            .map_err(unreadable),
+    }
+}
+
+/// The body of `response`, refused past `max` bytes before it is parsed.
+async fn capped_body(response: reqwest13::Response, max: usize) -> Result<Vec<u8>, DirectError> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > max as u64)
+    {
+        return Err(DirectError::Failed(format!(
+            "the server's response is larger than {max} bytes"
+        )));
+    }
+    let mut stream = response.bytes_stream();
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            DirectError::Failed(format!("the response broke off: {}", innermost(&e)))
+        })?;
+        if body.len() + chunk.len() > max {
+            return Err(DirectError::Failed(format!(
+                "the server's response is larger than {max} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The start of a body, for an error.
+fn preview(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    text.trim().to_owned()
+}
+
+/// An error's innermost cause (for HTTP, what failed and where), not its chain of wrappers.
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_annotated_argument_travels_as_a_header_wrapped_when_it_must_be() {
+        let schema = json!({"properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "where": {"type": "object", "properties": {
+                "zone": {"type": "integer", "x-mcp-header": "Zone"}}},
+            "plain": {"type": "string"},
+            "blank": {"type": "string", "x-mcp-header": ""}
+        }});
+        let Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        let mut headers = HeaderMap::new();
+        let arguments = json!({"region": " eu", "where": {"zone": 7}, "plain": "x", "blank": "y"});
+        param_headers(&schema, &arguments, &mut headers);
+        assert_eq!(headers.len(), 2, "{headers:?}");
+        assert_eq!(headers["mcp-param-zone"], "7");
+        assert_eq!(headers["mcp-param-region"], "=?base64?IGV1?=");
+    }
+
+    #[test]
+    fn an_event_stream_is_read_event_by_event_whatever_its_line_ends() {
+        let stream = b"id: 1\ndata: {\"a\":1}\n\ndata: x\r\ndata: y\r\n\r\nrest";
+        let (end, skip) = event_end(stream).unwrap();
+        assert_eq!(event_data(&stream[..end]), b"{\"a\":1}");
+        let rest = &stream[end + skip..];
+        let (end, _) = event_end(rest).unwrap();
+        assert_eq!(event_data(&rest[..end]), b"x\ny");
+        assert_eq!(event_end(b"data: partial\n"), None);
+    }
+
+    #[test]
+    fn only_the_answer_to_the_round_is_taken_and_by_its_result_type() {
+        let answer = |text: &str| match message(text.as_bytes(), 7, Expect::Tool).unwrap() {
+            Message::Answer(answer) => Some(answer),
+            _ => None,
+        };
+        assert!(answer(r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#).is_none());
+        assert!(matches!(
+            answer(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#),
+            Some(Ok(ServerResult::CallToolResult(_)))
+        ));
+        assert!(matches!(
+            answer(
+                r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{},"requestState":"s"}}"#
+            ),
+            Some(Ok(ServerResult::InputRequiredResult(_)))
+        ));
+        assert!(matches!(
+            answer(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}"#),
+            Some(Err(DirectError::Refused(_)))
+        ));
+        assert!(message(b"[1]", 7, Expect::Tool).is_err());
+        assert!(matches!(
+            message(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#, 7, Expect::Tool),
+            Ok(Message::Notification(ServerNotification::ProgressNotification(_)))
+        ));
+    }
+}
