@@ -1,7 +1,8 @@
 """Driver of scripts/bench: start each server pinned to core 0, measure, load it from core 1.
 
 Servers: ours (order-service, with and without its order cache, with /metrics served, with
-its spans and metrics exported over OTLP to a sink here, and behind mcp-gateway), a bare
+its spans and metrics exported over OTLP to a sink here, behind mcp-gateway alone and three of
+them, and behind HAProxy alone, the floor under any proxy's figures), a bare
 rmcp server, plain hyper answering a canned reply (the ceiling), and the peers in bench/peers/ (the
 Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders.
 Loads: `get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
@@ -36,6 +37,7 @@ METRICS_ON = "order-service --metrics"
 EXPORT_ON = "order-service, spans and metrics exported"
 GATEWAY = "mcp-gateway in front of order-service"
 GATEWAY_CLUSTER = "3 mcp-gateways behind HAProxy"
+PASSTHROUGH = "HAProxy alone in front of order-service"
 
 
 class OtlpSink:
@@ -307,9 +309,10 @@ def main():
         rounds_ids = args.rounds * per_run
         legacy_ids = 40000
         slow = args.rounds * 5000
-        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 2 * slow)
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 3 * slow)
         gateway_ids = extra[-slow:]
         cluster_ids = extra[-2 * slow:-slow]
+        passthrough_ids = extra[-3 * slow:-2 * slow]
         legacy_start = 2 * rounds_ids
         hold_2025_ids = extra[legacy_start + legacy_ids:legacy_start + legacy_ids + holds]
         hold_2026_ids = extra[legacy_start + legacy_ids + holds:legacy_start + legacy_ids + 2 * holds]
@@ -380,7 +383,7 @@ def main():
                                       f"orders=http://127.0.0.1:{upstream_port}/mcp"], gateway_ids))
         # The same gateway as a cluster (scripts/gateway-cluster's shape): three instances sharing a
         # key ring, HAProxy round robin in front (deploy/haproxy-gateway.cfg), all on core 0 too.
-        cluster, balancer_pid = [], None
+        cluster, balancer_pid, passthrough_pid = [], None, None
         try:
             for name, cmd, ids in commands:
                 proc, port, t0 = start(on_port_0(cmd), log_of(name, "calls"))
@@ -402,6 +405,15 @@ def main():
             servers.append({"name": GATEWAY_CLUSTER, "proc": cluster[0], "port": port, "ids": cluster_ids,
                             "pids": [p.pid for p in cluster] + [balancer_pid],
                             "first_ms": first_answer(cluster[0], started, port), "runs": {1: [], 16: []}})
+            # The floor under both: HAProxy alone in front of the gateway's upstream, on core 0 too,
+            # doing no MCP work (bench/haproxy-passthrough.cfg, backend connections kept).
+            started = time.time()
+            port, passthrough_pid = bench_cluster.start_balancer(
+                "bench/haproxy-passthrough.cfg", f"    server upstream 127.0.0.1:{upstream_port}\n", tmp,
+                "passthrough", cpu=0)
+            servers.append({"name": PASSTHROUGH, "proc": upstream, "port": port, "ids": passthrough_ids,
+                            "pids": [passthrough_pid], "first_ms": first_answer(upstream, started, port),
+                            "runs": {1: [], 16: []}})
             time.sleep(1.0)
             for server in servers:
                 server["idle_mib"] = sum(rss_kib(pid) for pid in server.get("pids", [server["proc"].pid])) / 1024
@@ -435,8 +447,9 @@ def main():
                 if proc.poll() is None:
                     proc.terminate()
                     proc.wait()
-            if balancer_pid is not None:
-                os.kill(balancer_pid, signal.SIGKILL)
+            for pid in (balancer_pid, passthrough_pid):
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
             upstream.terminate()
             upstream.wait()
         # Open confirmations, each load on a fresh process.
@@ -532,12 +545,18 @@ def main():
         (GATEWAY_CLUSTER, f"through {GATEWAY_CLUSTER} / direct (round robin, every process on core 0; RSS the "
          "instances' and HAProxy's)", "a round's retry may reach another instance: the state is sealed under "
          "the shared ring"),
+        (PASSTHROUGH, f"through {PASSTHROUGH} / direct (sharing core 0 with it, backend connections kept)",
+         "no MCP work at all: the floor under any proxy's ratio here"),
     ]
     for name, what, why in gateways:
         if name in by_name:
             ratio = [summary[(name, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
             print(f"{what}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
                   f"{cancels[name] / max(cancels[ours_name], 1e-9):.2f} ({why})")
+    if GATEWAY in by_name and PASSTHROUGH in by_name:
+        ratio = [summary[(GATEWAY, c)][0] / summary[(PASSTHROUGH, c)][0] for c in (1, 16)]
+        print(f"through mcp-gateway / through {PASSTHROUGH}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; "
+              f"confirmed cancels {cancels[GATEWAY] / max(cancels[PASSTHROUGH], 1e-9):.2f}")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")
