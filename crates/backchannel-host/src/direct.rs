@@ -238,6 +238,88 @@ impl Direct {
         id: i64,
     ) -> Result<(Vec<u8>, HeaderMap), DirectError> {
         let unwritable = |e: serde_json::Error| DirectError::Failed(e.to_string());
+        let mut headers = self.headers.clone();
+        headers.insert(
+            HeaderName::from_static("mcp-method"),
+            HeaderValue::from_static(if method == "tools/call" {
+                "tools/call"
+            } else {
+                "prompts/get"
+            }),
+        );
+        let body = match request {
+            ClientRequest::CallToolRequest(call) => {
+                let params = &call.params;
+                insert(&mut headers, "mcp-name", &params.name);
+                let schema = self
+                    .schemas
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(params.name.as_ref())
+                    .cloned();
+                if let (Some(schema), Some(arguments)) = (schema, &params.arguments) {
+                    param_headers(&schema, arguments, &mut headers);
+                }
+                let progress = Value::from(id);
+                let meta = self.meta(
+                    params.meta.as_ref().map(|meta| &meta.0.0),
+                    &call.extensions,
+                    &progress,
+                );
+                serde_json::to_vec(&Outgoing {
+                    jsonrpc: "2.0",
+                    id,
+                    method: "tools/call",
+                    params: ToolParams {
+                        meta,
+                        name: &params.name,
+                        arguments: params.arguments.as_ref(),
+                        input_responses: params.input_responses.as_ref(),
+                        request_state: params.request_state.as_deref(),
+                    },
+                })
+                .map_err(unwritable)?
+            }
+            _ => self.generic(request, id, &mut headers)?,
+        };
+        Ok((body, headers))
+    }
+
+    /// The `_meta` of a round's request, as rmcp would write it with this path's additions:
+    /// the params' own, then the request's (rmcp's legacy, then its typed), then the
+    /// revision and the client, then the progress token, each overriding the ones before.
+    fn meta<'a>(
+        &'a self,
+        params: Option<&'a JsonObject>,
+        extensions: &'a rmcp::model::Extensions,
+        progress: &'a Value,
+    ) -> std::collections::BTreeMap<&'a str, &'a Value> {
+        let legacy = extensions
+            .get::<rmcp::model::MetaObject>()
+            .map(|meta| &meta.0);
+        let typed = extensions
+            .get::<rmcp::model::RequestMetaObject>()
+            .map(|meta| &meta.0.0);
+        let mut meta = std::collections::BTreeMap::new();
+        for source in [params, legacy, typed, Some(&self.context)]
+            .into_iter()
+            .flatten()
+        {
+            meta.extend(source.iter().map(|(key, value)| (key.as_str(), value)));
+        }
+        meta.insert("progressToken", progress);
+        meta
+    }
+
+    /// Any other round's body, through rmcp's own serialization and a JSON value, and its
+    /// `Mcp-Name` header.
+    fn generic(
+        &self,
+        request: &ClientRequest,
+        id: i64,
+        headers: &mut HeaderMap,
+    ) -> Result<Vec<u8>, DirectError> {
+        let unwritable = |e: serde_json::Error| DirectError::Failed(e.to_string());
         let Value::Object(mut message) = serde_json::to_value(request).map_err(unwritable)? else {
             return Err(DirectError::Failed("the request is not an object".into()));
         };
@@ -245,6 +327,9 @@ impl Direct {
             .entry("params")
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(params) = params {
+            if let Some(Value::String(name)) = params.get("name") {
+                insert(headers, "mcp-name", name);
+            }
             let meta = params
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(JsonObject::new()));
@@ -257,35 +342,32 @@ impl Direct {
         }
         message.insert("jsonrpc".into(), "2.0".into());
         message.insert("id".into(), id.into());
-        let mut headers = self.headers.clone();
-        headers.insert(
-            HeaderName::from_static("mcp-method"),
-            HeaderValue::from_static(if method == "tools/call" {
-                "tools/call"
-            } else {
-                "prompts/get"
-            }),
-        );
-        let params = message.get("params");
-        let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-        if let Some(name) = name {
-            insert(&mut headers, "mcp-name", name);
-            if method == "tools/call" {
-                let schema = self
-                    .schemas
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(name)
-                    .cloned();
-                let arguments = params.and_then(|p| p.get("arguments"));
-                if let (Some(schema), Some(arguments)) = (schema, arguments) {
-                    param_headers(&schema, arguments, &mut headers);
-                }
-            }
-        }
-        let body = serde_json::to_vec(&message).map_err(unwritable)?;
-        Ok((body, headers))
+        serde_json::to_vec(&message).map_err(unwritable)
     }
+}
+
+/// A round's request as it goes on the wire.
+#[derive(serde::Serialize)]
+struct Outgoing<P> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'static str,
+    params: P,
+}
+
+/// A `tools/call` request's params, borrowed from rmcp's, with the merged `_meta`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolParams<'a> {
+    #[serde(rename = "_meta")]
+    meta: std::collections::BTreeMap<&'a str, &'a Value>,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a JsonObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a rmcp::model::InputResponses>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_state: Option<&'a str>,
 }
 
 /// What a direct round's exchange hands its caller.
@@ -413,23 +495,25 @@ fn needs_base64(value: &str) -> bool {
 
 /// The `Mcp-Param-*` headers of `arguments`: each primitive argument whose property (reached
 /// through `properties` alone) carries a non-empty `x-mcp-header`.
-fn param_headers(schema: &JsonObject, arguments: &Value, headers: &mut HeaderMap) {
-    fn walk(properties: Option<&Value>, at: Option<&Value>, headers: &mut HeaderMap) {
-        let Some(Value::Object(properties)) = properties else {
-            return;
-        };
-        for (name, property) in properties {
-            let value = at.and_then(|at| at.get(name));
-            if let Some(Value::String(header)) = property.get("x-mcp-header")
-                && !header.is_empty()
-                && let Some(text) = value.and_then(primitive_text)
-            {
-                insert(headers, &format!("mcp-param-{header}"), &text);
+fn param_headers(schema: &JsonObject, arguments: &JsonObject, headers: &mut HeaderMap) {
+    fn visit(property: &Value, value: Option<&Value>, headers: &mut HeaderMap) {
+        if let Some(Value::String(header)) = property.get("x-mcp-header")
+            && !header.is_empty()
+            && let Some(text) = value.and_then(primitive_text)
+        {
+            insert(headers, &format!("mcp-param-{header}"), &text);
+        }
+        if let Some(Value::Object(properties)) = property.get("properties") {
+            for (name, inner) in properties {
+                visit(inner, value.and_then(|value| value.get(name)), headers);
             }
-            walk(property.get("properties"), value, headers);
         }
     }
-    walk(schema.get("properties"), Some(arguments), headers);
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        for (name, property) in properties {
+            visit(property, arguments.get(name), headers);
+        }
+    }
 }
 
 fn primitive_text(value: &Value) -> Option<String> {
@@ -473,58 +557,83 @@ fn event_data(event: &[u8]) -> Vec<u8> {
 /// Read one JSON-RPC message of the server: a notification, the answer to request `id`, or
 /// something else.
 fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
-    let Value::Object(mut message) = serde_json::from_slice::<Value>(bytes).map_err(|e| {
+    let not_a_message = || {
+        format!(
+            "the server's response is not a JSON-RPC message: {}",
+            preview(bytes)
+        )
+    };
+    // An array would fill the fields in order.
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return Err(not_a_message());
+    }
+    let message: Incoming<'_> = serde_json::from_slice(bytes).map_err(|e| {
         format!(
             "the server's response is not JSON ({e}): {}",
             preview(bytes)
         )
-    })?
-    else {
-        return Err(format!(
-            "the server's response is not a JSON-RPC message: {}",
-            preview(bytes)
-        ));
-    };
-    if message.contains_key("method") {
-        if message.contains_key("id") {
+    })?;
+    if message.method.is_some() {
+        if message.id.is_some() {
             // A request on a stateless revision's response: nothing here can answer it.
             return Ok(Message::Other);
         }
-        return Ok(serde_json::from_value(Value::Object(message))
+        return Ok(serde_json::from_slice(bytes)
             .map(Message::Notification)
             .unwrap_or(Message::Other));
     }
-    if message.get("id").and_then(Value::as_i64) != Some(id) {
+    if message.id.as_ref().and_then(Value::as_i64) != Some(id) {
         return Ok(Message::Other);
     }
-    if let Some(error) = message.remove("error") {
-        return Ok(Message::Answer(match serde_json::from_value(error) {
+    if let Some(error) = message.error {
+        return Ok(Message::Answer(match serde_json::from_str(error.get()) {
             Ok(error) => Err(DirectError::Refused(error)),
             Err(e) => Err(DirectError::Failed(format!("an unreadable error: {e}"))),
         }));
     }
-    let Some(result) = message.remove("result") else {
+    let Some(result) = message.result else {
         return Err("the server's answer has neither a result nor an error".into());
     };
-    Ok(Message::Answer(typed(result, expect)))
+    Ok(Message::Answer(typed(result.get(), expect)))
 }
 
-/// The result as rmcp types it, by its `resultType` and what the request was.
-fn typed(result: Value, expect: Expect) -> Result<ServerResult, DirectError> {
-    let kind = result.get("resultType").and_then(Value::as_str);
+/// A server's message as far as telling what it is needs: the result and error left unread.
+#[derive(serde::Deserialize)]
+struct Incoming<'a> {
+    #[serde(default, borrow)]
+    method: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, borrow)]
+    result: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a serde_json::value::RawValue>,
+}
+
+/// A result's `resultType`, the rest of it skipped.
+#[derive(serde::Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "resultType", default, borrow)]
+    result_type: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The result as rmcp types it, by its `resultType` and what the request was, read straight
+/// from its text.
+fn typed(result: &str, expect: Expect) -> Result<ServerResult, DirectError> {
     let unreadable =
         |e: serde_json::Error| DirectError::Failed(format!("an unreadable result: {e}"));
-    match (kind, expect) {
-        (Some("input_required"), _) => serde_json::from_value(result)
+    let kind: Kind<'_> = serde_json::from_str(result).map_err(unreadable)?;
+    match (kind.result_type.as_deref(), expect) {
+        (Some("input_required"), _) => serde_json::from_str(result)
             .map(ServerResult::InputRequiredResult)
             .map_err(unreadable),
-        (Some("task"), Expect::Tool) => serde_json::from_value(result)
+        (Some("task"), Expect::Tool) => serde_json::from_str(result)
             .map(ServerResult::CreateTaskResult)
             .map_err(unreadable),
-        (_, Expect::Tool) => serde_json::from_value(result)
+        (_, Expect::Tool) => serde_json::from_str(result)
             .map(ServerResult::CallToolResult)
             .map_err(unreadable),
-        (_, Expect::Prompt) => serde_json::from_value(result)
+        (_, Expect::Prompt) => serde_json::from_str(result)
             .map(ServerResult::GetPromptResult)
             .map_err(unreadable),
     }
@@ -589,11 +698,76 @@ mod tests {
             unreachable!()
         };
         let mut headers = HeaderMap::new();
-        let arguments = json!({"region": " eu", "where": {"zone": 7}, "plain": "x", "blank": "y"});
+        let Value::Object(arguments) =
+            json!({"region": " eu", "where": {"zone": 7}, "plain": "x", "blank": "y"})
+        else {
+            unreachable!()
+        };
         param_headers(&schema, &arguments, &mut headers);
         assert_eq!(headers.len(), 2, "{headers:?}");
         assert_eq!(headers["mcp-param-zone"], "7");
         assert_eq!(headers["mcp-param-region"], "=?base64?IGV1?=");
+    }
+
+    #[test]
+    fn a_tool_call_is_written_as_rmcp_would_write_it_with_this_paths_additions() {
+        let Value::Object(context) = json!({
+            "protocolVersion": "2026-07-28",
+            "clientInfo": {"name": "gateway", "version": "1"},
+            "shared": "from the connection"
+        }) else {
+            unreachable!()
+        };
+        let client = reqwest13::Client::builder().build().unwrap();
+        let direct = Direct::new(
+            client,
+            "http://127.0.0.1:9/mcp",
+            &HashMap::new(),
+            "2026-07-28",
+            context,
+            DirectAuth::None,
+        )
+        .unwrap();
+        let object = |value: Value| match value {
+            Value::Object(object) => object,
+            _ => unreachable!(),
+        };
+        let mut bare = rmcp::model::CallToolRequestParams::new("get_order");
+        bare.arguments = Some(object(
+            json!({"orderId": "ORD-1", "note": "a \"quoted\" é"}),
+        ));
+        let mut full = bare.clone();
+        full.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(
+            object(json!({"fromParams": 1, "shared": "params", "progressToken": "theirs"})),
+        )));
+        full.input_responses = Some([("confirm".to_owned(), json!({"action": "accept"}))].into());
+        full.request_state = Some("sealed".into());
+        for params in [bare, full] {
+            for extension_meta in [false, true] {
+                let mut request = rmcp::model::CallToolRequest::new(params.clone());
+                if extension_meta {
+                    request.extensions.insert(rmcp::model::MetaObject(object(
+                        json!({"legacy": true, "traceparent": "00-legacy"}),
+                    )));
+                    request.extensions.insert(rmcp::model::RequestMetaObject(
+                        rmcp::model::MetaObject(object(json!({"traceparent": "00-typed"}))),
+                    ));
+                }
+                let request = ClientRequest::CallToolRequest(request);
+                let (body, headers) = direct.message(&request, "tools/call", 7).unwrap();
+                let mut generic_headers = HeaderMap::new();
+                let generic = direct.generic(&request, 7, &mut generic_headers).unwrap();
+                let (ours, theirs): (Value, Value) = (
+                    serde_json::from_slice(&body).unwrap(),
+                    serde_json::from_slice(&generic).unwrap(),
+                );
+                assert_eq!(ours, theirs);
+                assert_eq!(ours["params"]["_meta"]["progressToken"], 7);
+                assert_eq!(ours["params"]["_meta"]["shared"], "from the connection");
+                assert_eq!(headers["mcp-name"], generic_headers["mcp-name"]);
+                assert_eq!(headers["mcp-method"], "tools/call");
+            }
+        }
     }
 
     #[test]
