@@ -309,10 +309,12 @@ def main():
         rounds_ids = args.rounds * per_run
         legacy_ids = 40000
         slow = args.rounds * 5000
-        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 3 * slow)
-        gateway_ids = extra[-slow:]
-        cluster_ids = extra[-2 * slow:-slow]
-        passthrough_ids = extra[-3 * slow:-2 * slow]
+        # At the end, from the last: the gateway's 2 x slow (it nears 2,500 a second), the
+        # cluster's slow, HAProxy alone's 3 x slow (it cancels near 5,000 a second).
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 6 * slow)
+        gateway_ids = extra[-2 * slow:]
+        cluster_ids = extra[-3 * slow:-2 * slow]
+        passthrough_ids = extra[-6 * slow:-3 * slow]
         legacy_start = 2 * rounds_ids
         hold_2025_ids = extra[legacy_start + legacy_ids:legacy_start + legacy_ids + holds]
         hold_2026_ids = extra[legacy_start + legacy_ids + holds:legacy_start + legacy_ids + 2 * holds]
@@ -407,7 +409,7 @@ def main():
                             "first_ms": first_answer(cluster[0], started, port), "runs": {1: [], 16: []}})
             # The floor under both: HAProxy alone in front of the gateway's upstream, on core 0 too,
             # doing no MCP work (bench/haproxy-passthrough.cfg, backend connections kept).
-            started = time.time()
+            started = time.perf_counter()
             port, passthrough_pid = bench_cluster.start_balancer(
                 "bench/haproxy-passthrough.cfg", f"    server upstream 127.0.0.1:{upstream_port}\n", tmp,
                 "passthrough", cpu=0)
