@@ -104,6 +104,38 @@ async fn the_host_answers_questions_on_both_revisions() {
 }
 
 #[tokio::test]
+async fn a_round_at_a_moved_endpoint_follows_the_move_within_its_origin() {
+    let layer = Backchannel::builder().build().unwrap();
+    let server = TestServer::new(layer);
+    let options = HttpOptions::default();
+    let moved = axum::routing::any(|| async {
+        (
+            axum::http::StatusCode::TEMPORARY_REDIRECT,
+            [(axum::http::header::LOCATION, "/mcp")],
+        )
+    });
+    let served = backchannel::testing::serve_with(
+        |stop| serve::router(move || server.clone(), &options, stop).route("/moved", moved),
+        &options,
+    )
+    .await;
+    let (person, host) = open(&served.url("/moved"), "2026-07-28").await;
+    assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+    let result = host
+        .connection("orders")
+        .unwrap()
+        .call_tool("confirm", None, &CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        result_text(&result),
+        "accepted Confirmation { confirmed: true, note: None }"
+    );
+    assert_eq!(*person.asked.lock().unwrap(), vec!["orders: Go ahead?"]);
+    host.close().await;
+}
+
+#[tokio::test]
 async fn the_host_follows_a_task_and_answers_its_question() {
     let (url, _stop) = start_server().await;
     let (person, host) = open(&url, "2026-07-28").await;
