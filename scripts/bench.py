@@ -2,7 +2,8 @@
 
 Servers: ours (order-service, with and without its order cache, with /metrics served, with
 its spans and metrics exported over OTLP to a sink here, behind mcp-gateway alone and three of
-them, and behind HAProxy alone, the floor under any proxy's figures), a bare
+them, and behind HAProxy alone and plain hyper passing requests on, the floors under any
+proxy's figures), a bare
 rmcp server, plain hyper answering a canned reply (the ceiling), and the peers in bench/peers/ (the
 Python MCP SDK, the TypeScript SDK v2 on Node 22, turbomcp 4 in Rust), all serving the same orders.
 Loads: `get_order` at concurrency 1 and 16 (oha); completed 2026-07-28 confirmed cancellations (the
@@ -38,6 +39,7 @@ EXPORT_ON = "order-service, spans and metrics exported"
 GATEWAY = "mcp-gateway in front of order-service"
 GATEWAY_CLUSTER = "3 mcp-gateways behind HAProxy"
 PASSTHROUGH = "HAProxy alone in front of order-service"
+HYPER_PASS = "plain hyper passing requests on"
 
 
 class OtlpSink:
@@ -310,11 +312,12 @@ def main():
         legacy_ids = 40000
         slow = args.rounds * 5000
         # At the end, from the last: the gateway's 2 x slow (it nears 2,500 a second), the
-        # cluster's slow, HAProxy alone's 3 x slow (it cancels near 5,000 a second).
-        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 6 * slow)
+        # cluster's slow, HAProxy alone's and plain hyper's 3 x slow each (near 5,000 a second).
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 9 * slow)
         gateway_ids = extra[-2 * slow:]
         cluster_ids = extra[-3 * slow:-2 * slow]
         passthrough_ids = extra[-6 * slow:-3 * slow]
+        hyper_pass_ids = extra[-9 * slow:-6 * slow]
         legacy_start = 2 * rounds_ids
         hold_2025_ids = extra[legacy_start + legacy_ids:legacy_start + legacy_ids + holds]
         hold_2026_ids = extra[legacy_start + legacy_ids + holds:legacy_start + legacy_ids + 2 * holds]
@@ -416,6 +419,11 @@ def main():
             servers.append({"name": PASSTHROUGH, "proc": upstream, "port": port, "ids": passthrough_ids,
                             "pids": [passthrough_pid], "first_ms": first_answer(upstream, started, port),
                             "runs": {1: [], 16: []}})
+            # The same floor on our own stack: plain hyper passing requests on (examples/passthrough.rs).
+            proc, port, t0 = start([f"{args.target}/examples/passthrough", "0",
+                                    f"http://127.0.0.1:{upstream_port}"], log_of(HYPER_PASS, "calls"))
+            servers.append({"name": HYPER_PASS, "proc": proc, "port": port, "ids": hyper_pass_ids,
+                            "first_ms": first_answer(proc, t0, port), "runs": {1: [], 16: []}})
             time.sleep(1.0)
             for server in servers:
                 server["idle_mib"] = sum(rss_kib(pid) for pid in server.get("pids", [server["proc"].pid])) / 1024
@@ -549,16 +557,19 @@ def main():
          "the shared ring"),
         (PASSTHROUGH, f"through {PASSTHROUGH} / direct (sharing core 0 with it, backend connections kept)",
          "no MCP work at all: the floor under any proxy's ratio here"),
+        (HYPER_PASS, f"through {HYPER_PASS} / direct (sharing core 0 with it, pooled connections)",
+         "no MCP work at all, on the gateway's own stack"),
     ]
     for name, what, why in gateways:
         if name in by_name:
             ratio = [summary[(name, c)][0] / summary[(ours_name, c)][0] for c in (1, 16)]
             print(f"{what}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; confirmed cancels "
                   f"{cancels[name] / max(cancels[ours_name], 1e-9):.2f} ({why})")
-    if GATEWAY in by_name and PASSTHROUGH in by_name:
-        ratio = [summary[(GATEWAY, c)][0] / summary[(PASSTHROUGH, c)][0] for c in (1, 16)]
-        print(f"through mcp-gateway / through {PASSTHROUGH}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; "
-              f"confirmed cancels {cancels[GATEWAY] / max(cancels[PASSTHROUGH], 1e-9):.2f}")
+    for floor in (PASSTHROUGH, HYPER_PASS):
+        if GATEWAY in by_name and floor in by_name:
+            ratio = [summary[(GATEWAY, c)][0] / summary[(floor, c)][0] for c in (1, 16)]
+            print(f"through mcp-gateway / through {floor}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; "
+                  f"confirmed cancels {cancels[GATEWAY] / max(cancels[floor], 1e-9):.2f}")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")
