@@ -9,8 +9,9 @@
 //! the stream's events one by one: the caller's future, deep inside a server's request when the
 //! caller is a gateway, is then woken once per message instead of once per chunk (on one core at
 //! 16 calls in flight that made the difference between this path losing 20% to rmcp's worker
-//! and matching it). Dropping a round's future aborts that task and so drops its HTTP request,
-//! which is how a 2026-07-28 client cancels.
+//! and matching it). Dropping a round's future aborts that task (`AbortOnDropHandle`) and so
+//! drops its HTTP request, which is how a 2026-07-28 client cancels.
+//!
 //! Responses are capped as rmcp caps them: a JSON body and each SSE event at the transport's
 //! limits, counted before they are parsed.
 
@@ -195,7 +196,8 @@ impl Direct {
         // per message rather than once per chunk read off the connection.
         let (sent, mut frames) = tokio::sync::mpsc::channel(8);
         let limits = (self.max_json, self.max_event);
-        let _exchange = AbortOnDrop(tokio::spawn(exchange(
+        // Aborted when the round is dropped, which drops its HTTP request.
+        let _exchange = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(exchange(
             post.body(body),
             token_sent,
             limits,
@@ -379,15 +381,6 @@ enum Frame {
     },
     /// The data of one event of an event stream.
     Event(Vec<u8>),
-}
-
-/// A task that ends when its handle is dropped: dropping a round drops its HTTP request.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Send `post` and hand what comes back to `frames`: one [`Frame::Body`], or the events of a

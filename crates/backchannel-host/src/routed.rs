@@ -86,21 +86,25 @@ impl<H: HostHandler> Routed<H> {
                 });
             }
             ServerNotification::LoggingMessageNotification(log) => {
-                let params = log.params;
-                self.handler.on_log(
-                    &self.connection,
-                    LogMessage {
-                        level: params.level.into(),
-                        logger: params.logger,
-                        data: params.data,
-                        caller: call.caller.clone(),
-                    },
-                );
+                self.deliver_log(log.params, call.caller.clone());
             }
             other => {
                 tracing::debug!(connection = %self.connection, ?other, "a notification on a round's response was not handed on")
             }
         }
+    }
+
+    /// Hand a server's log message to the handler, as `caller`'s when a call is known.
+    fn deliver_log(&self, params: LoggingMessageNotificationParam, caller: Option<ProgressToken>) {
+        self.handler.on_log(
+            &self.connection,
+            LogMessage {
+                level: params.level.into(),
+                logger: params.logger,
+                data: params.data,
+                caller,
+            },
+        );
     }
 
     /// Answer one question of an `input_required` round of `call`.
@@ -293,16 +297,7 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             .extensions
             .get::<CallTag>()
             .map(|CallTag(call)| call.clone());
-        let caller = call.as_ref().and_then(|call| call.caller.clone());
-        self.handler.on_log(
-            &self.connection,
-            LogMessage {
-                level: params.level.into(),
-                logger: params.logger,
-                data: params.data,
-                caller,
-            },
-        );
+        self.deliver_log(params, call.as_ref().and_then(|call| call.caller.clone()));
         if let Some(call) = call {
             call.handled();
         }
