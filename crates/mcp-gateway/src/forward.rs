@@ -188,8 +188,20 @@ impl Forward<'_> {
         if connection.has_sessions() {
             return self.held_round(host.clone(), request).await;
         }
-        let how = How::OneRound(ctx.passed_round());
-        match relayed(upstreams, ctx, route, connection, request, how).await? {
+        let passed = ctx.passed_round();
+        // The pass-through made this first round's request already (see `pass`).
+        let prefetched = passed
+            .is_none()
+            .then(|| Prefetched::take(ctx.extensions().get::<http::request::Parts>()))
+            .flatten();
+        let outcome = match prefetched {
+            Some(outcome) => outcome,
+            None => {
+                let how = How::OneRound(passed);
+                relayed(upstreams, ctx, route, connection, request, how).await?
+            }
+        };
+        match outcome {
             Ok(Outcome::Tool(Started::InputRequired {
                 input_requests,
                 request_state,
@@ -356,6 +368,19 @@ impl Forward<'_> {
             task,
             registered,
         )
+    }
+}
+
+/// An upstream's answer to a call's first round, made by the pass-through, for the handler to
+/// go on from; taken once.
+#[derive(Clone)]
+pub(crate) struct Prefetched(pub(crate) Arc<std::sync::Mutex<Option<HeldOutcome>>>);
+
+impl Prefetched {
+    /// The answer, if the pass-through made the request and it was not taken yet.
+    pub(crate) fn take(parts: Option<&http::request::Parts>) -> Option<HeldOutcome> {
+        let prefetched = parts?.extensions.get::<Prefetched>()?;
+        backchannel::lock(&prefetched.0).take()
     }
 }
 
@@ -681,7 +706,7 @@ fn task_created(
 
 /// An upstream call's end as the downstream client gets it: its result; its protocol error as
 /// the client's (the tool never ran); a failure to reach it as a tool error the model reads.
-fn finished(
+pub(crate) fn finished(
     route: &Route,
     outcome: Result<CallToolResult, HostError>,
 ) -> Result<CallToolResponse, ErrorData> {

@@ -66,8 +66,14 @@ macro_rules! forwarded {
 pub struct Gateway {
     layer: Backchannel,
     /// The upstreams' tools; made again when one says its tools changed.
-    tools: Arc<std::sync::RwLock<Arc<ToolRouter<Gateway>>>>,
+    tools: Arc<std::sync::RwLock<Arc<Tools>>>,
     upstreams: Arc<Upstreams>,
+}
+
+/// The tools offered: rmcp's router, and where each tool's calls go (for the pass-through).
+pub(crate) struct Tools {
+    pub(crate) router: ToolRouter<Gateway>,
+    pub(crate) routes: HashMap<String, Route>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -227,10 +233,28 @@ impl Gateway {
             ))
     }
 
+    /// What takes a 2026-07-28 client's plain tool calls before the gateway's handler does
+    /// (serve it with [`backchannel::serve::router_passing`]): the first round of a call to a
+    /// shared 2026-07-28 upstream, relayed without the handler's machinery when its client
+    /// asked for neither progress nor log messages. The answers are the handler's.
+    pub fn pass_through(&self) -> Arc<dyn backchannel::serve::PassThrough> {
+        let tools = self.tools.clone();
+        Arc::new(crate::pass::Pass {
+            route: Box::new(move |name| {
+                let tools = tools
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                tools.routes.get(name).cloned()
+            }),
+            upstreams: self.upstreams.clone(),
+        })
+    }
+
     /// The names of the tools offered, sorted.
     pub fn tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
-            .router()
+            .tools()
+            .router
             .list_all()
             .into_iter()
             .map(|tool| tool.name.to_string())
@@ -253,7 +277,7 @@ impl Gateway {
     }
 
     /// The tools as they are now.
-    fn router(&self) -> Arc<ToolRouter<Gateway>> {
+    fn tools(&self) -> Arc<Tools> {
         self.tools
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -302,7 +326,7 @@ pub(crate) async fn tool_router(
     prefixes: &BTreeMap<String, String>,
     personal_tools: &PersonalTools,
     personal: Option<&Personal>,
-) -> Result<(ToolRouter<Gateway>, usize), GatewayError> {
+) -> Result<(Tools, usize), GatewayError> {
     let mut lists: Vec<(String, Vec<rmcp::model::Tool>)> = Vec::new();
     for connection in host.connections() {
         lists.push((connection.name().to_owned(), connection.tools().await?));
@@ -312,6 +336,7 @@ pub(crate) async fn tool_router(
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
     let mut router = ToolRouter::new();
+    let mut routes = HashMap::new();
     for upstream in personal.map(Personal::upstreams).into_iter().flatten() {
         match learnt.get(upstream) {
             Some(tools) => lists.push((upstream.clone(), tools.clone())),
@@ -341,6 +366,7 @@ pub(crate) async fn tool_router(
                     .unwrap_or(&offered_as)
                     .to_owned(),
             };
+            routes.insert(offered_as.clone(), route.clone());
             router.add_route(ToolRoute::new_dyn(
                 tool,
                 move |mut context: ToolCallContext<'_, Gateway>| {
@@ -349,7 +375,7 @@ pub(crate) async fn tool_router(
             ));
         }
     }
-    Ok((router, offered.len()))
+    Ok((Tools { router, routes }, offered.len()))
 }
 
 /// The tool standing in for a per-person upstream whose tools nobody has seen yet: calling it
@@ -402,7 +428,7 @@ fn sign_in_route(upstream: &str) -> ToolRoute<Gateway> {
 /// name, keeps the old one). Ends with the gateway.
 pub(crate) async fn offer_changed_tools(
     mut changes: tokio::sync::mpsc::UnboundedReceiver<()>,
-    tools: std::sync::Weak<std::sync::RwLock<Arc<ToolRouter<Gateway>>>>,
+    tools: std::sync::Weak<std::sync::RwLock<Arc<Tools>>>,
     upstreams: std::sync::Weak<Upstreams>,
     layer: backchannel::WeakBackchannel,
 ) {
@@ -427,7 +453,7 @@ pub(crate) async fn offer_changed_tools(
 /// Make the tool list again from what the upstreams offer, offer it, and tell the downstream
 /// clients (a list that cannot be made, two upstreams offering one name, keeps the old one).
 async fn offer_tools(
-    tools: &std::sync::RwLock<Arc<ToolRouter<Gateway>>>,
+    tools: &std::sync::RwLock<Arc<Tools>>,
     upstreams: &Upstreams,
     layer: &Backchannel,
 ) {
@@ -574,8 +600,10 @@ impl ServerHandler for Gateway {
         request: rmcp::model::CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let tools = self.router();
-        self.layer.call_tool(&tools, self, request, context).await
+        let tools = self.tools();
+        self.layer
+            .call_tool(&tools.router, self, request, context)
+            .await
     }
 
     async fn list_tools(
@@ -584,12 +612,12 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
         Ok(rmcp::model::ListToolsResult::with_all_items(
-            self.router().list_all(),
+            self.tools().router.list_all(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.router().get(name).cloned()
+        self.tools().router.get(name).cloned()
     }
 
     async fn list_prompts(

@@ -31,6 +31,8 @@
 //! - `gateway`: [`Gateway`], the server: tool routes, prompts, resources, tasks, list changes.
 //! - `upstream`: the upstream connections, by the kinds of question their callers answer.
 //! - `forward`: one call or prompt sent upstream, as the revisions on either side want.
+//! - `pass`: a 2026-07-28 client's plain first round to a 2026-07-28 upstream, relayed before
+//!   the handler's machinery is built for it ([`Gateway::pass_through`]).
 //! - `switchboard`: [`Switchboard`], where an upstream call's questions, progress and log
 //!   messages go (the downstream call that caused it).
 //! - `hold`: a 2025-11-25 upstream's call held between a 2026-07-28 client's rounds.
@@ -54,6 +56,7 @@ mod forward;
 mod gateway;
 mod hold;
 mod hop;
+mod pass;
 mod personal;
 mod switchboard;
 mod tasks;

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::options::HttpOptions;
+use super::pass_through::PassThrough;
 use super::{ServeError, host_origin, listener, mcp_route, stateless};
 
 /// An axum router with the MCP endpoint at `/mcp`. `factory` builds the handler for each
@@ -19,6 +20,36 @@ use super::{ServeError, host_origin, listener, mcp_route, stateless};
 /// application that authenticates callers puts a [`super::Principal`] into the request's extensions
 /// in a layer outside this router.
 pub fn router<S, F>(factory: F, options: &HttpOptions, shutdown: CancellationToken) -> axum::Router
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    endpoint(factory, options, shutdown, None)
+}
+
+/// [`router`], with `pass` offered every plain 2026-07-28 `tools/call` once it is checked and
+/// before the handler is built for it ([`PassThrough`]): for a server that relays such calls
+/// elsewhere (a gateway) and has no use for rmcp's dispatch, the layer and `Ctx` on the way.
+/// Needs [`HttpOptions::stateless_fast_path`]; without it the handler serves every call.
+pub fn router_passing<S, F>(
+    factory: F,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+    pass: Arc<dyn PassThrough>,
+) -> axum::Router
+where
+    S: rmcp::ServerHandler + Send + 'static,
+    F: Fn() -> S + Send + Sync + 'static,
+{
+    endpoint(factory, options, shutdown, Some(pass))
+}
+
+fn endpoint<S, F>(
+    factory: F,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+    pass: Option<Arc<dyn PassThrough>>,
+) -> axum::Router
 where
     S: rmcp::ServerHandler + Send + 'static,
     F: Fn() -> S + Send + Sync + 'static,
@@ -38,6 +69,7 @@ where
             options.json_response,
             options.sse_keep_alive,
             shutdown.clone(),
+            pass,
         )) as Arc<dyn stateless::FastPath>
     });
     let drivers = options.direct_sessions.then(|| {

@@ -16,14 +16,16 @@ with_http! {
     mod listener;
     mod mcp_route;
     mod options;
+    mod pass_through;
     mod session_post;
     mod sign_in;
     mod standard_headers;
     mod stateless;
     pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
-    pub use edge::{http, metrics_router, router};
+    pub use edge::{http, metrics_router, router, router_passing};
     pub use jsonrpc::jsonrpc_error;
     pub use options::HttpOptions;
+    pub use pass_through::{PassThrough, Passed, PlainToolCall};
     pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
 }
 #[cfg(feature = "resource-server")]

@@ -30,8 +30,8 @@ use futures::future::BoxFuture;
 use http::HeaderMap;
 use http::request::Parts;
 use rmcp::model::{
-    ClientRequest, ErrorCode, Extensions, GetExtensions, GetMeta, InitializeRequestParams,
-    JsonObject, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
+    CallToolResponse, ClientRequest, ErrorCode, Extensions, GetExtensions, GetMeta, InitializeRequestParams,
+    JsonObject, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, ServerHandler, Service};
@@ -39,6 +39,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::pass_through::{PassThrough, Passed, PlainToolCall};
 use super::sse_body::{Events, SseBody};
 use super::standard_headers;
 use crate::outbox::Outbox;
@@ -107,6 +108,8 @@ pub(super) struct Stateless<F> {
     shutdown: CancellationToken,
     /// Made on first use (it needs a runtime): the peer every fast-path context holds.
     peer: OnceLock<Peer<RoleServer>>,
+    /// Offered every plain `tools/call` before the handler (see [`super::router_passing`]).
+    pass: Option<Arc<dyn PassThrough>>,
 }
 
 impl<F> Stateless<F> {
@@ -115,6 +118,7 @@ impl<F> Stateless<F> {
         json_response: bool,
         keep_alive: Option<Duration>,
         shutdown: CancellationToken,
+        pass: Option<Arc<dyn PassThrough>>,
     ) -> Self {
         Self {
             factory,
@@ -122,6 +126,17 @@ impl<F> Stateless<F> {
             keep_alive,
             shutdown,
             peer: OnceLock::new(),
+            pass,
+        }
+    }
+
+    /// What answers a request here once its handler runs.
+    fn runner(&self) -> Runner {
+        Runner {
+            peer: self.peer.get_or_init(closed_peer).clone(),
+            json_response: self.json_response,
+            keep_alive: self.keep_alive,
+            shutdown: self.shutdown.clone(),
         }
     }
 }
@@ -170,7 +185,7 @@ where
         let Some((id, request)) = typed_request(message, &version) else {
             return Err(Box::new(parts));
         };
-        Ok(self.run(parts, id, request, handler))
+        Ok(self.runner().run(parts, id, request, handler))
     }
 
     fn serve_call(
@@ -218,12 +233,7 @@ where
         params.arguments = arguments;
         params.input_responses = input_responses.map(|map| map.into_iter().collect());
         params.request_state = request_state;
-        let mut request = rmcp::model::CallToolRequest::new(params);
-        if let Some(meta) = meta {
-            request.extensions.insert(RequestMetaObject::from(meta));
-        }
-        let request = ClientRequest::CallToolRequest(request);
-        let meta = request.get_meta();
+        let meta = meta.map(RequestMetaObject::from).unwrap_or_default();
         if meta.protocol_version().as_ref() != Some(&version)
             || !meta.missing_required_keys(&version).is_empty()
         {
@@ -231,24 +241,77 @@ where
         }
         // Described once it is sure to be served here (a body sent back is described by the
         // gate).
-        if crate::telemetry::exporting()
-            && let ClientRequest::CallToolRequest(typed) = &request
-        {
+        if crate::telemetry::exporting() {
             crate::telemetry::describe_request(
                 "tools/call",
-                Some(&typed.params.name),
+                Some(&params.name),
                 Some(&call.id),
-                Some(meta),
+                Some(&meta),
             );
         }
-        Ok(self.run(parts, call.id, request, handler))
+        let (id, runner) = (call.id, self.runner());
+        let Some(pass) = &self.pass else {
+            return Ok(runner.run(parts, id, call_request(params, meta), handler));
+        };
+        let offered = PlainToolCall {
+            parts,
+            params,
+            meta,
+        };
+        match pass.pass(offered) {
+            Ok(passing) => Ok(Box::pin(async move {
+                let message = match passing.await {
+                    Passed::Answered(result) => ServerJsonRpcMessage::response(
+                        ServerResult::from(CallToolResponse::Complete(result)),
+                        id,
+                    ),
+                    Passed::Refused(error) => ServerJsonRpcMessage::error(error, Some(id)),
+                    Passed::Handler(call) => {
+                        let PlainToolCall {
+                            parts,
+                            params,
+                            meta,
+                        } = *call;
+                        let request = call_request(params, meta);
+                        return runner.run(parts, id, request, handler).await;
+                    }
+                };
+                runner.answer(message).await
+            })),
+            Err(back) => {
+                let PlainToolCall {
+                    parts,
+                    params,
+                    meta,
+                } = *back;
+                Ok(runner.run(parts, id, call_request(params, meta), handler))
+            }
+        }
     }
 }
 
-impl<F> Stateless<F> {
+/// rmcp's typed `tools/call` of `params` and `meta` (`_meta` in the request's extensions, as
+/// rmcp's own parse puts it).
+fn call_request(params: rmcp::model::CallToolRequestParams, meta: RequestMetaObject) -> ClientRequest {
+    let mut request = rmcp::model::CallToolRequest::new(params);
+    if !meta.is_empty() {
+        request.extensions.insert(meta);
+    }
+    ClientRequest::CallToolRequest(request)
+}
+
+/// Runs a request's handler and answers it: the settings of the endpoint's fast path.
+struct Runner {
+    peer: Peer<RoleServer>,
+    json_response: bool,
+    keep_alive: Option<Duration>,
+    shutdown: CancellationToken,
+}
+
+impl Runner {
     /// Run `request` through `handler` in the request's own task and answer it.
     fn run<S: ServerHandler + Send + 'static>(
-        &self,
+        self,
         parts: Parts,
         id: RequestId,
         mut request: ClientRequest,
@@ -264,8 +327,7 @@ impl<F> Stateless<F> {
         let outbox = Outbox::new();
         extensions.insert(outbox.clone());
         let ct = CancellationToken::new();
-        let peer = self.peer.get_or_init(closed_peer).clone();
-        let mut context = RequestContext::new(id.clone(), peer);
+        let mut context = RequestContext::new(id.clone(), self.peer);
         context.ct = ct.clone();
         context.meta = meta;
         context.extensions = extensions;
@@ -284,9 +346,23 @@ impl<F> Stateless<F> {
             end: Some(ct.drop_guard()),
             result: None,
             keep_alive: self.keep_alive,
-            shutdown: self.shutdown.clone(),
+            shutdown: self.shutdown,
         };
         Box::pin(reply.respond(self.json_response))
+    }
+
+    /// Answer with `message`, made without the handler: JSON, or one event without
+    /// `json_response`.
+    fn answer(self, message: ServerJsonRpcMessage) -> impl Future<Output = Response> + use<> {
+        let reply = Reply {
+            handling: Some(Box::pin(std::future::ready(message))),
+            outbox: Outbox::new(),
+            end: None,
+            result: None,
+            keep_alive: self.keep_alive,
+            shutdown: self.shutdown,
+        };
+        reply.respond(self.json_response)
     }
 }
 
@@ -710,7 +786,7 @@ mod tests {
                 )
             }
         }
-        let path = Stateless::new(Arc::new(|| Bare), true, None, CancellationToken::new());
+        let path = Stateless::new(Arc::new(|| Bare), true, None, CancellationToken::new(), None);
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
             "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {}}}});

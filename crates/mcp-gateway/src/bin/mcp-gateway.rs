@@ -298,7 +298,9 @@ async fn main() -> anyhow::Result<()> {
             };
             let pages = gateway.sign_in_pages(&base, sign_in.clone());
             let served = gateway.clone();
-            let mut app = serve::router(move || served.clone(), &options, shutdown.clone());
+            let pass = gateway.pass_through();
+            let mut app =
+                serve::router_passing(move || served.clone(), &options, shutdown.clone(), pass);
             let mut open_pages = None;
             if let Some((pages, sign_out)) = pages {
                 app = app.merge(sign_out);

@@ -49,7 +49,19 @@ pub(crate) async fn gateway(
     let gateway = Gateway::open(&quick_config(&upstreams, &revisions).unwrap())
         .await
         .unwrap();
-    (served(gateway.clone()).await, gateway)
+    (served_gateway(gateway.clone()).await, gateway)
+}
+
+/// `gateway` over Streamable HTTP on a free loopback port, as the binary serves it: with its
+/// pass-through.
+pub(crate) async fn served_gateway(gateway: Gateway) -> Served {
+    let options = HttpOptions::default();
+    let pass = gateway.pass_through();
+    serve_with(
+        |stop| backchannel::serve::router_passing(move || gateway.clone(), &options, stop, pass),
+        &options,
+    )
+    .await
 }
 
 /// Call `tool` to its final result: on 2025-11-25 one request (rmcp hands the questions to the

@@ -7,6 +7,7 @@
 mod bridge;
 mod common;
 mod guarded;
+mod pass;
 mod personal;
 mod replicas;
 mod signed_in;

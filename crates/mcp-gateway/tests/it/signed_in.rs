@@ -80,10 +80,18 @@ async fn signed_gateway_with(
     change(config.connections.get_mut("test").unwrap());
     let gateway = Gateway::open(&config).await.unwrap();
     let options = HttpOptions::default();
-    let front = gateway.clone();
+    let (front, pass) = (gateway.clone(), gateway.pass_through());
     let sign_in = Arc::new(sign_in);
+    // As the binary serves it: the pass-through behind the sign-in.
     let served = serve_with(
-        |stop| sign_in.protect(serve::router(move || front.clone(), &options, stop)),
+        |stop| {
+            sign_in.protect(serve::router_passing(
+                move || front.clone(),
+                &options,
+                stop,
+                pass,
+            ))
+        },
         &options,
     )
     .await;

@@ -1,0 +1,168 @@
+//! The pass-through (`Gateway::pass_through`): which 2026-07-28 calls it relays itself, and
+//! that a call it hands on is the handler's, asked upstream once.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use backchannel::testing::{Served, TestServer, serve_with};
+use backchannel::{Backchannel, Revision};
+use serde_json::{Value, json};
+
+use crate::common::gateway;
+
+/// The `_meta` of every `tools/call` an upstream received, in order.
+type Seen = Arc<Mutex<Vec<Value>>>;
+
+/// The key of the log level the gateway asks of a 2026-07-28 upstream for `Ctx` to pass on.
+const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// The test server limited to 2026-07-28, recording the `_meta` of each call it receives.
+async fn recording_upstream() -> (Served, TestServer, Seen) {
+    let layer = Backchannel::builder()
+        .only_revision(Revision::V2026_07_28)
+        .build()
+        .unwrap();
+    let server = TestServer::new(layer);
+    let seen: Seen = Arc::default();
+    let (app_server, record) = (server.clone(), seen.clone());
+    let options = backchannel::serve::HttpOptions::default();
+    let served = serve_with(
+        |stop| {
+            backchannel::serve::router(move || app_server.clone(), &options, stop).layer(
+                axum::middleware::from_fn(
+                    move |request: axum::extract::Request, next: axum::middleware::Next| {
+                        let record = record.clone();
+                        async move {
+                            let (parts, body) = request.into_parts();
+                            let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+                            let message: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                            if message["method"] == "tools/call" {
+                                record
+                                    .lock()
+                                    .unwrap()
+                                    .push(message["params"]["_meta"].clone());
+                            }
+                            let body = axum::body::Body::from(bytes);
+                            next.run(axum::extract::Request::from_parts(parts, body))
+                                .await
+                        }
+                    },
+                ),
+            )
+        },
+        &options,
+    )
+    .await;
+    (served, server, seen)
+}
+
+/// A 2026-07-28 `tools/call` of `tool` as raw HTTP, with `params` (the `_meta` a client sends
+/// added to what `params` holds of it): the last JSON-RPC message of the answer.
+async fn call(url: &str, tool: &str, mut params: Value) -> Value {
+    params["name"] = tool.into();
+    let meta = &mut params["_meta"];
+    meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28".into();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+    meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "pass", "version": "0"});
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let text = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", tool)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain([text.as_str()])
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {text}"))
+}
+
+/// The last `_meta` the upstream received, and how many calls it received.
+fn last(seen: &Seen) -> (Value, usize) {
+    let seen = seen.lock().unwrap();
+    (seen.last().cloned().unwrap_or_default(), seen.len())
+}
+
+#[tokio::test]
+async fn a_plain_call_is_relayed_by_the_pass_through_and_anything_more_by_the_handler() {
+    let (served, server, seen) = recording_upstream().await;
+    let (front, _gateway) = gateway("test", served.addr, Revision::V2026_07_28).await;
+    let url = format!("http://{}/mcp", front.addr);
+
+    // A call that asks nothing and wants nothing on the way: the pass-through makes the
+    // upstream request (the handler would ask for log messages to pass on), and the tool's
+    // failure comes back as the tool's, the model can read it.
+    let passed = call(&url, "fails", json!({"arguments": {}})).await;
+    let (meta, calls) = last(&seen);
+    assert_eq!(calls, 1);
+    assert!(meta.get(LOG_LEVEL).is_none(), "{meta}");
+    assert_eq!(passed["id"], 7, "{passed}");
+    assert_eq!(passed["result"]["isError"], true, "{passed}");
+    assert_eq!(passed["result"]["resultType"], "complete", "{passed}");
+
+    // The same call asking for progress goes through the handler, and answers the same.
+    let handled = call(
+        &url,
+        "fails",
+        json!({"arguments": {}, "_meta": {"progressToken": "p1"}}),
+    )
+    .await;
+    let (meta, calls) = last(&seen);
+    assert_eq!(calls, 2);
+    assert_eq!(meta[LOG_LEVEL], "debug", "{meta}");
+    assert_eq!(handled, passed);
+
+    // A call whose upstream asks: the pass-through's request, its round handed to the
+    // handler, which seals it as its own; the retry is the handler's. The upstream ran the
+    // tool once per round, and wrote once.
+    let round = call(&url, "confirm", json!({"arguments": {}})).await;
+    let (meta, calls) = last(&seen);
+    assert_eq!(calls, 3);
+    assert!(meta.get(LOG_LEVEL).is_none(), "{meta}");
+    let result = &round["result"];
+    assert_eq!(result["resultType"], "input_required", "{round}");
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|asked| asked.keys().next().cloned())
+        .unwrap_or_else(|| panic!("no question in {round}"));
+    let state = result["requestState"].clone();
+    assert!(state.is_string(), "{round}");
+    let answers = json!({key: {"action": "accept", "content": {"confirmed": true}}});
+    let done = call(
+        &url,
+        "confirm",
+        json!({"arguments": {}, "inputResponses": answers.clone(), "requestState": state.clone()}),
+    )
+    .await;
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "accepted Confirmation { confirmed: true, note: None }",
+        "{done}"
+    );
+    assert_eq!(last(&seen).1, 4);
+    assert_eq!(server.observed.runs_before_ask.load(Ordering::SeqCst), 2);
+    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
+
+    // The round answers once: its state sent again is refused, and nothing more is written.
+    let again = call(
+        &url,
+        "confirm",
+        json!({"arguments": {}, "inputResponses": answers, "requestState": state}),
+    )
+    .await;
+    assert_ne!(
+        again["result"]["content"], done["result"]["content"],
+        "{again}"
+    );
+    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
+}
