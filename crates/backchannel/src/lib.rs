@@ -96,8 +96,8 @@ pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend, TASK_PROGRESS_EVERY};
 pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{
-    Backchannel, BackchannelBuilder, BuildError, LedgerError, Relay, Spend, SpentLedger,
-    TaskSupport, WeakBackchannel, error_text,
+    Backchannel, BackchannelBuilder, BuildError, LedgerError, OpenedRound, PassedCall, Relay,
+    Spend, SpentLedger, TaskSupport, WeakBackchannel, error_text,
 };
 pub use outcome::{Elicited, RootsListed, Sampled, StepError, UrlElicited};
 pub use revision::{Revision, UnknownRevision};

@@ -188,20 +188,8 @@ impl Forward<'_> {
         if connection.has_sessions() {
             return self.held_round(host.clone(), request).await;
         }
-        let passed = ctx.passed_round();
-        // The pass-through made this first round's request already (see `pass`).
-        let prefetched = passed
-            .is_none()
-            .then(|| Prefetched::take(ctx.extensions().get::<http::request::Parts>()))
-            .flatten();
-        let outcome = match prefetched {
-            Some(outcome) => outcome,
-            None => {
-                let how = How::OneRound(passed);
-                relayed(upstreams, ctx, route, connection, request, how).await?
-            }
-        };
-        match outcome {
+        let how = How::OneRound(ctx.passed_round());
+        match relayed(upstreams, ctx, route, connection, request, how).await? {
             Ok(Outcome::Tool(Started::InputRequired {
                 input_requests,
                 request_state,
@@ -368,19 +356,6 @@ impl Forward<'_> {
             task,
             registered,
         )
-    }
-}
-
-/// An upstream's answer to a call's first round, made by the pass-through, for the handler to
-/// go on from; taken once.
-#[derive(Clone)]
-pub(crate) struct Prefetched(pub(crate) Arc<std::sync::Mutex<Option<HeldOutcome>>>);
-
-impl Prefetched {
-    /// The answer, if the pass-through made the request and it was not taken yet.
-    pub(crate) fn take(parts: Option<&http::request::Parts>) -> Option<HeldOutcome> {
-        let prefetched = parts?.extensions.get::<Prefetched>()?;
-        backchannel::lock(&prefetched.0).take()
     }
 }
 
@@ -670,7 +645,7 @@ fn share_of(caller: &Caller, ctx: &Ctx) -> String {
 }
 
 /// The upstream made the call `task`: the client gets it under the gateway's id for its owner.
-fn task_created(
+pub(crate) fn task_created(
     upstreams: &Upstreams,
     caller: &Caller,
     route: &Route,

@@ -234,7 +234,7 @@ impl Gateway {
     }
 
     /// What takes a 2026-07-28 client's plain tool calls before the gateway's handler does
-    /// (serve it with [`backchannel::serve::router_passing`]): the first round of a call to a
+    /// (serve it with [`backchannel::serve::router_passing`]): the rounds of a call to a
     /// shared 2026-07-28 upstream, relayed without the handler's machinery when its client
     /// asked for neither progress nor log messages. The answers are the handler's.
     pub fn pass_through(&self) -> Arc<dyn backchannel::serve::PassThrough> {
@@ -247,6 +247,7 @@ impl Gateway {
                 tools.routes.get(name).cloned()
             }),
             upstreams: self.upstreams.clone(),
+            layer: self.layer.clone(),
         })
     }
 

@@ -1,23 +1,23 @@
-//! The pass-through: a 2026-07-28 client's first round of a tool call to a shared 2026-07-28
-//! upstream, relayed as soon as the endpoint has checked it (backchannel's `PassThrough`),
-//! without rmcp's dispatch, the layer, `Ctx` and the switchboard, when nothing of the call
-//! needs them: its client asked for neither progress nor log messages, so nothing of the
-//! upstream call is passed on before its end. The upstream's result, or its failure, is the
-//! answer, as `Forward::tool` makes it. When the upstream answers with a round of questions or
-//! a task, that answer is handed to the handler with the request (`Prefetched`), and the call
-//! goes on exactly as if the handler had made the upstream request itself: the round sealed
-//! and bound to its caller by the layer, the task named by the gateway. The upstream is asked
-//! once either way.
+//! The pass-through: a 2026-07-28 client's rounds of a tool call to a shared 2026-07-28
+//! upstream, relayed as soon as the endpoint has checked them (backchannel's `PassThrough`),
+//! without rmcp's dispatch, the layer's driving, `Ctx` and the switchboard, when nothing of
+//! the call needs them: its client asked for neither progress nor log messages, so nothing of
+//! the upstream call is passed on before its end. One upstream request per round, as
+//! `Forward` makes it: the upstream's round goes to the client with its state sealed by the
+//! layer (`Backchannel::seal_passed_round`, as `Ctx::pass_round` seals it), a retry's state is
+//! opened and spent the same way, so a round either path sealed is opened by the other. The
+//! answers are `Forward::tool`'s.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use backchannel::Backchannel;
 use backchannel::serve::{PassThrough, Passed, PlainToolCall};
 use backchannel_host::{CallContext, HostError, Started};
 use futures::future::BoxFuture;
+use rmcp::model::{CallToolResponse, ClientCapabilities};
 
 use crate::config::{LOG_LEVEL_META_KEY, answerable, forwarded_meta};
-use crate::forward::{Prefetched, Route, finished};
-use crate::hold::{HeldOutcome, Outcome};
+use crate::forward::{Caller, Route, finished, task_created};
 use crate::upstream::Upstreams;
 
 /// Where the calls of a tool offered now go, by its name.
@@ -28,21 +28,17 @@ pub(crate) struct Pass {
     /// Where the calls of a tool offered now go.
     pub(crate) route: Routes,
     pub(crate) upstreams: Arc<Upstreams>,
+    pub(crate) layer: Backchannel,
 }
 
 impl Pass {
     /// Where `call` goes, when the pass-through takes it.
     fn route_of(&self, call: &PlainToolCall) -> Option<Route> {
-        let params = &call.params;
-        // A later round carries the gateway's sealed state: the layer opens it.
-        if params.request_state.is_some() || params.input_responses.is_some() {
-            return None;
-        }
         // Progress and log messages of the upstream call would be passed on through `Ctx`.
         if call.meta.contains_key("progressToken") || call.meta.contains_key(LOG_LEVEL_META_KEY) {
             return None;
         }
-        let route = (self.route)(params.name.as_ref())?;
+        let route = (self.route)(call.params.name.as_ref())?;
         // A per-person upstream is reached through the caller's own connection, which may
         // first ask them to sign in; a 2025-11-25 upstream's call is held between rounds.
         let personal = self
@@ -67,58 +63,112 @@ impl PassThrough for Pass {
         let Some(capabilities) = call.meta.client_capabilities() else {
             return Err(Box::new(call));
         };
-        let upstreams = self.upstreams.clone();
+        // Answers without a state are the handler's to refuse.
+        if call.params.input_responses.is_some() && call.params.request_state.is_none() {
+            return Err(Box::new(call));
+        }
+        let (upstreams, layer) = (self.upstreams.clone(), self.layer.clone());
         Ok(Box::pin(async move {
-            // What the handler would declare upstream for this caller, and the `_meta` it
-            // would send, without the progress token and log level it adds for `Ctx`.
-            let host = match upstreams.declaring(answerable(&capabilities)).await {
-                Ok(host) => host,
-                Err(error) => return Passed::Refused(error),
-            };
-            let context = forwarded_meta(&call.meta, &upstreams.config.meta_allow)
-                .into_iter()
-                .fold(CallContext::new(), |context, (key, value)| {
-                    context.with(key, value)
-                });
-            let outcome = match host.connection(&route.connection) {
-                Ok(connection) => {
-                    let arguments = call.params.arguments.clone();
-                    connection
-                        .call_round(&route.tool, arguments, &context, None, None)
-                        .await
-                }
-                Err(error) => Err(error),
-            };
-            match outcome {
-                Ok(Started::Done(result)) => answered(&route, Ok(result)),
-                Ok(started @ (Started::InputRequired { .. } | Started::Task(_))) => {
-                    handed_on(call, Ok(Outcome::Tool(started)))
-                }
-                Err(error) => answered(&route, Err(error)),
+            match relay(&upstreams, &layer, &route, &call, &capabilities).await {
+                Some(passed) => passed,
+                None => Passed::Handler(Box::new(call)),
             }
         }))
     }
 }
 
+/// One round of `call` upstream, answered as `Forward::tool` answers it; `None` when the
+/// handler is to serve it (nothing done upstream, nothing spent).
+async fn relay(
+    upstreams: &Upstreams,
+    layer: &Backchannel,
+    route: &Route,
+    call: &PlainToolCall,
+    capabilities: &ClientCapabilities,
+) -> Option<Passed> {
+    let params = &call.params;
+    let passed = layer.passed_call(&call.parts, &params.name, params.arguments.as_ref())?;
+    let opened = match &params.request_state {
+        Some(state) => {
+            let responses = params.input_responses.clone().unwrap_or_default();
+            match layer.open_passed_round(&passed, state, &responses).await {
+                Ok(Some(opened)) => Some(opened),
+                // A round of the gateway's own: the handler opens it.
+                Ok(None) => return None,
+                Err(error) => return Some(Passed::Refused(error)),
+            }
+        }
+        None => None,
+    };
+    // What the handler would declare upstream for this caller, and the `_meta` it would send,
+    // without the progress token and log level it adds for `Ctx`.
+    let declared = answerable(capabilities);
+    let host = match upstreams.declaring(declared).await {
+        Ok(host) => host,
+        Err(error) => return Some(Passed::Refused(error)),
+    };
+    let context = forwarded_meta(&call.meta, &upstreams.config.meta_allow)
+        .into_iter()
+        .fold(CallContext::new(), |context, (key, value)| {
+            context.with(key, value)
+        });
+    let (responses, state) = match &opened {
+        Some(opened) => {
+            let passed = opened.passed();
+            (Some(passed.responses.clone()), passed.state.clone())
+        }
+        None => (None, None),
+    };
+    let outcome = match host.connection(&route.connection) {
+        Ok(connection) => {
+            let arguments = params.arguments.clone();
+            let round = connection.call_round(&route.tool, arguments, &context, responses, state);
+            round.await
+        }
+        Err(error) => Err(error),
+    };
+    Some(match outcome {
+        Ok(Started::Done(result)) => answered(route, Ok(result)),
+        Ok(Started::InputRequired {
+            input_requests,
+            request_state,
+        }) => {
+            // Only questions the client declared it can answer go to it.
+            if let Some(why) = input_requests
+                .values()
+                .find_map(|question| crate::switchboard::passable(&declared, question).err())
+            {
+                tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
+                let message = format!("it asked a question that was not passed on ({why})");
+                let connection = route.connection.clone();
+                return Some(answered(
+                    route,
+                    Err(HostError::Call {
+                        connection,
+                        message,
+                    }),
+                ));
+            }
+            match layer.seal_passed_round(&passed, opened, input_requests, request_state) {
+                Ok(round) => Passed::Answered(CallToolResponse::InputRequired(round)),
+                Err(error) => Passed::Refused(error),
+            }
+        }
+        Ok(Started::Task(task)) => {
+            let caller = Caller {
+                owner: passed.owner_key(),
+                declared,
+            };
+            Passed::Answered(task_created(upstreams, &caller, route, task, None))
+        }
+        Err(error) => answered(route, Err(error)),
+    })
+}
+
 /// The answer `Forward::tool` gives for this end of a shared upstream's call.
 fn answered(route: &Route, outcome: Result<rmcp::model::CallToolResult, HostError>) -> Passed {
     match finished(route, outcome) {
-        Ok(rmcp::model::CallToolResponse::Complete(result)) => Passed::Answered(result),
-        Ok(other) => {
-            tracing::error!(?other, "a finished call made something other than a result");
-            Passed::Refused(rmcp::ErrorData::internal_error(
-                "the gateway could not answer this call",
-                None,
-            ))
-        }
+        Ok(response) => Passed::Answered(response),
         Err(error) => Passed::Refused(error),
     }
-}
-
-/// The call goes to the handler, which goes on from `outcome` instead of asking upstream.
-fn handed_on(mut call: PlainToolCall, outcome: HeldOutcome) -> Passed {
-    call.parts
-        .extensions
-        .insert(Prefetched(Arc::new(Mutex::new(Some(outcome)))));
-    Passed::Handler(Box::new(call))
 }

@@ -33,9 +33,11 @@ use crate::util::lock;
 
 mod builder;
 mod hooks;
+mod passed;
 mod tasks;
 
 pub use builder::{BackchannelBuilder, BuildError};
+pub use passed::{OpenedRound, PassedCall};
 
 /// Reads the caller's identity from a request, to bind sealed state to it.
 type PrincipalFn = dyn Fn(&RequestContext<RoleServer>) -> Option<String> + Send + Sync;
@@ -462,55 +464,69 @@ impl Backchannel {
         match (&start.resumed, &start.request_state) {
             (Some(resumed), _) => Ok(resumed.clone()),
             (None, Some(state)) if stateless => {
-                let clock = &self.inner.shared.clock;
-                let opened = self
-                    .inner
-                    .codec
-                    .open(start.binding, state, clock)
-                    .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-                let now = clock.now_ms();
-                let spent =
-                    || ErrorData::invalid_params(crate::state::StateError::Spent.to_string(), None);
-                if !self
-                    .inner
-                    .spent
-                    .spend(&opened.nonce, opened.round, opened.exp, now)
-                {
-                    return Err(spent());
-                }
-                // Then across instances: another may have been answered this round already.
-                if let Some(ledger) = self.inner.spent_ledger.get() {
-                    match ledger
-                        .spend(&opened.nonce, opened.round, opened.exp, now)
-                        .await
-                    {
-                        Ok(true) => {}
-                        Ok(false) => return Err(spent()),
-                        Err(error) => {
-                            tracing::warn!(%error, "a spent round could not be recorded; refusing the retry");
-                            return Err(ErrorData::internal_error(
-                                "the answer could not be checked against other instances; \
-                                 start the call again",
-                                None,
-                            ));
-                        }
-                    }
-                }
-                if let Some(trace) = opened.trace.as_deref()
-                    && crate::telemetry::exporting()
-                {
-                    let asked: Vec<(&str, &str, u64)> = opened
-                        .asked
-                        .iter()
-                        .map(|(key, asked)| (asked.kind.method(), key.as_str(), asked.at))
-                        .collect();
-                    crate::telemetry::continue_call(trace, &asked);
-                }
-                Ok(opened)
+                let opened = self.open_sealed(start.binding, state, |_| true).await?;
+                Ok(opened.unwrap_or_default())
             }
             // The nonce is drawn lazily (only calls that ask need one).
             _ => Ok(Sealed::default()),
         }
+    }
+
+    /// Open a request's sealed state for `binding` and, when `accept` takes it, spend it (here,
+    /// then across instances); `None` when `accept` refuses it (nothing spent).
+    async fn open_sealed(
+        &self,
+        binding: &CallBinding<'_>,
+        state: &str,
+        accept: impl FnOnce(&Sealed) -> bool,
+    ) -> Result<Option<Sealed>, ErrorData> {
+        let clock = &self.inner.shared.clock;
+        let opened = self
+            .inner
+            .codec
+            .open(binding, state, clock)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        if !accept(&opened) {
+            return Ok(None);
+        }
+        let now = clock.now_ms();
+        let spent = || ErrorData::invalid_params(crate::state::StateError::Spent.to_string(), None);
+        if !self
+            .inner
+            .spent
+            .spend(&opened.nonce, opened.round, opened.exp, now)
+        {
+            return Err(spent());
+        }
+        // Then across instances: another may have been answered this round already.
+        if let Some(ledger) = self.inner.spent_ledger.get() {
+            match ledger
+                .spend(&opened.nonce, opened.round, opened.exp, now)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => return Err(spent()),
+                Err(error) => {
+                    tracing::warn!(%error, "a spent round could not be recorded; refusing the retry");
+                    return Err(ErrorData::internal_error(
+                        "the answer could not be checked against other instances; \
+                         start the call again",
+                        None,
+                    ));
+                }
+            }
+        }
+        if let Some(trace) = opened.trace.as_deref()
+            && crate::telemetry::exporting()
+        {
+            let asked: Vec<(&str, &str, u64)> = opened
+                .asked
+                .iter()
+                .map(|(key, asked)| (asked.kind.method(), key.as_str(), asked.at))
+                .collect();
+            crate::telemetry::continue_call(trace, &asked);
+        }
+        Ok(Some(opened))
     }
 
     fn new_call(&self, revision: Revision, start: &Start<'_>, mut sealed: Sealed) -> Arc<Call> {

@@ -4,7 +4,7 @@
 
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
-use rmcp::model::{CallToolRequestParams, CallToolResult, RequestMetaObject};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestMetaObject};
 
 /// A plain 2026-07-28 `tools/call` the endpoint has checked as its fast path checks one (one
 /// known `MCP-Protocol-Version` from 2026-07-28 on and the same in `_meta` with the client's
@@ -25,8 +25,8 @@ pub struct PlainToolCall {
 /// How a [`PassThrough`] disposed of a call.
 #[derive(Debug)]
 pub enum Passed {
-    /// Answered with this result: the client gets it as the call's.
-    Answered(CallToolResult),
+    /// Answered with this: the call's result, its next round, or its task.
+    Answered(CallToolResponse),
     /// Answered with this protocol error.
     Refused(ErrorData),
     /// Handed on: the handler serves it as if it had never been offered (with what the pass

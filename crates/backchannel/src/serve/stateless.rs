@@ -30,7 +30,7 @@ use futures::future::BoxFuture;
 use http::HeaderMap;
 use http::request::Parts;
 use rmcp::model::{
-    CallToolResponse, ClientRequest, ErrorCode, Extensions, GetExtensions, GetMeta, InitializeRequestParams,
+    ClientRequest, ErrorCode, Extensions, GetExtensions, GetMeta, InitializeRequestParams,
     JsonObject, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RequestContext};
@@ -261,10 +261,9 @@ where
         match pass.pass(offered) {
             Ok(passing) => Ok(Box::pin(async move {
                 let message = match passing.await {
-                    Passed::Answered(result) => ServerJsonRpcMessage::response(
-                        ServerResult::from(CallToolResponse::Complete(result)),
-                        id,
-                    ),
+                    Passed::Answered(response) => {
+                        ServerJsonRpcMessage::response(ServerResult::from(response), id)
+                    }
                     Passed::Refused(error) => ServerJsonRpcMessage::error(error, Some(id)),
                     Passed::Handler(call) => {
                         let PlainToolCall {

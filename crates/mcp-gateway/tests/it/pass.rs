@@ -1,5 +1,5 @@
 //! The pass-through (`Gateway::pass_through`): which 2026-07-28 calls it relays itself, and
-//! that a call it hands on is the handler's, asked upstream once.
+//! that its rounds and the handler's are one call's, each answered once.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -94,7 +94,7 @@ fn last(seen: &Seen) -> (Value, usize) {
 }
 
 #[tokio::test]
-async fn a_plain_call_is_relayed_by_the_pass_through_and_anything_more_by_the_handler() {
+async fn a_plain_call_and_its_rounds_go_through_the_pass_through_and_the_rest_through_the_handler() {
     let (served, server, seen) = recording_upstream().await;
     let (front, _gateway) = gateway("test", served.addr, Revision::V2026_07_28).await;
     let url = format!("http://{}/mcp", front.addr);
@@ -122,47 +122,76 @@ async fn a_plain_call_is_relayed_by_the_pass_through_and_anything_more_by_the_ha
     assert_eq!(meta[LOG_LEVEL], "debug", "{meta}");
     assert_eq!(handled, passed);
 
-    // A call whose upstream asks: the pass-through's request, its round handed to the
-    // handler, which seals it as its own; the retry is the handler's. The upstream ran the
-    // tool once per round, and wrote once.
+    // A call whose upstream asks, round by round through the pass-through: the upstream's
+    // round reaches the client with its state sealed by the gateway's layer, the retry's
+    // state is opened and spent there. The upstream ran the tool once per round, wrote once.
     let round = call(&url, "confirm", json!({"arguments": {}})).await;
     let (meta, calls) = last(&seen);
     assert_eq!(calls, 3);
     assert!(meta.get(LOG_LEVEL).is_none(), "{meta}");
+    let (key, state) = asked(&round);
+    let answers = json!({key: {"action": "accept", "content": {"confirmed": true}}});
+    let retry = |state: &Value, extra: Value| {
+        let mut params =
+            json!({"arguments": {}, "inputResponses": answers.clone(), "requestState": state});
+        if let Value::Object(extra) = extra {
+            params.as_object_mut().unwrap().extend(extra);
+        }
+        params
+    };
+    let done = call(&url, "confirm", retry(&state, json!({}))).await;
+    let accepted = "accepted Confirmation { confirmed: true, note: None }";
+    assert_eq!(done["result"]["content"][0]["text"], accepted, "{done}");
+    let (meta, calls) = last(&seen);
+    assert_eq!(calls, 4);
+    assert!(meta.get(LOG_LEVEL).is_none(), "{meta}");
+    assert_eq!(server.observed.runs_before_ask.load(Ordering::SeqCst), 2);
+    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
+
+    // The round answers once, and only for its own call: its state sent again is refused, and
+    // so is it with other arguments; nothing reaches the upstream, nothing more is written.
+    let again = call(&url, "confirm", retry(&state, json!({}))).await;
+    assert!(again["error"]["message"].is_string(), "{again}");
+    let (_, second) = asked(&call(&url, "confirm", json!({"arguments": {}})).await);
+    let other = call(
+        &url,
+        "confirm",
+        retry(&second, json!({"arguments": {"x": 1}})),
+    )
+    .await;
+    assert!(other["error"]["message"].is_string(), "{other}");
+    assert_eq!(last(&seen).1, 5);
+    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
+
+    // A round either path sealed, the other opens: the handler's first round (its client asks
+    // for progress) answered through the pass-through, and the reverse.
+    let progress = json!({"_meta": {"progressToken": "p2"}});
+    let (_, by_handler) = asked(
+        &call(
+            &url,
+            "confirm",
+            json!({"arguments": {}, "_meta": {"progressToken": "p3"}}),
+        )
+        .await,
+    );
+    assert_eq!(last(&seen).0[LOG_LEVEL], "debug");
+    let done = call(&url, "confirm", retry(&by_handler, json!({}))).await;
+    assert_eq!(done["result"]["content"][0]["text"], accepted, "{done}");
+    assert!(last(&seen).0.get(LOG_LEVEL).is_none());
+    let done = call(&url, "confirm", retry(&second, progress)).await;
+    assert_eq!(done["result"]["content"][0]["text"], accepted, "{done}");
+    assert_eq!(last(&seen).0[LOG_LEVEL], "debug");
+    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 3);
+}
+
+/// The key of the one question of an `input_required` answer, and its state.
+fn asked(round: &Value) -> (String, Value) {
     let result = &round["result"];
     assert_eq!(result["resultType"], "input_required", "{round}");
     let key = result["inputRequests"]
         .as_object()
         .and_then(|asked| asked.keys().next().cloned())
         .unwrap_or_else(|| panic!("no question in {round}"));
-    let state = result["requestState"].clone();
-    assert!(state.is_string(), "{round}");
-    let answers = json!({key: {"action": "accept", "content": {"confirmed": true}}});
-    let done = call(
-        &url,
-        "confirm",
-        json!({"arguments": {}, "inputResponses": answers.clone(), "requestState": state.clone()}),
-    )
-    .await;
-    assert_eq!(
-        done["result"]["content"][0]["text"],
-        "accepted Confirmation { confirmed: true, note: None }",
-        "{done}"
-    );
-    assert_eq!(last(&seen).1, 4);
-    assert_eq!(server.observed.runs_before_ask.load(Ordering::SeqCst), 2);
-    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
-
-    // The round answers once: its state sent again is refused, and nothing more is written.
-    let again = call(
-        &url,
-        "confirm",
-        json!({"arguments": {}, "inputResponses": answers, "requestState": state}),
-    )
-    .await;
-    assert_ne!(
-        again["result"]["content"], done["result"]["content"],
-        "{again}"
-    );
-    assert_eq!(server.observed.writes.load(Ordering::SeqCst), 1);
+    assert!(result["requestState"].is_string(), "{round}");
+    (key, result["requestState"].clone())
 }
