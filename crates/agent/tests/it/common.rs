@@ -115,10 +115,11 @@ pub async fn start(orders: orders::app::Config, desk: DeskConfig) -> Demo {
         .await
         .unwrap();
     });
-    Demo {
-        url: rx.await.unwrap(),
-        stop,
-    }
+    let url = rx.await.unwrap();
+    // A server listens at this URL now: a session another test kept for a server that was
+    // there before (stopped to be restarted on its port, say) is not this one's.
+    forget(&url);
+    Demo { url, stop }
 }
 
 /// The demo with `model` on 2026-07-28 (the orders in memory, a 5 ms carrier), the desk's

@@ -80,8 +80,11 @@ async fn asked_then_restarted(
     assert!(reply.starts_with("Waiting for your answer"), "{reply}");
     stop.cancel();
     running.await.unwrap();
+    // Started again at once: until then another test may take the port (and a demo started
+    // there forgets this test's browser session, see `common::start`).
+    let restarted = run(dir, web, protocol, knows_desk).await;
     cookie_kept_as_its_digest_only(dir, &url).await;
-    run(dir, web, protocol, knows_desk).await
+    restarted
 }
 
 /// The desk's file keeps the session by its cookie's SHA-256, never the cookie, and only its
@@ -171,9 +174,10 @@ async fn survives_the_desk_restarting(name: &str, protocol: Revision) {
     assert!(key.is_some(), "cancelled outside the task's step");
     assert_eq!(waits_kept(&dir).await, 0);
     drop(page);
+    // Forgotten while the port is still this test's.
+    crate::common::forget(&url);
     stop.cancel();
     running.await.unwrap();
-    crate::common::forget(&url);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -200,8 +204,9 @@ async fn on_2025_11_25_a_task_bound_to_the_old_session_is_said_to_be_gone() {
     assert_eq!(status_of(&url, "ORD-10002").await, "PENDING");
     assert_eq!(waits_kept(&dir).await, 0);
     drop(page);
+    // Forgotten while the port is still this test's.
+    crate::common::forget(&url);
     stop.cancel();
     running.await.unwrap();
-    crate::common::forget(&url);
     let _ = std::fs::remove_dir_all(&dir);
 }

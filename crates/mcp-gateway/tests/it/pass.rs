@@ -94,7 +94,8 @@ fn last(seen: &Seen) -> (Value, usize) {
 }
 
 #[tokio::test]
-async fn a_plain_call_and_its_rounds_go_through_the_pass_through_and_the_rest_through_the_handler() {
+async fn a_plain_call_and_its_rounds_go_through_the_pass_through_and_the_rest_through_the_handler()
+{
     let (served, server, seen) = recording_upstream().await;
     let (front, _gateway) = gateway("test", served.addr, Revision::V2026_07_28).await;
     let url = format!("http://{}/mcp", front.addr);
