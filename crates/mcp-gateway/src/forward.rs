@@ -198,15 +198,8 @@ impl Forward<'_> {
                 input_requests,
                 request_state,
             })) => {
-                // Only questions the client declared it can answer go to it.
-                if let Some(why) = input_requests.values().find_map(|question| {
-                    crate::switchboard::passable(&caller.declared, question).err()
-                }) {
-                    tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
-                    return Ok(Err(HostError::Call {
-                        connection: route.connection.clone(),
-                        message: format!("it asked a question that was not passed on ({why})"),
-                    }));
+                if let Some(error) = not_passable(route, &caller.declared, &input_requests) {
+                    return Ok(Err(error));
                 }
                 Err(ctx.pass_round(input_requests, request_state).into())
             }
@@ -708,13 +701,38 @@ pub(crate) fn finished(
 /// `_meta` the configuration allows, and every log message asked for (the gateway passes on
 /// those the downstream client asked for: its session's level, or its request's).
 fn upstream_context(upstreams: &Upstreams, ctx: &Ctx, token: String) -> CallContext {
-    forwarded_meta(ctx.meta(), &upstreams.config.meta_allow)
+    callers_context(upstreams, ctx.meta())
+        .with("progressToken", token)
+        .with(LOG_LEVEL_META_KEY, "debug")
+}
+
+/// The caller's `_meta` (`meta`) the configuration lets go upstream, as a call context.
+pub(crate) fn callers_context(
+    upstreams: &Upstreams,
+    meta: &rmcp::model::RequestMetaObject,
+) -> CallContext {
+    forwarded_meta(meta, &upstreams.config.meta_allow)
         .into_iter()
         .fold(CallContext::new(), |context, (key, value)| {
             context.with(key, value)
         })
-        .with("progressToken", token)
-        .with(LOG_LEVEL_META_KEY, "debug")
+}
+
+/// Only questions the client declared it can answer go to it: the error a round with another
+/// kind ends its call with (logged), if it has one.
+pub(crate) fn not_passable(
+    route: &Route,
+    declared: &Declared,
+    questions: &rmcp::model::InputRequests,
+) -> Option<HostError> {
+    let why = questions
+        .values()
+        .find_map(|question| crate::switchboard::passable(declared, question).err())?;
+    tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
+    Some(HostError::Call {
+        connection: route.connection.clone(),
+        message: format!("it asked a question that was not passed on ({why})"),
+    })
 }
 
 /// Wait until no further question came for [`QUESTION_GATHER_QUIET`] (at most

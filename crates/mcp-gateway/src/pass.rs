@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use backchannel::Backchannel;
 use backchannel::serve::{PassThrough, Passed, PlainToolCall};
-use backchannel_host::{CallContext, HostError, Started};
+use backchannel_host::{HostError, Started};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResponse, ClientCapabilities};
 
-use crate::config::{LOG_LEVEL_META_KEY, answerable, forwarded_meta};
-use crate::forward::{Caller, Route, finished, task_created};
+use crate::config::{LOG_LEVEL_META_KEY, answerable};
+use crate::forward::{Caller, Route, callers_context, finished, not_passable, task_created};
 use crate::upstream::Upstreams;
 
 /// Where the calls of a tool offered now go, by its name.
@@ -107,11 +107,7 @@ async fn relay(
         Ok(host) => host,
         Err(error) => return Some(Passed::Refused(error)),
     };
-    let context = forwarded_meta(&call.meta, &upstreams.config.meta_allow)
-        .into_iter()
-        .fold(CallContext::new(), |context, (key, value)| {
-            context.with(key, value)
-        });
+    let context = callers_context(upstreams, &call.meta);
     let (responses, state) = match &opened {
         Some(opened) => {
             let passed = opened.passed();
@@ -133,21 +129,8 @@ async fn relay(
             input_requests,
             request_state,
         }) => {
-            // Only questions the client declared it can answer go to it.
-            if let Some(why) = input_requests
-                .values()
-                .find_map(|question| crate::switchboard::passable(&declared, question).err())
-            {
-                tracing::info!(upstream = %route.connection, %why, "an upstream's round was not passed on");
-                let message = format!("it asked a question that was not passed on ({why})");
-                let connection = route.connection.clone();
-                return Some(answered(
-                    route,
-                    Err(HostError::Call {
-                        connection,
-                        message,
-                    }),
-                ));
+            if let Some(error) = not_passable(route, &declared, &input_requests) {
+                return Some(answered(route, Err(error)));
             }
             match layer.seal_passed_round(&passed, opened, input_requests, request_state) {
                 Ok(round) => Passed::Answered(CallToolResponse::InputRequired(round)),

@@ -396,9 +396,7 @@ async fn a_page_s_question_answered_at_the_terminal_leaves_the_page() {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let web = format!("http://{}/", listener.local_addr().unwrap());
-    // A session kept for an earlier server on this port is not this one's.
-    crate::common::forget(&web);
-    let _forget = crate::common::Forget(web.clone());
+    let _forget = crate::common::Forget::new(&web);
     let serve = agent::app::serve_web(listener, config.clone(), Default::default(), stop.clone());
     tokio::spawn(serve);
     let (mut page, _secret) = crate::common::Events::open_at(&web, "page").await;

@@ -153,7 +153,16 @@ pub fn forget(url: &str) {
 }
 
 /// Forgets the session with its web UI when dropped (for a web UI a test serves itself).
-pub struct Forget(pub String);
+pub struct Forget(String);
+
+impl Forget {
+    /// For the web UI now listening at `url`: a session kept for an earlier server on its port
+    /// is forgotten at once (it is not this one's), this one's when dropped.
+    pub fn new(url: &str) -> Forget {
+        forget(url);
+        Forget(url.to_owned())
+    }
+}
 
 impl Drop for Forget {
     fn drop(&mut self) {

@@ -210,9 +210,7 @@ async fn class13_check_it_sampling_a_request_is_approved_and_answered_through_th
     ));
 
     // The page: its event stream, where the approval request appears.
-    // A session kept for an earlier server on this port is not this one's.
-    crate::common::forget(&url);
-    let _forget = crate::common::Forget(url.clone());
+    let _forget = crate::common::Forget::new(&url);
     let (mut events, secret) = crate::common::Events::open_at(&url, "c1").await;
     let reply = tokio::spawn({
         let url = url.clone();

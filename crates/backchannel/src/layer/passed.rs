@@ -96,28 +96,25 @@ impl Backchannel {
             keys: requests.keys().cloned().collect(),
             state,
         };
-        let now = self.inner.shared.clock.now_ms();
-        let sealed = match after {
-            Some(opened) => Sealed {
-                exp: now + self.inner.state_ttl.as_millis() as u64,
-                round,
-                nonce: opened.nonce,
-                answers: opened.answers,
-                asked: BTreeMap::new(),
-                progress: opened.progress,
-                trace: opened.trace,
-                passed: Some(passed),
-            },
-            None => Sealed {
-                exp: now + self.inner.state_ttl.as_millis() as u64,
-                round,
-                nonce: crate::util::fresh_nonce(),
-                answers: BTreeMap::new(),
-                asked: BTreeMap::new(),
-                progress: None,
-                trace: crate::telemetry::current_traceparent(),
-                passed: Some(passed),
-            },
+        // What the call carries from round to round, as a body's `next_state` carries it.
+        let (nonce, answers, progress, trace) = match after {
+            Some(opened) => (opened.nonce, opened.answers, opened.progress, opened.trace),
+            None => (
+                crate::util::fresh_nonce(),
+                BTreeMap::new(),
+                None,
+                crate::telemetry::current_traceparent(),
+            ),
+        };
+        let sealed = Sealed {
+            exp: self.inner.shared.clock.now_ms() + self.inner.state_ttl.as_millis() as u64,
+            round,
+            nonce,
+            answers,
+            asked: BTreeMap::new(),
+            progress,
+            trace,
+            passed: Some(passed),
         };
         let sealed = self.inner.codec.seal(&call.binding, &sealed);
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)))

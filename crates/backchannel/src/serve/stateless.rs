@@ -250,53 +250,28 @@ where
             );
         }
         let (id, runner) = (call.id, self.runner());
-        let Some(pass) = &self.pass else {
-            return Ok(runner.run(parts, id, call_request(params, meta), handler));
-        };
-        let offered = PlainToolCall {
+        let call = PlainToolCall {
             parts,
             params,
             meta,
         };
-        match pass.pass(offered) {
+        let Some(pass) = &self.pass else {
+            return Ok(runner.run_call(id, call, handler));
+        };
+        match pass.pass(call) {
             Ok(passing) => Ok(Box::pin(async move {
                 let message = match passing.await {
                     Passed::Answered(response) => {
                         ServerJsonRpcMessage::response(ServerResult::from(response), id)
                     }
                     Passed::Refused(error) => ServerJsonRpcMessage::error(error, Some(id)),
-                    Passed::Handler(call) => {
-                        let PlainToolCall {
-                            parts,
-                            params,
-                            meta,
-                        } = *call;
-                        let request = call_request(params, meta);
-                        return runner.run(parts, id, request, handler).await;
-                    }
+                    Passed::Handler(call) => return runner.run_call(id, *call, handler).await,
                 };
                 runner.answer(message).await
             })),
-            Err(back) => {
-                let PlainToolCall {
-                    parts,
-                    params,
-                    meta,
-                } = *back;
-                Ok(runner.run(parts, id, call_request(params, meta), handler))
-            }
+            Err(back) => Ok(runner.run_call(id, *back, handler)),
         }
     }
-}
-
-/// rmcp's typed `tools/call` of `params` and `meta` (`_meta` in the request's extensions, as
-/// rmcp's own parse puts it).
-fn call_request(params: rmcp::model::CallToolRequestParams, meta: RequestMetaObject) -> ClientRequest {
-    let mut request = rmcp::model::CallToolRequest::new(params);
-    if !meta.is_empty() {
-        request.extensions.insert(meta);
-    }
-    ClientRequest::CallToolRequest(request)
 }
 
 /// Runs a request's handler and answers it: the settings of the endpoint's fast path.
@@ -348,6 +323,26 @@ impl Runner {
             shutdown: self.shutdown,
         };
         Box::pin(reply.respond(self.json_response))
+    }
+
+    /// [`Runner::run`] for a checked `tools/call`, built as rmcp's typed request (`_meta` in
+    /// the request's extensions, as rmcp's own parse puts it).
+    fn run_call<S: ServerHandler + Send + 'static>(
+        self,
+        id: RequestId,
+        call: PlainToolCall,
+        handler: S,
+    ) -> BoxFuture<'static, Response> {
+        let PlainToolCall {
+            parts,
+            params,
+            meta,
+        } = call;
+        let mut request = rmcp::model::CallToolRequest::new(params);
+        if !meta.is_empty() {
+            request.extensions.insert(meta);
+        }
+        self.run(parts, id, ClientRequest::CallToolRequest(request), handler)
     }
 
     /// Answer with `message`, made without the handler: JSON, or one event without

@@ -102,3 +102,42 @@ pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(url: impl reqwest::
 async fn json_answer<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder) -> T {
     request.send().await.unwrap().json().await.unwrap()
 }
+
+/// A 2026-07-28 `tools/call` of `tool` as raw HTTP through `client`, with `params` (the
+/// `_meta` a client with form elicitation sends added to what `params` holds of it): the last
+/// JSON-RPC message of the answer (JSON, or the last of an SSE stream).
+pub(crate) async fn raw_call(
+    client: &reqwest::Client,
+    url: &str,
+    tool: &str,
+    mut params: Value,
+) -> Value {
+    params["name"] = tool.into();
+    let meta = &mut params["_meta"];
+    meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28".into();
+    meta["io.modelcontextprotocol/clientCapabilities"] =
+        serde_json::json!({"elicitation": {"form": {}}});
+    meta["io.modelcontextprotocol/clientInfo"] = serde_json::json!({"name": "raw", "version": "0"});
+    let body =
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let text = client
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", tool)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain([text.as_str()])
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {text}"))
+}

@@ -217,32 +217,7 @@ async fn call_from(address: std::net::IpAddr, url: &str, tool: &str, arguments: 
         .local_address(address)
         .build()
         .unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-    "name": tool, "arguments": arguments, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "flood", "version": "0"}
-    }}});
-    let text = client
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", tool)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .chain([text.as_str()])
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .next_back()
-        .unwrap_or_else(|| panic!("no JSON-RPC message in {text}"))
+    crate::common::raw_call(&client, url, tool, json!({"arguments": arguments})).await
 }
 
 #[tokio::test]

@@ -56,35 +56,9 @@ async fn recording_upstream() -> (Served, TestServer, Seen) {
     (served, server, seen)
 }
 
-/// A 2026-07-28 `tools/call` of `tool` as raw HTTP, with `params` (the `_meta` a client sends
-/// added to what `params` holds of it): the last JSON-RPC message of the answer.
-async fn call(url: &str, tool: &str, mut params: Value) -> Value {
-    params["name"] = tool.into();
-    let meta = &mut params["_meta"];
-    meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28".into();
-    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
-    meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "pass", "version": "0"});
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
-    let text = reqwest::Client::new()
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", tool)
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .chain([text.as_str()])
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .next_back()
-        .unwrap_or_else(|| panic!("no JSON-RPC message in {text}"))
+/// A 2026-07-28 `tools/call` of `tool` as raw HTTP, with `params`: the answer's last message.
+async fn call(url: &str, tool: &str, params: Value) -> Value {
+    crate::common::raw_call(&reqwest::Client::new(), url, tool, params).await
 }
 
 /// The last `_meta` the upstream received, and how many calls it received.
