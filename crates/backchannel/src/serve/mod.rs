@@ -8,6 +8,7 @@ macro_rules! with_http {
 }
 
 with_http! {
+    mod answer_json;
     mod bearer;
     mod edge;
     mod host_origin;

@@ -506,7 +506,7 @@ fn status_of(message: &ServerJsonRpcMessage) -> http::StatusCode {
 }
 
 fn json_response(message: &ServerJsonRpcMessage, status: http::StatusCode) -> Response {
-    match serde_json::to_vec(message) {
+    match super::answer_json::to_vec(message) {
         Ok(body) => (status, [(http::header::CONTENT_TYPE, JSON)], body).into_response(),
         Err(error) => {
             tracing::error!(%error, "could not serialise an answer");
@@ -518,7 +518,7 @@ fn json_response(message: &ServerJsonRpcMessage, status: http::StatusCode) -> Re
 /// One SSE event holding `message`.
 fn event(message: &ServerJsonRpcMessage) -> Bytes {
     let mut bytes = b"data: ".to_vec();
-    if let Err(error) = serde_json::to_writer(&mut bytes, message) {
+    if let Err(error) = super::answer_json::to_writer(&mut bytes, message) {
         tracing::error!(%error, "could not serialise a message");
         return Bytes::new();
     }

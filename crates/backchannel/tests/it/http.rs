@@ -502,11 +502,33 @@ async fn answer(addr: SocketAddr, raw: &Raw) -> (u16, String, String) {
         r#""(requestState|taskId|createdAt|lastUpdatedAt|elicitationId)":"[^"]*""#,
     )
     .unwrap();
-    (
-        status,
-        kind,
-        random.replace_all(&body, r#""$1":"…""#).into_owned(),
-    )
+    let body = random
+        .replace_all(&key_order_free(&kind, &body), r#""$1":"…""#)
+        .into_owned();
+    (status, kind, body)
+}
+
+/// `body` with every JSON document in it (the whole body, or each SSE event's data) written
+/// again with its keys sorted: the fast path writes a question's keys in its type's order,
+/// rmcp sorts them, and the order of a JSON object's keys means nothing.
+fn key_order_free(kind: &str, body: &str) -> String {
+    let again = |text: &str| match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => value.to_string(),
+        Err(_) => text.to_owned(),
+    };
+    if !kind.starts_with("text/event-stream") {
+        return again(body);
+    }
+    body.split_inclusive('\n')
+        .map(|line| match line.strip_prefix("data: ") {
+            Some(data) => {
+                let end = data.len() - data.trim_end_matches(['\r', '\n']).len();
+                let (json, newline) = data.split_at(data.len() - end);
+                format!("data: {}{newline}", again(json))
+            }
+            None => line.to_owned(),
+        })
+        .collect()
 }
 
 #[tokio::test]
