@@ -32,19 +32,17 @@ struct Message<'a>(&'a ServerJsonRpcMessage);
 
 impl Serialize for Message<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            JsonRpcMessage::Response(response) => match &response.result {
-                ServerResult::InputRequiredResult(result) => {
-                    let mut map = serializer.serialize_map(Some(3))?;
-                    map.serialize_entry("jsonrpc", &response.jsonrpc)?;
-                    map.serialize_entry("id", &response.id)?;
-                    map.serialize_entry("result", &InputRequired(result))?;
-                    map.end()
-                }
-                _ => self.0.serialize(serializer),
-            },
-            _ => self.0.serialize(serializer),
-        }
+        let JsonRpcMessage::Response(response) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let ServerResult::InputRequiredResult(result) = &response.result else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", &response.jsonrpc)?;
+        map.serialize_entry("id", &response.id)?;
+        map.serialize_entry("result", &InputRequired(result))?;
+        map.end()
     }
 }
 

@@ -522,9 +522,8 @@ fn key_order_free(kind: &str, body: &str) -> String {
     body.split_inclusive('\n')
         .map(|line| match line.strip_prefix("data: ") {
             Some(data) => {
-                let end = data.len() - data.trim_end_matches(['\r', '\n']).len();
-                let (json, newline) = data.split_at(data.len() - end);
-                format!("data: {}{newline}", again(json))
+                let json = data.trim_end_matches(['\r', '\n']);
+                format!("data: {}{}", again(json), &data[json.len()..])
             }
             None => line.to_owned(),
         })
