@@ -14,13 +14,19 @@
 //!
 //! Responses are capped as rmcp caps them: a JSON body and each SSE event at the transport's
 //! limits, counted before they are parsed.
+//!
+//! To an `http://` server a round goes out on hyper's pooled client alone ([`Post`]): reqwest
+//! (which the connection's rmcp transport uses) puts a proxy lookup, a retry and a redirect
+//! layer and a URL parsed again on every request, about a tenth of a gateway's work per call
+//! on one core. A redirect (307 or 308) is sent again through reqwest, which follows it within
+//! the server's origin as every other request of the connection is; so is every round to an
+//! `https://` server, whose TLS is reqwest's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use base64::Engine as _;
-use futures::StreamExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::ErrorData;
 use rmcp::model::{ClientRequest, JsonObject, ServerNotification, ServerResult};
@@ -53,10 +59,21 @@ impl DirectAuth {
     }
 }
 
+/// hyper's pooled client, for rounds to an `http://` server.
+type PlainClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Full<bytes::Bytes>,
+>;
+
+/// The body of a round's response, from either client.
+type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::Body>;
+
 /// The direct path of one 2026-07-28 HTTP connection.
 pub(crate) struct Direct {
     client: reqwest13::Client,
     url: reqwest13::Url,
+    /// For an `http://` server: hyper's client and the URL as its URI.
+    plain: Option<(PlainClient, http::Uri)>,
     /// Content type, accepted types, the revision and the configured headers.
     headers: HeaderMap,
     auth: DirectAuth,
@@ -110,6 +127,20 @@ impl Direct {
         auth: DirectAuth,
     ) -> Result<Self, String> {
         let url = reqwest13::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let plain = match url.scheme() {
+            "http" => {
+                let uri = http::Uri::try_from(url.as_str())
+                    .map_err(|e| format!("{url:?} is not a URI: {e}"))?;
+                let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+                connector.set_nodelay(true);
+                let client = hyper_util::client::legacy::Client::builder(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .build(connector);
+                Some((client, uri))
+            }
+            _ => None,
+        };
         let mut headers = HeaderMap::new();
         for (name, value) in custom {
             headers.insert(name.clone(), value.clone());
@@ -129,6 +160,7 @@ impl Direct {
         Ok(Self {
             client,
             url,
+            plain,
             headers,
             auth,
             context,
@@ -170,21 +202,22 @@ impl Direct {
         notified: impl Fn(ServerNotification),
     ) -> Result<ServerResult, DirectError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (body, headers) = self.message(request, method, id)?;
-        let mut post = self.client.post(self.url.clone()).headers(headers);
+        let (body, mut headers) = self.message(request, method, id)?;
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
         let mut token_sent = false;
         match &self.auth {
             DirectAuth::None => {}
             DirectAuth::Bearer(value) => {
-                post = post.header(http::header::AUTHORIZATION, value.clone());
+                headers.insert(http::header::AUTHORIZATION, value.clone());
             }
             #[cfg(feature = "oauth")]
             DirectAuth::Managed(manager) => {
                 use rmcp::transport::auth::AuthError;
                 match manager.lock().await.get_access_token().await {
                     Ok(token) => {
-                        post = post.bearer_auth(token);
+                        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                            .map_err(|e| DirectError::Failed(format!("an unusable token: {e}")))?;
+                        headers.insert(http::header::AUTHORIZATION, value);
                         token_sent = true;
                     }
                     Err(AuthError::AuthorizationRequired) => {}
@@ -192,16 +225,20 @@ impl Direct {
                 }
             }
         }
+        let post = Post {
+            plain: self.plain.clone(),
+            client: self.client.clone(),
+            url: self.url.clone(),
+            headers,
+            body: body.into(),
+        };
         // The exchange runs on a task of its own, so the caller's deep future is woken once
         // per message rather than once per chunk read off the connection.
         let (sent, mut frames) = tokio::sync::mpsc::channel(8);
         let limits = (self.max_json, self.max_event);
         // Aborted when the round is dropped, which drops its HTTP request.
         let _exchange = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(exchange(
-            post.body(body),
-            token_sent,
-            limits,
-            sent,
+            post, token_sent, limits, sent,
         )));
         while let Some(frame) = frames.recv().await {
             match frame? {
@@ -372,6 +409,43 @@ struct ToolParams<'a> {
     request_state: Option<&'a str>,
 }
 
+/// One round's POST, and the clients that can send it.
+struct Post {
+    plain: Option<(PlainClient, http::Uri)>,
+    client: reqwest13::Client,
+    url: reqwest13::Url,
+    headers: HeaderMap,
+    body: bytes::Bytes,
+}
+
+impl Post {
+    /// Send it: on hyper's client to an `http://` server, through reqwest otherwise and for a
+    /// redirect (see the module's documentation). The error says what failed, for a person.
+    async fn send(self) -> Result<http::Response<Body>, String> {
+        let failed =
+            |e: &(dyn std::error::Error + 'static)| format!("the request failed: {}", innermost(e));
+        if let Some((client, uri)) = self.plain {
+            let mut request = http::Request::new(http_body_util::Full::new(self.body.clone()));
+            *request.method_mut() = http::Method::POST;
+            *request.uri_mut() = uri;
+            *request.headers_mut() = self.headers.clone();
+            let response = client.request(request).await.map_err(|e| failed(&e))?;
+            if !matches!(response.status().as_u16(), 307 | 308) {
+                return Ok(response.map(http_body_util::Either::Left));
+            }
+        }
+        let response = self
+            .client
+            .post(self.url)
+            .headers(self.headers)
+            .body(self.body)
+            .send()
+            .await
+            .map_err(|e| failed(&e))?;
+        Ok(http::Response::from(response).map(http_body_util::Either::Right))
+    }
+}
+
 /// What a direct round's exchange hands its caller.
 enum Frame {
     /// The whole body of a response that is not an event stream (or not a success).
@@ -386,15 +460,14 @@ enum Frame {
 /// Send `post` and hand what comes back to `frames`: one [`Frame::Body`], or the events of a
 /// stream one by one, each capped (`limits`: a body's, an event's) before it is handed on.
 async fn exchange(
-    post: reqwest13::RequestBuilder,
+    post: Post,
     token_sent: bool,
     (max_json, max_event): (usize, usize),
     frames: tokio::sync::mpsc::Sender<Result<Frame, DirectError>>,
 ) {
     let response = match post.send().await {
         Ok(response) => response,
-        Err(e) => {
-            let why = format!("the request failed: {}", innermost(&e));
+        Err(why) => {
             let _ = frames.send(Err(DirectError::Failed(why))).await;
             return;
         }
@@ -431,7 +504,7 @@ async fn exchange(
             .await;
         return;
     }
-    let mut stream = response.bytes_stream();
+    let mut body = response.into_body();
     let mut buffer: Vec<u8> = Vec::new();
     loop {
         while let Some((end, skip)) = event_end(&buffer) {
@@ -446,10 +519,9 @@ async fn exchange(
             let _ = frames.send(Err(DirectError::Failed(why))).await;
             return;
         }
-        match stream.next().await {
+        match next_chunk(&mut body).await {
             Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
-            Some(Err(e)) => {
-                let why = format!("the response broke off: {}", innermost(&e));
+            Some(Err(why)) => {
                 let _ = frames.send(Err(DirectError::Failed(why))).await;
                 return;
             }
@@ -632,26 +704,43 @@ fn typed(result: &str, expect: Expect) -> Result<ServerResult, DirectError> {
     }
 }
 
+/// The next chunk of data of `body` (trailers skipped); `None` at its end. The error says how
+/// it broke off, for a person.
+async fn next_chunk(body: &mut Body) -> Option<Result<bytes::Bytes, String>> {
+    use http_body_util::BodyExt as _;
+    loop {
+        match body.frame().await? {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    return Some(Ok(data));
+                }
+            }
+            Err(e) => {
+                return Some(Err(format!(
+                    "the response broke off: {}",
+                    innermost(e.as_ref())
+                )));
+            }
+        }
+    }
+}
+
 /// The body of `response`, refused past `max` bytes before it is parsed.
-async fn capped_body(response: reqwest13::Response, max: usize) -> Result<Vec<u8>, DirectError> {
-    if response
-        .content_length()
+async fn capped_body(response: http::Response<Body>, max: usize) -> Result<Vec<u8>, DirectError> {
+    let too_large =
+        || DirectError::Failed(format!("the server's response is larger than {max} bytes"));
+    if http_body::Body::size_hint(response.body())
+        .exact()
         .is_some_and(|length| length > max as u64)
     {
-        return Err(DirectError::Failed(format!(
-            "the server's response is larger than {max} bytes"
-        )));
+        return Err(too_large());
     }
-    let mut stream = response.bytes_stream();
+    let mut stream = response.into_body();
     let mut body = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| {
-            DirectError::Failed(format!("the response broke off: {}", innermost(&e)))
-        })?;
+    while let Some(chunk) = next_chunk(&mut stream).await {
+        let chunk = chunk.map_err(DirectError::Failed)?;
         if body.len() + chunk.len() > max {
-            return Err(DirectError::Failed(format!(
-                "the server's response is larger than {max} bytes"
-            )));
+            return Err(too_large());
         }
         body.extend_from_slice(&chunk);
     }
