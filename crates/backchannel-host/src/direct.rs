@@ -17,8 +17,8 @@
 //!
 //! To an `http://` server a round goes out on hyper's pooled client alone ([`Post`]): reqwest
 //! (which the connection's rmcp transport uses) puts a proxy lookup, a retry and a redirect
-//! layer and a URL parsed again on every request, about a tenth of a gateway's work per call
-//! on one core. A redirect (307 or 308) is sent again through reqwest, which follows it within
+//! layer and a URL parsed again on every request (without them, a gateway and its upstream
+//! sharing one core answer about a fifth more calls a second). A redirect (307 or 308) is sent again through reqwest, which follows it within
 //! the server's origin as every other request of the connection is; so is every round to an
 //! `https://` server, whose TLS is reqwest's.
 
@@ -28,9 +28,13 @@ use std::sync::{Arc, RwLock};
 
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use rmcp::ErrorData;
 use rmcp::model::{ClientRequest, JsonObject, ServerNotification, ServerResult};
 use serde_json::Value;
+
+mod exchange;
+
+pub(crate) use exchange::DirectError;
+use exchange::{Frame, PlainClient, Post, exchange};
 
 /// The tokens an OAuth sign-in left, shared with the connection's rmcp transport.
 #[cfg(feature = "oauth")]
@@ -59,15 +63,6 @@ impl DirectAuth {
     }
 }
 
-/// hyper's pooled client, for rounds to an `http://` server.
-type PlainClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    http_body_util::Full<bytes::Bytes>,
->;
-
-/// The body of a round's response, from either client.
-type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::Body>;
-
 /// The direct path of one 2026-07-28 HTTP connection.
 pub(crate) struct Direct {
     client: reqwest13::Client,
@@ -88,30 +83,31 @@ pub(crate) struct Direct {
     max_event: usize,
 }
 
-/// Why a direct round gave no result.
-#[derive(Debug)]
-pub(crate) enum DirectError {
-    /// The server asks for credentials (401, or 403 with a challenge).
-    Unauthorized(String),
-    /// The server's JSON-RPC error.
-    Refused(ErrorData),
-    /// Anything else, for a person.
-    Failed(String),
-    /// A token was sent and refused: the round goes through rmcp, which refreshes it.
-    TokenRefused,
-}
-
 /// A server message read off a direct round's response.
 enum Message {
     Notification(ServerNotification),
-    Answer(Result<ServerResult, DirectError>),
+    Answer(Result<Answer, DirectError>),
     Other,
+}
+
+/// A direct round's answer.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per round and moved out at once; boxing would allocate on every read one"
+)]
+pub(crate) enum Answer {
+    /// Read with rmcp's types.
+    Read(ServerResult),
+    /// A tool's plain complete result, kept as its text (only when asked for).
+    Text(backchannel::RawToolResult),
 }
 
 /// What a round's answer is read as.
 #[derive(Clone, Copy)]
 enum Expect {
     Tool,
+    /// A tool's result, kept as its text when it is a plain complete one.
+    ToolAsText,
     Prompt,
 }
 
@@ -180,13 +176,16 @@ impl Direct {
     }
 
     /// Send `request` as one round of `call`; `None` when it is not a round this path takes.
-    /// Its progress and log messages go to `notified` as they arrive.
+    /// Its progress and log messages go to `notified` as they arrive. A tool's plain complete
+    /// result comes back as its text when `as_text`.
     pub(crate) async fn round(
         &self,
         request: &ClientRequest,
         notified: impl Fn(ServerNotification),
-    ) -> Option<Result<ServerResult, DirectError>> {
+        as_text: bool,
+    ) -> Option<Result<Answer, DirectError>> {
         let (method, expect) = match request {
+            ClientRequest::CallToolRequest(_) if as_text => ("tools/call", Expect::ToolAsText),
             ClientRequest::CallToolRequest(_) => ("tools/call", Expect::Tool),
             ClientRequest::GetPromptRequest(_) => ("prompts/get", Expect::Prompt),
             _ => return None,
@@ -200,7 +199,7 @@ impl Direct {
         method: &str,
         expect: Expect,
         notified: impl Fn(ServerNotification),
-    ) -> Result<ServerResult, DirectError> {
+    ) -> Result<Answer, DirectError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (body, mut headers) = self.message(request, method, id)?;
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
@@ -409,127 +408,6 @@ struct ToolParams<'a> {
     request_state: Option<&'a str>,
 }
 
-/// One round's POST, and the clients that can send it.
-struct Post {
-    plain: Option<(PlainClient, http::Uri)>,
-    client: reqwest13::Client,
-    url: reqwest13::Url,
-    headers: HeaderMap,
-    body: bytes::Bytes,
-}
-
-impl Post {
-    /// Send it: on hyper's client to an `http://` server, through reqwest otherwise and for a
-    /// redirect (see the module's documentation). The error says what failed, for a person.
-    async fn send(self) -> Result<http::Response<Body>, String> {
-        let failed =
-            |e: &(dyn std::error::Error + 'static)| format!("the request failed: {}", innermost(e));
-        if let Some((client, uri)) = self.plain {
-            let mut request = http::Request::new(http_body_util::Full::new(self.body.clone()));
-            *request.method_mut() = http::Method::POST;
-            *request.uri_mut() = uri;
-            *request.headers_mut() = self.headers.clone();
-            let response = client.request(request).await.map_err(|e| failed(&e))?;
-            if !matches!(response.status().as_u16(), 307 | 308) {
-                return Ok(response.map(http_body_util::Either::Left));
-            }
-        }
-        let response = self
-            .client
-            .post(self.url)
-            .headers(self.headers)
-            .body(self.body)
-            .send()
-            .await
-            .map_err(|e| failed(&e))?;
-        Ok(http::Response::from(response).map(http_body_util::Either::Right))
-    }
-}
-
-/// What a direct round's exchange hands its caller.
-enum Frame {
-    /// The whole body of a response that is not an event stream (or not a success).
-    Body {
-        status: http::StatusCode,
-        body: Vec<u8>,
-    },
-    /// The data of one event of an event stream.
-    Event(Vec<u8>),
-}
-
-/// Send `post` and hand what comes back to `frames`: one [`Frame::Body`], or the events of a
-/// stream one by one, each capped (`limits`: a body's, an event's) before it is handed on.
-async fn exchange(
-    post: Post,
-    token_sent: bool,
-    (max_json, max_event): (usize, usize),
-    frames: tokio::sync::mpsc::Sender<Result<Frame, DirectError>>,
-) {
-    let response = match post.send().await {
-        Ok(response) => response,
-        Err(why) => {
-            let _ = frames.send(Err(DirectError::Failed(why))).await;
-            return;
-        }
-    };
-    let status = response.status();
-    if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
-        let challenge = response
-            .headers()
-            .get(http::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let refused = match challenge {
-            Some(_) if token_sent => Some(DirectError::TokenRefused),
-            Some(challenge) => Some(DirectError::Unauthorized(challenge)),
-            None if status == http::StatusCode::UNAUTHORIZED => {
-                Some(DirectError::Unauthorized(String::new()))
-            }
-            None => None,
-        };
-        if let Some(refused) = refused {
-            let _ = frames.send(Err(refused)).await;
-            return;
-        }
-    }
-    let sse = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !(sse && status.is_success()) {
-        let body = capped_body(response, max_json).await;
-        let _ = frames
-            .send(body.map(|body| Frame::Body { status, body }))
-            .await;
-        return;
-    }
-    let mut body = response.into_body();
-    let mut buffer: Vec<u8> = Vec::new();
-    loop {
-        while let Some((end, skip)) = event_end(&buffer) {
-            let data = event_data(&buffer[..end]);
-            buffer.drain(..end + skip);
-            if !data.is_empty() && frames.send(Ok(Frame::Event(data))).await.is_err() {
-                return;
-            }
-        }
-        if buffer.len() > max_event {
-            let why = format!("an event of the server's response is larger than {max_event} bytes");
-            let _ = frames.send(Err(DirectError::Failed(why))).await;
-            return;
-        }
-        match next_chunk(&mut body).await {
-            Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
-            Some(Err(why)) => {
-                let _ = frames.send(Err(DirectError::Failed(why))).await;
-                return;
-            }
-            None => return,
-        }
-    }
-}
-
 /// Insert header `name` with `value`, Base64-wrapped when a header cannot carry it as it is.
 fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
     let encoded = if needs_base64(value) {
@@ -590,35 +468,6 @@ fn primitive_text(value: &Value) -> Option<String> {
     }
 }
 
-/// Where the first complete SSE event in `buffer` ends, and the length of the blank line
-/// after it.
-fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let mut i = 0;
-    while i + 1 < buffer.len() {
-        match (buffer[i], buffer[i + 1]) {
-            (b'\n', b'\n') => return Some((i, 2)),
-            (b'\n', b'\r') if buffer.get(i + 2) == Some(&b'\n') => return Some((i, 3)),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// The data of one SSE event: its `data:` lines joined by newlines.
-fn event_data(event: &[u8]) -> Vec<u8> {
-    let mut data = Vec::new();
-    for line in event.split(|b| *b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if let Some(rest) = line.strip_prefix(b"data:") {
-            if !data.is_empty() {
-                data.push(b'\n');
-            }
-            data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
-        }
-    }
-    data
-}
-
 /// Read one JSON-RPC message of the server: a notification, the answer to request `id`, or
 /// something else.
 fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
@@ -659,7 +508,14 @@ fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
     let Some(result) = message.result else {
         return Err("the server's answer has neither a result nor an error".into());
     };
-    Ok(Message::Answer(typed(result.get(), expect)))
+    if let Expect::ToolAsText = expect
+        && let Some(text) = backchannel::RawToolResult::complete(result)
+    {
+        return Ok(Message::Answer(Ok(Answer::Text(text))));
+    }
+    Ok(Message::Answer(
+        typed(result.get(), expect).map(Answer::Read),
+    ))
 }
 
 /// A server's message as far as telling what it is needs: the result and error left unread.
@@ -692,10 +548,10 @@ fn typed(result: &str, expect: Expect) -> Result<ServerResult, DirectError> {
         (Some("input_required"), _) => serde_json::from_str(result)
             .map(ServerResult::InputRequiredResult)
             .map_err(unreadable),
-        (Some("task"), Expect::Tool) => serde_json::from_str(result)
+        (Some("task"), Expect::Tool | Expect::ToolAsText) => serde_json::from_str(result)
             .map(ServerResult::CreateTaskResult)
             .map_err(unreadable),
-        (_, Expect::Tool) => serde_json::from_str(result)
+        (_, Expect::Tool | Expect::ToolAsText) => serde_json::from_str(result)
             .map(ServerResult::CallToolResult)
             .map_err(unreadable),
         (_, Expect::Prompt) => serde_json::from_str(result)
@@ -704,62 +560,10 @@ fn typed(result: &str, expect: Expect) -> Result<ServerResult, DirectError> {
     }
 }
 
-/// The next chunk of data of `body` (trailers skipped); `None` at its end. The error says how
-/// it broke off, for a person.
-async fn next_chunk(body: &mut Body) -> Option<Result<bytes::Bytes, String>> {
-    use http_body_util::BodyExt as _;
-    loop {
-        match body.frame().await? {
-            Ok(frame) => {
-                if let Ok(data) = frame.into_data() {
-                    return Some(Ok(data));
-                }
-            }
-            Err(e) => {
-                return Some(Err(format!(
-                    "the response broke off: {}",
-                    innermost(e.as_ref())
-                )));
-            }
-        }
-    }
-}
-
-/// The body of `response`, refused past `max` bytes before it is parsed.
-async fn capped_body(response: http::Response<Body>, max: usize) -> Result<Vec<u8>, DirectError> {
-    let too_large =
-        || DirectError::Failed(format!("the server's response is larger than {max} bytes"));
-    if http_body::Body::size_hint(response.body())
-        .exact()
-        .is_some_and(|length| length > max as u64)
-    {
-        return Err(too_large());
-    }
-    let mut stream = response.into_body();
-    let mut body = Vec::new();
-    while let Some(chunk) = next_chunk(&mut stream).await {
-        let chunk = chunk.map_err(DirectError::Failed)?;
-        if body.len() + chunk.len() > max {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
 /// The start of a body, for an error.
 fn preview(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
     text.trim().to_owned()
-}
-
-/// An error's innermost cause (for HTTP, what failed and where), not its chain of wrappers.
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    cause.to_string()
 }
 
 #[cfg(test)]
@@ -853,32 +657,47 @@ mod tests {
     }
 
     #[test]
-    fn an_event_stream_is_read_event_by_event_whatever_its_line_ends() {
-        let stream = b"id: 1\ndata: {\"a\":1}\n\ndata: x\r\ndata: y\r\n\r\nrest";
-        let (end, skip) = event_end(stream).unwrap();
-        assert_eq!(event_data(&stream[..end]), b"{\"a\":1}");
-        let rest = &stream[end + skip..];
-        let (end, _) = event_end(rest).unwrap();
-        assert_eq!(event_data(&rest[..end]), b"x\ny");
-        assert_eq!(event_end(b"data: partial\n"), None);
-    }
-
-    #[test]
     fn only_the_answer_to_the_round_is_taken_and_by_its_result_type() {
-        let answer = |text: &str| match message(text.as_bytes(), 7, Expect::Tool).unwrap() {
+        let answer_as = |text: &str, expect| match message(text.as_bytes(), 7, expect).unwrap() {
             Message::Answer(answer) => Some(answer),
             _ => None,
         };
+        let answer = |text: &str| answer_as(text, Expect::Tool);
         assert!(answer(r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#).is_none());
         assert!(matches!(
             answer(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#),
-            Some(Ok(ServerResult::CallToolResult(_)))
+            Some(Ok(Answer::Read(ServerResult::CallToolResult(_))))
         ));
+        let round = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{},"requestState":"s"}}"#;
+        for expect in [Expect::Tool, Expect::ToolAsText] {
+            assert!(matches!(
+                answer_as(round, expect),
+                Some(Ok(Answer::Read(ServerResult::InputRequiredResult(_))))
+            ));
+        }
+        // A plain complete result is kept as its text only when asked for; one without a type
+        // (2025-11-25) is read.
+        let complete = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","content":[{"type":"text","text":"x"}],"isError":true}}"#;
         assert!(matches!(
-            answer(
-                r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{},"requestState":"s"}}"#
+            answer(complete),
+            Some(Ok(Answer::Read(ServerResult::CallToolResult(_))))
+        ));
+        match answer_as(complete, Expect::ToolAsText) {
+            Some(Ok(Answer::Text(text))) => {
+                assert!(text.is_error());
+                assert_eq!(
+                    text.get().get(),
+                    r#"{"resultType":"complete","content":[{"type":"text","text":"x"}],"isError":true}"#
+                );
+            }
+            _ => panic!("a plain complete result is not kept as its text"),
+        }
+        assert!(matches!(
+            answer_as(
+                r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#,
+                Expect::ToolAsText
             ),
-            Some(Ok(ServerResult::InputRequiredResult(_)))
+            Some(Ok(Answer::Read(ServerResult::CallToolResult(_))))
         ));
         assert!(matches!(
             answer(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}"#),

@@ -54,4 +54,4 @@ pub use handler::{
     HostHandler, LogMessage, ModelWish, SamplingAnswer, SamplingQuestion, SamplingTurn,
 };
 pub use host::Host;
-pub use rounds::{CallContext, Started};
+pub use rounds::{CallContext, Relayed, Started};

@@ -3,7 +3,8 @@
 //! back to a caller that relays them), a task is followed to its end or handed back, and a
 //! round its caller stopped waiting for is cancelled at the server ([`Connection::call_tool`],
 //! [`Connection::start_tool`], [`Connection::call_round`], [`Connection::get_prompt`],
-//! [`Connection::prompt_round`], `tasks/*`).
+//! [`Connection::prompt_round`], `tasks/*`). [`Connection::relay_round`] is `call_round` for a
+//! caller that passes the result on unread: a plain complete result stays the text it came as.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 
 use crate::connection::Connection;
-use crate::direct::DirectError;
+use crate::direct::{Answer, DirectError};
 use crate::error::HostError;
 use crate::handler::HostHandler;
 use crate::routes::{Call, CallTag};
@@ -41,6 +42,35 @@ pub enum Started<T = CallToolResult> {
         /// The server's state for the retry that answers them.
         request_state: Option<String>,
     },
+}
+
+/// A tool's result as [`Connection::relay_round`] hands it back.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Relayed {
+    /// Read into rmcp's type.
+    Read(CallToolResult),
+    /// A plain complete result as the server wrote it (a 2026-07-28 server over HTTP; see
+    /// [`backchannel::RawToolResult`]).
+    Text(backchannel::RawToolResult),
+}
+
+impl Relayed {
+    /// Whether the result says the tool failed (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        match self {
+            Relayed::Read(result) => result.is_error == Some(true),
+            Relayed::Text(text) => text.is_error(),
+        }
+    }
+
+    /// The result in rmcp's type.
+    pub fn into_read(self) -> Result<CallToolResult, serde_json::Error> {
+        match self {
+            Relayed::Read(result) => Ok(result),
+            Relayed::Text(text) => text.parse(),
+        }
+    }
 }
 
 /// A `tools/call` of `params` that asks for a task (2025-11-25: the request's `task` field),
@@ -225,6 +255,51 @@ impl<H: HostHandler> Connection<H> {
         input_responses: Option<rmcp::model::InputResponses>,
         request_state: Option<String>,
     ) -> Result<Started, HostError> {
+        let started = self
+            .relay_or_call_round(
+                name,
+                arguments,
+                context,
+                input_responses,
+                request_state,
+                false,
+            )
+            .await?;
+        self.read(started)
+    }
+
+    /// [`Connection::call_round`] for a caller that passes the result on unread (a gateway):
+    /// a plain complete result comes back as the text the server wrote
+    /// ([`Relayed::Text`], when the round went out on the direct path of a 2026-07-28 HTTP
+    /// connection), any other as rmcp reads it.
+    pub async fn relay_round(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+    ) -> Result<Started<Relayed>, HostError> {
+        self.relay_or_call_round(
+            name,
+            arguments,
+            context,
+            input_responses,
+            request_state,
+            true,
+        )
+        .await
+    }
+
+    async fn relay_or_call_round(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        context: &CallContext,
+        input_responses: Option<rmcp::model::InputResponses>,
+        request_state: Option<String>,
+        as_text: bool,
+    ) -> Result<Started<Relayed>, HostError> {
         let round = Some((input_responses, request_state));
         self.signed_in(|| {
             self.drive_call_from(
@@ -233,9 +308,29 @@ impl<H: HostHandler> Connection<H> {
                 context,
                 Drive::OneRound,
                 round.clone(),
+                as_text,
             )
         })
         .await
+    }
+
+    /// `started` with its result read into rmcp's type.
+    fn read(&self, started: Started<Relayed>) -> Result<Started, HostError> {
+        Ok(match started {
+            Started::Done(result) => Started::Done(
+                result
+                    .into_read()
+                    .map_err(|e| self.call_error(format!("an unreadable result: {e}")))?,
+            ),
+            Started::Task(task) => Started::Task(task),
+            Started::InputRequired {
+                input_requests,
+                request_state,
+            } => Started::InputRequired {
+                input_requests,
+                request_state,
+            },
+        })
     }
 
     /// `tasks/get`: the task `task_id` as the server reports it now.
@@ -378,11 +473,14 @@ impl<H: HostHandler> Connection<H> {
         context: &CallContext,
         drive: Drive,
     ) -> Result<Started, HostError> {
-        self.drive_call_from(name, arguments, context, drive, None)
-            .await
+        let started = self
+            .drive_call_from(name, arguments, context, drive, None, false)
+            .await?;
+        self.read(started)
     }
 
-    /// [`Connection::drive_call`], from an earlier round's answers and state when given.
+    /// [`Connection::drive_call`], from an earlier round's answers and state when given; a
+    /// plain complete result kept as its text when `as_text`.
     pub(crate) async fn drive_call_from(
         &self,
         name: &str,
@@ -390,7 +488,8 @@ impl<H: HostHandler> Connection<H> {
         context: &CallContext,
         drive: Drive,
         earlier: Option<(Option<rmcp::model::InputResponses>, Option<String>)>,
-    ) -> Result<Started, HostError> {
+        as_text: bool,
+    ) -> Result<Started<Relayed>, HostError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         if let Some((input_responses, request_state)) = earlier {
@@ -406,10 +505,11 @@ impl<H: HostHandler> Connection<H> {
         let started = std::time::Instant::now();
         let result = tracing::Instrument::instrument(
             async {
-                match self.rounds(params, &call, drive).await? {
-                    Started::Task(task) if drive == Drive::ToTheEnd => {
-                        self.follow_task(task, &call).await.map(Started::Done)
-                    }
+                match self.rounds(params, &call, drive, as_text).await? {
+                    Started::Task(task) if drive == Drive::ToTheEnd => self
+                        .follow_task(task, &call)
+                        .await
+                        .map(|result| Started::Done(Relayed::Read(result))),
                     other => Ok(other),
                 }
             },
@@ -417,7 +517,7 @@ impl<H: HostHandler> Connection<H> {
         )
         .await;
         let error = match &result {
-            Ok(Started::Done(result)) if result.is_error == Some(true) => Some("tool_error"),
+            Ok(Started::Done(result)) if result.is_error() => Some("tool_error"),
             Ok(_) => None,
             Err(_) => Some("_OTHER"),
         };
@@ -447,16 +547,33 @@ impl<H: HostHandler> Connection<H> {
     /// is cancelled at the server.
     pub(crate) async fn round(
         &self,
-        mut request: ClientRequest,
+        request: ClientRequest,
         call: &Arc<Call>,
     ) -> Result<ServerResult, HostError> {
+        match self.round_as(request, call, false).await? {
+            Answer::Read(result) => Ok(result),
+            Answer::Text(text) => text
+                .parse()
+                .map(ServerResult::CallToolResult)
+                .map_err(|e| self.call_error(format!("an unreadable result: {e}"))),
+        }
+    }
+
+    /// [`Connection::round`], a plain complete result of a tool kept as its text when
+    /// `as_text` and the round goes out on the direct path.
+    async fn round_as(
+        &self,
+        mut request: ClientRequest,
+        call: &Arc<Call>,
+        as_text: bool,
+    ) -> Result<Answer, HostError> {
         use rmcp::model::GetExtensions as _;
         if let Some(direct) = &self.direct {
             let routed = self.service.service();
             let notified = |notification| routed.notified_directly(notification, call);
-            match direct.round(&request, notified).await {
+            match direct.round(&request, notified, as_text).await {
                 None | Some(Err(DirectError::TokenRefused)) => {}
-                Some(Ok(result)) => return Ok(result),
+                Some(Ok(answer)) => return Ok(answer),
                 Some(Err(DirectError::Refused(error))) => {
                     return Err(HostError::Refused {
                         connection: self.name.clone(),
@@ -483,7 +600,9 @@ impl<H: HostHandler> Connection<H> {
         let mut abandoned = Abandoned::armed(self.service.peer(), handle.id.clone());
         let response = handle.await_response().await;
         abandoned.disarm();
-        response.map_err(|e| self.service_error(e))
+        response
+            .map(Answer::Read)
+            .map_err(|e| self.service_error(e))
     }
 
     pub(crate) async fn rounds(
@@ -491,7 +610,8 @@ impl<H: HostHandler> Connection<H> {
         mut params: CallToolRequestParams,
         call: &Arc<Call>,
         drive: Drive,
-    ) -> Result<Started, HostError> {
+        as_text: bool,
+    ) -> Result<Started<Relayed>, HostError> {
         // Every round names the call's span, so the server's spans join the caller's trace.
         if let Some(traceparent) = backchannel::telemetry::current_traceparent() {
             params.set_traceparent(&traceparent);
@@ -504,8 +624,14 @@ impl<H: HostHandler> Connection<H> {
             } else {
                 ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params.clone()))
             };
-            match self.round(request, call).await? {
-                ServerResult::CallToolResult(result) => return Ok(Started::Done(result)),
+            let result = match self.round_as(request, call, as_text).await? {
+                Answer::Text(text) => return Ok(Started::Done(Relayed::Text(text))),
+                Answer::Read(result) => result,
+            };
+            match result {
+                ServerResult::CallToolResult(result) => {
+                    return Ok(Started::Done(Relayed::Read(result)));
+                }
                 ServerResult::InputRequiredResult(round) if drive == Drive::OneRound => {
                     return Ok(Started::InputRequired {
                         input_requests: round.input_requests.unwrap_or_default(),

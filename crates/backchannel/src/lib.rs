@@ -75,6 +75,7 @@ mod outcome;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod principal;
+mod raw_result;
 mod reach;
 mod revision;
 mod sampling_roots_logging;
@@ -100,6 +101,7 @@ pub use layer::{
     Spend, SpentLedger, TaskSupport, WeakBackchannel, error_text,
 };
 pub use outcome::{Elicited, RootsListed, Sampled, StepError, UrlElicited};
+pub use raw_result::RawToolResult;
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
 pub use sampling_roots_logging::{

@@ -6,13 +6,14 @@
 //! `Forward` makes it: the upstream's round goes to the client with its state sealed by the
 //! layer (`Backchannel::seal_passed_round`, as `Ctx::pass_round` seals it), a retry's state is
 //! opened and spent the same way, so a round either path sealed is opened by the other. The
-//! answers are `Forward::tool`'s.
+//! answers are `Forward::tool`'s; a plain complete result goes to the client as the text the
+//! upstream wrote (`Connection::relay_round`, `Passed::Relayed`), not read and written again.
 
 use std::sync::Arc;
 
 use backchannel::Backchannel;
 use backchannel::serve::{PassThrough, Passed, PlainToolCall};
-use backchannel_host::{HostError, Started};
+use backchannel_host::{HostError, Relayed, Started};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResponse, ClientCapabilities};
 
@@ -118,13 +119,23 @@ async fn relay(
     let outcome = match host.connection(&route.connection) {
         Ok(connection) => {
             let arguments = params.arguments.clone();
-            let round = connection.call_round(&route.tool, arguments, &context, responses, state);
+            let round = connection.relay_round(&route.tool, arguments, &context, responses, state);
             round.await
         }
         Err(error) => Err(error),
     };
     Some(match outcome {
-        Ok(Started::Done(result)) => answered(route, Ok(result)),
+        Ok(Started::Done(Relayed::Text(text))) => Passed::Relayed(text),
+        Ok(Started::Done(result)) => match result.into_read() {
+            Ok(result) => answered(route, Ok(result)),
+            Err(error) => answered(
+                route,
+                Err(HostError::Call {
+                    connection: route.connection.clone(),
+                    message: format!("an unreadable result: {error}"),
+                }),
+            ),
+        },
         Ok(Started::InputRequired {
             input_requests,
             request_state,

@@ -265,6 +265,7 @@ where
                         ServerJsonRpcMessage::response(ServerResult::from(response), id)
                     }
                     Passed::Refused(error) => ServerJsonRpcMessage::error(error, Some(id)),
+                    Passed::Relayed(result) => return runner.answer_relayed(&id, &result),
                     Passed::Handler(call) => return runner.run_call(id, *call, handler).await,
                 };
                 runner.answer(message).await
@@ -357,6 +358,15 @@ impl Runner {
             shutdown: self.shutdown,
         };
         reply.respond(self.json_response)
+    }
+}
+
+impl Runner {
+    /// Answer request `id` with `result` as the text it is: JSON, or one event without
+    /// `json_response`.
+    fn answer_relayed(self, id: &RequestId, result: &crate::RawToolResult) -> Response {
+        let one_event = (!self.json_response).then_some((self.keep_alive, &self.shutdown));
+        super::pass_through::relayed_response(id, result, one_event)
     }
 }
 

@@ -1,0 +1,229 @@
+//! [`RawToolResult`]: a complete `tools/call` result kept as the JSON text another server wrote,
+//! for code that passes it on unread (a gateway relaying an upstream's result to its client).
+//!
+//! Reading a result into rmcp's [`CallToolResult`] builds every content block (each through
+//! serde's buffering of an internally tagged enum) and the whole `structuredContent` as a
+//! `serde_json::Value` tree, only for the next hop to write them out again. The check here reads
+//! the text once and allocates nothing for a result of the usual shape; whatever it does not
+//! take at sight (a content block other than plain text, a `_meta`) it reads with rmcp's own
+//! types and drops, and anything rmcp would not read, or would read into less than the text says
+//! (an unknown field, which rmcp drops), is refused, so the caller reads it with rmcp instead.
+//! What passes is what rmcp would read and write again, up to whitespace, escapes and the order
+//! of keys.
+
+use std::borrow::Cow;
+
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A complete `tools/call` result as JSON text, checked to be one rmcp reads in full (see
+/// [`RawToolResult::complete`]).
+#[derive(Debug, Clone)]
+pub struct RawToolResult {
+    text: Box<RawValue>,
+    is_error: bool,
+}
+
+impl RawToolResult {
+    /// `text` when it is a complete `tools/call` result that rmcp's [`CallToolResult`] reads
+    /// and writes again without adding or dropping anything: an object whose `resultType` is
+    /// `"complete"`, with a `content` array of blocks rmcp reads, and of the other fields of a
+    /// result only `structuredContent` (any JSON), `isError` (a boolean) and `_meta` (an
+    /// object). `None` otherwise (a round's questions, a task, a 2025-11-25 result without a
+    /// type, anything malformed or unusual): read it with rmcp.
+    pub fn complete(text: &RawValue) -> Option<Self> {
+        if !text.get().starts_with('{') {
+            return None;
+        }
+        let shape: Shape<'_> = serde_json::from_str(text.get()).ok()?;
+        if shape.result_type != "complete" {
+            return None;
+        }
+        // rmcp reads a result without `content` as one with none, and writes `"content": []`.
+        let content_read = shape.content?.iter().all(|block| block_reads(block));
+        let meta_reads = shape
+            .meta
+            .is_none_or(|meta| serde_json::from_str::<MetaObject>(meta.get()).is_ok());
+        (content_read && meta_reads).then(|| RawToolResult {
+            text: text.to_owned(),
+            is_error: shape.is_error == Some(true),
+        })
+    }
+
+    /// The result's JSON text.
+    pub fn get(&self) -> &RawValue {
+        &self.text
+    }
+
+    /// Whether the result says the tool failed (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The result read with rmcp's types.
+    pub fn parse(&self) -> Result<CallToolResult, serde_json::Error> {
+        serde_json::from_str(self.text.get())
+    }
+}
+
+/// A result's fields as far as the check needs them; any other field refuses it. A field
+/// present is `Some` even when it is `null`: then it must be what rmcp reads a `null` as
+/// (`structuredContent` keeps it; a `null` anywhere else refuses the result, as rmcp would
+/// write it back without the field).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Shape<'a> {
+    #[serde(borrow)]
+    result_type: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    content: Option<Vec<&'a RawValue>>,
+    #[expect(
+        dead_code,
+        reason = "allowed with any JSON; read only to be told from an unknown field"
+    )]
+    #[serde(default, deserialize_with = "present")]
+    structured_content: Option<serde::de::IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    is_error: Option<bool>,
+    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
+    meta: Option<&'a RawValue>,
+}
+
+/// A field that is there, read as `T` (a `null` only if `T` reads one).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// A content block of plain text (`{"type": "text", "text": …}` and nothing else).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainText {
+    #[serde(rename = "type")]
+    kind: TextTag,
+    #[expect(dead_code, reason = "read only to check that it is a string")]
+    text: AnyString,
+}
+
+/// The tag `"text"`.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TextTag {
+    Text,
+}
+
+/// Any string, read without keeping it.
+struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = AnyString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<AnyString, E> {
+                Ok(AnyString)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// Whether rmcp reads `block` as a content block: plain text at sight, anything else by rmcp.
+fn block_reads(block: &RawValue) -> bool {
+    if !block.get().starts_with('{') {
+        return false;
+    }
+    match serde_json::from_str::<PlainText>(block.get()) {
+        Ok(PlainText {
+            kind: TextTag::Text,
+            ..
+        }) => true,
+        Err(_) => serde_json::from_str::<ContentBlock>(block.get()).is_ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(value: &serde_json::Value) -> Box<RawValue> {
+        RawValue::from_string(value.to_string()).unwrap()
+    }
+
+    /// What rmcp reads `value` into and writes again, as a JSON value.
+    fn through_rmcp(value: &serde_json::Value) -> Option<serde_json::Value> {
+        let result: CallToolResult = serde_json::from_value(value.clone()).ok()?;
+        Some(serde_json::to_value(result).unwrap())
+    }
+
+    #[test]
+    fn a_result_taken_as_it_is_is_the_one_rmcp_would_write_again() {
+        let taken = [
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "a \"quoted\" order"}],
+                   "structuredContent": {"order": {"id": "A-1", "lines": [1, 2.5, null]}}}),
+            json!({"resultType": "complete", "content": [], "isError": true}),
+            json!({"resultType": "complete", "content": [], "structuredContent": null}),
+            json!({"resultType": "complete", "content": [
+                {"type": "text", "text": "x", "annotations": {"audience": ["user"], "priority": 0.5}},
+                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///a", "name": "a"}],
+                "_meta": {"trace": 1}}),
+        ];
+        for value in taken {
+            let result = RawToolResult::complete(&raw(&value)).unwrap_or_else(|| panic!("{value}"));
+            let written: serde_json::Value = serde_json::from_str(result.get().get()).unwrap();
+            assert_eq!(Some(written), through_rmcp(&value), "{value}");
+            assert_eq!(result.is_error(), value["isError"] == json!(true));
+            assert_eq!(
+                result.parse().unwrap(),
+                serde_json::from_value(value).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn anything_rmcp_would_refuse_or_read_into_less_is_left_to_rmcp() {
+        let left = [
+            // Not complete, or no result type (a 2025-11-25 result: rmcp adds none).
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            json!({"content": []}),
+            // A field rmcp drops, or a field of the wrong type.
+            json!({"resultType": "complete", "content": [], "extra": 1}),
+            json!({"resultType": "complete", "content": [], "isError": "yes"}),
+            json!({"resultType": "complete", "content": {}}),
+            // A block rmcp cannot read: unknown kind, text that is not a string, not an object.
+            json!({"resultType": "complete", "content": [{"type": "video", "url": "x"}]}),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": 1}]}),
+            json!({"resultType": "complete", "content": [["text", "x"]]}),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": "x", "annotations": {"priority": "high"}}]}),
+            // `_meta` not an object; no content (rmcp would add it).
+            json!({"resultType": "complete", "content": [], "_meta": [1]}),
+            json!({"resultType": "complete", "structuredContent": {"a": 1}}),
+            // A `null` rmcp would write back as no field at all.
+            json!({"resultType": "complete", "content": null, "isError": false}),
+            json!({"resultType": "complete", "content": [], "isError": null}),
+            json!({"resultType": "complete", "content": [], "_meta": null}),
+            json!({"resultType": "complete", "_meta": {}}),
+            // Not an object at all.
+            json!(["complete", []]),
+        ];
+        for value in left {
+            assert!(RawToolResult::complete(&raw(&value)).is_none(), "{value}");
+        }
+        // A duplicated field (which a JSON value cannot hold) is refused too.
+        let twice = RawValue::from_string(
+            r#"{"resultType":"complete","content":[],"content":[{"type":"text","text":"x"}]}"#
+                .into(),
+        )
+        .unwrap();
+        assert!(RawToolResult::complete(&twice).is_none());
+    }
+}
