@@ -18,9 +18,9 @@
 //! To an `http://` server a round goes out on hyper's pooled client alone ([`Post`]): reqwest
 //! (which the connection's rmcp transport uses) puts a proxy lookup, a retry and a redirect
 //! layer and a URL parsed again on every request (without them, a gateway and its upstream
-//! sharing one core answer about a fifth more calls a second). A redirect (307 or 308) is sent again through reqwest, which follows it within
-//! the server's origin as every other request of the connection is; so is every round to an
-//! `https://` server, whose TLS is reqwest's.
+//! sharing one core answer about a fifth more calls a second). A redirect (307 or 308) is sent
+//! again through reqwest, which follows it within the server's origin as every other request
+//! of the connection is; so is every round to an `https://` server, whose TLS is reqwest's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -34,7 +34,7 @@ use serde_json::Value;
 mod exchange;
 
 pub(crate) use exchange::DirectError;
-use exchange::{Frame, PlainClient, Post, exchange};
+use exchange::{Endpoint, Frame, Post, exchange};
 
 /// The tokens an OAuth sign-in left, shared with the connection's rmcp transport.
 #[cfg(feature = "oauth")]
@@ -65,10 +65,8 @@ impl DirectAuth {
 
 /// The direct path of one 2026-07-28 HTTP connection.
 pub(crate) struct Direct {
-    client: reqwest13::Client,
-    url: reqwest13::Url,
-    /// For an `http://` server: hyper's client and the URL as its URI.
-    plain: Option<(PlainClient, http::Uri)>,
+    /// Where its rounds go, and on which clients (shared with each round's exchange).
+    to: Arc<Endpoint>,
     /// Content type, accepted types, the revision and the configured headers.
     headers: HeaderMap,
     auth: DirectAuth,
@@ -122,21 +120,7 @@ impl Direct {
         context: JsonObject,
         auth: DirectAuth,
     ) -> Result<Self, String> {
-        let url = reqwest13::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-        let plain = match url.scheme() {
-            "http" => {
-                let uri = http::Uri::try_from(url.as_str())
-                    .map_err(|e| format!("{url:?} is not a URI: {e}"))?;
-                let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-                connector.set_nodelay(true);
-                let client = hyper_util::client::legacy::Client::builder(
-                    hyper_util::rt::TokioExecutor::new(),
-                )
-                .build(connector);
-                Some((client, uri))
-            }
-            _ => None,
-        };
+        let to = Arc::new(Endpoint::new(client, url)?);
         let mut headers = HeaderMap::new();
         for (name, value) in custom {
             headers.insert(name.clone(), value.clone());
@@ -154,9 +138,7 @@ impl Direct {
         let limits =
             rmcp::transport::streamable_http_client::StreamableHttpResponseLimits::default();
         Ok(Self {
-            client,
-            url,
-            plain,
+            to,
             headers,
             auth,
             context,
@@ -225,9 +207,7 @@ impl Direct {
             }
         }
         let post = Post {
-            plain: self.plain.clone(),
-            client: self.client.clone(),
-            url: self.url.clone(),
+            to: self.to.clone(),
             headers,
             body: body.into(),
         };

@@ -19,7 +19,7 @@ pub(crate) enum DirectError {
 }
 
 /// hyper's pooled client, for rounds to an `http://` server.
-pub(super) type PlainClient = hyper_util::client::legacy::Client<
+type PlainClient = hyper_util::client::legacy::Client<
     hyper_util::client::legacy::connect::HttpConnector,
     http_body_util::Full<bytes::Bytes>,
 >;
@@ -27,11 +27,39 @@ pub(super) type PlainClient = hyper_util::client::legacy::Client<
 /// The body of a round's response, from either client.
 type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::Body>;
 
-/// One round's POST, and the clients that can send it.
+/// A connection's server and the clients that reach it.
+pub(super) struct Endpoint {
+    client: reqwest13::Client,
+    url: reqwest13::Url,
+    /// For an `http://` server: hyper's client and the URL as its URI.
+    plain: Option<(PlainClient, http::Uri)>,
+}
+
+impl Endpoint {
+    /// The server at `url`, reached through `client` (and hyper's own for `http://`).
+    pub(super) fn new(client: reqwest13::Client, url: &str) -> Result<Self, String> {
+        let url = reqwest13::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        let plain = match url.scheme() {
+            "http" => {
+                let uri = http::Uri::try_from(url.as_str())
+                    .map_err(|e| format!("{url:?} is not a URI: {e}"))?;
+                let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+                connector.set_nodelay(true);
+                let plain = hyper_util::client::legacy::Client::builder(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .build(connector);
+                Some((plain, uri))
+            }
+            _ => None,
+        };
+        Ok(Endpoint { client, url, plain })
+    }
+}
+
+/// One round's POST.
 pub(super) struct Post {
-    pub(super) plain: Option<(PlainClient, http::Uri)>,
-    pub(super) client: reqwest13::Client,
-    pub(super) url: reqwest13::Url,
+    pub(super) to: std::sync::Arc<Endpoint>,
     pub(super) headers: HeaderMap,
     pub(super) body: bytes::Bytes,
 }
@@ -42,19 +70,20 @@ impl Post {
     async fn send(self) -> Result<http::Response<Body>, String> {
         let failed =
             |e: &(dyn std::error::Error + 'static)| format!("the request failed: {}", innermost(e));
-        if let Some((client, uri)) = self.plain {
+        let to = &self.to;
+        if let Some((client, uri)) = &to.plain {
             let mut request = http::Request::new(http_body_util::Full::new(self.body.clone()));
             *request.method_mut() = http::Method::POST;
-            *request.uri_mut() = uri;
+            *request.uri_mut() = uri.clone();
             *request.headers_mut() = self.headers.clone();
             let response = client.request(request).await.map_err(|e| failed(&e))?;
             if !matches!(response.status().as_u16(), 307 | 308) {
                 return Ok(response.map(http_body_util::Either::Left));
             }
         }
-        let response = self
+        let response = to
             .client
-            .post(self.url)
+            .post(to.url.clone())
             .headers(self.headers)
             .body(self.body)
             .send()
