@@ -5,12 +5,14 @@
 //! worker per connection, no message typed through rmcp's untagged enums. Every other request,
 //! and a round whose token the server refused, goes through rmcp.
 //!
-//! The HTTP exchange runs on a task of its own (`exchange`), which hands the caller the body, or
-//! the stream's events one by one: the caller's future, deep inside a server's request when the
-//! caller is a gateway, is then woken once per message instead of once per chunk (on one core at
-//! 16 calls in flight that made the difference between this path losing 20% to rmcp's worker
-//! and matching it). Dropping a round's future aborts that task (`AbortOnDropHandle`) and so
-//! drops its HTTP request, which is how a 2026-07-28 client cancels.
+//! A JSON answer is awaited in the round's own future: hyper's client wakes it once for the
+//! head and once for a body that came apart from it. An SSE stream is read on a task of its own
+//! (`exchange::events`), which hands the caller the events one by one: the caller's future,
+//! deep inside a server's request when the caller is a gateway, is then woken once per message
+//! instead of once per chunk (on one core at 16 calls in flight that made the difference
+//! between this path losing 20% to rmcp's worker and matching it). Dropping a round's future
+//! drops its HTTP request, and aborts the stream's task (`AbortOnDropHandle`), which is how a
+//! 2026-07-28 client cancels.
 //!
 //! Responses are capped as rmcp caps them: a JSON body and each SSE event at the transport's
 //! limits, counted before they are parsed.
@@ -34,7 +36,7 @@ use serde_json::Value;
 mod exchange;
 
 pub(crate) use exchange::DirectError;
-use exchange::{Endpoint, Frame, Post, exchange};
+use exchange::{Endpoint, Opened, Post};
 
 /// The tokens an OAuth sign-in left, shared with the connection's rmcp transport.
 #[cfg(feature = "oauth")]
@@ -211,36 +213,45 @@ impl Direct {
             headers,
             body: body.into(),
         };
-        // The exchange runs on a task of its own, so the caller's deep future is woken once
-        // per message rather than once per chunk read off the connection.
-        let (sent, mut frames) = tokio::sync::mpsc::channel(8);
-        let limits = (self.max_json, self.max_event);
+        let (status, body) = match exchange::open(post, token_sent, self.max_json).await? {
+            Opened::Body { status, body } => (status, body),
+            Opened::Stream(body) => return self.stream(body, id, expect, notified).await,
+        };
+        match message(&body, id, expect) {
+            Ok(Message::Answer(answer)) => answer,
+            _ if !status.is_success() => Err(DirectError::Failed(format!(
+                "HTTP {status}: {}",
+                preview(&body)
+            ))),
+            Ok(_) => Err(DirectError::Failed(
+                "the server's response answers another request".into(),
+            )),
+            Err(why) => Err(DirectError::Failed(why)),
+        }
+    }
+
+    /// The answer to request `id` on the event stream `body`, its notifications handed to
+    /// `notified` on the way. The stream is read on a task of its own, so the caller's deep
+    /// future is woken once per message rather than once per chunk.
+    async fn stream(
+        &self,
+        body: exchange::Body,
+        id: i64,
+        expect: Expect,
+        notified: impl Fn(ServerNotification),
+    ) -> Result<Answer, DirectError> {
+        let (sent, mut events) = tokio::sync::mpsc::channel(8);
         // Aborted when the round is dropped, which drops its HTTP request.
-        let _exchange = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(exchange(
-            post, token_sent, limits, sent,
+        let _reader = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(exchange::events(
+            body,
+            self.max_event,
+            sent,
         )));
-        while let Some(frame) = frames.recv().await {
-            match frame? {
-                Frame::Body { status, body } => {
-                    return match message(&body, id, expect) {
-                        Ok(Message::Answer(answer)) => answer,
-                        _ if !status.is_success() => Err(DirectError::Failed(format!(
-                            "HTTP {status}: {}",
-                            preview(&body)
-                        ))),
-                        Ok(_) => Err(DirectError::Failed(
-                            "the server's response answers another request".into(),
-                        )),
-                        Err(why) => Err(DirectError::Failed(why)),
-                    };
-                }
-                Frame::Event(data) => {
-                    match message(&data, id, expect).map_err(DirectError::Failed)? {
-                        Message::Notification(notification) => notified(notification),
-                        Message::Answer(answer) => return answer,
-                        Message::Other => {}
-                    }
-                }
+        while let Some(data) = events.recv().await {
+            match message(&data?, id, expect).map_err(DirectError::Failed)? {
+                Message::Notification(notification) => notified(notification),
+                Message::Answer(answer) => return answer,
+                Message::Other => {}
             }
         }
         Err(DirectError::Failed(

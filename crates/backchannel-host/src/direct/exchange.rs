@@ -1,6 +1,7 @@
-//! A direct round's HTTP exchange ([`exchange`]): the POST sent on hyper's client or reqwest
-//! ([`Post`]), and what comes back handed to the round one message at a time, capped before it
-//! is parsed; and why a round gave no result ([`DirectError`]).
+//! A direct round's HTTP exchange: the POST sent on hyper's client or reqwest ([`Post`]), what
+//! comes back read as a whole body or as a stream ([`open`]) and a stream's events handed on
+//! one at a time ([`events`]), each capped before it is parsed; and why a round gave no result
+//! ([`DirectError`]).
 
 use http::HeaderMap;
 use rmcp::ErrorData;
@@ -25,7 +26,7 @@ type PlainClient = hyper_util::client::legacy::Client<
 >;
 
 /// The body of a round's response, from either client.
-type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::Body>;
+pub(super) type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::Body>;
 
 /// A connection's server and the clients that reach it.
 pub(super) struct Endpoint {
@@ -93,32 +94,27 @@ impl Post {
     }
 }
 
-/// What a direct round's exchange hands its caller.
-pub(super) enum Frame {
+/// What a round's POST brought back, once the head of its response is read.
+pub(super) enum Opened {
     /// The whole body of a response that is not an event stream (or not a success).
     Body {
         status: http::StatusCode,
         body: Vec<u8>,
     },
-    /// The data of one event of an event stream.
-    Event(Vec<u8>),
+    /// An event stream's body, to be read event by event ([`events`]).
+    Stream(Body),
 }
 
-/// Send `post` and hand what comes back to `frames`: one [`Frame::Body`], or the events of a
-/// stream one by one, each capped (`limits`: a body's, an event's) before it is handed on.
-pub(super) async fn exchange(
+/// Send `post` and read what comes back as far as telling it is a body or a stream: a body
+/// is read whole, refused past `max_json` bytes before it is parsed. A refusal of the
+/// credentials (401, or 403 with a challenge) is its own error; `token_sent` tells a refused
+/// token from none.
+pub(super) async fn open(
     post: Post,
     token_sent: bool,
-    (max_json, max_event): (usize, usize),
-    frames: tokio::sync::mpsc::Sender<Result<Frame, DirectError>>,
-) {
-    let response = match post.send().await {
-        Ok(response) => response,
-        Err(why) => {
-            let _ = frames.send(Err(DirectError::Failed(why))).await;
-            return;
-        }
-    };
+    max_json: usize,
+) -> Result<Opened, DirectError> {
+    let response = post.send().await.map_err(DirectError::Failed)?;
     let status = response.status();
     if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
         let challenge = response
@@ -126,17 +122,13 @@ pub(super) async fn exchange(
             .get(http::header::WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let refused = match challenge {
-            Some(_) if token_sent => Some(DirectError::TokenRefused),
-            Some(challenge) => Some(DirectError::Unauthorized(challenge)),
+        match challenge {
+            Some(_) if token_sent => return Err(DirectError::TokenRefused),
+            Some(challenge) => return Err(DirectError::Unauthorized(challenge)),
             None if status == http::StatusCode::UNAUTHORIZED => {
-                Some(DirectError::Unauthorized(String::new()))
+                return Err(DirectError::Unauthorized(String::new()));
             }
-            None => None,
-        };
-        if let Some(refused) = refused {
-            let _ = frames.send(Err(refused)).await;
-            return;
+            None => {}
         }
     }
     let sse = response
@@ -144,32 +136,38 @@ pub(super) async fn exchange(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !(sse && status.is_success()) {
-        let body = capped_body(response, max_json).await;
-        let _ = frames
-            .send(body.map(|body| Frame::Body { status, body }))
-            .await;
-        return;
+    if sse && status.is_success() {
+        return Ok(Opened::Stream(response.into_body()));
     }
-    let mut body = response.into_body();
+    let body = capped_body(response, max_json).await?;
+    Ok(Opened::Body { status, body })
+}
+
+/// Hand the data of the events of the stream `body` to `events` one by one, each refused
+/// past `max_event` bytes before it is handed on; a broken stream ends with its error.
+pub(super) async fn events(
+    mut body: Body,
+    max_event: usize,
+    events: tokio::sync::mpsc::Sender<Result<Vec<u8>, DirectError>>,
+) {
     let mut buffer: Vec<u8> = Vec::new();
     loop {
         while let Some((end, skip)) = event_end(&buffer) {
             let data = event_data(&buffer[..end]);
             buffer.drain(..end + skip);
-            if !data.is_empty() && frames.send(Ok(Frame::Event(data))).await.is_err() {
+            if !data.is_empty() && events.send(Ok(data)).await.is_err() {
                 return;
             }
         }
         if buffer.len() > max_event {
             let why = format!("an event of the server's response is larger than {max_event} bytes");
-            let _ = frames.send(Err(DirectError::Failed(why))).await;
+            let _ = events.send(Err(DirectError::Failed(why))).await;
             return;
         }
         match next_chunk(&mut body).await {
             Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
             Some(Err(why)) => {
-                let _ = frames.send(Err(DirectError::Failed(why))).await;
+                let _ = events.send(Err(DirectError::Failed(why))).await;
                 return;
             }
             None => return,
