@@ -102,11 +102,11 @@ where
 /// A content block of plain text (`{"type": "text", "text": …}` and nothing else).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PlainText {
+struct PlainText<'a> {
     #[serde(rename = "type")]
     kind: TextTag,
-    #[expect(dead_code, reason = "read only to check that it is a string")]
-    text: AnyString,
+    #[serde(borrow)]
+    text: &'a RawValue,
 }
 
 /// The tag `"text"`.
@@ -116,23 +116,14 @@ enum TextTag {
     Text,
 }
 
-/// Any string, read without keeping it.
-struct AnyString;
-
-impl<'de> Deserialize<'de> for AnyString {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = AnyString;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<AnyString, E> {
-                Ok(AnyString)
-            }
-        }
-        deserializer.deserialize_str(Visitor)
-    }
+/// Whether `text` is a JSON string rmcp reads. Skipped over, a string's escapes are checked
+/// but not decoded, so a `\u` escape (which may be half of a surrogate pair, or a lone half
+/// rmcp refuses) is decoded to tell; any other string is taken as it was skipped, without
+/// copying its escaped characters out.
+fn string_reads(text: &RawValue) -> bool {
+    let text = text.get();
+    text.starts_with('"')
+        && (!text.contains("\\u") || serde_json::from_str::<Cow<'_, str>>(text).is_ok())
 }
 
 /// Whether rmcp reads `block` as a content block: plain text at sight, anything else by rmcp.
@@ -140,12 +131,12 @@ fn block_reads(block: &RawValue) -> bool {
     if !block.get().starts_with('{') {
         return false;
     }
-    match serde_json::from_str::<PlainText>(block.get()) {
+    match serde_json::from_str::<PlainText<'_>>(block.get()) {
         Ok(PlainText {
             kind: TextTag::Text,
-            ..
-        }) => true,
-        Err(_) => serde_json::from_str::<ContentBlock>(block.get()).is_ok(),
+            text,
+        }) if string_reads(text) => true,
+        _ => serde_json::from_str::<ContentBlock>(block.get()).is_ok(),
     }
 }
 
@@ -202,6 +193,7 @@ mod tests {
             // A block rmcp cannot read: unknown kind, text that is not a string, not an object.
             json!({"resultType": "complete", "content": [{"type": "video", "url": "x"}]}),
             json!({"resultType": "complete", "content": [{"type": "text", "text": 1}]}),
+            json!({"resultType": "complete", "content": [{"type": "text", "text": null}]}),
             json!({"resultType": "complete", "content": [["text", "x"]]}),
             json!({"resultType": "complete", "content": [{"type": "text", "text": "x", "annotations": {"priority": "high"}}]}),
             // `_meta` not an object; no content (rmcp would add it).
@@ -225,5 +217,29 @@ mod tests {
         )
         .unwrap();
         assert!(RawToolResult::complete(&twice).is_none());
+    }
+
+    #[test]
+    fn a_texts_unicode_escapes_are_decoded_to_tell_whether_rmcp_reads_them() {
+        let with = |text: &str| {
+            RawValue::from_string(format!(
+                r#"{{"resultType":"complete","content":[{{"type":"text","text":"{text}"}}]}}"#
+            ))
+            .unwrap()
+        };
+        // A lone half of a surrogate pair, which serde skips over but rmcp cannot read.
+        for lone in [r"\ud800", r#"a \"b\" \udfff"#] {
+            let result = with(lone);
+            assert!(serde_json::from_str::<CallToolResult>(result.get()).is_err());
+            assert!(RawToolResult::complete(&result).is_none(), "{lone}");
+        }
+        for read in [r"\ud83d\ude00 \u00e9", r#"\\u and \"quotes\"\n"#, "plain"] {
+            let result = with(read);
+            let taken = RawToolResult::complete(&result).unwrap_or_else(|| panic!("{read}"));
+            assert_eq!(
+                taken.parse().unwrap(),
+                serde_json::from_str::<CallToolResult>(result.get()).unwrap()
+            );
+        }
     }
 }
