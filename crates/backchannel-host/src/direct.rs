@@ -468,6 +468,11 @@ fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
             preview(bytes)
         )
     };
+    if let Expect::ToolAsText = expect
+        && let Some(text) = relayed_at_sight(bytes, id)
+    {
+        return Ok(Message::Answer(Ok(Answer::Text(text))));
+    }
     // An array would fill the fields in order.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return Err(not_a_message());
@@ -500,13 +505,36 @@ fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
         return Err("the server's answer has neither a result nor an error".into());
     };
     if let Expect::ToolAsText = expect
-        && let Some(text) = backchannel::RawToolResult::complete(result)
+        && let Some(text) = backchannel::RawToolResult::complete(result.get())
     {
         return Ok(Message::Answer(Ok(Answer::Text(text))));
     }
     Ok(Message::Answer(
         typed(result.get(), expect).map(Answer::Read),
     ))
+}
+
+/// The plain complete result of the answer to request `id` when the message is written as
+/// rmcp writes one, `{"jsonrpc":"2.0","id":<id>,"result":<result>}` byte for byte: then the
+/// result's own check is the only read of the message. Written any other way, the message is
+/// read field by field.
+fn relayed_at_sight(bytes: &[u8], id: i64) -> Option<backchannel::RawToolResult> {
+    use std::io::Write as _;
+    let mut written = [0u8; 20];
+    let mut cursor = &mut written[..];
+    write!(cursor, "{id}").ok()?;
+    let left = cursor.len();
+    let id = &written[..written.len() - left];
+    let result = bytes
+        .strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?
+        .strip_prefix(id)?
+        .strip_prefix(br#","result":"#)?;
+    // Past its end, a message has nothing but JSON's whitespace.
+    let end = result
+        .iter()
+        .rposition(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))?;
+    let result = result[..=end].strip_suffix(b"}")?;
+    backchannel::RawToolResult::complete(std::str::from_utf8(result).ok()?)
 }
 
 /// A server's message as far as telling what it is needs: the result and error left unread.
@@ -673,16 +701,44 @@ mod tests {
             answer(complete),
             Some(Ok(Answer::Read(ServerResult::CallToolResult(_))))
         ));
-        match answer_as(complete, Expect::ToolAsText) {
-            Some(Ok(Answer::Text(text))) => {
-                assert!(text.is_error());
-                assert_eq!(
-                    text.get().get(),
-                    r#"{"resultType":"complete","content":[{"type":"text","text":"x"}],"isError":true}"#
-                );
+        let result =
+            r#"{"resultType":"complete","content":[{"type":"text","text":"x"}],"isError":true}"#;
+        // As rmcp writes a message (read at sight), and written any other way (read field by
+        // field): the same answer.
+        for written in [
+            complete.to_owned(),
+            format!("{complete}\r\n"),
+            format!(r#"{{"id":7,"result":{result},"jsonrpc":"2.0"}}"#),
+            format!(r#"{{ "jsonrpc": "2.0", "id": 7, "result": {result} }}"#),
+        ] {
+            match answer_as(&written, Expect::ToolAsText) {
+                Some(Ok(Answer::Text(text))) => {
+                    assert!(text.is_error());
+                    assert_eq!(text.get(), result);
+                }
+                _ => panic!("a plain complete result is not kept as its text: {written}"),
             }
-            _ => panic!("a plain complete result is not kept as its text"),
         }
+        // Not the answer, not one message, or not JSON past its end: never taken at sight.
+        let other_id = format!(r#"{{"jsonrpc":"2.0","id":77,"result":{result}}}"#);
+        assert!(answer_as(&other_id, Expect::ToolAsText).is_none());
+        for broken in [
+            format!("{complete} x"),
+            format!("{complete}\x0c"),
+            format!(r#"{{"jsonrpc":"2.0","id":7,"result":{result},"result":{result}}}"#),
+        ] {
+            assert!(
+                message(broken.as_bytes(), 7, Expect::ToolAsText).is_err(),
+                "{broken}"
+            );
+        }
+        let with_error = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{result},"error":{{"code":1,"message":"no"}}}}"#
+        );
+        assert!(!matches!(
+            answer_as(&with_error, Expect::ToolAsText),
+            Some(Ok(Answer::Text(_)))
+        ));
         assert!(matches!(
             answer_as(
                 r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#,

@@ -4,7 +4,8 @@
 //! Reading a result into rmcp's [`CallToolResult`] builds every content block (each through
 //! serde's buffering of an internally tagged enum) and the whole `structuredContent` as a
 //! `serde_json::Value` tree, only for the next hop to write them out again. The check here reads
-//! the text once and allocates nothing for a result of the usual shape; whatever it does not
+//! the text once, content blocks as they are met and strings skipped over rather than decoded,
+//! and allocates nothing but the kept copy for a result of the usual shape; whatever it does not
 //! take at sight (a content block other than plain text, a `_meta`) it reads with rmcp's own
 //! types and drops, and anything rmcp would not read, or would read into less than the text says
 //! (an unknown field, which rmcp drops), is refused, so the caller reads it with rmcp instead.
@@ -21,38 +22,47 @@ use serde_json::value::RawValue;
 /// [`RawToolResult::complete`]).
 #[derive(Debug, Clone)]
 pub struct RawToolResult {
-    text: Box<RawValue>,
+    text: Box<str>,
     is_error: bool,
 }
 
 impl RawToolResult {
     /// `text` when it is a complete `tools/call` result that rmcp's [`CallToolResult`] reads
-    /// and writes again without adding or dropping anything: an object whose `resultType` is
-    /// `"complete"`, with a `content` array of blocks rmcp reads, and of the other fields of a
-    /// result only `structuredContent` (any JSON), `isError` (a boolean) and `_meta` (an
-    /// object). `None` otherwise (a round's questions, a task, a 2025-11-25 result without a
-    /// type, anything malformed or unusual): read it with rmcp.
-    pub fn complete(text: &RawValue) -> Option<Self> {
-        if !text.get().starts_with('{') {
+    /// and writes again without adding or dropping anything: one JSON object (whitespace
+    /// around it aside) whose `resultType` is `"complete"`, with a `content` array of blocks
+    /// rmcp reads, and of the other fields of a result only `structuredContent` (any JSON),
+    /// `isError` (a boolean) and `_meta` (an object). `None` otherwise (a round's questions, a
+    /// task, a 2025-11-25 result without a type, anything malformed or unusual): read it with
+    /// rmcp.
+    ///
+    /// The text is read once when its content blocks are plain text; a block of any other kind
+    /// has the content read again, block by block, by rmcp's own types.
+    pub fn complete(text: &str) -> Option<Self> {
+        let text = text.trim_matches([' ', '\t', '\n', '\r']);
+        if !text.starts_with('{') {
             return None;
         }
-        let shape: Shape<'_> = serde_json::from_str(text.get()).ok()?;
+        let shape: Shape<'_> = serde_json::from_str(text).ok()?;
         if shape.result_type != "complete" {
             return None;
         }
         // rmcp reads a result without `content` as one with none, and writes `"content": []`.
-        let content_read = shape.content?.iter().all(|block| block_reads(block));
+        let content_read = match shape.content? {
+            Content::PlainText => true,
+            Content::Other => serde_json::from_str::<Blocks<'_>>(text)
+                .is_ok_and(|blocks| blocks.content.iter().all(|block| block_reads(block))),
+        };
         let meta_reads = shape
             .meta
             .is_none_or(|meta| serde_json::from_str::<MetaObject>(meta.get()).is_ok());
         (content_read && meta_reads).then(|| RawToolResult {
-            text: text.to_owned(),
+            text: text.into(),
             is_error: shape.is_error == Some(true),
         })
     }
 
-    /// The result's JSON text.
-    pub fn get(&self) -> &RawValue {
+    /// The result's JSON text: one JSON object, checked whole.
+    pub fn get(&self) -> &str {
         &self.text
     }
 
@@ -63,7 +73,7 @@ impl RawToolResult {
 
     /// The result read with rmcp's types.
     pub fn parse(&self) -> Result<CallToolResult, serde_json::Error> {
-        serde_json::from_str(self.text.get())
+        serde_json::from_str(&self.text)
     }
 }
 
@@ -76,8 +86,8 @@ impl RawToolResult {
 struct Shape<'a> {
     #[serde(borrow)]
     result_type: Cow<'a, str>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    content: Option<Vec<&'a RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    content: Option<Content>,
     #[expect(
         dead_code,
         reason = "allowed with any JSON; read only to be told from an unknown field"
@@ -88,6 +98,93 @@ struct Shape<'a> {
     is_error: Option<bool>,
     #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
     meta: Option<&'a RawValue>,
+}
+
+/// A result's `content` array, read block by block as it is met.
+enum Content {
+    /// Every block is plain text.
+    PlainText,
+    /// Some block is something else, or not as plain text is written: rmcp is to tell.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of content blocks")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content, A::Error> {
+                let mut plain = true;
+                while let Some(block) = seq.next_element::<Block>()? {
+                    plain &= block.plain_text;
+                }
+                Ok(if plain {
+                    Content::PlainText
+                } else {
+                    Content::Other
+                })
+            }
+        }
+        deserializer.deserialize_seq(Visitor)
+    }
+}
+
+/// One content block: an object, plain text when it is `{"type": "text", "text": …}` with
+/// a text rmcp reads and nothing else.
+struct Block {
+    plain_text: bool,
+}
+
+impl<'de> Deserialize<'de> for Block {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Block;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Block, A::Error> {
+                let (mut text_tag, mut text, mut other) = (None, None, false);
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "type" if text_tag.is_none() => {
+                            let tag: &RawValue = map.next_value()?;
+                            text_tag = Some(tag.get() == "\"text\"");
+                        }
+                        "text" if text.is_none() => {
+                            let value: &RawValue = map.next_value()?;
+                            text = Some(string_reads(value));
+                        }
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            other = true;
+                        }
+                    }
+                }
+                Ok(Block {
+                    plain_text: text_tag == Some(true) && text == Some(true) && !other,
+                })
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// A result's content blocks, each left as its text for rmcp to read; the other fields
+/// skipped (the check of [`Shape`] has read them).
+#[derive(Deserialize)]
+struct Blocks<'a> {
+    #[serde(borrow)]
+    content: Vec<&'a RawValue>,
 }
 
 /// A field that is there, read as `T` (a `null` only if `T` reads one).
@@ -145,8 +242,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn raw(value: &serde_json::Value) -> Box<RawValue> {
-        RawValue::from_string(value.to_string()).unwrap()
+    fn raw(value: &serde_json::Value) -> String {
+        value.to_string()
     }
 
     /// What rmcp reads `value` into and writes again, as a JSON value.
@@ -170,7 +267,7 @@ mod tests {
         ];
         for value in taken {
             let result = RawToolResult::complete(&raw(&value)).unwrap_or_else(|| panic!("{value}"));
-            let written: serde_json::Value = serde_json::from_str(result.get().get()).unwrap();
+            let written: serde_json::Value = serde_json::from_str(result.get()).unwrap();
             assert_eq!(Some(written), through_rmcp(&value), "{value}");
             assert_eq!(result.is_error(), value["isError"] == json!(true));
             assert_eq!(
@@ -211,26 +308,24 @@ mod tests {
             assert!(RawToolResult::complete(&raw(&value)).is_none(), "{value}");
         }
         // A duplicated field (which a JSON value cannot hold) is refused too.
-        let twice = RawValue::from_string(
-            r#"{"resultType":"complete","content":[],"content":[{"type":"text","text":"x"}]}"#
-                .into(),
-        )
-        .unwrap();
-        assert!(RawToolResult::complete(&twice).is_none());
+        let twice =
+            r#"{"resultType":"complete","content":[],"content":[{"type":"text","text":"x"}]}"#;
+        assert!(RawToolResult::complete(twice).is_none());
+        let twice_in_a_block =
+            r#"{"resultType":"complete","content":[{"type":"text","text":"x","text":"y"}]}"#;
+        assert!(serde_json::from_str::<CallToolResult>(twice_in_a_block).is_err());
+        assert!(RawToolResult::complete(twice_in_a_block).is_none());
     }
 
     #[test]
     fn a_texts_unicode_escapes_are_decoded_to_tell_whether_rmcp_reads_them() {
         let with = |text: &str| {
-            RawValue::from_string(format!(
-                r#"{{"resultType":"complete","content":[{{"type":"text","text":"{text}"}}]}}"#
-            ))
-            .unwrap()
+            format!(r#"{{"resultType":"complete","content":[{{"type":"text","text":"{text}"}}]}}"#)
         };
         // A lone half of a surrogate pair, which serde skips over but rmcp cannot read.
         for lone in [r"\ud800", r#"a \"b\" \udfff"#] {
             let result = with(lone);
-            assert!(serde_json::from_str::<CallToolResult>(result.get()).is_err());
+            assert!(serde_json::from_str::<CallToolResult>(&result).is_err());
             assert!(RawToolResult::complete(&result).is_none(), "{lone}");
         }
         for read in [r"\ud83d\ude00 \u00e9", r#"\\u and \"quotes\"\n"#, "plain"] {
@@ -238,7 +333,7 @@ mod tests {
             let taken = RawToolResult::complete(&result).unwrap_or_else(|| panic!("{read}"));
             assert_eq!(
                 taken.parse().unwrap(),
-                serde_json::from_str::<CallToolResult>(result.get()).unwrap()
+                serde_json::from_str::<CallToolResult>(&result).unwrap()
             );
         }
     }

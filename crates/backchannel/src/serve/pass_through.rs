@@ -61,26 +61,30 @@ pub(super) fn relayed_response(
     result: &crate::RawToolResult,
     one_event: Option<(Option<Duration>, &CancellationToken)>,
 ) -> Response {
-    /// A JSON-RPC response whose result is JSON text.
-    #[derive(serde::Serialize)]
-    struct Relayed<'a> {
-        jsonrpc: &'static str,
-        id: &'a RequestId,
-        result: &'a serde_json::value::RawValue,
-    }
-    let relayed = Relayed {
-        jsonrpc: "2.0",
-        id,
-        result: result.get(),
-    };
-    let mut body = Vec::with_capacity(result.get().get().len() + 64);
+    let text = result.get();
+    let mut body = Vec::with_capacity(text.len() + 64);
     if one_event.is_some() {
         body.extend_from_slice(b"data: ");
     }
-    if let Err(error) = serde_json::to_writer(&mut body, &relayed) {
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    if let Err(error) = serde_json::to_writer(&mut body, id) {
         tracing::error!(%error, "could not serialise an answer");
         return http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
+    // The result's text is one JSON object, checked whole (`RawToolResult::complete`).
+    body.extend_from_slice(br#","result":"#);
+    let start = body.len();
+    body.extend_from_slice(text.as_bytes());
+    if one_event.is_some() {
+        // A line break would end the event's data line. In checked JSON one can only be
+        // whitespace between tokens, which a space replaces.
+        for byte in &mut body[start..] {
+            if matches!(*byte, b'\n' | b'\r') {
+                *byte = b' ';
+            }
+        }
+    }
+    body.push(b'}');
     let Some((keep_alive, shutdown)) = one_event else {
         return ([(http::header::CONTENT_TYPE, "application/json")], body).into_response();
     };
@@ -109,12 +113,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_relayed_result_is_answered_as_the_same_result_read_would_be() {
-        let text = serde_json::value::RawValue::from_string(
-            r#"{"resultType":"complete","content":[{"type":"text","text":"a \"b\""}],"structuredContent":{"b":[1,2]}}"#
-                .to_owned(),
-        )
-        .unwrap();
-        let result = crate::RawToolResult::complete(&text).unwrap();
+        // Written with line breaks between its tokens, and one escaped in its text.
+        let text = "{\"resultType\": \"complete\",\r\n  \"content\": [{\"type\": \"text\", \
+                    \"text\": \"a \\\"b\\\"\\n\"}],\n  \"structuredContent\": {\"b\": [1, 2]}}\n";
+        let result = crate::RawToolResult::complete(text).unwrap();
         let id = RequestId::Number(7);
         // As rmcp writes the result read into its type.
         let expected = serde_json::to_value(ServerJsonRpcMessage::response(
@@ -147,6 +149,7 @@ mod tests {
             .strip_prefix(b"data: ")
             .and_then(|rest| rest.strip_suffix(b"\n\n"))
             .unwrap();
+        assert!(!data.contains(&b'\n') && !data.contains(&b'\r'), "one line of data");
         assert_eq!(value(data), expected);
     }
 }
