@@ -723,7 +723,9 @@ impl<H: HostHandler> Connection<H> {
                 })?;
             match result {
                 Err(error @ HostError::Unauthorized { .. }) => {
-                    self.sign_in_again_after(error, &mut sign_ins).await?;
+                    // Boxed: signing in is rare and its future large, and every round's future
+                    // holds this one's.
+                    Box::pin(self.sign_in_again_after(error, &mut sign_ins)).await?;
                 }
                 other => return other,
             }

@@ -506,10 +506,12 @@ impl<H: HostHandler> Connection<H> {
         let result = tracing::Instrument::instrument(
             async {
                 match self.rounds(params, &call, drive, as_text).await? {
-                    Started::Task(task) if drive == Drive::ToTheEnd => self
-                        .follow_task(task, &call)
-                        .await
-                        .map(|result| Started::Done(Relayed::Read(result))),
+                    // Boxed, as a task is rare and following one takes a large future.
+                    Started::Task(task) if drive == Drive::ToTheEnd => {
+                        Box::pin(self.follow_task(task, &call))
+                            .await
+                            .map(|result| Started::Done(Relayed::Read(result)))
+                    }
                     other => Ok(other),
                 }
             },

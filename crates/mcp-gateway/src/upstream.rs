@@ -107,6 +107,15 @@ impl Upstreams {
         if let Some(host) = narrower.get(&wanted) {
             return Ok(host.clone());
         }
+        // Opened once per set: boxed, so that the future of every call, which holds this
+        // one's, is not as large as opening the connections is.
+        let host = Box::pin(self.open_declaring(wanted)).await?;
+        narrower.insert(wanted, host.clone());
+        Ok(host)
+    }
+
+    /// The upstream connections opened anew declaring no more than `wanted`.
+    async fn open_declaring(&self, wanted: Declared) -> Result<Arc<Host<Switchboard>>, ErrorData> {
         let mut config = self.config.clone();
         for connection in config.connections.values_mut() {
             let declared = &mut connection.capabilities;
@@ -129,9 +138,7 @@ impl Upstreams {
                 )
             })?;
         learn_tools(&host).await;
-        let host = Arc::new(host);
-        narrower.insert(wanted, host.clone());
-        Ok(host)
+        Ok(Arc::new(host))
     }
 }
 
