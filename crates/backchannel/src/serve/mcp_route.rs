@@ -298,7 +298,9 @@ struct Next<'a, S>(&'a Rmcp<S>);
 
 impl<S: rmcp::ServerHandler + Send + 'static> Next<'_, S> {
     async fn run(&self, request: Request) -> Response {
-        self.0.handle(request).await.map(Body::new)
+        // Boxed: rmcp's future is large, and every request's future (a fast one's too) would
+        // otherwise hold its space and be moved with it.
+        Box::pin(self.0.handle(request)).await.map(Body::new)
     }
 }
 
@@ -581,9 +583,11 @@ impl Post {
                 parts,
                 in_flight,
             } => (
-                gate.session_post
-                    .serve(&gate.sessions, &session, *message, *parts)
-                    .await,
+                Box::pin(
+                    gate.session_post
+                        .serve(&gate.sessions, &session, *message, *parts),
+                )
+                .await,
                 in_flight,
             ),
             Post::ToRmcp {
