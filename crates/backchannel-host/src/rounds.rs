@@ -623,6 +623,10 @@ impl<H: HostHandler> Connection<H> {
         for _ in 0..MAX_ROUNDS {
             let request = if ask_for_task {
                 task_requested(&params)
+            } else if drive == Drive::OneRound {
+                // The only round: every answer to it is returned, so the params move into it.
+                let params = std::mem::replace(&mut params, CallToolRequestParams::new(""));
+                ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params))
             } else {
                 ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params.clone()))
             };
