@@ -196,23 +196,6 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
-/// A content block of plain text (`{"type": "text", "text": …}` and nothing else).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PlainText<'a> {
-    #[serde(rename = "type")]
-    kind: TextTag,
-    #[serde(borrow)]
-    text: &'a RawValue,
-}
-
-/// The tag `"text"`.
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum TextTag {
-    Text,
-}
-
 /// Whether `text` is a JSON string rmcp reads. Skipped over, a string's escapes are checked
 /// but not decoded, so a `\u` escape (which may be half of a surrogate pair, or a lone half
 /// rmcp refuses) is decoded to tell; any other string is taken as it was skipped, without
@@ -223,18 +206,10 @@ fn string_reads(text: &RawValue) -> bool {
         && (!text.contains("\\u") || serde_json::from_str::<Cow<'_, str>>(text).is_ok())
 }
 
-/// Whether rmcp reads `block` as a content block: plain text at sight, anything else by rmcp.
+/// Whether rmcp reads `block` (an object) as a content block. Only a result with some block
+/// other than plain text comes here, so its plain text blocks are read by rmcp too.
 fn block_reads(block: &RawValue) -> bool {
-    if !block.get().starts_with('{') {
-        return false;
-    }
-    match serde_json::from_str::<PlainText<'_>>(block.get()) {
-        Ok(PlainText {
-            kind: TextTag::Text,
-            text,
-        }) if string_reads(text) => true,
-        _ => serde_json::from_str::<ContentBlock>(block.get()).is_ok(),
-    }
+    block.get().starts_with('{') && serde_json::from_str::<ContentBlock>(block.get()).is_ok()
 }
 
 #[cfg(test)]
