@@ -223,7 +223,10 @@ def export_orders(port, path, extra_ids):
 
 def start(cmd, log):
     """`cmd` (told to listen on port 0) pinned to core 0 with one tokio worker, its output in
-    the file `log`: (proc, port, t0), once it says where it listens; t0 is when it was started."""
+    the file `log`: (proc, port, t0), once it says where it listens; t0 is when it was started.
+    With one worker our servers (order-service, mcp-gateway) run on tokio's current-thread
+    scheduler; the Rust peers and bare-order-server on the multi-thread one `#[tokio::main]`
+    builds, with one worker thread."""
     # Logs as shipped but for dependencies at WARN; the order service's start-up lines (where
     # it listens) at INFO.
     env = dict(os.environ, TOKIO_WORKER_THREADS="1", RUST_LOG="warn,orders::app=info")

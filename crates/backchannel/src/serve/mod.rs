@@ -31,11 +31,13 @@ with_http! {
 }
 #[cfg(feature = "resource-server")]
 mod resource;
+mod runtime;
 mod traced;
 
 pub use crate::principal::{Principal, PrincipalKind};
 #[cfg(feature = "resource-server")]
 pub use resource::{MIN_TOKEN_LEN, ResourceError, ResourceServer, TokenFileError, Tokens};
+pub use runtime::Scheduler;
 pub use traced::Traced;
 
 use rmcp::{RoleServer, Service, ServiceExt};

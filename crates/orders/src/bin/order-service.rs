@@ -156,13 +156,20 @@ fn config(database: Database, running: Running) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // One worker (TOKIO_WORKER_THREADS=1) runs on tokio's current-thread scheduler.
+    let workers = std::env::var("TOKIO_WORKER_THREADS").ok();
+    let scheduler = backchannel::serve::Scheduler::for_workers(workers.as_deref());
+    scheduler.build()?.block_on(run(scheduler))
+}
+
+async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
     let _logs = backchannel::logging::init_with(
         &["orders", "order_service"],
         backchannel::telemetry::Export::from_vars(|name| std::env::var(name).ok(), "order-service")
             .as_ref(),
     );
+    scheduler.log();
     match Cli::parse().command {
         Command::Serve {
             listen,

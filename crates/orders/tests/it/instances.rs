@@ -260,8 +260,15 @@ async fn a_rotated_ring_opens_what_the_previous_key_sealed_and_a_retired_key_ope
 async fn a_cancellation_reported_to_the_person_survives_kill_9() {
     let scratch = Scratch::new("durable");
     let database = scratch.database().await;
-    // With its order cache, as the service runs by default (the cache holds nothing on disk).
-    let mut first = start_with(&database, None, &[WITH_ORDER_CACHE]);
+    // With its order cache, as the service runs by default (the cache holds nothing on disk),
+    // and on one thread, as the benchmark runs it (tokio's current-thread scheduler).
+    let mut first = start_with_env(
+        &database,
+        None,
+        &[WITH_ORDER_CACHE],
+        &[("TOKIO_WORKER_THREADS", "1")],
+    );
+    assert!(first.logged("current-thread scheduler").await);
     let orders = cancellable(&first, 3).await;
     for order in &orders {
         let state = round_on(&first, order).await;
