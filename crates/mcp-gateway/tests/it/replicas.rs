@@ -103,8 +103,7 @@ async fn instance_at(
         .arg("--upstream")
         .arg(format!("orders=http://{orders}/mcp"))
         .args(["--upstream-revision", "orders=2025-11-25"])
-        // One worker, as scripts/bench runs it: every task on
-        // tokio's current-thread scheduler.
+        // One worker, as scripts/bench runs it: every task on tokio's current-thread scheduler.
         .env("TOKIO_WORKER_THREADS", "1")
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
