@@ -196,7 +196,9 @@ impl Direct {
             #[cfg(feature = "oauth")]
             DirectAuth::Managed(manager) => {
                 use rmcp::transport::auth::AuthError;
-                match manager.lock().await.get_access_token().await {
+                // Boxed: its future is large, and every round's future would hold it.
+                let token = Box::pin(async { manager.lock().await.get_access_token().await });
+                match token.await {
                     Ok(token) => {
                         let value = HeaderValue::from_str(&format!("Bearer {token}"))
                             .map_err(|e| DirectError::Failed(format!("an unusable token: {e}")))?;

@@ -565,11 +565,10 @@ impl<H: HostHandler> Connection<H> {
     /// `as_text` and the round goes out on the direct path.
     async fn round_as(
         &self,
-        mut request: ClientRequest,
+        request: ClientRequest,
         call: &Arc<Call>,
         as_text: bool,
     ) -> Result<Answer, HostError> {
-        use rmcp::model::GetExtensions as _;
         if let Some(direct) = &self.direct {
             let routed = self.service.service();
             let notified = |notification| routed.notified_directly(notification, call);
@@ -591,6 +590,18 @@ impl<H: HostHandler> Connection<H> {
                 Some(Err(DirectError::Failed(message))) => return Err(self.call_error(message)),
             }
         }
+        // Boxed: rmcp's futures are large, and on a direct connection every round's future
+        // would hold them.
+        Box::pin(self.round_on_session(request, call)).await
+    }
+
+    /// One round of `call` through rmcp's client: `request` sent, its response awaited.
+    async fn round_on_session(
+        &self,
+        mut request: ClientRequest,
+        call: &Arc<Call>,
+    ) -> Result<Answer, HostError> {
+        use rmcp::model::GetExtensions as _;
         // Read by the transport as the request is sent: see `routes`.
         request.extensions_mut().insert(CallTag(call.clone()));
         let handle = self

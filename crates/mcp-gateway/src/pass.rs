@@ -119,8 +119,10 @@ async fn relay(
     let outcome = match host.connection(&route.connection) {
         Ok(connection) => {
             let arguments = params.arguments.clone();
-            let round = connection.relay_round(&route.tool, arguments, &context, responses, state);
-            round.await
+            // Awaited where it is made: a future kept in a local first is held twice.
+            connection
+                .relay_round(&route.tool, arguments, &context, responses, state)
+                .await
         }
         Err(error) => Err(error),
     };

@@ -169,10 +169,8 @@ impl Upstreams {
                     .ask(ctx, owner, upstream, &url, auth.clone())
                     .await?;
             }
-            match self
-                .open_personal(personal, (owner, declared), upstream, &auth)
-                .await
-            {
+            // Boxed, as in `declaring`: opening a connection is rare and its future large.
+            match Box::pin(self.open_personal(personal, (owner, declared), upstream, &auth)).await {
                 Ok(host) => return Ok(host),
                 Err(why) => {
                     // Tokens the upstream refuses (and refresh could not mend) are dropped: the
@@ -210,7 +208,7 @@ impl Upstreams {
         let auth = personal
             .auth_for(owner, upstream, configured.as_ref())
             .map_err(refused)?;
-        self.open_personal(personal, (owner, declared), upstream, &auth)
+        Box::pin(self.open_personal(personal, (owner, declared), upstream, &auth))
             .await
             .map_err(|why| refused(format!("{upstream:?} refused your sign-in: {why}")))
     }

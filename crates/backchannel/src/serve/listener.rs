@@ -33,6 +33,7 @@ pub(super) async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
         .keep_alive(true);
+    tokio::spawn(pace(options.header_read_timeout, stopping.clone()));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -99,4 +100,58 @@ pub(super) async fn serve(
         );
     }
     Ok(())
+}
+
+/// Keeps a timer of the runtime due sooner than any request's header timer, until `stopping`.
+///
+/// hyper arms a timer of `header_read_timeout` for every request a kept-alive connection
+/// reads. Tokio's timer wakes its driver (a write to its eventfd, and one more turn of the
+/// event loop) whenever a timer is armed that is due before every other one, which on a server
+/// with no other timer is every such request, even when the runtime arming it is the one that
+/// would be woken. With a timer always due sooner (one wake every half a header timeout), a
+/// header timer is never the first due, and a request costs no wake.
+async fn pace(header_read_timeout: Duration, stopping: CancellationToken) {
+    let mut ticks = tokio::time::interval(pace_period(header_read_timeout));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = stopping.cancelled() => return,
+        }
+    }
+}
+
+/// How often [`pace`] wakes: half a header timeout, never more often than every 10 ms.
+fn pace_period(header_read_timeout: Duration) -> Duration {
+    (header_read_timeout / 2).max(Duration::from_millis(10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_is_due_before_a_header_timer_armed_at_the_same_moment() {
+        for seconds in [1, 10, 30, 3600] {
+            let header = Duration::from_secs(seconds);
+            assert!(pace_period(header) < header, "{header:?}");
+        }
+        // A tiny header timeout does not make the pacer spin.
+        assert_eq!(pace_period(Duration::ZERO), Duration::from_millis(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_pacer_stops_with_the_server() {
+        let stopping = CancellationToken::new();
+        let pacer = tokio::spawn(pace(Duration::from_secs(10), stopping.clone()));
+        // Paused time runs through its ticks; it is still running a minute on.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!pacer.is_finished());
+        stopping.cancel();
+        // A pacer that missed the stop would tick on until this hour ran out.
+        tokio::time::timeout(Duration::from_secs(3600), pacer)
+            .await
+            .expect("the pacer stopped")
+            .expect("the pacer did not panic");
+    }
 }
