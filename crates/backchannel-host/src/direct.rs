@@ -281,7 +281,7 @@ impl Direct {
         let body = match request {
             ClientRequest::CallToolRequest(call) => {
                 let params = &call.params;
-                insert(&mut headers, "mcp-name", &params.name);
+                insert(&mut headers, MCP_NAME, &params.name);
                 let schema = self
                     .schemas
                     .read()
@@ -359,7 +359,7 @@ impl Direct {
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(params) = params {
             if let Some(Value::String(name)) = params.get("name") {
-                insert(headers, "mcp-name", name);
+                insert(headers, MCP_NAME, name);
             }
             let meta = params
                 .entry("_meta")
@@ -401,8 +401,12 @@ struct ToolParams<'a> {
     request_state: Option<&'a str>,
 }
 
-/// Insert header `name` with `value`, Base64-wrapped when a header cannot carry it as it is.
-fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
+/// `Mcp-Name`, made once rather than parsed (and copied) for every request.
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+
+/// Insert header `name` (a `HeaderName`, or a name to parse) with `value`, Base64-wrapped when
+/// a header cannot carry it as it is.
+fn insert(headers: &mut HeaderMap, name: impl TryInto<HeaderName>, value: &str) {
     let encoded = if needs_base64(value) {
         format!(
             "=?base64?{}?=",
@@ -411,10 +415,7 @@ fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
     } else {
         value.to_owned()
     };
-    if let (Ok(name), Ok(value)) = (
-        HeaderName::from_bytes(name.as_bytes()),
-        HeaderValue::from_str(&encoded),
-    ) {
+    if let (Ok(name), Ok(value)) = (name.try_into(), HeaderValue::try_from(encoded)) {
         headers.insert(name, value);
     }
 }
@@ -437,7 +438,7 @@ fn param_headers(schema: &JsonObject, arguments: &JsonObject, headers: &mut Head
             && !header.is_empty()
             && let Some(text) = value.and_then(primitive_text)
         {
-            insert(headers, &format!("mcp-param-{header}"), &text);
+            insert(headers, format!("mcp-param-{header}"), &text);
         }
         if let Some(Value::Object(properties)) = property.get("properties") {
             for (name, inner) in properties {

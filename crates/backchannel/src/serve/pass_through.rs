@@ -86,7 +86,8 @@ pub(super) fn relayed_response(
     }
     body.push(b'}');
     let Some((keep_alive, shutdown)) = one_event else {
-        return ([(http::header::CONTENT_TYPE, "application/json")], body).into_response();
+        let json = http::HeaderValue::from_static("application/json");
+        return ([(http::header::CONTENT_TYPE, json)], body).into_response();
     };
     body.extend_from_slice(b"\n\n");
     SseBody::respond(OneEvent(Some(body.into())), keep_alive, shutdown)
