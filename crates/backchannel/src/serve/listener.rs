@@ -33,7 +33,8 @@ pub(super) async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
         .keep_alive(true);
-    tokio::spawn(pace(options.header_read_timeout, stopping.clone()));
+    // Stopped when this function returns or its future is dropped.
+    let _pacer = AbortOnDrop(tokio::spawn(pace(options.header_read_timeout)).abort_handle());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -102,7 +103,8 @@ pub(super) async fn serve(
     Ok(())
 }
 
-/// Keeps a timer of the runtime due sooner than any request's header timer, until `stopping`.
+/// Keeps a timer of the runtime due sooner than any request's header timer, for as long as it
+/// runs (the accept loop aborts it as it ends).
 ///
 /// hyper arms a timer of `header_read_timeout` for every request a kept-alive connection
 /// reads. Tokio's timer wakes its driver (a write to its eventfd, and one more turn of the
@@ -110,14 +112,20 @@ pub(super) async fn serve(
 /// with no other timer is every such request, even when the runtime arming it is the one that
 /// would be woken. With a timer always due sooner (one wake every half a header timeout), a
 /// header timer is never the first due, and a request costs no wake.
-async fn pace(header_read_timeout: Duration, stopping: CancellationToken) {
+async fn pace(header_read_timeout: Duration) {
     let mut ticks = tokio::time::interval(pace_period(header_read_timeout));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            () = stopping.cancelled() => return,
-        }
+        ticks.tick().await;
+    }
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -141,17 +149,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_pacer_stops_with_the_server() {
-        let stopping = CancellationToken::new();
-        let pacer = tokio::spawn(pace(Duration::from_secs(10), stopping.clone()));
+    async fn the_pacer_stops_when_its_guard_is_dropped() {
+        let pacer = tokio::spawn(pace(Duration::from_secs(10)));
+        let guard = AbortOnDrop(pacer.abort_handle());
         // Paused time runs through its ticks; it is still running a minute on.
         tokio::time::sleep(Duration::from_secs(60)).await;
         assert!(!pacer.is_finished());
-        stopping.cancel();
-        // A pacer that missed the stop would tick on until this hour ran out.
-        tokio::time::timeout(Duration::from_secs(3600), pacer)
+        drop(guard);
+        // A pacer left running would tick on until this hour ran out.
+        let ended = tokio::time::timeout(Duration::from_secs(3600), pacer)
             .await
-            .expect("the pacer stopped")
-            .expect("the pacer did not panic");
+            .expect("the pacer stopped");
+        assert!(ended.expect_err("aborted, not returned").is_cancelled());
     }
 }
