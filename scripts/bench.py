@@ -253,8 +253,11 @@ def first_answer(proc, t0, port):
         if proc.poll() is not None:
             raise SystemExit(f"server exited with {proc.returncode}")
         time.sleep(0.001)
-    raise SystemExit(f"a server never answered within {FIRST_ANSWER_LIMIT_S} s of its start "
-                     f"(port {port}, {' '.join(map(str, proc.args[:4]))})")
+    # `start` runs every server under `taskset -c 0`: name the server, not taskset.
+    args = [str(a) for a in proc.args]
+    command = args[3] if args[:3] == ["taskset", "-c", "0"] else args[0]
+    raise SystemExit(f"{command} (port {port}) never answered within {FIRST_ANSWER_LIMIT_S} s "
+                     "of its start")
 
 
 def load(oha, port, concurrency, seconds):
