@@ -499,7 +499,9 @@ def main():
     print(f"{os.cpu_count()} cores. tools/call over 2026-07-28 HTTP; get_order: median of {args.rounds} "
           f"interleaved runs of {args.seconds} s (oha); confirmed cancels: median of {args.rounds} interleaved "
           f"runs of {args.cancel_seconds} s, 16 flows from examples/load.rs, each a fresh cancellable order. Every "
-          "server pinned to core 0 (tokio: 1 worker); the clients on core 1. Default settings (logs as shipped).")
+          "server pinned to core 0 (tokio: 1 worker); the clients on core 1. Default settings (logs as shipped). "
+          "Rust servers built with the workspace's release profile (fat LTO, one codegen unit), the turbomcp "
+          "peer with the same.")
     print(f"{'server':38} {'c':>3} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  all runs' req/s")
     summary = {}
     for server in servers:
