@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import urllib.request
 
 import bench_cluster
@@ -244,6 +245,13 @@ def start(cmd, log):
 FIRST_ANSWER_LIMIT_S = 120
 
 
+def release_profile(manifest):
+    """The `[profile.release]` settings of a Cargo.toml, as `key=value` words."""
+    with open(manifest, "rb") as f:
+        profile = tomllib.load(f).get("profile", {}).get("release", {})
+    return " ".join(f"{key}={value}" for key, value in sorted(profile.items())) or "(cargo's defaults)"
+
+
 def first_answer(proc, t0, port):
     """Milliseconds from `t0` to the first answered call of `proc` on `port`."""
     deadline = t0 + FIRST_ANSWER_LIMIT_S
@@ -300,6 +308,11 @@ def main():
     parser.add_argument("--cancel-orders", type=int, default=40000,
                         help="cancellable orders per confirmed-cancel run of a Rust server (the others get fewer)")
     args = parser.parse_args()
+    # A ratio to the Rust peer compares the frameworks' code only if both are built alike.
+    ours, peer = release_profile("Cargo.toml"), release_profile("bench/peers/turbomcp/Cargo.toml")
+    if args.turbomcp and ours != peer:
+        raise SystemExit(f"the turbomcp peer's release profile ({peer}, bench/peers/turbomcp/Cargo.toml) "
+                         f"differs from ours ({ours}, Cargo.toml): build both alike")
     # The driver (its clients) and oha share core 1; every server gets core 0.
     os.sched_setaffinity(0, {1})
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -500,8 +513,8 @@ def main():
           f"interleaved runs of {args.seconds} s (oha); confirmed cancels: median of {args.rounds} interleaved "
           f"runs of {args.cancel_seconds} s, 16 flows from examples/load.rs, each a fresh cancellable order. Every "
           "server pinned to core 0 (tokio: 1 worker); the clients on core 1. Default settings (logs as shipped). "
-          "Rust servers built with the workspace's release profile (fat LTO, one codegen unit), the turbomcp "
-          "peer with the same.")
+          f"Rust servers built with the release profile {release_profile('Cargo.toml')}, the turbomcp peer "
+          "with the same.")
     print(f"{'server':38} {'c':>3} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  all runs' req/s")
     summary = {}
     for server in servers:
