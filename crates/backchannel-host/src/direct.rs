@@ -1,5 +1,5 @@
 //! The direct path of a 2026-07-28 HTTP connection ([`Direct`]): a `tools/call` or
-//! `prompts/get` round is one POST on the shared pooled HTTP client, and its answer is read
+//! `prompts/get` round is one POST on a keep-alive HTTP connection, and its answer is read
 //! here, as JSON or as an SSE stream whose progress and log messages reach the handler on the
 //! way. The revision is stateless, so nothing of a round outlives its response: no rmcp client
 //! worker per connection, no message typed through rmcp's untagged enums. Every other request,
@@ -17,12 +17,16 @@
 //! Responses are capped as rmcp caps them: a JSON body and each SSE event at the transport's
 //! limits, counted before they are parsed.
 //!
-//! To an `http://` server a round goes out on hyper's pooled client alone ([`Post`]): reqwest
-//! (which the connection's rmcp transport uses) puts a proxy lookup, a retry and a redirect
-//! layer and a URL parsed again on every request (without them, a gateway and its upstream
-//! sharing one core answer about a fifth more calls a second). A redirect (307 or 308) is sent
-//! again through reqwest, which follows it within the server's origin as every other request
-//! of the connection is; so is every round to an `https://` server, whose TLS is reqwest's.
+//! To an `http://` server a round goes out on hyper's HTTP/1.1 connections alone ([`Post`]),
+//! kept by the path itself: a round takes an idle one (or opens one) and gives it back when
+//! its response is read to the end; a request the server closed an idle connection on before
+//! it was sent goes out again on another. reqwest (which the connection's rmcp transport uses)
+//! puts a proxy lookup, a retry and a redirect layer and a URL parsed again on every request
+//! (without them, a gateway and its upstream sharing one core answer about a fifth more calls
+//! a second), and hyper-util's pooled client a checkout keyed by the URL's origin and a task
+//! spawned per response to put the connection back. A redirect (307 or 308) is sent again
+//! through reqwest, which follows it within the server's origin as every other request of the
+//! connection is; so is every round to an `https://` server, whose TLS is reqwest's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -217,7 +221,9 @@ impl Direct {
         };
         let (status, body) = match exchange::open(post, token_sent, self.max_json).await? {
             Opened::Body { status, body } => (status, body),
-            Opened::Stream(body) => return self.stream(body, id, expect, notified).await,
+            Opened::Stream(body, lease) => {
+                return self.stream(body, lease, id, expect, notified).await;
+            }
         };
         match message(&body, id, expect) {
             Ok(Message::Answer(answer)) => answer,
@@ -238,6 +244,7 @@ impl Direct {
     async fn stream(
         &self,
         body: exchange::Body,
+        lease: exchange::Lease,
         id: i64,
         expect: Expect,
         notified: impl Fn(ServerNotification),
@@ -246,6 +253,7 @@ impl Direct {
         // Aborted when the round is dropped, which drops its HTTP request.
         let _reader = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(exchange::events(
             body,
+            lease,
             self.max_event,
             sent,
         )));

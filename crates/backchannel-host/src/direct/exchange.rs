@@ -19,11 +19,11 @@ pub(crate) enum DirectError {
     TokenRefused,
 }
 
-/// hyper's pooled client, for rounds to an `http://` server.
-type PlainClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    http_body_util::Full<bytes::Bytes>,
->;
+/// One keep-alive HTTP/1.1 connection to an `http://` server, driven by a task of its own.
+type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>;
+
+/// The most idle connections an `http://` server keeps; one more is closed when it is done.
+const MAX_IDLE: usize = 256;
 
 /// The body of a round's response, from either client.
 pub(super) type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::Body>;
@@ -32,26 +32,140 @@ pub(super) type Body = http_body_util::Either<hyper::body::Incoming, reqwest13::
 pub(super) struct Endpoint {
     client: reqwest13::Client,
     url: reqwest13::Url,
-    /// For an `http://` server: hyper's client and the URL as its URI.
-    plain: Option<(PlainClient, http::Uri)>,
+    /// For an `http://` server: its own keep-alive connections.
+    plain: Option<Plain>,
+}
+
+/// The keep-alive connections to an `http://` server, each carrying one round at a time: taken
+/// by a round, given back when its response has been read to the end ([`Lease`]).
+struct Plain {
+    /// Where to connect.
+    host: String,
+    port: u16,
+    /// The request's target (the URL's path and query) and `Host` header.
+    target: http::Uri,
+    authority: http::HeaderValue,
+    /// Connections no round is using, the most recently used last.
+    idle: std::sync::Mutex<Vec<Sender>>,
+}
+
+impl Plain {
+    fn new(url: &reqwest13::Url) -> Result<Self, String> {
+        let unusable = |e: &dyn std::fmt::Display| format!("{url:?} is not a usable URL: {e}");
+        let Some(name) = url.host_str() else {
+            return Err(unusable(&"it names no host"));
+        };
+        // An IPv6 address is written in brackets in a URL, and without them for `connect`.
+        let host = name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = url.port_or_known_default().unwrap_or(80);
+        let mut target = url.path().to_owned();
+        if let Some(query) = url.query() {
+            target.push('?');
+            target.push_str(query);
+        }
+        let target = http::Uri::try_from(target).map_err(|e| unusable(&e))?;
+        let mut authority = name.to_owned();
+        if let Some(port) = url.port() {
+            authority.push_str(&format!(":{port}"));
+        }
+        let authority = http::HeaderValue::try_from(authority).map_err(|e| unusable(&e))?;
+        Ok(Plain {
+            host,
+            port,
+            target,
+            authority,
+            idle: std::sync::Mutex::default(),
+        })
+    }
+
+    /// An idle connection the server has not closed, if there is one.
+    fn take_idle(&self) -> Option<Sender> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(sender) = idle.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    /// A new connection, its task spawned.
+    async fn connect(&self) -> Result<Sender, String> {
+        let failed = |e: std::io::Error| format!("the request failed: {e}");
+        let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(failed)?;
+        stream.set_nodelay(true).map_err(failed)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("the request failed: {}", innermost(&e)))?;
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "a direct connection ended");
+            }
+        });
+        Ok(sender)
+    }
+
+    /// Send `request` on an idle connection, or a new one. A request the server closed an
+    /// idle connection on before it was sent goes out again on another, as hyper's pooled
+    /// client would send it.
+    async fn send(
+        &self,
+        mut request: http::Request<http_body_util::Full<bytes::Bytes>>,
+    ) -> Result<(http::Response<hyper::body::Incoming>, Sender), String> {
+        let failed = |e: &hyper::Error| format!("the request failed: {}", innermost(e));
+        loop {
+            let (mut sender, reused) = match self.take_idle() {
+                Some(sender) => (sender, true),
+                None => (self.connect().await?, false),
+            };
+            if let Err(error) = sender.ready().await {
+                if reused {
+                    continue;
+                }
+                return Err(failed(&error));
+            }
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok((response, sender)),
+                Err(mut error) => match error.take_message() {
+                    Some(unsent) if reused => request = unsent,
+                    _ => return Err(failed(error.error())),
+                },
+            }
+        }
+    }
+}
+
+/// The connection a round's response came on, given back to its server's idle ones once the
+/// response is read to the end; dropped before, it closes when the response is done with.
+pub(super) struct Lease(Option<(Sender, std::sync::Arc<Endpoint>)>);
+
+impl Lease {
+    /// Give the connection back: the response was read to its end.
+    fn give_back(self) {
+        if let Some((sender, to)) = self.0
+            && let Some(plain) = &to.plain
+        {
+            let mut idle = plain.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < MAX_IDLE {
+                idle.push(sender);
+            }
+        }
+    }
 }
 
 impl Endpoint {
-    /// The server at `url`, reached through `client` (and hyper's own for `http://`).
+    /// The server at `url`, reached through `client` (and connections of its own for
+    /// `http://`).
     pub(super) fn new(client: reqwest13::Client, url: &str) -> Result<Self, String> {
         let url = reqwest13::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
         let plain = match url.scheme() {
-            "http" => {
-                let uri = http::Uri::try_from(url.as_str())
-                    .map_err(|e| format!("{url:?} is not a URI: {e}"))?;
-                let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-                connector.set_nodelay(true);
-                let plain = hyper_util::client::legacy::Client::builder(
-                    hyper_util::rt::TokioExecutor::new(),
-                )
-                .build(connector);
-                Some((plain, uri))
-            }
+            "http" => Some(Plain::new(&url)?),
             _ => None,
         };
         Ok(Endpoint { client, url, plain })
@@ -66,20 +180,24 @@ pub(super) struct Post {
 }
 
 impl Post {
-    /// Send it: on hyper's client to an `http://` server, through reqwest otherwise and for a
-    /// redirect (see the module's documentation). The error says what failed, for a person.
-    async fn send(self) -> Result<http::Response<Body>, String> {
+    /// Send it: on a connection of its own to an `http://` server, through reqwest otherwise
+    /// and for a redirect (see the module's documentation). The error says what failed, for a
+    /// person.
+    async fn send(self) -> Result<(http::Response<Body>, Lease), String> {
         let failed =
             |e: &(dyn std::error::Error + 'static)| format!("the request failed: {}", innermost(e));
         let to = &self.to;
-        if let Some((client, uri)) = &to.plain {
+        if let Some(plain) = &to.plain {
             let mut request = http::Request::new(http_body_util::Full::new(self.body.clone()));
             *request.method_mut() = http::Method::POST;
-            *request.uri_mut() = uri.clone();
-            *request.headers_mut() = self.headers.clone();
-            let response = client.request(request).await.map_err(|e| failed(&e))?;
+            *request.uri_mut() = plain.target.clone();
+            let headers = request.headers_mut();
+            *headers = self.headers.clone();
+            headers.insert(http::header::HOST, plain.authority.clone());
+            let (response, sender) = plain.send(request).await?;
             if !matches!(response.status().as_u16(), 307 | 308) {
-                return Ok(response.map(http_body_util::Either::Left));
+                let lease = Lease(Some((sender, self.to.clone())));
+                return Ok((response.map(http_body_util::Either::Left), lease));
             }
         }
         let response = to
@@ -90,7 +208,8 @@ impl Post {
             .send()
             .await
             .map_err(|e| failed(&e))?;
-        Ok(http::Response::from(response).map(http_body_util::Either::Right))
+        let response = http::Response::from(response).map(http_body_util::Either::Right);
+        Ok((response, Lease(None)))
     }
 }
 
@@ -101,8 +220,8 @@ pub(super) enum Opened {
         status: http::StatusCode,
         body: Vec<u8>,
     },
-    /// An event stream's body, to be read event by event ([`events`]).
-    Stream(Body),
+    /// An event stream's body, to be read event by event ([`events`]), and its connection.
+    Stream(Body, Lease),
 }
 
 /// Send `post` and read what comes back as far as telling it is a body or a stream: a body
@@ -114,7 +233,7 @@ pub(super) async fn open(
     token_sent: bool,
     max_json: usize,
 ) -> Result<Opened, DirectError> {
-    let response = post.send().await.map_err(DirectError::Failed)?;
+    let (response, lease) = post.send().await.map_err(DirectError::Failed)?;
     let status = response.status();
     if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
         let challenge = response
@@ -137,16 +256,19 @@ pub(super) async fn open(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     if sse && status.is_success() {
-        return Ok(Opened::Stream(response.into_body()));
+        return Ok(Opened::Stream(response.into_body(), lease));
     }
     let body = capped_body(response, max_json).await?;
+    lease.give_back();
     Ok(Opened::Body { status, body })
 }
 
 /// Hand the data of the events of the stream `body` to `events` one by one, each refused
-/// past `max_event` bytes before it is handed on; a broken stream ends with its error.
+/// past `max_event` bytes before it is handed on; a broken stream ends with its error. The
+/// connection is given back when the stream ends.
 pub(super) async fn events(
     mut body: Body,
+    lease: Lease,
     max_event: usize,
     events: tokio::sync::mpsc::Sender<Result<Vec<u8>, DirectError>>,
 ) {
@@ -170,7 +292,10 @@ pub(super) async fn events(
                 let _ = events.send(Err(DirectError::Failed(why))).await;
                 return;
             }
-            None => return,
+            None => {
+                lease.give_back();
+                return;
+            }
         }
     }
 }

@@ -222,6 +222,86 @@ fn only_allowed_context_values_enter_meta() {
     assert!(meta.get("password").is_none());
 }
 
+/// A TCP relay on port 0 in front of a server: it counts the connections made through it and
+/// can cut them all, as a server closing its idle keep-alive connections would.
+struct Relay {
+    address: std::net::SocketAddr,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
+    open: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    _accepting: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+impl Relay {
+    async fn start(to: std::net::SocketAddr) -> Relay {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let (counted, kept) = (accepted.clone(), open.clone());
+        let accepting = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut outbound = tokio::net::TcpStream::connect(to).await.unwrap();
+                kept.lock().unwrap().push(tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }));
+            }
+        });
+        Relay {
+            address,
+            accepted,
+            open,
+            _accepting: tokio_util::task::AbortOnDropHandle::new(accepting),
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Close every connection made through the relay so far, both ways, and wait until they
+    /// are closed.
+    async fn cut_all(&self) {
+        let open = std::mem::take(&mut *self.open.lock().unwrap());
+        for connection in open {
+            connection.abort();
+            let _ = connection.await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn direct_rounds_keep_their_connections_and_a_closed_one_is_opened_again() {
+    let (_, served) = start_server().await;
+    let relay = Relay::start(served.addr).await;
+    let (person, host) = open(&format!("http://{}/mcp", relay.address), "2026-07-28").await;
+    assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
+    let orders = host.connection("orders").unwrap();
+    let confirmed = "accepted Confirmation { confirmed: true, note: None }";
+    let context = CallContext::new();
+    let call = || orders.call_tool("confirm", None, &context);
+    assert_eq!(result_text(&call().await.unwrap()), confirmed);
+    let opened = relay.accepted();
+    for _ in 0..3 {
+        assert_eq!(result_text(&call().await.unwrap()), confirmed);
+    }
+    assert_eq!(
+        relay.accepted(),
+        opened,
+        "three calls of two rounds each went out on the connections already open"
+    );
+    relay.cut_all().await;
+    for _ in 0..2 {
+        assert_eq!(result_text(&call().await.unwrap()), confirmed);
+    }
+    assert!(
+        relay.accepted() > opened,
+        "the rounds after the cut went out on new connections"
+    );
+    assert_eq!(person.asked.lock().unwrap().len(), 6);
+    host.close().await;
+}
+
 #[tokio::test]
 async fn an_unreachable_server_is_listed_not_fatal() {
     let person = Arc::new(Person::default());
