@@ -515,3 +515,78 @@ async fn a_shipment_already_written_by_an_interrupted_pass_still_counts_as_chang
     let again = service.order(OrderId::new(&moving.order_id)).await.unwrap();
     assert_eq!(again, written);
 }
+
+#[tokio::test]
+async fn a_database_made_before_the_tables_were_keyed_by_id_keeps_its_rows_and_references() {
+    if crate::common::on_postgres() {
+        return; // The change of storage is SQLite's; PostgreSQL's tables are as they were.
+    }
+    let url = crate::common::new_sqlite_file();
+    // The database as the two earlier migrations left it, with a cancellation already made
+    // under a key and an order with lines.
+    {
+        let pool = sql_pool::connect(&url).await.unwrap();
+        let mut earlier = sqlx::migrate!("./migrations/sqlite");
+        earlier.migrations.to_mut().retain(|m| m.version <= 2);
+        earlier.run(&pool).await.unwrap();
+        for statement in [
+            "INSERT INTO customers VALUES ('C-1', 'Ada', 'ada@example.com', 'GOLD')",
+            "INSERT INTO orders (order_id, status, customer_id, total_cents, created_at, \
+             last_updated, cancellation_note, cancel_key) VALUES ('ORD-1', 'CANCELLED', 'C-1', \
+             1250, '2026-01-02T03:04:05Z', '2026-01-03T00:00:00Z', 'changed my mind', 'key-1')",
+            "INSERT INTO orders (order_id, status, customer_id, total_cents, created_at, \
+             last_updated) VALUES ('ORD-2', 'PENDING', 'C-1', 700, '2026-01-02T03:04:05Z', \
+             '2026-01-02T03:04:05Z')",
+            "INSERT INTO order_items VALUES ('ORD-2', 2, 'P-2', 'Lamp', 1, 500)",
+            "INSERT INTO order_items VALUES ('ORD-2', 1, 'P-1', 'Bulb', 2, 100)",
+        ] {
+            sqlx::query(statement).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+    }
+    let store = Store::open(&url).await.unwrap();
+    // Found with everything it had, the lines in their order, and nothing seeded beside it.
+    let order = store.get("ORD-2").await.unwrap().unwrap();
+    assert_eq!(order.status, OrderStatus::Pending);
+    assert_eq!(order.customer.name, "Ada");
+    let lines: Vec<_> = order.items.iter().map(|i| i.product_id.as_str()).collect();
+    assert_eq!(lines, ["P-1", "P-2"]);
+    assert_eq!(store.by_customer("C-1").await.unwrap().len(), 2);
+    assert_eq!(
+        store.cancellation_note("ORD-1").await.unwrap().as_deref(),
+        Some("changed my mind")
+    );
+    // The key a cancellation was made under still finds it done.
+    let again = store
+        .cancel_once("ORD-1", None, Some("key-1"), chrono::Utc::now())
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, orders::store::CancelOutcome::Cancelled(_)),
+        "{again:?}"
+    );
+    // The references point at the new tables: a line of no order is refused, and removing an
+    // order removes its lines.
+    let pool = sql_pool::connect(&url).await.unwrap();
+    let orphan = sqlx::query("INSERT INTO order_items VALUES ('ORD-9', 1, 'P-1', 'Bulb', 1, 1)")
+        .execute(&pool)
+        .await;
+    assert!(orphan.is_err(), "a line of a missing order was stored");
+    sqlx::query("DELETE FROM orders WHERE order_id = 'ORD-2'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM order_items")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    let keyed: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%WITHOUT ROWID' \
+         AND name IN ('customers', 'orders', 'order_items')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(keyed, 3);
+}
