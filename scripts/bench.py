@@ -338,13 +338,14 @@ def main():
         rounds_ids = args.rounds * per_run
         legacy_ids = 40000
         slow = args.rounds * 5000
-        # At the end, from the last: the gateway's 2 x slow (it nears 2,500 a second), the
-        # cluster's slow, HAProxy alone's and plain hyper's 3 x slow each (near 5,000 a second).
-        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 9 * slow)
-        gateway_ids = extra[-2 * slow:]
-        cluster_ids = extra[-3 * slow:-2 * slow]
-        passthrough_ids = extra[-6 * slow:-3 * slow]
-        hyper_pass_ids = extra[-9 * slow:-6 * slow]
+        # At the end, from the last: the gateway's, HAProxy alone's and plain hyper's 3 x slow
+        # each (5,000 a second or more: 2 x slow ran out at 1.97 s of 2 s at 8d821e8), then the
+        # cluster's slow (near 1,500 a second).
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 10 * slow)
+        gateway_ids = extra[-3 * slow:]
+        cluster_ids = extra[-4 * slow:-3 * slow]
+        passthrough_ids = extra[-7 * slow:-4 * slow]
+        hyper_pass_ids = extra[-10 * slow:-7 * slow]
         legacy_start = 2 * rounds_ids
         hold_2025_ids = extra[legacy_start + legacy_ids:legacy_start + legacy_ids + holds]
         hold_2026_ids = extra[legacy_start + legacy_ids + holds:legacy_start + legacy_ids + 2 * holds]
