@@ -38,8 +38,12 @@ pub const HOP_PATH: &str = "/gateway/hop";
 /// apart).
 const HOP_CONTEXT: &[u8] = b"mcp-gateway hop v1";
 
-/// How old an envelope may be when it arrives.
+/// How old an envelope may be when it arrives (either way: the instances' clocks may differ).
 const HOP_FRESH_FOR: Duration = Duration::from_secs(30);
+
+/// How long an opened envelope is remembered at least, so that it opens once: an envelope
+/// opened at `t` was made after `t - HOP_FRESH_FOR` and is stale by `t + 2 * HOP_FRESH_FOR`.
+const HOP_REMEMBERED_FOR: Duration = Duration::from_secs(2 * HOP_FRESH_FOR.as_secs());
 
 /// How long an instance tries to reach an owner before it calls it gone.
 const HOP_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -184,6 +188,30 @@ pub(crate) struct Hop {
     run: String,
     sealer: Option<backchannel::Sealer>,
     client: reqwest::Client,
+    /// The envelopes opened lately, so that none opens twice.
+    opened: std::sync::Mutex<Opened>,
+}
+
+/// Digests of the envelopes opened in two spans of [`HOP_REMEMBERED_FOR`]: the current span's
+/// and the one before (dropped as a whole when the next span begins), so each is remembered
+/// for one to two spans, and memory follows the rate of hops, not their total.
+#[derive(Debug, Default)]
+struct Opened {
+    current: std::collections::HashSet<[u8; 32]>,
+    previous: std::collections::HashSet<[u8; 32]>,
+    /// When the current span began (seconds since the epoch).
+    since: u64,
+}
+
+impl Opened {
+    /// Whether `digest` is new (and now remembered) at `now`.
+    fn first_time(&mut self, digest: [u8; 32], now: u64) -> bool {
+        if now.saturating_sub(self.since) >= HOP_REMEMBERED_FOR.as_secs() {
+            self.previous = std::mem::take(&mut self.current);
+            self.since = now;
+        }
+        !self.previous.contains(&digest) && self.current.insert(digest)
+    }
 }
 
 impl std::fmt::Debug for Hop {
@@ -211,6 +239,7 @@ impl Hop {
                 .tcp_nodelay(true)
                 .build()
                 .unwrap_or_default(),
+            opened: Default::default(),
         })
     }
 
@@ -314,12 +343,28 @@ impl Hop {
             .map_err(|e| HopError::Unreachable(cause(&e)))
     }
 
-    /// The round in `sealed`, when this ring made it and it is fresh.
+    /// The round in `sealed`, when this ring made it, it is fresh and it was not opened
+    /// before: an envelope seen on the way and posted again (its answers given twice, a task
+    /// updated twice) is refused like a forged one. Each envelope is sealed with a nonce of its
+    /// own, so two rounds never seal alike.
     pub(crate) fn open(&self, sealed: &str) -> Option<HopRound> {
-        let json = self.sealer.as_ref()?.open(sealed.trim(), HOP_CONTEXT)?;
+        self.open_at(sealed, now())
+    }
+
+    fn open_at(&self, sealed: &str, now: u64) -> Option<HopRound> {
+        use sha2::Digest as _;
+        let sealed = sealed.trim();
+        let json = self.sealer.as_ref()?.open(sealed, HOP_CONTEXT)?;
         let round: HopRound = serde_json::from_slice(&json).ok()?;
-        let age = now().abs_diff(round.issued_at);
-        (age <= HOP_FRESH_FOR.as_secs()).then_some(round)
+        if now.abs_diff(round.issued_at) > HOP_FRESH_FOR.as_secs() {
+            return None;
+        }
+        let digest: [u8; 32] = sha2::Sha256::digest(sealed.as_bytes()).into();
+        let mut opened = self
+            .opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        opened.first_time(digest, now).then_some(round)
     }
 }
 
@@ -415,8 +460,10 @@ mod tests {
             .as_ref()
             .unwrap()
             .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT);
-        assert!(matches!(hop.open(&sealed).unwrap().ask, HopAsk::Round { id, .. } if id == "abc"));
         assert!(other.open(&sealed).is_none(), "another ring");
+        assert!(matches!(hop.open(&sealed).unwrap().ask, HopAsk::Round { id, .. } if id == "abc"));
+        assert!(hop.open(&sealed).is_none(), "opened once only");
+        assert!(hop.open(&format!(" {sealed}\n")).is_none(), "nor padded");
         assert!(hop.open("not sealed").is_none());
         // Round state sealed under the same ring is not an envelope.
         let state = hop
@@ -435,5 +482,48 @@ mod tests {
             .unwrap()
             .seal(&serde_json::to_vec(&stale).unwrap(), HOP_CONTEXT);
         assert!(hop.open(&sealed).is_none(), "stale");
+    }
+
+    #[test]
+    fn an_envelope_is_remembered_for_as_long_as_it_could_open_again() {
+        let hop = Hop::new(Some(&ring(7))).unwrap();
+        let seal = |issued_at| {
+            let round = HopRound {
+                owner: "anyone".into(),
+                ask: HopAsk::Task {
+                    id: "t".into(),
+                    method: TaskMethod::Cancel,
+                },
+                issued_at,
+            };
+            hop.sealer
+                .as_ref()
+                .unwrap()
+                .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT)
+        };
+        let fresh = HOP_FRESH_FOR.as_secs();
+        let t = 1_000_000;
+        // Made as early as may be, opened now; then posted again at every second it is fresh,
+        // across the spans the memory turns over in.
+        let early = seal(t - fresh);
+        assert!(hop.open_at(&early, t).is_some());
+        let late = seal(t + fresh);
+        assert!(
+            hop.open_at(&late, t).is_some(),
+            "a clock ahead by the limit"
+        );
+        for again in t..=t + 2 * fresh {
+            assert!(hop.open_at(&late, again).is_none(), "at {again}");
+        }
+        // Another envelope, alike but for its nonce, still opens once.
+        let twin = seal(t + fresh);
+        assert_ne!(twin, late);
+        assert!(hop.open_at(&twin, t + 2 * fresh).is_some());
+        assert!(hop.open_at(&twin, t + 2 * fresh).is_none());
+        // What aged out of both spans is forgotten, and memory holds only the recent.
+        assert!(hop.open_at(&seal(t + 9 * fresh), t + 9 * fresh).is_some());
+        assert!(hop.open_at(&seal(t + 11 * fresh), t + 11 * fresh).is_some());
+        let opened = hop.opened.lock().unwrap();
+        assert_eq!(opened.current.len() + opened.previous.len(), 2);
     }
 }
