@@ -274,7 +274,7 @@ impl Forward<'_> {
             connection: route.connection.clone(),
             responses,
         };
-        let round = hop::HopRound::new(self.caller.owner.clone(), ask);
+        let round = hop::HopRound::new(self.caller.owner.clone(), ask)?;
         let reply: hop::HopReply = match self.upstreams.hop.relay(owner, &round).await {
             Ok(reply) => reply,
             Err(error) => {

@@ -500,7 +500,7 @@ async fn task_request(
         id: id.to_owned(),
         method,
     };
-    let round = HopRound::new(owner.to_owned(), ask);
+    let round = HopRound::new(owner.to_owned(), ask)?;
     match upstreams.hop.relay::<TaskAnswer>(instance, &round).await {
         Ok(answer) => answer,
         Err(error) => {

@@ -60,6 +60,9 @@ pub(crate) struct HopRound {
     pub(crate) ask: HopAsk,
     /// When the envelope was made (seconds since the epoch).
     issued_at: u64,
+    /// A random id of this envelope's own (inside the seal, so no copy can change it): the owner
+    /// opens each once.
+    once: String,
 }
 
 /// A round of a held call, or a request about a task made through the owner's upstream
@@ -93,12 +96,13 @@ pub(crate) enum TaskMethod {
 pub(crate) type TaskAnswer = Result<Option<rmcp::model::GetTaskResult>, rmcp::ErrorData>;
 
 impl HopRound {
-    pub(crate) fn new(owner: String, ask: HopAsk) -> HopRound {
-        HopRound {
+    pub(crate) fn new(owner: String, ask: HopAsk) -> Result<HopRound, rmcp::ErrorData> {
+        Ok(HopRound {
             owner,
             ask,
             issued_at: now(),
-        }
+            once: crate::hold::fresh_id()?,
+        })
     }
 }
 
@@ -192,25 +196,25 @@ pub(crate) struct Hop {
     opened: std::sync::Mutex<Opened>,
 }
 
-/// Digests of the envelopes opened in two spans of [`HOP_REMEMBERED_FOR`]: the current span's
+/// The ids of the envelopes opened in two spans of [`HOP_REMEMBERED_FOR`]: the current span's
 /// and the one before (dropped as a whole when the next span begins), so each is remembered
 /// for one to two spans, and memory follows the rate of hops, not their total.
 #[derive(Debug, Default)]
 struct Opened {
-    current: std::collections::HashSet<[u8; 32]>,
-    previous: std::collections::HashSet<[u8; 32]>,
+    current: std::collections::HashSet<String>,
+    previous: std::collections::HashSet<String>,
     /// When the current span began (seconds since the epoch).
     since: u64,
 }
 
 impl Opened {
-    /// Whether `digest` is new (and now remembered) at `now`.
-    fn first_time(&mut self, digest: [u8; 32], now: u64) -> bool {
+    /// Whether `once` is new (and now remembered) at `now`.
+    fn first_time(&mut self, once: &str, now: u64) -> bool {
         if now.saturating_sub(self.since) >= HOP_REMEMBERED_FOR.as_secs() {
             self.previous = std::mem::take(&mut self.current);
             self.since = now;
         }
-        !self.previous.contains(&digest) && self.current.insert(digest)
+        !self.previous.contains(once) && self.current.insert(once.to_owned())
     }
 }
 
@@ -345,26 +349,23 @@ impl Hop {
 
     /// The round in `sealed`, when this ring made it, it is fresh and it was not opened
     /// before: an envelope seen on the way and posted again (its answers given twice, a task
-    /// updated twice) is refused like a forged one. Each envelope is sealed with a nonce of its
-    /// own, so two rounds never seal alike.
+    /// updated twice, or the same round sealed again) is refused like a forged one.
     pub(crate) fn open(&self, sealed: &str) -> Option<HopRound> {
         self.open_at(sealed, now())
     }
 
     fn open_at(&self, sealed: &str, now: u64) -> Option<HopRound> {
-        use sha2::Digest as _;
-        let sealed = sealed.trim();
-        let json = self.sealer.as_ref()?.open(sealed, HOP_CONTEXT)?;
+        let json = self.sealer.as_ref()?.open(sealed.trim(), HOP_CONTEXT)?;
         let round: HopRound = serde_json::from_slice(&json).ok()?;
         if now.abs_diff(round.issued_at) > HOP_FRESH_FOR.as_secs() {
             return None;
         }
-        let digest: [u8; 32] = sha2::Sha256::digest(sealed.as_bytes()).into();
-        let mut opened = self
+        let first = self
             .opened
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        opened.first_time(digest, now).then_some(round)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .first_time(&round.once, now);
+        first.then_some(round)
     }
 }
 
@@ -454,7 +455,7 @@ mod tests {
             connection: "orders".into(),
             responses: BTreeMap::new(),
         };
-        let round = HopRound::new("anyone".into(), ask);
+        let round = HopRound::new("anyone".into(), ask).unwrap();
         let sealed = hop
             .sealer
             .as_ref()
@@ -464,6 +465,13 @@ mod tests {
         assert!(matches!(hop.open(&sealed).unwrap().ask, HopAsk::Round { id, .. } if id == "abc"));
         assert!(hop.open(&sealed).is_none(), "opened once only");
         assert!(hop.open(&format!(" {sealed}\n")).is_none(), "nor padded");
+        let resealed = hop
+            .sealer
+            .as_ref()
+            .unwrap()
+            .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT);
+        assert_ne!(resealed, sealed);
+        assert!(hop.open(&resealed).is_none(), "nor sealed again");
         assert!(hop.open("not sealed").is_none());
         // Round state sealed under the same ring is not an envelope.
         let state = hop
@@ -474,6 +482,7 @@ mod tests {
         assert!(hop.open(&state).is_none());
         let stale = HopRound {
             issued_at: now() - 600,
+            once: crate::hold::fresh_id().unwrap(),
             ..round
         };
         let sealed = hop
@@ -495,6 +504,7 @@ mod tests {
                     method: TaskMethod::Cancel,
                 },
                 issued_at,
+                once: crate::hold::fresh_id().unwrap(),
             };
             hop.sealer
                 .as_ref()
@@ -515,7 +525,7 @@ mod tests {
         for again in t..=t + 2 * fresh {
             assert!(hop.open_at(&late, again).is_none(), "at {again}");
         }
-        // Another envelope, alike but for its nonce, still opens once.
+        // Another envelope, alike but for its id, still opens once.
         let twin = seal(t + fresh);
         assert_ne!(twin, late);
         assert!(hop.open_at(&twin, t + 2 * fresh).is_some());
