@@ -280,20 +280,39 @@ impl Forward<'_> {
             Err(error) => {
                 tracing::warn!(upstream = %route.connection, owner, %error, "a held call's instance could not be reached");
                 // Nothing listens there: the instance stopped, and its upstream session (with
-                // the call's question, waiting) is left over.
-                if let (hop::HopError::Gone(_), Some(session)) = (&error, hop::session_of(id)) {
+                // the call's question, waiting) is left over. A stopping process may take the
+                // connection and reset it before its port closes, so a broken hop asks again.
+                let gone = match &error {
+                    hop::HopError::Gone(_) => true,
+                    _ => self.upstreams.hop.gone(owner).await,
+                };
+                if let (true, Some(session)) = (gone, hop::session_of(id)) {
                     end_left_over(host, &route.connection, session).await;
                 }
-                return Ok(Err(HostError::Call {
-                    connection: route.connection.clone(),
-                    message: format!(
+                let message = if error.not_sent() {
+                    format!(
                         "the question expired with the gateway instance that asked it ({error}); \
                          these answers cannot reach the upstream call it held, so nothing was \
                          done with them: call again"
-                    ),
+                    )
+                } else {
+                    format!(
+                        "the gateway instance that holds this call gave no answer that could be \
+                         verified ({error}); whether it passed these answers on is not known, \
+                         and nothing more will come of them: check before you call again"
+                    )
+                };
+                return Ok(Err(HostError::Call {
+                    connection: route.connection.clone(),
+                    message,
                 }));
             }
         };
+        if let hop::HopEnd::Round(open) = &reply.end
+            && let Some(error) = not_passable(route, &self.caller.declared, open)
+        {
+            return Ok(Err(error));
+        }
         for update in reply.updates {
             pass_on(ctx, route, update.into()).await;
         }

@@ -503,12 +503,23 @@ async fn task_request(
     let round = HopRound::new(owner.to_owned(), ask)?;
     match upstreams.hop.relay::<TaskAnswer>(instance, &round).await {
         Ok(answer) => answer,
-        Err(error) => {
+        Err(error) if error.not_sent() => {
             tracing::warn!(upstream = %route.connection, instance, %error, "a task's instance could not be reached");
             Err(ErrorData::internal_error(
                 format!(
                     "the task lived in the upstream session of the gateway instance that started \
                      it, which cannot be asked ({error}); the task ended with that instance"
+                ),
+                None,
+            ))
+        }
+        Err(error) => {
+            tracing::warn!(upstream = %route.connection, instance, %error, "a task's instance gave no answer the gateway could verify");
+            Err(ErrorData::internal_error(
+                format!(
+                    "the gateway instance that started the task gave no answer that could be \
+                     verified ({error}); whether it acted on this request is not known, and \
+                     nothing more will come of it: get the task again"
                 ),
                 None,
             ))
@@ -755,26 +766,28 @@ async fn hop_round(upstreams: &Upstreams, body: &[u8]) -> axum::response::Respon
         )
             .into_response();
     };
-    let json = match round.ask {
+    let owner = round.owner.clone();
+    let sealed = match &round.ask {
         HopAsk::Round {
             id,
             connection,
             responses,
         } => {
-            let reply = round_here(upstreams, &round.owner, (id, connection, responses)).await;
-            serde_json::to_vec(&reply)
+            let asked = (id.clone(), connection.clone(), responses.clone());
+            let reply = round_here(upstreams, &owner, asked).await;
+            upstreams.hop.seal_answer(&round, reply)
         }
         HopAsk::Task { id, method } => {
             // Answered through this instance's own session, never passed on again.
-            let answer = match upstreams.task_ids.open(&round.owner, &id) {
-                Ok(route) => task_here(upstreams, &round.owner, &route, method).await,
+            let answer = match upstreams.task_ids.open(&owner, id) {
+                Ok(route) => task_here(upstreams, &owner, &route, method.clone()).await,
                 Err(error) => Err(error),
             };
-            serde_json::to_vec(&answer)
+            upstreams.hop.seal_answer(&round, answer)
         }
     };
-    match json {
-        Ok(json) => ([(http::header::CONTENT_TYPE, "application/json")], json).into_response(),
-        Err(error) => (http::StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
+    match sealed {
+        Ok(sealed) => ([(http::header::CONTENT_TYPE, "text/plain")], sealed).into_response(),
+        Err(error) => (http::StatusCode::INTERNAL_SERVER_ERROR, error).into_response(),
     }
 }

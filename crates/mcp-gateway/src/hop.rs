@@ -9,8 +9,15 @@
 //! with the caller's owner key and a time: only an instance holding the ring can make one, and
 //! the owner checks the caller exactly as for a round that reached it directly. The owner
 //! answers with the progress and log messages the call sent and the round's end (the next
-//! questions, or the result). An owner that cannot be reached cannot pass the answers on: the
-//! round ends with a tool error saying so. A 2025-11-25 server does not take a dropped
+//! questions, or the result), sealed under the ring too ([`HOP_REPLY_CONTEXT`]) and bound to the
+//! envelope it answers: whatever else answers at the owner's address (a process on the path, or
+//! one that took a stopped instance's port) can neither forge nor replay an answer, and the
+//! questions it carries are checked again here before a client sees them. An envelope opens only
+//! within [`HOP_DELIVERY`] of being made (give or take [`HOP_CLOCK_SKEW`] between the
+//! instances' clocks). An owner that cannot be reached cannot pass the answers on: the round ends
+//! with a tool error saying so, at once when the envelope was never sent, else only once the
+//! envelope can no longer open anywhere, so an envelope withheld on the way and delivered later
+//! cannot act after the client was told. A 2025-11-25 server does not take a dropped
 //! connection for a cancellation, so the call it held would wait at the upstream, unanswerable,
 //! until the upstream's own timeout; the id also names the upstream session the call runs in
 //! (and the owner's run), so when nothing listens at the owner's address any more, or a later
@@ -38,18 +45,34 @@ pub const HOP_PATH: &str = "/gateway/hop";
 /// apart).
 const HOP_CONTEXT: &[u8] = b"mcp-gateway hop v1";
 
-/// How old an envelope may be when it arrives (either way: the instances' clocks may differ).
-const HOP_FRESH_FOR: Duration = Duration::from_secs(30);
+/// What an owner's answer is sealed for (apart from envelopes and round state).
+const HOP_REPLY_CONTEXT: &[u8] = b"mcp-gateway hop reply v1";
 
-/// How long an opened envelope is remembered at least, so that it opens once: an envelope
-/// opened at `t` was made after `t - HOP_FRESH_FOR` and is stale by `t + 2 * HOP_FRESH_FOR`.
-const HOP_REMEMBERED_FOR: Duration = Duration::from_secs(2 * HOP_FRESH_FOR.as_secs());
+/// How far the clocks of a gateway's instances may differ (they are expected to keep time by
+/// NTP): an envelope dated up to this far ahead of the owner's clock still opens.
+pub(crate) const HOP_CLOCK_SKEW: Duration = Duration::from_secs(5);
+
+/// How long an envelope may take to reach its owner, by the owner's clock beyond the skew.
+pub(crate) const HOP_DELIVERY: Duration = Duration::from_secs(5);
+
+/// How long after making an envelope, by its maker's clock, it may still open at an owner
+/// whose clock is behind by the whole skew: after it, whatever became of it is done.
+const HOP_OPENS_UNTIL: Duration =
+    Duration::from_secs(2 * HOP_CLOCK_SKEW.as_secs() + HOP_DELIVERY.as_secs());
+
+/// How long an opened envelope is remembered at least, so that it opens once: longer than
+/// the whole time it could open ([`HOP_CLOCK_SKEW`] before its date to [`HOP_DELIVERY`] and
+/// the skew after).
+const HOP_REMEMBERED_FOR: Duration = Duration::from_secs(60);
 
 /// How long an instance tries to reach an owner before it calls it gone.
 const HOP_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The largest envelope an instance reads (the answers of one round).
 pub(crate) const MAX_HOP_BYTES: usize = 1024 * 1024;
+
+/// The largest sealed answer an instance reads from an owner.
+const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
 
 /// What one instance asks of another, for a caller.
 #[derive(Debug, Serialize, Deserialize)]
@@ -104,6 +127,13 @@ impl HopRound {
             once: crate::hold::fresh_id()?,
         })
     }
+}
+
+/// An owner's answer as it is sealed: bound to the envelope it answers.
+#[derive(Serialize, Deserialize)]
+struct Answered<T> {
+    to: String,
+    answer: T,
 }
 
 /// A progress or log message of the held call, as it crosses.
@@ -176,13 +206,25 @@ pub(crate) struct HopReply {
 /// Why a round could not be passed to its owner.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HopError {
-    /// Nothing listens at the owner's address: the instance stopped.
+    /// Nothing listens at the owner's address: the instance stopped (the envelope was not
+    /// sent).
     #[error("{0}")]
     Gone(String),
+    /// No connection could be made (the envelope was not sent).
     #[error("{0}")]
     Unreachable(String),
-    #[error("it answered {0}")]
-    Refused(String),
+    /// The envelope went out, and what came back was a refusal, nothing, or nothing the ring
+    /// made for this envelope: whether the owner acted on it is not known, and it can no
+    /// longer open anywhere when this is returned.
+    #[error("{0}")]
+    Unconfirmed(String),
+}
+
+impl HopError {
+    /// Whether the envelope certainly never left this instance.
+    pub(crate) fn not_sent(&self) -> bool {
+        matches!(self, HopError::Gone(_) | HopError::Unreachable(_))
+    }
 }
 
 /// This instance's side of the hop: its advertised address and the ring's sealer.
@@ -313,7 +355,9 @@ impl Hop {
     }
 
     /// Pass `round` to `owner` and wait for its answer (a [`HopReply`] for a round, a
-    /// [`TaskAnswer`] for a task request).
+    /// [`TaskAnswer`] for a task request), which must be sealed by the ring for this very
+    /// envelope. When the envelope went out but no such answer came, this returns only once
+    /// the envelope can no longer open at any instance ([`HopError::Unconfirmed`]).
     pub(crate) async fn relay<T: serde::de::DeserializeOwned>(
         &self,
         owner: &str,
@@ -330,21 +374,77 @@ impl Hop {
             .header(http::header::CONTENT_TYPE, "text/plain")
             .body(sealer.seal(&json, HOP_CONTEXT))
             .send()
-            .await
-            .map_err(|e| {
-                if refused(&e) {
-                    HopError::Gone(cause(&e))
+            .await;
+        let answered = match sent {
+            Err(error) if error.is_connect() => {
+                return Err(if refused(&error) {
+                    HopError::Gone(cause(&error))
                 } else {
-                    HopError::Unreachable(cause(&e))
+                    HopError::Unreachable(cause(&error))
+                });
+            }
+            Err(error) => Err(cause(&error)),
+            Ok(response) if !response.status().is_success() => {
+                Err(format!("it answered {}", response.status()))
+            }
+            Ok(response) => read_capped(response)
+                .await
+                .and_then(|sealed| self.open_answer(&sealed, round)),
+        };
+        match answered {
+            Ok(answer) => Ok(answer),
+            Err(why) => {
+                if let Some(left) = until_stale(round.issued_at, SystemTime::now()) {
+                    tokio::time::sleep(left).await;
                 }
-            })?;
-        let status = sent.status();
-        if !status.is_success() {
-            return Err(HopError::Refused(status.to_string()));
+                Err(HopError::Unconfirmed(why))
+            }
         }
-        sent.json()
-            .await
-            .map_err(|e| HopError::Unreachable(cause(&e)))
+    }
+
+    /// The owner's answer to `round`, sealed for it.
+    pub(crate) fn seal_answer<T: Serialize>(
+        &self,
+        round: &HopRound,
+        answer: T,
+    ) -> Result<String, String> {
+        let sealer = self.sealer.as_ref().ok_or("no key ring")?;
+        let answered = Answered {
+            to: round.once.clone(),
+            answer,
+        };
+        let json = serde_json::to_vec(&answered).map_err(|e| e.to_string())?;
+        Ok(sealer.seal(&json, HOP_REPLY_CONTEXT))
+    }
+
+    /// The answer in `sealed`, when the ring made it for `round`.
+    fn open_answer<T: serde::de::DeserializeOwned>(
+        &self,
+        sealed: &[u8],
+        round: &HopRound,
+    ) -> Result<T, String> {
+        let unverified =
+            || "its answer was not one the gateway's ring made for this round".to_owned();
+        let sealer = self.sealer.as_ref().ok_or("no key ring")?;
+        let sealed = std::str::from_utf8(sealed).map_err(|_| unverified())?;
+        let json = sealer
+            .open(sealed.trim(), HOP_REPLY_CONTEXT)
+            .ok_or_else(unverified)?;
+        let answered: Answered<T> = serde_json::from_slice(&json).map_err(|_| unverified())?;
+        if answered.to != round.once {
+            return Err(unverified());
+        }
+        Ok(answered.answer)
+    }
+
+    /// Whether nothing listens at `owner` any more (a connection to it is refused): asked
+    /// again after a hop broke, since a stopping process may take a connection and reset it
+    /// before its port closes.
+    pub(crate) async fn gone(&self, owner: &str) -> bool {
+        match self.client.get(format!("{owner}/healthz")).send().await {
+            Err(error) => error.is_connect() && refused(&error),
+            Ok(_) => false,
+        }
     }
 
     /// The round in `sealed`, when this ring made it, it is fresh and it was not opened
@@ -357,7 +457,11 @@ impl Hop {
     fn open_at(&self, sealed: &str, now: u64) -> Option<HopRound> {
         let json = self.sealer.as_ref()?.open(sealed.trim(), HOP_CONTEXT)?;
         let round: HopRound = serde_json::from_slice(&json).ok()?;
-        if now.abs_diff(round.issued_at) > HOP_FRESH_FOR.as_secs() {
+        let ahead = round.issued_at.saturating_sub(now);
+        let age = now.saturating_sub(round.issued_at);
+        if ahead > HOP_CLOCK_SKEW.as_secs()
+            || age > HOP_CLOCK_SKEW.as_secs() + HOP_DELIVERY.as_secs()
+        {
             return None;
         }
         let first = self
@@ -366,6 +470,32 @@ impl Hop {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .first_time(&round.once, now);
         first.then_some(round)
+    }
+}
+
+/// How long from `now` (the maker's clock) until an envelope made at `issued_at` opens at no
+/// instance whose clock is within [`HOP_CLOCK_SKEW`] of the maker's; `None` when it is so
+/// already. A whole second more, since envelopes are dated in whole seconds.
+fn until_stale(issued_at: u64, now: SystemTime) -> Option<Duration> {
+    let stale = UNIX_EPOCH + Duration::from_secs(issued_at + 1) + HOP_OPENS_UNTIL;
+    stale
+        .duration_since(now)
+        .ok()
+        .filter(|left| !left.is_zero())
+}
+
+/// The body of `response`, at most [`MAX_REPLY_BYTES`].
+async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_REPLY_BYTES => {
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Some(_)) => return Err("its answer was too large".into()),
+            Ok(None) => return Ok(body),
+            Err(error) => return Err(cause(&error)),
+        }
     }
 }
 
@@ -493,47 +623,159 @@ mod tests {
         assert!(hop.open(&sealed).is_none(), "stale");
     }
 
+    fn seal_at(hop: &Hop, issued_at: u64) -> String {
+        let round = HopRound {
+            owner: "anyone".into(),
+            ask: HopAsk::Task {
+                id: "t".into(),
+                method: TaskMethod::Cancel,
+            },
+            issued_at,
+            once: crate::hold::fresh_id().unwrap(),
+        };
+        hop.sealer
+            .as_ref()
+            .unwrap()
+            .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT)
+    }
+
     #[test]
     fn an_envelope_is_remembered_for_as_long_as_it_could_open_again() {
         let hop = Hop::new(Some(&ring(7))).unwrap();
-        let seal = |issued_at| {
-            let round = HopRound {
-                owner: "anyone".into(),
-                ask: HopAsk::Task {
-                    id: "t".into(),
-                    method: TaskMethod::Cancel,
-                },
-                issued_at,
-                once: crate::hold::fresh_id().unwrap(),
-            };
-            hop.sealer
-                .as_ref()
-                .unwrap()
-                .seal(&serde_json::to_vec(&round).unwrap(), HOP_CONTEXT)
-        };
-        let fresh = HOP_FRESH_FOR.as_secs();
+        let (skew, delivery) = (HOP_CLOCK_SKEW.as_secs(), HOP_DELIVERY.as_secs());
         let t = 1_000_000;
         // Made as early as may be, opened now; then posted again at every second it is fresh,
         // across the spans the memory turns over in.
-        let early = seal(t - fresh);
+        let early = seal_at(&hop, t - skew - delivery);
         assert!(hop.open_at(&early, t).is_some());
-        let late = seal(t + fresh);
         assert!(
-            hop.open_at(&late, t).is_some(),
-            "a clock ahead by the limit"
+            hop.open_at(&seal_at(&hop, t - skew - delivery - 1), t)
+                .is_none(),
+            "too old"
         );
-        for again in t..=t + 2 * fresh {
+        let late = seal_at(&hop, t + skew);
+        assert!(hop.open_at(&late, t).is_some(), "a clock ahead by the skew");
+        assert!(
+            hop.open_at(&seal_at(&hop, t + skew + 1), t).is_none(),
+            "too far ahead"
+        );
+        for again in t..=t + 2 * skew + delivery {
             assert!(hop.open_at(&late, again).is_none(), "at {again}");
         }
         // Another envelope, alike but for its id, still opens once.
-        let twin = seal(t + fresh);
+        let twin = seal_at(&hop, t + skew);
         assert_ne!(twin, late);
-        assert!(hop.open_at(&twin, t + 2 * fresh).is_some());
-        assert!(hop.open_at(&twin, t + 2 * fresh).is_none());
+        assert!(hop.open_at(&twin, t + 2 * skew + delivery).is_some());
+        assert!(hop.open_at(&twin, t + 2 * skew + delivery).is_none());
         // What aged out of both spans is forgotten, and memory holds only the recent.
-        assert!(hop.open_at(&seal(t + 9 * fresh), t + 9 * fresh).is_some());
-        assert!(hop.open_at(&seal(t + 11 * fresh), t + 11 * fresh).is_some());
+        let span = HOP_REMEMBERED_FOR.as_secs();
+        assert!(span > 2 * skew + delivery);
+        assert!(
+            hop.open_at(&seal_at(&hop, t + 5 * span), t + 5 * span)
+                .is_some()
+        );
+        assert!(
+            hop.open_at(&seal_at(&hop, t + 7 * span), t + 7 * span)
+                .is_some()
+        );
         let opened = hop.opened.lock().unwrap();
         assert_eq!(opened.current.len() + opened.previous.len(), 2);
+    }
+
+    /// Finding 1 of issue 71: an envelope withheld on the way could be delivered within its
+    /// 30 s after the client was told nothing was done. Now the asker says so only once the
+    /// envelope opens at no instance whose clock is within the skew of its own.
+    #[test]
+    fn an_unconfirmed_round_is_said_only_once_its_envelope_can_no_longer_open() {
+        let hop = Hop::new(Some(&ring(7))).unwrap();
+        let skew = HOP_CLOCK_SKEW.as_secs();
+        let t = 1_000_000;
+        for sent_after in [0, 1, 3, 14, 15, 16, 30] {
+            let made_at = t;
+            let asked_at = UNIX_EPOCH + Duration::from_secs(made_at + sent_after);
+            let told_at = asked_at + until_stale(made_at, asked_at).unwrap_or_default();
+            let told = told_at.duration_since(UNIX_EPOCH).unwrap().as_secs();
+            for behind in 0..=2 * skew {
+                // The owner's clock, from the whole skew behind to the whole skew ahead.
+                let owner_now = (told + skew).saturating_sub(behind);
+                assert!(
+                    hop.open_at(&seal_at(&hop, made_at), owner_now).is_none(),
+                    "sent after {sent_after} s, the owner's clock {behind} s from ahead"
+                );
+            }
+        }
+        assert_eq!(
+            until_stale(t, UNIX_EPOCH + Duration::from_secs(t + 60)),
+            None
+        );
+    }
+
+    /// Serve `answer` (its body, as the owner's address would) at a fresh loopback port.
+    async fn fake_owner(answer: String) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route(
+            HOP_PATH,
+            axum::routing::post(move || {
+                let answer = answer.clone();
+                async move { answer }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    /// Finding 1 of issue 71: the owner's answer was plain JSON, so whatever answered at its
+    /// address told a client "order cancelled" or sent it a `javascript:` URL question. Only an
+    /// answer the ring sealed for this very envelope is taken now.
+    #[tokio::test]
+    async fn an_answer_on_the_hop_is_taken_only_when_the_ring_sealed_it_for_its_envelope() {
+        let hop = Hop::new(Some(&ring(7))).unwrap();
+        let reply = || HopReply {
+            updates: Vec::new(),
+            end: HopEnd::Failed("order cancelled and refunded".into()),
+        };
+        // Dated long ago, so an unconfirmed answer is said at once.
+        let round = || HopRound {
+            owner: "ana".into(),
+            ask: HopAsk::Task {
+                id: "t".into(),
+                method: TaskMethod::Get,
+            },
+            issued_at: now() - 120,
+            once: crate::hold::fresh_id().unwrap(),
+        };
+        let plain = fake_owner(serde_json::to_string(&reply()).unwrap()).await;
+        let sent = round();
+        let forged = hop.relay::<HopReply>(&plain, &sent).await;
+        assert!(
+            matches!(forged, Err(HopError::Unconfirmed(_))),
+            "{forged:?}"
+        );
+        let other_ring = Hop::new(Some(&ring(8))).unwrap();
+        let theirs = fake_owner(other_ring.seal_answer(&sent, reply()).unwrap()).await;
+        assert!(matches!(
+            hop.relay::<HopReply>(&theirs, &sent).await,
+            Err(HopError::Unconfirmed(_))
+        ));
+        // An answer the ring did seal, but for another envelope, replayed.
+        let earlier = round();
+        let replayed = fake_owner(hop.seal_answer(&earlier, reply()).unwrap()).await;
+        assert!(matches!(
+            hop.relay::<HopReply>(&replayed, &sent).await,
+            Err(HopError::Unconfirmed(_))
+        ));
+        let own = fake_owner(hop.seal_answer(&sent, reply()).unwrap()).await;
+        let answered = hop.relay::<HopReply>(&own, &sent).await.unwrap();
+        assert!(matches!(answered.end, HopEnd::Failed(why) if why.contains("refunded")));
+        // Nothing listens: not sent, said at once.
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", listener.local_addr().unwrap())
+        };
+        let gone = hop.relay::<HopReply>(&closed, &sent).await.unwrap_err();
+        assert!(gone.not_sent(), "{gone:?}");
+        assert!(hop.gone(&closed).await);
+        assert!(!hop.gone(&own).await);
     }
 }

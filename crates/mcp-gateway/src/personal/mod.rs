@@ -50,8 +50,12 @@ const MAX_PENDING_PER_OWNER: usize = 8;
 /// How long a browser stays signed in to the gateway's sign-in pages.
 const BROWSER_SESSION: Duration = Duration::from_secs(12 * 3600);
 
-/// The most browser sessions kept.
+/// The most browser sessions kept; beyond it the oldest goes.
 const MAX_BROWSERS: usize = 4096;
+
+/// The most browser sessions kept per person; beyond it the person's oldest goes, so one
+/// person signing in again and again pushes out only their own sessions.
+const MAX_BROWSERS_PER_PERSON: usize = 8;
 
 /// Where the sign-in pages live; the callback is under it.
 pub(crate) const PAGES: &str = "/upstream-sign-in";
@@ -447,18 +451,35 @@ impl Personal {
             .map(|(owner, _)| owner.clone())
     }
 
-    /// A browser session for `owner`: its cookie's value.
+    /// A browser session for `owner`: its cookie's value. The person's oldest session goes
+    /// when they have [`MAX_BROWSERS_PER_PERSON`], and anyone's oldest when the table is full.
     fn sign_browser_in(&self, owner: String) -> Result<String, ErrorData> {
         let cookie = fresh_id()?;
+        let now = Instant::now();
         let mut browsers = lock(&self.browsers);
-        if browsers.len() >= MAX_BROWSERS {
-            let now = Instant::now();
-            browsers.retain(|_, (_, until)| *until > now);
-            if browsers.len() >= MAX_BROWSERS {
-                browsers.clear();
-            }
+        browsers.retain(|_, (_, until)| *until > now);
+        let oldest = |browsers: &HashMap<String, (String, Instant)>, of: Option<&str>| {
+            browsers
+                .iter()
+                .filter(|(_, (whose, _))| of.is_none_or(|of| whose == of))
+                .min_by_key(|(_, (_, until))| *until)
+                .map(|(cookie, _)| cookie.clone())
+        };
+        let theirs = browsers
+            .values()
+            .filter(|(whose, _)| *whose == owner)
+            .count();
+        if theirs >= MAX_BROWSERS_PER_PERSON
+            && let Some(oldest) = oldest(&browsers, Some(&owner))
+        {
+            browsers.remove(&oldest);
         }
-        browsers.insert(cookie.clone(), (owner, Instant::now() + BROWSER_SESSION));
+        if browsers.len() >= MAX_BROWSERS
+            && let Some(oldest) = oldest(&browsers, None)
+        {
+            browsers.remove(&oldest);
+        }
+        browsers.insert(cookie.clone(), (owner, now + BROWSER_SESSION));
         Ok(cookie)
     }
 
@@ -482,4 +503,42 @@ enum Access {
     Yes,
     SignInFirst,
     SomeoneElse,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finding 7 of issue 71: one person signing in 4,100 times cleared every browser session
+    /// (the table was emptied whole when full).
+    #[tokio::test]
+    async fn one_person_signing_in_again_and_again_signs_out_only_their_own_browsers() {
+        let vault = Vault::open("sqlite::memory:", backchannel::Sealer::random().unwrap())
+            .await
+            .unwrap();
+        let personal = Personal::new(BTreeSet::new(), vault);
+        let tokens = backchannel::serve::Tokens::parse(&format!("ana={}", "a".repeat(32))).unwrap();
+        let front = ResourceServer::tokens("http://gateway.example/mcp", "gateway", tokens);
+        *lock(&personal.front) = Some(Arc::new(front.unwrap()));
+        let anas = personal.sign_browser_in("principal:ana".into()).unwrap();
+        let mut bens = Vec::new();
+        for _ in 0..MAX_BROWSERS + 100 {
+            bens.push(personal.sign_browser_in("principal:ben".into()).unwrap());
+        }
+        assert_eq!(
+            personal.may_act_for(Some(&anas), "principal:ana"),
+            Access::Yes
+        );
+        let kept = bens
+            .iter()
+            .filter(|cookie| personal.may_act_for(Some(cookie), "principal:ben") == Access::Yes)
+            .count();
+        assert_eq!(kept, MAX_BROWSERS_PER_PERSON);
+        assert_eq!(
+            personal.may_act_for(bens.last().map(String::as_str), "principal:ben"),
+            Access::Yes,
+            "the newest is kept"
+        );
+        assert_eq!(lock(&personal.browsers).len(), MAX_BROWSERS_PER_PERSON + 1);
+    }
 }

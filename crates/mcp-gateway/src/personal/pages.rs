@@ -174,15 +174,52 @@ struct TokenForm {
     token: String,
 }
 
-/// `POST /upstream-sign-in/ID`: the browser proves who it is with a gateway token.
+/// Whether a form's `POST` came from the link's own page at the gateway's own origin: a
+/// browser names the page's origin on every `POST` (`Origin`), and a page elsewhere (another
+/// port of the same host included, which cookies do not tell apart) cannot post a token of its
+/// choosing and plant its person's session in someone's browser. A `Referer`, when sent, must
+/// be the link's own page.
+fn from_own_page(personal: &Personal, headers: &HeaderMap, id: &str) -> bool {
+    let Ok(base) = personal.base() else {
+        return false;
+    };
+    let Ok(own) = reqwest::Url::parse(&base) else {
+        return false;
+    };
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok());
+    if origin != Some(own.origin().ascii_serialization().as_str()) {
+        return false;
+    }
+    let page = format!("{PAGES}/{id}");
+    match headers.get(header::REFERER).map(|value| value.to_str()) {
+        None => true,
+        Some(Ok(referer)) => reqwest::Url::parse(referer)
+            .is_ok_and(|referer| referer.origin() == own.origin() && referer.path() == page),
+        Some(Err(_)) => false,
+    }
+}
+
+/// `POST /upstream-sign-in/ID`: the browser proves who it is with a gateway token, from the
+/// link's own page.
 async fn sign_browser_in(
     State(personal): State<Arc<Personal>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     Form(form): Form<TokenForm>,
 ) -> Response {
     let Some(sign_in) = personal.pending(&id) else {
         return unknown_link();
     };
+    if !from_own_page(&personal, &headers, &id) {
+        return page(
+            StatusCode::FORBIDDEN,
+            "This form was not sent from the gateway's sign-in page",
+            "<p>Open the sign-in link itself and give your token on its page. Nothing was \
+             changed.</p>",
+        );
+    }
     let front = super::lock(&personal.front).clone();
     let Some(front) = front else {
         // No front door: nothing to prove.

@@ -416,9 +416,16 @@ impl Browser {
             // The gateway's own sign-in form.
             let body = first.text().await.unwrap();
             assert!(body.contains("gateway-token"), "{body}");
+            // As a browser posts a form: naming the page's origin, and the page.
+            let origin = reqwest::Url::parse(link)
+                .unwrap()
+                .origin()
+                .ascii_serialization();
             let answer = self
                 .http
                 .post(link)
+                .header("Origin", origin)
+                .header("Referer", link)
                 .form(&[("token", token)])
                 .send()
                 .await
@@ -674,6 +681,75 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
     let asked_again = asked.recv().await.unwrap();
     assert_ne!(asked_again, link);
     again.abort();
+}
+
+/// Finding 6 of issue 71: the gateway's token form took a `POST` from any allowed origin (any
+/// loopback port), so a page there could plant its own person's gateway session in someone
+/// else's browser (login CSRF), and that person's upstream sign-in would be stored as theirs.
+#[tokio::test]
+async fn the_gateway_token_form_takes_a_post_only_from_the_links_own_page() {
+    let issued = Arc::new(Issued::default());
+    let issuer = authorization_server(issued.clone()).await;
+    let (orders, _service, _stop) = order_service(issuer.addr, Revision::V2026_07_28).await;
+    let (front, _gateway) = gateway(orders, Revision::V2026_07_28).await;
+    let url = format!("http://{}/mcp", front.addr);
+    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
+    let call = tokio::spawn({
+        let peer = ana.peer().clone();
+        async move {
+            peer.call_tool(CallToolRequestParams::new("sign_in_to_orders"))
+                .await
+        }
+    });
+    let link = asked.recv().await.unwrap();
+    let own = format!("http://{}", front.addr);
+    let elsewhere = format!(
+        "http://127.0.0.1:{}",
+        front.addr.port().wrapping_add(1).max(1024)
+    );
+    let post = |origin: Option<String>, referer: Option<String>| {
+        let link = link.clone();
+        async move {
+            let mut request = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap()
+                .post(&link)
+                .form(&[("token", ANA)]);
+            if let Some(origin) = origin {
+                request = request.header("Origin", origin);
+            }
+            if let Some(referer) = referer {
+                request = request.header("Referer", referer);
+            }
+            let answer = request.send().await.unwrap();
+            (
+                answer.status().as_u16(),
+                answer.headers().contains_key("set-cookie"),
+            )
+        }
+    };
+    // A page on another port of the same host, a page with no origin, none said at all, or
+    // the gateway's origin but another page: refused, and no session is made.
+    for (origin, referer) in [
+        (Some(elsewhere.clone()), None),
+        (Some(elsewhere.clone()), Some(format!("{elsewhere}/"))),
+        (Some("null".to_owned()), None),
+        (None, None),
+        (None, Some(link.clone())),
+        (Some(own.clone()), Some(format!("{own}/elsewhere"))),
+    ] {
+        let said = format!("{origin:?} {referer:?}");
+        assert_eq!(post(origin, referer).await, (403, false), "{said}");
+    }
+    // The link's own page: the session is made.
+    assert_eq!(
+        post(Some(own.clone()), Some(link.clone())).await,
+        (303, true)
+    );
+    assert_eq!(post(Some(own), None).await, (303, true));
+    call.abort();
 }
 
 #[tokio::test]
