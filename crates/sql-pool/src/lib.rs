@@ -1,7 +1,9 @@
 //! The one way the workspace's stores open their database, so the two stores cannot drift
 //! apart: SQLite (the embedded default) or PostgreSQL (shared by many instances).
 //!
-//! - A file (`sqlite://path`): created if missing, write-ahead log with `synchronous=NORMAL`
+//! - A file (`sqlite://path`): created if missing, readable and writable by its owner only
+//!   (mode 0600; SQLite gives its `-wal` and `-shm` files the database file's mode), write-ahead
+//!   log with `synchronous=NORMAL`
 //!   (a commit survives the process crashing, and the file never corrupts; a power cut may
 //!   lose the last commits, which are synced at each checkpoint instead of each commit),
 //!   foreign keys on, a 5-second busy timeout, four connections.
@@ -518,12 +520,30 @@ pub enum DirectError {
     NotWal(String),
 }
 
+/// Create the database file `path` readable and writable by its owner only, when it is missing
+/// (an existing file keeps its mode: it is its owner's to choose). SQLite creates the `-wal`
+/// and `-shm` files beside it with the same mode.
+fn create_private(path: &std::path::Path) -> Result<(), sqlx::Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(sqlx::Error::Io(error)),
+    }
+}
+
 /// Open the pool for `url` (see the crate documentation for the settings).
 pub async fn connect(url: &str) -> Result<SqlitePool, sqlx::Error> {
     let options = SqliteConnectOptions::from_str(url)?
         .create_if_missing(true)
         .foreign_keys(true)
         .busy_timeout(BUSY_TIMEOUT);
+    if !is_memory(url) {
+        create_private(options.get_filename())?;
+    }
     if is_memory(url) {
         SqlitePoolOptions::new()
             .test_before_acquire(false)
@@ -557,6 +577,43 @@ mod tests {
         );
         assert_eq!(numbered("SELECT 1"), "SELECT 1");
         assert!(is_postgres("postgresql://h/db") && !is_postgres("sqlite://x"));
+    }
+
+    /// Finding 9 of issue 71: the gateway's token database and the demo's `orders.sqlite`
+    /// (with its `-wal` and `-shm`) were created 0644.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_database_file_and_its_logs_are_created_for_their_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("sql-pool-mode-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("private.sqlite");
+        let pool = connect(&format!("sqlite://{}", file.display()))
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO t VALUES (1)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let mut seen = 0;
+        for name in ["private.sqlite", "private.sqlite-wal", "private.sqlite-shm"] {
+            let path = dir.join(name);
+            if let Ok(meta) = std::fs::metadata(&path) {
+                seen += 1;
+                assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{name}");
+            }
+        }
+        assert_eq!(
+            seen, 3,
+            "the file and both logs exist while the pool is open"
+        );
+        pool.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]

@@ -81,7 +81,8 @@ enum Command {
         oauth_introspection: Option<String>,
         /// This service's MCP URL as its clients reach it: the resource a token must be issued
         /// for (an OAuth token's audience), named in the protected-resource metadata. Default:
-        /// http://ADDRESS/mcp, ADDRESS the one it listens on. Never taken from a request.
+        /// http://ADDRESS/mcp, ADDRESS the one it listens on. Never taken from a request; only
+        /// with --token-file or --oauth-issuer.
         #[arg(long, value_name = "URL")]
         resource: Option<String>,
         /// A host name (besides loopback) clients use to reach the service; repeat for more.
@@ -186,6 +187,13 @@ async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
             database,
             running,
         } => {
+            if resource.is_some() && token_file.is_none() && oauth_issuer.is_none() {
+                anyhow::bail!(
+                    "--resource names the resource tokens must be issued for, and without \
+                     --token-file or --oauth-issuer no token is asked for: give one of them, or \
+                     leave --resource out"
+                );
+            }
             let mut config = config(database, running)?;
             config.metrics = metrics;
             config.only_revision = only_revision;

@@ -71,3 +71,23 @@ fn a_taken_port_names_the_flag_that_sets_it() {
         "{stderr}"
     );
 }
+
+/// Issue 71 (information): `--resource` was silently ignored without sign-in, so an operator
+/// could believe tokens were checked for it.
+#[test]
+fn a_resource_without_a_sign_in_is_refused_rather_than_ignored() {
+    let (ok, _, stderr) = order_service(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--database",
+        "sqlite::memory:",
+        "--resource",
+        "https://orders.example/mcp",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("without --token-file or --oauth-issuer no token is asked for"),
+        "{stderr}"
+    );
+}

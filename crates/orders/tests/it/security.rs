@@ -616,6 +616,12 @@ async fn introspection_server(
                     json!({"active": true, "sub": "ana", "exp": later, "aud": elsewhere})
                 }
                 Some("no-audience") => json!({"active": true, "sub": "ana", "exp": later}),
+                // A client registered under a person's name, with no subject of its own.
+                Some("client-only") => {
+                    json!({"active": true, "client_id": "ana", "exp": later, "aud": RESOURCE})
+                }
+                Some("slashes") => json!({"active": true, "sub": "ana", "exp": later,
+                    "aud": format!("{RESOURCE}//")}),
                 Some("expired") => {
                     json!({"active": true, "sub": "ana", "exp": now - 1, "aud": RESOURCE})
                 }
@@ -703,8 +709,17 @@ async fn with_an_oauth_issuer_tokens_are_checked_with_it_for_the_configured_reso
     }
 
     // Refused: not a token, past its time, meant for another resource (whatever `Host` the
-    // request names, the other server's included), or meant for no resource in particular.
-    for token in ["nonsense", "expired", "elsewhere", "no-audience"] {
+    // request names, the other server's included), meant for no resource in particular, for
+    // the resource but with more than one trailing slash, or standing for no subject (only a
+    // client id, which a client chooses: issue 71, finding 4).
+    for token in [
+        "nonsense",
+        "expired",
+        "elsewhere",
+        "no-audience",
+        "client-only",
+        "slashes",
+    ] {
         let auth = format!("Bearer {token}");
         for host in [addr.to_string(), other_host.clone()] {
             let (status, answer) =

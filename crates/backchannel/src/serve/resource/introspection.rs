@@ -1,8 +1,10 @@
 //! Tokens checked with an OAuth authorization server's introspection endpoint (RFC 7662),
 //! an answer kept for at most a minute (a refusal for ten seconds). A token stands for its
-//! `sub`, or its `client_id` when it has none, and only when its audience (`aud`) names the
-//! resource the server was configured with: a token issued for another server, or for none
-//! in particular, is refused.
+//! `sub` (a person, or a client the authorization server names as a subject), and only when
+//! its audience (`aud`) names the resource the server was configured with: a token issued for
+//! another server, or for none in particular, is refused. A token without a `sub` is refused
+//! too: its `client_id` is a name the client chose when it registered, and standing for it would
+//! put clients in the same namespace as people (a client registered as "alice" would be alice).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -56,7 +58,6 @@ struct Introspection {
     active: bool,
     exp: Option<u64>,
     sub: Option<String>,
-    client_id: Option<String>,
     aud: Option<Value>,
 }
 
@@ -225,11 +226,51 @@ fn vouched_for(answer: &Introspection, resource: &str, unix_now: u64) -> Option<
     if !answer.active || !for_us {
         return None;
     }
-    let principal = answer.sub.clone().or_else(|| answer.client_id.clone())?;
+    let principal = answer.sub.clone().filter(|sub| !sub.is_empty())?;
     Some((principal, expires))
 }
 
-/// Whether an audience names this resource (a trailing slash aside).
+/// Whether an audience names this resource: the same URL, or the same but for one trailing
+/// slash (`https://h/mcp` and `https://h/mcp/`), never more.
 fn same_resource(aud: &str, resource: &str) -> bool {
-    aud.trim_end_matches('/') == resource.trim_end_matches('/')
+    aud.strip_suffix('/').unwrap_or(aud) == resource.strip_suffix('/').unwrap_or(resource)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(json: Value) -> Introspection {
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// Finding 4 of issue 71: a token without `sub` stood for its `client_id`, a name the
+    /// client chose, in the same namespace as people.
+    #[test]
+    fn a_token_without_a_subject_does_not_stand_for_its_client_id() {
+        let resource = "https://orders.example/mcp";
+        let now = 1_000;
+        let client_only = serde_json::json!({"active": true, "client_id": "alice", "exp": 2_000,
+            "aud": resource});
+        assert_eq!(vouched_for(&answer(client_only), resource, now), None);
+        let empty = serde_json::json!({"active": true, "sub": "", "client_id": "alice",
+            "exp": 2_000, "aud": resource});
+        assert_eq!(vouched_for(&answer(empty), resource, now), None);
+        let person = serde_json::json!({"active": true, "sub": "alice", "client_id": "desk",
+            "exp": 2_000, "aud": resource});
+        assert_eq!(
+            vouched_for(&answer(person), resource, now),
+            Some(("alice".to_owned(), 2_000))
+        );
+    }
+
+    #[test]
+    fn an_audience_names_the_resource_give_or_take_one_trailing_slash() {
+        let resource = "https://orders.example/mcp";
+        assert!(same_resource(resource, resource));
+        assert!(same_resource("https://orders.example/mcp/", resource));
+        assert!(same_resource(resource, "https://orders.example/mcp/"));
+        assert!(!same_resource("https://orders.example/mcp//", resource));
+        assert!(!same_resource("https://orders.example/mc", resource));
+    }
 }
