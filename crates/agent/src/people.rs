@@ -5,10 +5,16 @@
 //! people file the desk has one implicit person (the terminal's user) and serves loopback only.
 //!
 //! Password checks run on blocking threads, at most [`MAX_CHECKS_AT_ONCE`] at once (each takes
-//! a 19 MiB work area), and a name that failed [`MAX_FAILURES`] times in a row is refused for
-//! [`LOCKED_FOR`] whatever the password: a guesser's share of the desk is small.
+//! a 19 MiB work area). Every attempt is counted before its password is checked, so guesses sent
+//! together are counted as they arrive, not as they finish: a name tried [`MAX_FAILURES`] times
+//! from one address, an address that failed [`MAX_FAILURES_PER_ADDRESS`] times with any names,
+//! or a name that failed [`MAX_FAILURES_PER_NAME`] times from anywhere, is refused for
+//! [`LOCKED_FOR`] whatever the password. A name nobody has is counted and refused exactly like a
+//! person's, so the refusals do not tell who may sign in; and since a name is locked per address
+//! first, a guesser elsewhere cannot keep the person out with a handful of guesses.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,10 +23,17 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 
 /// The most password checks run at once.
 pub const MAX_CHECKS_AT_ONCE: usize = 2;
-/// Failed sign-ins in a row after which a name is refused for a while.
+/// Sign-ins of one name from one address that may fail within [`LOCKED_FOR`].
 pub const MAX_FAILURES: u32 = 5;
-/// How long a name is refused after [`MAX_FAILURES`] failures.
+/// Sign-ins from one address, whatever the names, that may fail within [`LOCKED_FOR`].
+pub const MAX_FAILURES_PER_ADDRESS: u32 = 20;
+/// Sign-ins of one name, from every address together, that may fail within [`LOCKED_FOR`].
+pub const MAX_FAILURES_PER_NAME: u32 = 50;
+/// The window the failures are counted in, and how long a limit, once reached, refuses.
 pub const LOCKED_FOR: Duration = Duration::from_secs(60);
+/// The most names and addresses whose failures are counted at once; with the table full of
+/// live counts, a new name or address is refused until some expire (never forgotten early).
+const MAX_COUNTED: usize = 16 * 1024;
 /// The longest name and password accepted (checked before any hashing).
 pub const MAX_NAME: usize = 64;
 /// The longest password accepted.
@@ -69,8 +82,9 @@ pub enum SignInRefused {
     /// Unknown name or wrong password (which of the two is not said).
     #[error("that name and password do not match")]
     NoMatch,
-    /// Too many failures for this name just now.
-    #[error("too many failed sign-ins for this name: wait a minute and try again")]
+    /// Too many failures for this name, or from this address, just now (said alike for a
+    /// name nobody has).
+    #[error("too many failed sign-ins: wait a minute and try again")]
     Locked,
 }
 
@@ -82,11 +96,35 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
-/// The people who may sign in, and the failures counted per name.
+/// What an attempt's failures are counted under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Counted {
+    /// One name from one address.
+    NameAt(String, IpAddr),
+    /// One address, any name.
+    Address(IpAddr),
+    /// One name, any address.
+    Name(String),
+}
+
+impl Counted {
+    fn limit(&self) -> u32 {
+        match self {
+            Counted::NameAt(..) => MAX_FAILURES,
+            Counted::Address(_) => MAX_FAILURES_PER_ADDRESS,
+            Counted::Name(_) => MAX_FAILURES_PER_NAME,
+        }
+    }
+}
+
+/// Attempts counted in the current window of each key: (count, when the window began).
+type Failures = HashMap<Counted, (u32, tokio::time::Instant)>;
+
+/// The people who may sign in, and the failures counted per name and address.
 #[derive(Clone)]
 pub struct People {
     hashes: Arc<HashMap<String, String>>,
-    failures: Arc<Mutex<HashMap<String, (u32, tokio::time::Instant)>>>,
+    failures: Arc<Mutex<Failures>>,
     checks: Arc<tokio::sync::Semaphore>,
 }
 
@@ -131,18 +169,25 @@ impl People {
         self.hashes.is_empty()
     }
 
-    /// Check `name` and `password`; the person's name when they match.
-    pub async fn sign_in(&self, name: &str, password: &str) -> Result<String, SignInRefused> {
+    /// Check `name` and `password`, sent from `from`; the person's name when they match.
+    ///
+    /// The attempt is counted as a failure before the password is checked (and the count
+    /// taken back if it matches), so guesses sent together are limited as they arrive.
+    pub async fn sign_in(
+        &self,
+        name: &str,
+        password: &str,
+        from: IpAddr,
+    ) -> Result<String, SignInRefused> {
         if name.len() > MAX_NAME || password.len() > MAX_PASSWORD {
             return Err(SignInRefused::NoMatch);
         }
-        let now = tokio::time::Instant::now();
-        if let Some((count, since)) = self.lock_failures().get(name)
-            && *count >= MAX_FAILURES
-            && now.duration_since(*since) < LOCKED_FOR
-        {
-            return Err(SignInRefused::Locked);
-        }
+        let keys = [
+            Counted::NameAt(name.to_owned(), from),
+            Counted::Address(from),
+            Counted::Name(name.to_owned()),
+        ];
+        self.count_attempt(&keys)?;
         // An unknown name costs the same check as a known one, so timing does not tell them
         // apart.
         let hash = self
@@ -162,25 +207,61 @@ impl People {
                 .await
                 .unwrap_or(false)
         };
-        let mut failures = self.lock_failures();
         if matched && known {
-            failures.remove(name);
+            self.take_back(&keys);
             return Ok(name.to_owned());
-        }
-        if known {
-            let entry = failures.entry(name.to_owned()).or_insert((0, now));
-            if now.duration_since(entry.1) >= LOCKED_FOR {
-                *entry = (0, now);
-            }
-            entry.0 += 1;
-            entry.1 = now;
         }
         Err(SignInRefused::NoMatch)
     }
 
-    fn lock_failures(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (u32, tokio::time::Instant)>> {
+    /// Count an attempt under each of `keys`, or refuse it when any of them is at its limit
+    /// (then nothing is counted).
+    fn count_attempt(&self, keys: &[Counted]) -> Result<(), SignInRefused> {
+        let now = tokio::time::Instant::now();
+        let mut failures = self.lock_failures();
+        let live = |(count, since): &(u32, tokio::time::Instant)| {
+            (now.duration_since(*since) < LOCKED_FOR).then_some(*count)
+        };
+        if keys
+            .iter()
+            .any(|key| failures.get(key).and_then(live).unwrap_or(0) >= key.limit())
+        {
+            return Err(SignInRefused::Locked);
+        }
+        let new = keys
+            .iter()
+            .filter(|key| !failures.contains_key(*key))
+            .count();
+        if failures.len() + new > MAX_COUNTED {
+            failures.retain(|_, window| live(window).is_some());
+            if failures.len() + new > MAX_COUNTED {
+                return Err(SignInRefused::Locked);
+            }
+        }
+        for key in keys {
+            let window = failures.entry(key.clone()).or_insert((0, now));
+            if live(window).is_none() {
+                *window = (0, now);
+            }
+            window.0 += 1;
+        }
+        Ok(())
+    }
+
+    /// A matched password: the attempt was no failure. The name's count from this address
+    /// starts again; the others give back the one attempt.
+    fn take_back(&self, keys: &[Counted]) {
+        let mut failures = self.lock_failures();
+        for key in keys {
+            if matches!(key, Counted::NameAt(..)) {
+                failures.remove(key);
+            } else if let Some(window) = failures.get_mut(key) {
+                window.0 = window.0.saturating_sub(1);
+            }
+        }
+    }
+
+    fn lock_failures(&self) -> std::sync::MutexGuard<'_, Failures> {
         self.failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -286,6 +367,9 @@ pub fn add(path: &Path, name: &str, password: &str) -> Result<(), PeopleError> {
 mod tests {
     use super::*;
 
+    const HERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    const ELSEWHERE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 7));
+
     fn file(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("desk-people-{}-{name}", std::process::id()));
         let _ = std::fs::remove_file(&dir);
@@ -301,20 +385,20 @@ mod tests {
         let people = People::load(&path).unwrap();
         assert_eq!(people.len(), 2);
         assert_eq!(
-            people.sign_in("ana", "a new password").await,
+            people.sign_in("ana", "a new password", HERE).await,
             Ok("ana".into())
         );
         assert_eq!(
-            people.sign_in("ana", "correct horse").await,
+            people.sign_in("ana", "correct horse", HERE).await,
             Err(SignInRefused::NoMatch),
             "the replaced password"
         );
         assert_eq!(
-            people.sign_in("carla", "a new password").await,
+            people.sign_in("carla", "a new password", HERE).await,
             Err(SignInRefused::NoMatch)
         );
         assert_eq!(
-            people.sign_in("ben", "battery staple").await,
+            people.sign_in("ben", "battery staple", HERE).await,
             Ok("ben".into())
         );
         #[cfg(unix)]
@@ -333,19 +417,131 @@ mod tests {
         let people = People::load(&path).unwrap();
         for _ in 0..MAX_FAILURES {
             assert_eq!(
-                people.sign_in("ana", "guess").await,
+                people.sign_in("ana", "guess", HERE).await,
                 Err(SignInRefused::NoMatch)
             );
         }
         assert_eq!(
-            people.sign_in("ana", "correct horse").await,
+            people.sign_in("ana", "correct horse", HERE).await,
             Err(SignInRefused::Locked),
             "even the right password, while locked"
         );
         tokio::time::advance(LOCKED_FOR).await;
         assert_eq!(
-            people.sign_in("ana", "correct horse").await,
+            people.sign_in("ana", "correct horse", HERE).await,
             Ok("ana".into())
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// Finding 2 of issue 71: guesses sent together were all checked, because the lock was
+    /// looked at before waiting for a check and a failure counted only after it.
+    #[tokio::test]
+    async fn concurrent_guesses_are_counted_before_they_are_checked() {
+        let path = file("concurrent");
+        add(&path, "ana", "correct horse").unwrap();
+        let people = People::load(&path).unwrap();
+        let guesses: Vec<_> = (0..40)
+            .map(|i| {
+                let people = people.clone();
+                tokio::spawn(
+                    async move { people.sign_in("ana", &format!("guess {i}"), HERE).await },
+                )
+            })
+            .collect();
+        let mut refused = (0, 0);
+        for guess in guesses {
+            match guess.await.unwrap() {
+                Err(SignInRefused::NoMatch) => refused.0 += 1,
+                Err(SignInRefused::Locked) => refused.1 += 1,
+                Ok(_) => panic!("a guess matched"),
+            }
+        }
+        assert_eq!(
+            refused,
+            (MAX_FAILURES, 40 - MAX_FAILURES),
+            "(checked, locked)"
+        );
+        assert_eq!(
+            people.sign_in("ana", "correct horse", HERE).await,
+            Err(SignInRefused::Locked),
+            "the right password after the guesses"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// Finding 5 of issue 71: a known name answered "locked" after its failures while an
+    /// unknown one kept answering "no match", which told who may sign in.
+    #[tokio::test]
+    async fn an_unknown_name_is_locked_exactly_like_a_known_one() {
+        let path = file("unknown");
+        add(&path, "ana", "correct horse").unwrap();
+        let people = People::load(&path).unwrap();
+        for name in ["ana", "nobody"] {
+            for _ in 0..MAX_FAILURES {
+                assert_eq!(
+                    people.sign_in(name, "guess", HERE).await,
+                    Err(SignInRefused::NoMatch),
+                    "{name}"
+                );
+            }
+            assert_eq!(
+                people.sign_in(name, "guess", HERE).await,
+                Err(SignInRefused::Locked),
+                "{name}"
+            );
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// Finding 5 of issue 71: five guesses a minute from anyone kept the person out.
+    #[tokio::test(start_paused = true)]
+    async fn a_guesser_elsewhere_does_not_keep_the_person_out() {
+        let path = file("elsewhere");
+        add(&path, "ana", "correct horse").unwrap();
+        let people = People::load(&path).unwrap();
+        for _ in 0..=MAX_FAILURES {
+            let _ = people.sign_in("ana", "guess", ELSEWHERE).await;
+        }
+        assert_eq!(
+            people.sign_in("ana", "guess", ELSEWHERE).await,
+            Err(SignInRefused::Locked)
+        );
+        assert_eq!(
+            people.sign_in("ana", "correct horse", HERE).await,
+            Ok("ana".into()),
+            "from the person's own address"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_address_guessing_many_names_is_limited_too() {
+        let path = file("many-names");
+        add(&path, "ana", "correct horse").unwrap();
+        let people = People::load(&path).unwrap();
+        for i in 0..MAX_FAILURES_PER_ADDRESS {
+            assert_eq!(
+                people
+                    .sign_in(&format!("name{i}"), "guess", ELSEWHERE)
+                    .await,
+                Err(SignInRefused::NoMatch)
+            );
+        }
+        assert_eq!(
+            people.sign_in("ana", "correct horse", ELSEWHERE).await,
+            Err(SignInRefused::Locked),
+            "the address is locked, whatever the name"
+        );
+        assert_eq!(
+            people.sign_in("ana", "correct horse", HERE).await,
+            Ok("ana".into())
+        );
+        tokio::time::advance(LOCKED_FOR).await;
+        assert_eq!(
+            people.sign_in("ana", "correct horse", ELSEWHERE).await,
+            Ok("ana".into()),
+            "after the window"
         );
         let _ = std::fs::remove_file(&path);
     }

@@ -118,18 +118,34 @@ async fn start_conversation(
     };
     let body = Json(serde_json::json!({ "conversationId": conversation, "resumed": resumed }));
     if fresh {
-        ([(header::SET_COOKIE, session_cookie(&session))], body).into_response()
+        (
+            [(header::SET_COOKIE, session_cookie(&desk, &session))],
+            body,
+        )
+            .into_response()
     } else {
         body.into_response()
     }
 }
 
-/// The `Set-Cookie` of a browser session.
-fn session_cookie(session: &str) -> String {
+/// The `Set-Cookie` of a browser session (`Secure` when browsers reach the desk over
+/// `https:`).
+fn session_cookie(desk: &Desk, session: &str) -> String {
     format!(
-        "{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
-        crate::events::SESSION_LIFETIME.as_secs()
+        "{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        crate::events::SESSION_LIFETIME.as_secs(),
+        secure(desk)
     )
+}
+
+/// `; Secure` when browsers reach the desk over `https:` (its sign-in callback, the address
+/// it gives authorization servers, says how): a cookie then never travels in the clear.
+fn secure(desk: &Desk) -> &'static str {
+    if desk.reached_over_https() {
+        "; Secure"
+    } else {
+        ""
+    }
 }
 
 /// With a people file, the desk's data (orders, refund e-mails) is for signed-in people only:
@@ -169,8 +185,20 @@ struct SignInRequest {
     password: String,
 }
 
+/// The address a request came from (the accept loop puts it beside each request); the
+/// unspecified address when none is known.
+fn client_address(
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+) -> std::net::IpAddr {
+    peer.map_or(std::net::Ipv6Addr::UNSPECIFIED.into(), |peer| peer.0.0.ip())
+}
+
 /// `POST /api/sign-in`: a person of the people file signs in; the session's cookie is set.
-async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInRequest>) -> Response {
+async fn sign_in(
+    State(desk): State<Arc<Desk>>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+    Json(request): Json<SignInRequest>,
+) -> Response {
     let Some(people) = desk.people() else {
         return (
             StatusCode::NOT_FOUND,
@@ -180,7 +208,8 @@ async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInReques
         )
             .into_response();
     };
-    match people.sign_in(&request.name, &request.password).await {
+    let from = client_address(peer);
+    match people.sign_in(&request.name, &request.password, from).await {
         Ok(person) => {
             tracing::info!(person, "signed in to the desk");
             let session = match desk.start_session(&person).await {
@@ -189,7 +218,7 @@ async fn sign_in(State(desk): State<Arc<Desk>>, Json(request): Json<SignInReques
                 Err(error) => return store_failed(&error),
             };
             (
-                [(header::SET_COOKIE, session_cookie(&session))],
+                [(header::SET_COOKIE, session_cookie(&desk, &session))],
                 Json(serde_json::json!({ "person": person })),
             )
                 .into_response()
@@ -216,7 +245,10 @@ async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap)
     {
         return store_failed(&error);
     }
-    let expired = format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+    let expired = format!(
+        "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        secure(&desk)
+    );
     ([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response()
 }
 
@@ -308,10 +340,26 @@ async fn me(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Re
     .into_response()
 }
 
-/// The web UI and its API over `desk` (and `/metrics` when the desk is set to serve it).
+/// Refuse a request from anyone but a signed-in person, on a desk with people.
+async fn people_only_layer(
+    State(desk): State<Arc<Desk>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match people_only(&desk, request.headers()) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
+/// The web UI and its API over `desk` (and `/metrics` when the desk is set to serve it: on a
+/// desk with people, for signed-in people only).
 pub fn routes(desk: Arc<Desk>) -> Router {
     let metrics = if desk.serves_metrics() {
-        backchannel::serve::metrics_router()
+        backchannel::serve::metrics_router().route_layer(axum::middleware::from_fn_with_state(
+            desk.clone(),
+            people_only_layer,
+        ))
     } else {
         Router::new()
     };
@@ -435,12 +483,19 @@ async fn start_sign_in(
                 (
                     header::SET_COOKIE,
                     format!(
-                        "{SIGN_IN_COOKIE}={nonce}; Path={CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=900"
+                        "{SIGN_IN_COOKIE}={nonce}; Path={CALLBACK_PATH}; HttpOnly; SameSite=Lax; Max-Age=900{}",
+                        secure(&desk)
                     ),
                 ),
             ],
         )
             .into_response(),
+        Err(crate::events::SignInError::SomeoneElse) => sign_in_page(
+            StatusCode::FORBIDDEN,
+            "Sign-in not started",
+            "This sign-in is for another person of this desk: only they may open it. Nothing \
+             was changed.",
+        ),
         Err(error) => sign_in_page(
             StatusCode::CONFLICT,
             "Sign-in not started",

@@ -135,6 +135,11 @@ enum Command {
         /// the desk has one person and serves loopback only.
         #[arg(long, value_name = "FILE")]
         people: Option<std::path::PathBuf>,
+        /// With --people: the person who signs the desk in to a server that asks for it (the
+        /// link is shown on their pages only; the desk's one connection then acts under their
+        /// account for everyone). Without it such a sign-in is refused.
+        #[arg(long, value_name = "NAME", requires = "people")]
+        sign_in_person: Option<String>,
         /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client histograms
         /// and the order service's).
         #[arg(long)]
@@ -186,6 +191,11 @@ enum Command {
         /// the desk has one person and serves loopback only.
         #[arg(long, value_name = "FILE")]
         people: Option<std::path::PathBuf>,
+        /// With --people: the person who signs the desk in to a server that asks for it (the
+        /// link is shown on their pages only; the desk's one connection then acts under their
+        /// account for everyone). Without it such a sign-in is refused.
+        #[arg(long, value_name = "NAME", requires = "people")]
+        sign_in_person: Option<String>,
         /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client
         /// histograms).
         #[arg(long)]
@@ -313,6 +323,7 @@ async fn main() -> anyhow::Result<()> {
             carrier_latency_ms,
             allow_hosts,
             people,
+            sign_in_person,
             metrics,
             reset,
             desk,
@@ -329,6 +340,7 @@ async fn main() -> anyhow::Result<()> {
                 web_listen: listen,
                 desk: DeskConfig {
                     people,
+                    sign_in_person,
                     metrics,
                     database: demo_desk_database(&orders)?,
                     ..desk_config(&desk)?
@@ -364,6 +376,7 @@ async fn main() -> anyhow::Result<()> {
             orders,
             allow_hosts,
             people,
+            sign_in_person,
             metrics,
             database,
             orders_bearer_file,
@@ -376,6 +389,7 @@ async fn main() -> anyhow::Result<()> {
             let config = DeskConfig {
                 orders_url: orders,
                 people,
+                sign_in_person,
                 metrics,
                 orders_bearer_file,
                 database: desk_database(database)?,
@@ -385,20 +399,23 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::People {
             action: PeopleAction::Add { name, people },
-        } => {
-            let mut password = String::new();
-            std::io::stdin()
-                .read_line(&mut password)
-                .context("cannot read the password from standard input")?;
-            let password = password.trim_end_matches(['\r', '\n']);
-            if let Some(dir) = people.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot make {}", dir.display()))?;
-            }
-            agent::people::add(&people, &name, password)?;
-            eprintln!("{name} may sign in to the desk ({})", people.display());
-        }
+        } => add_person(&name, &people)?,
     }
+    Ok(())
+}
+
+/// `support-agent people add`: `name` with the password read from standard input.
+fn add_person(name: &str, people: &std::path::Path) -> anyhow::Result<()> {
+    let mut password = String::new();
+    std::io::stdin()
+        .read_line(&mut password)
+        .context("cannot read the password from standard input")?;
+    let password = password.trim_end_matches(['\r', '\n']);
+    if let Some(dir) = people.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
+    }
+    agent::people::add(people, name, password)?;
+    eprintln!("{name} may sign in to the desk ({})", people.display());
     Ok(())
 }
 

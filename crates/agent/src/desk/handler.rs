@@ -24,9 +24,25 @@ pub struct DeskHandler {
     pub(crate) person_deadline: Duration,
     pub(crate) model: Option<crate::llm::Provider>,
     pub(crate) sign_in_callback: Option<String>,
+    /// Whose pages a server's sign-in link goes to.
+    pub(crate) sign_in_for: SignInFor,
     /// The host this handler serves, once open: a server's changed tool list is listed again
     /// through it (weak, so closing the host is not held up by its handler).
     pub(crate) host: std::sync::OnceLock<std::sync::Weak<backchannel_host::Host<DeskHandler>>>,
+}
+
+/// Whose pages a server's "Sign in" link goes to. The desk's connection to a server is one
+/// for every person of the desk, so it acts under the account of whoever signs it in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SignInFor {
+    /// A desk of one person: every page is theirs.
+    ThePerson,
+    /// A desk with people: the one person named to sign its connections in
+    /// (`--sign-in-person`); no one else sees or may open the link.
+    Person(String),
+    /// A desk with people and nobody named: no sign-in is shown (a person who opened it would
+    /// have the desk act for everyone under their account).
+    Nobody,
 }
 
 /// How long a "Sign in" link waits for the person.
@@ -45,9 +61,20 @@ impl HostHandler for DeskHandler {
                 "{connection} asks to sign in, and this desk has no callback address to sign in with"
             )));
         };
+        let for_person = match &self.sign_in_for {
+            SignInFor::ThePerson => None,
+            SignInFor::Person(person) => Some(person.as_str()),
+            SignInFor::Nobody => {
+                return Err(backchannel_host::AuthorizeError::Failed(format!(
+                    "{connection} asks to sign in; this desk's connection to it acts for every \
+                     person of the desk, so it signs in only as the person named with \
+                     --sign-in-person NAME, and none is named"
+                )));
+            }
+        };
         let query = self
             .events
-            .sign_in(connection, &authorization_url, SIGN_IN_DEADLINE)
+            .sign_in(connection, &authorization_url, SIGN_IN_DEADLINE, for_person)
             .await?;
         Ok(format!("{callback}?{query}"))
     }

@@ -71,6 +71,10 @@ pub struct DeskConfig {
     /// Who may sign in to the web UI; `None` means one implicit person (`agent_id`), for a
     /// desk on loopback.
     pub people: Option<crate::people::People>,
+    /// With people: the person whose pages get a server's "Sign in" link (the desk's one
+    /// connection to that server then acts under their account, for everyone), and who alone
+    /// may open it; without one named, such a sign-in is refused. Unused without people.
+    pub sign_in_person: Option<String>,
     /// Declare the tasks extension: a server that runs a call as a task asks its questions
     /// inside it, and they wait in the person's inbox (up to `person_deadline`) while the
     /// conversation goes on; the result is said in the conversation when it comes.
@@ -99,6 +103,7 @@ impl Default for DeskConfig {
             orders_bearer_file: None,
             metrics: false,
             people: None,
+            sign_in_person: None,
             tasks: false,
             database: None,
         }
@@ -157,6 +162,22 @@ pub enum DeskError {
     /// The desk's database failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The person named to sign the desk's connections in is not in the people file.
+    #[error("--sign-in-person {0}: nobody of that name is in the people file")]
+    UnknownSignInPerson(String),
+}
+
+/// Whose pages a desk set up as `config` shows its sign-ins on.
+fn sign_in_for(config: &DeskConfig) -> Result<handler::SignInFor, DeskError> {
+    use handler::SignInFor;
+    Ok(match (&config.people, &config.sign_in_person) {
+        (None, _) => SignInFor::ThePerson,
+        (Some(people), Some(person)) if people.contains(person) => {
+            SignInFor::Person(person.clone())
+        }
+        (Some(_), Some(person)) => return Err(DeskError::UnknownSignInPerson(person.clone())),
+        (Some(_), None) => SignInFor::Nobody,
+    })
 }
 
 /// Words the desk refuses to discuss.
@@ -315,11 +336,13 @@ impl Desk {
             }
             None => None,
         };
+        let sign_in_for = sign_in_for(&config)?;
         let handler = Arc::new(DeskHandler {
             events: events.clone(),
             person_deadline: direct,
             model: config.model.clone(),
             sign_in_callback: config.sign_in_callback.clone(),
+            sign_in_for,
             host: Default::default(),
         });
         let host = Connecting::open(host_config, handler);
@@ -426,7 +449,17 @@ impl Desk {
         self.config.people.as_ref()
     }
 
-    /// The one person of a desk without people (the terminal's user).
+    /// Whether browsers reach the desk over `https:` (its sign-in callback's address says so):
+    /// its cookies are then `Secure`.
+    pub fn reached_over_https(&self) -> bool {
+        self.config
+            .sign_in_callback
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https:"))
+    }
+
+    /// The person of a conversation without a session (the terminal's user, the desk's one
+    /// implicit person).
     pub fn implicit_person(&self) -> &str {
         &self.config.agent_id
     }
@@ -768,5 +801,42 @@ impl Desk {
     /// Close the connections.
     pub async fn close(self) {
         self.host.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finding 3 of issue 71: with people, a sign-in of the desk's one connection goes to the
+    /// person named for it, or to nobody; never to whoever opens it first.
+    #[test]
+    fn with_people_a_sign_in_is_for_the_person_named_or_nobody() {
+        let file = std::env::temp_dir().join(format!("desk-sign-in-for-{}", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        crate::people::add(&file, "ana", "ana-password").unwrap();
+        let people = crate::people::People::load(&file).unwrap();
+        let with = |person: Option<&str>, people: Option<crate::people::People>| DeskConfig {
+            people,
+            sign_in_person: person.map(str::to_owned),
+            ..DeskConfig::default()
+        };
+        assert_eq!(
+            sign_in_for(&with(None, None)).unwrap(),
+            handler::SignInFor::ThePerson
+        );
+        assert_eq!(
+            sign_in_for(&with(None, Some(people.clone()))).unwrap(),
+            handler::SignInFor::Nobody
+        );
+        assert_eq!(
+            sign_in_for(&with(Some("ana"), Some(people.clone()))).unwrap(),
+            handler::SignInFor::Person("ana".into())
+        );
+        assert!(matches!(
+            sign_in_for(&with(Some("dee"), Some(people))),
+            Err(DeskError::UnknownSignInPerson(name)) if name == "dee"
+        ));
+        let _ = std::fs::remove_file(&file);
     }
 }

@@ -234,6 +234,9 @@ struct Question {
 struct PendingSignIn {
     server: String,
     url: String,
+    /// The person whose pages show it and whose browser alone may open it; `None` on a desk
+    /// of one person (every page is theirs).
+    for_person: Option<String>,
     back: oneshot::Sender<String>,
     /// The browser session that opened it from a page, and the nonce its browser holds.
     claimed: Option<(String, String)>,
@@ -495,7 +498,11 @@ impl Events {
             secret: secret.clone(),
             working,
         });
-        for pending in lock(&self.sign_ins).values() {
+        let person = self.person_for(conversation);
+        for pending in lock(&self.sign_ins)
+            .values()
+            .filter(|pending| pending.for_person.as_ref().is_none_or(|p| *p == person))
+        {
             let _ = tx.send(Event::SignIn {
                 server: pending.server.clone(),
                 url: pending.url.clone(),
@@ -588,6 +595,20 @@ impl Events {
     /// Send an event to every page.
     pub fn emit_all(&self, event: &Event) {
         lock(&self.watchers).retain(|_, watcher| watcher.tx.send(event.clone()).is_ok());
+    }
+
+    /// Send an event to every page of `person` ([`Events::person_for`] its conversation), or
+    /// to every page when `None`.
+    pub(crate) fn emit_to(&self, person: Option<&str>, event: &Event) {
+        let Some(person) = person else {
+            return self.emit_all(event);
+        };
+        let conversations: Vec<String> = lock(&self.watchers).keys().cloned().collect();
+        for conversation in conversations {
+            if self.person_for(&conversation) == person {
+                self.emit(&conversation, event.clone());
+            }
+        }
     }
 
     /// Whether `secret` is the secret of this conversation's current stream.

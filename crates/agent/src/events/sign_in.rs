@@ -1,5 +1,6 @@
-//! Sign-ins a server asks of the person: the link shown on every page, the browser that opens
-//! it from a page holding it, and the callback that finishes it once.
+//! Sign-ins a server asks of the person: the link shown on the pages of the person it is for
+//! (every page on a desk of one person), the browser that opens it from such a page holding it,
+//! and the callback that finishes it once.
 
 use std::time::Duration;
 
@@ -21,17 +22,22 @@ pub enum SignInError {
     /// The browser that came back is not the one that opened the sign-in from the desk.
     #[error("this sign-in was opened in another browser")]
     OtherBrowser,
+    /// The sign-in is another person's: this browser's person may not open it.
+    #[error("this sign-in is for another person")]
+    SomeoneElse,
 }
 
 impl Events {
-    /// Show every page (and the terminal) a "Sign in to `server`" link to `url`, and wait at
-    /// most `deadline` for the browser to come back to the desk's callback with the same
-    /// OAuth `state`. Returns the callback's query string.
+    /// Show the pages of `for_person` (every page and the terminal when `None`) a "Sign in to
+    /// `server`" link to `url`, and wait at most `deadline` for the browser to come back to the
+    /// desk's callback with the same OAuth `state`. Only a browser session of `for_person` may
+    /// open the link ([`Events::claim_sign_in`]). Returns the callback's query string.
     pub async fn sign_in(
         &self,
         server: &str,
         url: &str,
         deadline: Duration,
+        for_person: Option<&str>,
     ) -> Result<String, String> {
         let state = reqwest::Url::parse(url)
             .ok()
@@ -44,22 +50,25 @@ impl Events {
             PendingSignIn {
                 server: server.to_owned(),
                 url: url.to_owned(),
+                for_person: for_person.map(str::to_owned),
                 back,
                 claimed: None,
             },
         );
         tracing::info!(server, "waiting for the person to sign in");
-        self.emit_all(&Event::SignIn {
+        let shown = Event::SignIn {
             server: server.to_owned(),
             url: url.to_owned(),
-        });
+        };
+        self.emit_to(for_person, &shown);
         let outcome = tokio::time::timeout(deadline, came_back).await;
         lock(&self.sign_ins).remove(&state);
         let completed = matches!(outcome, Ok(Ok(_)));
-        self.emit_all(&Event::SignInEnded {
+        let ended = Event::SignInEnded {
             server: server.to_owned(),
             completed,
-        });
+        };
+        self.emit_to(for_person, &ended);
         match outcome {
             Ok(Ok(query)) => Ok(query),
             _ => Err(format!(
@@ -75,16 +84,22 @@ impl Events {
         self.finish_sign_in(query, None)
     }
 
-    /// A browser session opens the sign-in `state` from a page: the first one to do so holds
-    /// it. Returns the authorization URL to send that browser to and the nonce it must carry
-    /// back to the callback.
+    /// A browser session opens the sign-in `state` from a page: the first one of the person
+    /// it is for to do so holds it. Returns the authorization URL to send that browser to and
+    /// the nonce it must carry back to the callback.
     pub fn claim_sign_in(
         &self,
         state: &str,
         session: &str,
     ) -> Result<(String, String), SignInError> {
+        let person = self.person_of_session(session);
         let mut sign_ins = lock(&self.sign_ins);
         let pending = sign_ins.get_mut(state).ok_or(SignInError::NotWaiting)?;
+        if let Some(for_person) = &pending.for_person
+            && person.as_deref() != Some(for_person.as_str())
+        {
+            return Err(SignInError::SomeoneElse);
+        }
         match &pending.claimed {
             Some((by, nonce)) if constant_time_eq(by.as_bytes(), session.as_bytes()) => {
                 Ok((pending.url.clone(), nonce.clone()))

@@ -83,6 +83,7 @@ async fn a_sign_in_opened_from_a_page_is_finished_only_by_that_browser() {
                     "orders",
                     "https://as.example/authorize?state=s-9",
                     Duration::from_secs(600),
+                    None,
                 )
                 .await
         })
@@ -213,6 +214,7 @@ async fn a_sign_in_is_shown_to_every_page_and_ends_with_its_own_callback() {
                     "orders",
                     "http://as.example/authorize?client_id=x&state=s-123",
                     Duration::from_secs(600),
+                    None,
                 )
                 .await
         })
@@ -255,6 +257,7 @@ async fn a_sign_in_nobody_finishes_ends_and_says_so() {
             "orders",
             "http://as.example/authorize?state=s-1",
             Duration::from_secs(600),
+            None,
         )
         .await;
     assert_eq!(
@@ -275,7 +278,8 @@ async fn a_sign_in_nobody_finishes_ends_and_says_so() {
             .sign_in(
                 "orders",
                 "http://as.example/authorize",
-                Duration::from_secs(1)
+                Duration::from_secs(1),
+                None
             )
             .await,
         Err("the authorization URL carries no state to match the callback with".into())
@@ -401,4 +405,71 @@ fn the_terminal_answers_for_its_person_and_a_loopback_desk_s_browsers_only() {
     let person = events.owner_of_session(&session).unwrap();
     assert_eq!(person, "support-agent");
     assert!(!terminal_may_answer(&person, "ben"));
+}
+
+/// Finding 3 of issue 71: the desk's "Sign in to orders" link reached every page, and the
+/// first browser session to open it owned it: on a desk with people, Dee finished the link, and
+/// the desk's one orders connection then acted under Dee's account. Now it goes to the person
+/// named to sign in, and no one else's browser may open it.
+#[tokio::test(start_paused = true)]
+async fn a_sign_in_link_reaches_and_opens_for_its_own_person_only() {
+    let events = std::sync::Arc::new(Events::default());
+    events.set_people(true);
+    let ana = events.start_session("ana").unwrap();
+    let dee = events.start_session("dee").unwrap();
+    let anas_conversation = events.start_conversation(&ana);
+    let dees_conversation = events.start_conversation(&dee);
+    let (_, mut anas_page) = events.open(&anas_conversation);
+    let (_, mut dees_page) = events.open(&dees_conversation);
+    assert!(matches!(
+        recv(&mut anas_page).await,
+        Some(Event::Hello { .. })
+    ));
+    assert!(matches!(
+        recv(&mut dees_page).await,
+        Some(Event::Hello { .. })
+    ));
+    let signing_in = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            events
+                .sign_in(
+                    "orders",
+                    "https://as.example/authorize?state=s-ana",
+                    Duration::from_secs(600),
+                    Some("ana"),
+                )
+                .await
+        })
+    };
+    assert!(matches!(
+        recv(&mut anas_page).await,
+        Some(Event::SignIn { .. })
+    ));
+    // Dee's page is not told, not even when opened again while it waits.
+    let (_, mut dees_again) = events.open(&dees_conversation);
+    assert!(matches!(
+        recv(&mut dees_again).await,
+        Some(Event::Hello { .. })
+    ));
+    while let Ok(event) = dees_again.try_recv() {
+        assert!(!matches!(event, Event::SignIn { .. }), "{event:?}");
+    }
+    // Dee's browser may not open it, even first; Ana's may.
+    assert_eq!(
+        events.claim_sign_in("s-ana", &dee),
+        Err(SignInError::SomeoneElse)
+    );
+    let (_, nonce) = events.claim_sign_in("s-ana", &ana).unwrap();
+    assert_eq!(
+        events.signed_in_by("code=c&state=s-ana", Some(&nonce)),
+        Ok("orders".into())
+    );
+    assert_eq!(signing_in.await.unwrap(), Ok("code=c&state=s-ana".into()));
+    while let Ok(event) = dees_page.try_recv() {
+        assert!(
+            !matches!(event, Event::SignIn { .. } | Event::SignInEnded { .. }),
+            "{event:?}"
+        );
+    }
 }

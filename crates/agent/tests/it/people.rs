@@ -254,3 +254,71 @@ async fn the_order_service_hears_the_signed_in_persons_name() {
     assert!(audit.ends_with("requested by ben"), "{audit}");
     let _ = std::fs::remove_file(&file);
 }
+
+/// Finding 8 of issue 71: `/metrics` on a desk with people was open to anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_people_metrics_are_for_signed_in_people_only() {
+    let file = people_file("metrics");
+    let demo = crate::common::start(
+        crate::common::orders_in_memory(Duration::ZERO),
+        DeskConfig {
+            people: Some(agent::people::People::load(&file).unwrap()),
+            metrics: true,
+            ..DeskConfig::default()
+        },
+    )
+    .await;
+    let url = demo.url.clone();
+    let anonymous = reqwest::get(format!("{url}metrics")).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let (status, ana) = sign_in(&url, "ana", "ana-password").await;
+    assert_eq!(status, 200);
+    let signed_in = reqwest::Client::new()
+        .get(format!("{url}metrics"))
+        .header(reqwest::header::COOKIE, ana.unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 200);
+    assert!(
+        signed_in.headers()[reqwest::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let _ = std::fs::remove_file(&file);
+}
+
+/// Issue 71 (information): session cookies never carried `Secure`, even for a desk browsers
+/// reach over `https:`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_desk_reached_over_https_sets_only_secure_cookies() {
+    let file = people_file("secure");
+    for (callback, secure) in [
+        (Some("https://desk.example/oauth/callback"), true),
+        (None, false),
+    ] {
+        let demo = crate::common::start(
+            crate::common::orders_in_memory(Duration::ZERO),
+            DeskConfig {
+                people: Some(agent::people::People::load(&file).unwrap()),
+                sign_in_callback: callback.map(str::to_owned),
+                ..DeskConfig::default()
+            },
+        )
+        .await;
+        let response = reqwest::Client::new()
+            .post(format!("{}api/sign-in", demo.url))
+            .json(&json!({"name": "ana", "password": "ana-password"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let set = response.headers()[reqwest::header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(set.contains("; Secure"), secure, "{callback:?}: {set}");
+    }
+    let _ = std::fs::remove_file(&file);
+}
