@@ -289,6 +289,9 @@ impl Forward<'_> {
                 if let (true, Some(session)) = (gone, hop::session_of(id)) {
                     end_left_over(host, &route.connection, session).await;
                 }
+                if !error.not_sent() {
+                    self.upstreams.hop.settled(&round).await;
+                }
                 let message = if error.not_sent() {
                     format!(
                         "the question expired with the gateway instance that asked it ({error}); \

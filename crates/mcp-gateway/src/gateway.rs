@@ -515,6 +515,7 @@ async fn task_request(
         }
         Err(error) => {
             tracing::warn!(upstream = %route.connection, instance, %error, "a task's instance gave no answer the gateway could verify");
+            upstreams.hop.settled(&round).await;
             Err(ErrorData::internal_error(
                 format!(
                     "the gateway instance that started the task gave no answer that could be \

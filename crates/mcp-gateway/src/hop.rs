@@ -214,8 +214,8 @@ pub(crate) enum HopError {
     #[error("{0}")]
     Unreachable(String),
     /// The envelope went out, and what came back was a refusal, nothing, or nothing the ring
-    /// made for this envelope: whether the owner acted on it is not known, and it can no
-    /// longer open anywhere when this is returned.
+    /// made for this envelope: whether the owner acted on it is not known until it can no
+    /// longer open anywhere ([`Hop::settled`]).
     #[error("{0}")]
     Unconfirmed(String),
 }
@@ -282,6 +282,7 @@ impl Hop {
             sealer: keys.map(backchannel::Sealer::with_keys).transpose()?,
             client: reqwest::Client::builder()
                 .connect_timeout(HOP_CONNECT_TIMEOUT)
+                .pool_max_idle_per_host(0)
                 .tcp_nodelay(true)
                 .build()
                 .unwrap_or_default(),
@@ -356,8 +357,12 @@ impl Hop {
 
     /// Pass `round` to `owner` and wait for its answer (a [`HopReply`] for a round, a
     /// [`TaskAnswer`] for a task request), which must be sealed by the ring for this very
-    /// envelope. When the envelope went out but no such answer came, this returns only once
-    /// the envelope can no longer open at any instance ([`HopError::Unconfirmed`]).
+    /// envelope. When the envelope went out but no such answer came ([`HopError::Unconfirmed`]),
+    /// wait for [`Hop::settled`] before telling the client anything.
+    ///
+    /// Every hop opens a connection of its own (none is kept idle between hops): a connection
+    /// kept from an earlier hop to an owner since killed would take the envelope and break,
+    /// where a new one is refused at once and the envelope is known not to have left.
     pub(crate) async fn relay<T: serde::de::DeserializeOwned>(
         &self,
         owner: &str,
@@ -391,14 +396,14 @@ impl Hop {
                 .await
                 .and_then(|sealed| self.open_answer(&sealed, round)),
         };
-        match answered {
-            Ok(answer) => Ok(answer),
-            Err(why) => {
-                if let Some(left) = until_stale(round.issued_at, SystemTime::now()) {
-                    tokio::time::sleep(left).await;
-                }
-                Err(HopError::Unconfirmed(why))
-            }
+        answered.map_err(HopError::Unconfirmed)
+    }
+
+    /// Wait until `round`'s envelope can no longer open at any instance whose clock is within
+    /// [`HOP_CLOCK_SKEW`] of this one's: whatever became of it is done by then.
+    pub(crate) async fn settled(&self, round: &HopRound) {
+        if let Some(left) = until_stale(round.issued_at, SystemTime::now()) {
+            tokio::time::sleep(left).await;
         }
     }
 
@@ -735,14 +740,13 @@ mod tests {
             updates: Vec::new(),
             end: HopEnd::Failed("order cancelled and refunded".into()),
         };
-        // Dated long ago, so an unconfirmed answer is said at once.
         let round = || HopRound {
             owner: "ana".into(),
             ask: HopAsk::Task {
                 id: "t".into(),
                 method: TaskMethod::Get,
             },
-            issued_at: now() - 120,
+            issued_at: now(),
             once: crate::hold::fresh_id().unwrap(),
         };
         let plain = fake_owner(serde_json::to_string(&reply()).unwrap()).await;
