@@ -163,3 +163,34 @@ fn targets_without_a_test_harness_hold_no_tests() {
         offenders,
     );
 }
+
+/// Every test `SECURITY.md` names as showing a promise (`crate: module::function`) is a
+/// function of that crate, so the table cannot point at a test that was renamed or removed.
+#[test]
+fn every_test_security_md_names_exists() {
+    let text = std::fs::read_to_string(crate::workspace().join("SECURITY.md")).unwrap();
+    let crates = crate::crates();
+    let mut offenders = Vec::new();
+    let mut named = 0;
+    for quoted in text.split('`').skip(1).step_by(2) {
+        let Some((krate, path)) = quoted.split_once(": ") else {
+            continue;
+        };
+        if !crates.iter().any(|name| name == krate) || !path.contains("::") {
+            continue;
+        }
+        named += 1;
+        let function = path.rsplit("::").next().unwrap_or_default();
+        let root = crate::workspace().join("crates").join(krate);
+        let defined = ["src", "tests"]
+            .iter()
+            .filter(|dir| root.join(dir).is_dir())
+            .flat_map(|dir| crate::rust_files(&root.join(dir)))
+            .any(|file| crate::source(&file).contains(&format!("fn {function}(")));
+        if !defined {
+            offenders.push(format!("{krate}: {path}"));
+        }
+    }
+    assert!(named > 20, "SECURITY.md names {named} tests: is its format still `crate: path`?");
+    crate::assert_none("tests SECURITY.md names that do not exist", offenders);
+}
