@@ -191,6 +191,9 @@ fn every_test_security_md_names_exists() {
             offenders.push(format!("{krate}: {path}"));
         }
     }
-    assert!(named > 20, "SECURITY.md names {named} tests: is its format still `crate: path`?");
+    assert!(
+        named > 20,
+        "SECURITY.md names {named} tests: is its format still `crate: path`?"
+    );
     crate::assert_none("tests SECURITY.md names that do not exist", offenders);
 }
