@@ -135,6 +135,11 @@ impl Screen {
             // The chat's own answer prints the reply; the stream's copy is for a page.
             Event::Hello { .. } | Event::Done { .. } => {}
             Event::Said { text, .. } => writeln!(out, "\rAgent: {text}")?,
+            Event::Log {
+                server,
+                level,
+                text,
+            } => writeln!(out, "\r{server} ({level}): {text}")?,
             Event::Inbox { questions } => {
                 // Said once per question asked elsewhere (a page of the same person).
                 for item in questions.iter().filter(|q| {

@@ -285,6 +285,8 @@ function connectEvents() {
     // A task that waited for the person ended: its result, in the conversation.
     said: (data) => { say("agent", data.text, data.html); loadOrders(); },
     signinended: (data) => endSignIn(data),
+    // A server's log message during a call of this conversation, at its level.
+    log: (data) => say("log", `${data.server} (${data.level}): ${data.text}`),
   };
   for (const name of vocabulary.events) {
     const handle = handlers[name];

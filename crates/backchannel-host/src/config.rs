@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use backchannel::Revision;
+use backchannel::{LogLevel, Revision};
 
 /// `"auto"` (or nothing) for `None`, or a revision's date.
 fn revision_or_auto<'de, D: serde::Deserializer<'de>>(
@@ -17,6 +17,29 @@ fn revision_or_auto<'de, D: serde::Deserializer<'de>>(
         return Ok(None);
     }
     text.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+/// `"debug"` … `"emergency"` (the protocol's names), or `"off"` for none.
+fn level_or_off<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<LogLevel>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    if text.trim() == "off" {
+        return Ok(None);
+    }
+    text.trim().parse::<LogLevel>().map(Some).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "log_level {text:?}: expected debug, info, notice, warning, error, critical, \
+                 alert, emergency or off"
+        ))
+    })
+}
+
+/// The level a connection asks for unless configured otherwise.
+pub const DEFAULT_LOG_LEVEL: Option<LogLevel> = Some(LogLevel::Info);
+
+fn default_log_level() -> Option<LogLevel> {
+    DEFAULT_LOG_LEVEL
 }
 
 /// How to reach a server.
@@ -106,6 +129,13 @@ pub struct ConnectionConfig {
     /// How to sign in when an HTTP server asks (feature `oauth`; the `[…auth]` table).
     #[serde(default)]
     pub auth: Option<AuthConfig>,
+    /// The least severe log messages to ask the server for: `logging/setLevel` once a
+    /// 2025-11-25 session opens (when the server declares logging), each request's
+    /// `io.modelcontextprotocol/logLevel` on 2026-07-28 (unless the caller's context names one).
+    /// `"debug"` … `"emergency"`, or `"off"` to ask for none; default `"info"`
+    /// ([`DEFAULT_LOG_LEVEL`]).
+    #[serde(default = "default_log_level", deserialize_with = "level_or_off")]
+    pub log_level: Option<LogLevel>,
 }
 
 /// How a connection signs in, when its server asks (a 401 with a `WWW-Authenticate`

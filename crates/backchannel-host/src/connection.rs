@@ -478,7 +478,40 @@ impl<H: HostHandler> Connection<H> {
             reauth,
         };
         connection.direct = connection.direct_path().map_err(connect_error)?;
+        connection.ask_for_logs().await;
         Ok(connection)
+    }
+
+    /// On a session (2025-11-25) whose server declares logging, ask for the configured level of
+    /// log messages (`logging/setLevel`); without it the server sends none. A refusal is the
+    /// server's to make, and costs the connection nothing.
+    async fn ask_for_logs(&self) {
+        let Some(level) = self.config.log_level else {
+            return;
+        };
+        let declares_logging = self
+            .service
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.capabilities.logging.is_some());
+        if !self.has_sessions() || !declares_logging {
+            return;
+        }
+        let params = rmcp::model::SetLevelRequestParams::new(level.into());
+        if let Err(error) = self.service.peer().set_level(params).await {
+            tracing::debug!(connection = %self.name, %error, "the server refused a log level");
+        }
+    }
+
+    /// `meta` with the configured log level, for a request on a revision without sessions
+    /// (2026-07-28), unless it names one already.
+    pub(crate) fn with_log_level(&self, meta: &mut rmcp::model::RequestMetaObject) {
+        if let Some(level) = self.config.log_level
+            && meta.log_level().is_none()
+            && !self.has_sessions()
+        {
+            meta.set_log_level(level.into());
+        }
     }
 
     /// The direct path of an HTTP connection that negotiated a stateless revision, authenticated

@@ -45,8 +45,8 @@ mod routes;
 mod streams;
 
 pub use config::{
-    AuthConfig, ConfigError, ConnectionConfig, Declared, HostConfig, MAX_CONFIG_BYTES, RootConfig,
-    Transport, file_uri,
+    AuthConfig, ConfigError, ConnectionConfig, DEFAULT_LOG_LEVEL, Declared, HostConfig,
+    MAX_CONFIG_BYTES, RootConfig, Transport, file_uri,
 };
 pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST, STDERR_TARGET};
 pub use error::{AuthorizeError, HostError};

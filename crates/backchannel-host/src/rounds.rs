@@ -542,6 +542,7 @@ impl<H: HostHandler> Connection<H> {
         let caller_token = meta
             .remove("progressToken")
             .and_then(|value| serde_json::from_value::<ProgressToken>(value).ok());
+        self.with_log_level(&mut meta);
         (caller_token, (!meta.is_empty()).then_some(meta))
     }
 

@@ -17,7 +17,7 @@ use backchannel::ListKind;
 
 use crate::config::Declared;
 use crate::handler::{HostHandler, LogMessage, SamplingQuestion};
-use crate::routes::{Call, CallTag, Routes};
+use crate::routes::{Call, CallTag, ProgressSeq, Routes};
 
 /// The rmcp client handler of one connection: routes everything to the host handler.
 pub(crate) struct Routed<H> {
@@ -277,12 +277,14 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         let call = self.routes.call_of_token(&params.progress_token);
-        call.deliver_progress(params, |progress| {
-            self.handler.on_progress(&self.connection, progress);
-        });
+        let deliver = |progress| self.handler.on_progress(&self.connection, progress);
+        match context.extensions.get::<ProgressSeq>() {
+            Some(ProgressSeq(seq)) => call.deliver_in_order(*seq, params, deliver),
+            None => call.deliver_progress(params, deliver),
+        }
         call.handled();
     }
 

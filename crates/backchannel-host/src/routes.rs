@@ -11,11 +11,14 @@
 //! delivered as one step under the call's lock, so the handler sees it strictly increasing.
 //! [`Tagging::receive`] also counts each call's progress notifications as they come off the
 //! wire, in order; a call waits for that count to drain before it returns its result, so the
-//! last progress reaches the handler before the result reaches the caller.
+//! last progress reaches the handler before the result reaches the caller. It numbers them too
+//! ([`ProgressSeq`]): rmcp handles each incoming notification in a task of its own, so they may
+//! reach the handler in any order, and a call hands them on in the order they came off the wire
+//! ([`Call::deliver_in_order`]), so none is dropped for arriving after a higher one.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::Hash;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,7 +41,16 @@ pub(super) struct Call {
     /// Progress notifications taken off the wire and not yet handled.
     unhandled: AtomicUsize,
     drained: tokio::sync::Notify,
+    /// The number the next progress notification off the wire gets.
+    numbered: AtomicU64,
+    /// The number of the next one to hand on, and those that arrived ahead of it.
+    in_order: Mutex<(u64, BTreeMap<u64, ProgressNotificationParam>)>,
 }
+
+/// The place of a progress notification among its call's, as it came off the wire (put in
+/// its extensions by [`Tagging`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ProgressSeq(pub(super) u64);
 
 impl Call {
     pub(super) fn new(caller: Option<ProgressToken>) -> Arc<Call> {
@@ -47,6 +59,8 @@ impl Call {
             shown: Mutex::new(f64::NEG_INFINITY),
             unhandled: AtomicUsize::new(0),
             drained: tokio::sync::Notify::new(),
+            numbered: AtomicU64::new(0),
+            in_order: Mutex::new((0, BTreeMap::new())),
         })
     }
 
@@ -64,6 +78,29 @@ impl Call {
                 progress.progress_token = caller.clone();
             }
             deliver(progress);
+        }
+    }
+
+    /// [`Call::deliver_progress`] for the notification numbered `seq` off the wire, once every
+    /// one numbered before it has been: those that came ahead of their turn wait here (each
+    /// notification reaches this once, so a gap fills as soon as its handler runs).
+    pub(super) fn deliver_in_order(
+        &self,
+        seq: u64,
+        progress: ProgressNotificationParam,
+        deliver: impl Fn(ProgressNotificationParam),
+    ) {
+        let mut in_order = lock(&self.in_order);
+        let (next, waiting) = &mut *in_order;
+        if seq < *next {
+            // Numbered twice (it cannot be), or from before a reset: hand it on as it is.
+            self.deliver_progress(progress, &deliver);
+            return;
+        }
+        waiting.insert(seq, progress);
+        while let Some(progress) = waiting.remove(next) {
+            *next += 1;
+            self.deliver_progress(progress, &deliver);
         }
     }
 
@@ -180,9 +217,10 @@ impl Routes {
         };
         match &mut notification.notification {
             ServerNotification::ProgressNotification(progress) => {
-                self.call_of_token(&progress.params.progress_token)
-                    .unhandled
-                    .fetch_add(1, Ordering::AcqRel);
+                let call = self.call_of_token(&progress.params.progress_token);
+                call.unhandled.fetch_add(1, Ordering::AcqRel);
+                let seq = call.numbered.fetch_add(1, Ordering::AcqRel);
+                progress.extensions.insert(ProgressSeq(seq));
             }
             // A log message names no request, and rmcp does not say which stream it came on:
             // it is the call's when one call is in flight as it arrives (its result comes

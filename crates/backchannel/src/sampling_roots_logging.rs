@@ -36,6 +36,43 @@ pub enum LogLevel {
     Emergency,
 }
 
+impl LogLevel {
+    /// The level as the protocol names it (`"debug"` … `"emergency"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+impl std::str::FromStr for LogLevel {
+    type Err = String;
+
+    /// A level by its protocol name.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        [
+            LogLevel::Debug,
+            LogLevel::Info,
+            LogLevel::Notice,
+            LogLevel::Warning,
+            LogLevel::Error,
+            LogLevel::Critical,
+            LogLevel::Alert,
+            LogLevel::Emergency,
+        ]
+        .into_iter()
+        .find(|level| level.as_str() == name)
+        .ok_or_else(|| format!("{name:?} is no log level"))
+    }
+}
+
 impl From<rmcp::model::LoggingLevel> for LogLevel {
     fn from(level: rmcp::model::LoggingLevel) -> Self {
         use rmcp::model::LoggingLevel as L;

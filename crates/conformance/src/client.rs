@@ -114,6 +114,7 @@ impl Scenario {
                 redirect_uri: Some(REDIRECT_URI.into()),
                 ..AuthConfig::default()
             }),
+            log_level: backchannel_host::DEFAULT_LOG_LEVEL,
         };
         HostConfig {
             client_name: "backchannel-conformance-client".into(),

@@ -106,6 +106,8 @@ pub fn quick_config_with_meta(
                 tools: None,
                 capabilities: relayed_capabilities(),
                 auth: None,
+                // Asked per call, as its client asks (`LOG_LEVEL_META_KEY`), never by default.
+                log_level: None,
             };
             (upstream.name.clone(), connection)
         })

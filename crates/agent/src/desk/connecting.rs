@@ -99,6 +99,7 @@ pub(crate) fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
                     tasks: false,
                 },
                 auth: None,
+                log_level: backchannel_host::DEFAULT_LOG_LEVEL,
             },
         );
     }

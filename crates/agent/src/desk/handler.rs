@@ -243,8 +243,32 @@ impl HostHandler for DeskHandler {
         });
     }
 
+    /// A server's log message: in the desk's log at its own level, and on the page of the
+    /// conversation whose call it came with (when the host could tell).
     fn on_log(&self, connection: &str, message: LogMessage) {
-        tracing::info!(connection, level = ?message.level, "{}", message.data);
+        use backchannel::LogLevel;
+        let text = match &message.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let text: String = text.chars().take(crate::events::MAX_LOG_TEXT).collect();
+        let logger = message.logger.as_deref().unwrap_or(connection);
+        match message.level {
+            LogLevel::Debug => tracing::debug!(connection, logger, "{text}"),
+            LogLevel::Info | LogLevel::Notice => tracing::info!(connection, logger, "{text}"),
+            LogLevel::Warning => tracing::warn!(connection, logger, "{text}"),
+            _ => tracing::error!(connection, logger, level = ?message.level, "{text}"),
+        }
+        if let Some(rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(conversation))) =
+            &message.caller
+        {
+            let event = Event::Log {
+                server: connection.to_owned(),
+                level: message.level.as_str().to_owned(),
+                text,
+            };
+            self.events.emit(conversation, event);
+        }
     }
 }
 

@@ -303,6 +303,7 @@ impl Desk {
                 tasks: config.tasks,
             },
             auth: orders_auth(&config),
+            log_level: backchannel_host::DEFAULT_LOG_LEVEL,
         };
         let mut host_config = HostConfig {
             client_name: "support-agent".into(),

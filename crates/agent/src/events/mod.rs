@@ -112,6 +112,15 @@ pub enum Event {
         /// The authorization URL.
         url: String,
     },
+    /// A log message a server sent while a call of this conversation ran, at its own level.
+    Log {
+        /// The server (the desk's name for its connection).
+        server: String,
+        /// The message's level, as the protocol names it (`info`, `warning`, …).
+        level: String,
+        /// The message (its text, or its JSON), at most [`MAX_LOG_TEXT`] characters.
+        text: String,
+    },
     /// The sign-in to `server` is over (the browser came back, or it waited too long): the
     /// link goes away.
     #[serde(rename = "signinended")]
@@ -125,7 +134,7 @@ pub enum Event {
 
 impl Event {
     /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 12] = [
         "hello",
         "progress",
         "confirmation",
@@ -137,6 +146,7 @@ impl Event {
         "done",
         "inbox",
         "said",
+        "log",
     ];
 
     /// This event's name in the stream (one of [`Event::NAMES`]).
@@ -153,9 +163,13 @@ impl Event {
             Event::Done { .. } => "done",
             Event::Inbox { .. } => "inbox",
             Event::Said { .. } => "said",
+            Event::Log { .. } => "log",
         }
     }
 }
+
+/// The most characters of a server's log message shown.
+pub const MAX_LOG_TEXT: usize = 300;
 
 /// An open question, as the person's inbox lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

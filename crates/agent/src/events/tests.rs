@@ -64,6 +64,11 @@ fn each_event_is_named_as_its_json_names_it() {
             text: "t".into(),
             html: "t".into(),
         },
+        Event::Log {
+            server: "orders".into(),
+            level: "info".into(),
+            text: "Rechecking 87 shipments".into(),
+        },
     ];
     let names: Vec<&str> = events.iter().map(Event::name).collect();
     assert_eq!(names, Event::NAMES);

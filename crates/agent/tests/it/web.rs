@@ -479,6 +479,36 @@ async fn class13_check_it_progress_bar_rechecking_shipments_fills_it() {
     }
 }
 
+/// Issue 72: the host never asked for a log level (no `logging/setLevel` on 2025-11-25, no level
+/// in a request's `_meta` on 2026-07-28), so a server's log messages never reached the desk.
+/// Now the recheck's "Rechecking 87 shipments" (info) reaches the page, on both revisions, and
+/// its per-shipment debug lines do not (the desk asks for info and above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_log_messages_reach_the_page_at_their_level() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, _secret) = Events::open(&demo, "c1").await;
+        let reply = chat(&demo, "c1", "refresh delivery estimates").await;
+        assert!(reply.contains("Rechecked 87 shipments"), "{reply}");
+        let first = events.next_of("log").await;
+        assert_eq!(first["server"], "orders", "{protocol}: {first}");
+        assert_eq!(first["level"], "info", "{protocol}: {first}");
+        assert_eq!(
+            first["text"], "Rechecking 87 shipments",
+            "{protocol}: {first}"
+        );
+        let last = events.next_of("log").await;
+        assert_eq!(
+            last["level"], "info",
+            "{protocol}: no debug line before it: {last}"
+        );
+        assert!(
+            last["text"].as_str().unwrap().contains("13"),
+            "{protocol}: {last}"
+        );
+    }
+}
+
 /// With tasks (the desk's default), a recheck the server may run as a task still fills the
 /// progress bar, and its reply is the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -824,7 +854,7 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
             "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
             "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
             "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
-            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said"],
+            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said", "log"],
         })
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a

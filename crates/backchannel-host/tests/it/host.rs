@@ -19,6 +19,7 @@ use rmcp::model::{
 struct Person {
     asked: Mutex<Vec<String>>,
     progress: Mutex<Vec<f64>>,
+    logs: Mutex<Vec<backchannel::LogLevel>>,
 }
 
 impl HostHandler for Person {
@@ -41,6 +42,10 @@ impl HostHandler for Person {
 
     fn on_progress(&self, _connection: &str, progress: ProgressNotificationParam) {
         self.progress.lock().unwrap().push(progress.progress);
+    }
+
+    fn on_log(&self, _connection: &str, message: backchannel_host::LogMessage) {
+        self.logs.lock().unwrap().push(message.level);
     }
 }
 
@@ -67,7 +72,11 @@ async fn open(url: &str, protocol: &str) -> (Arc<Person>, Host<Person>) {
 }
 
 fn config(url: &str, protocol: &str) -> HostConfig {
-    HostConfig::from_toml(&format!(
+    HostConfig::from_toml(&config_text(url, protocol)).unwrap()
+}
+
+fn config_text(url: &str, protocol: &str) -> String {
+    format!(
         r#"
 client_name = "test-host"
 meta_allow = ["progressToken"]
@@ -77,8 +86,7 @@ url = "{url}"
 protocol = "{protocol}"
 request_timeout_secs = 20
 "#
-    ))
-    .unwrap()
+    )
 }
 
 #[tokio::test]
@@ -205,6 +213,75 @@ async fn progress_reaches_the_handler_in_order() {
         assert!(!seen.is_empty(), "{protocol}");
         host.close().await;
     }
+}
+
+/// Issue 76: rmcp handles each incoming notification in a task of its own, so a 2025-11-25
+/// session's progress reached the handler out of order and every value not above the last one
+/// was dropped (73-82 of a recheck's 87 came through the gateway). All of them, in order, now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_progress_notifications_all_reach_the_handler_in_order() {
+    let (url, _stop) = start_server().await;
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
+        let (person, host) = open(&url, protocol).await;
+        let context = CallContext::new().with("progressToken", "conversation-1");
+        host.connection("orders")
+            .unwrap()
+            .call_tool("progress_many", None, &context)
+            .await
+            .unwrap();
+        let seen = person.progress.lock().unwrap().clone();
+        let expected: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert_eq!(seen.len(), 1000, "{protocol}: {} arrived", seen.len());
+        assert_eq!(seen, expected, "{protocol}");
+        host.close().await;
+    }
+}
+
+/// Issue 72: the host never asked for a log level, so a server's `ctx.log` sent nothing on
+/// 2026-07-28 (no level in the request) and the desk never saw one. It asks for the configured
+/// level now (`info` by default): `logging/setLevel` on a 2025-11-25 session, each request's
+/// `io.modelcontextprotocol/logLevel` on 2026-07-28.
+#[tokio::test]
+async fn the_host_asks_for_the_configured_log_level_on_both_revisions() {
+    use backchannel::LogLevel::{Debug, Error, Info, Warning};
+    let (url, _stop) = start_server().await;
+    for protocol in backchannel::Revision::ALL.map(|r| r.date()) {
+        for (level, expected) in [
+            (None, vec![Info, Warning, Error]),
+            (Some("debug"), vec![Debug, Info, Warning, Error]),
+            (Some("error"), vec![Error]),
+        ] {
+            let mut config = config(&url, protocol);
+            if let Some(level) = level {
+                let with = format!("log_level = \"{level}\"\nrequest_timeout_secs");
+                let text = config_text(&url, protocol).replace("request_timeout_secs", &with);
+                config = HostConfig::from_toml(&text).unwrap();
+            }
+            let person = Arc::new(Person::default());
+            let host = Host::open(&config, person.clone()).await.unwrap();
+            let context = CallContext::new().with("progressToken", "conversation-1");
+            host.connection("orders")
+                .unwrap()
+                .call_tool("logs", None, &context)
+                .await
+                .unwrap();
+            let seen = person.logs.lock().unwrap().clone();
+            assert_eq!(seen, expected, "{protocol}, log_level {level:?}");
+            host.close().await;
+        }
+    }
+    let off = config_text(&url, "2026-07-28").replace(
+        "request_timeout_secs",
+        "log_level = \"off\"\nrequest_timeout_secs",
+    );
+    let config = HostConfig::from_toml(&off).unwrap();
+    assert_eq!(config.connections["orders"].log_level, None);
+    let refused = config_text(&url, "2026-07-28").replace(
+        "request_timeout_secs",
+        "log_level = \"loud\"\nrequest_timeout_secs",
+    );
+    let error = HostConfig::from_toml(&refused).unwrap_err().to_string();
+    assert!(error.contains("log_level \"loud\""), "{error}");
 }
 
 #[test]

@@ -227,6 +227,7 @@ fn host_config(url: &str, token_file: &std::path::Path) -> HostConfig {
             token_file: Some(token_file.to_owned()),
             ..AuthConfig::default()
         }),
+        log_level: backchannel_host::DEFAULT_LOG_LEVEL,
     };
     HostConfig {
         client_name: "oauth-test".into(),

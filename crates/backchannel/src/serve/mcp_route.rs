@@ -669,7 +669,9 @@ async fn gate_request<S: rmcp::ServerHandler + Send + 'static>(
     }
 }
 
-/// A DELETE: the session it names closed by rmcp, and forgotten here once it is.
+/// A DELETE: the session it names closed by rmcp, and forgotten here once it is. rmcp answers
+/// a closed session 202; it is answered 204 (No Content), as clients expect of a DELETE that
+/// was done (the Python SDK takes only 200 or 204, and logged a failure at every close).
 async fn close_session<S: rmcp::ServerHandler + Send + 'static>(
     gate: &Gate,
     request: Request,
@@ -690,6 +692,9 @@ async fn close_session<S: rmcp::ServerHandler + Send + 'static>(
     let response = next.run(request).await;
     if response.status().is_success() {
         lock(&gate.owners).remove(&session);
+        let mut done = Response::new(Body::empty());
+        *done.status_mut() = http::StatusCode::NO_CONTENT;
+        return done;
     }
     response
 }

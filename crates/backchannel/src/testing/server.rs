@@ -200,6 +200,14 @@ impl TestServer {
         Ok(text(format!("{sent:?}")))
     }
 
+    #[tool(description = "Reports progress 1,000 times, each value above the last")]
+    async fn progress_many(&self, ctx: Ctx) -> ToolResult {
+        for value in 1..=1000 {
+            ctx.progress(f64::from(value), Some(1000.0), None).await;
+        }
+        Ok(text("1000"))
+    }
+
     #[tool(description = "Logs at every level")]
     async fn logs(&self, ctx: Ctx) -> ToolResult {
         let mut sent = Vec::new();
