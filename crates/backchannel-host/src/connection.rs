@@ -357,6 +357,30 @@ impl<H: HostHandler> SigningIn<'_, H> {
     }
 }
 
+/// The transport settings of an HTTP connection to `url`, and whether it is plain (a bearer
+/// of its own, or no OAuth built in) rather than signed in by OAuth.
+fn http_settings(
+    config: &ConnectionConfig,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<
+    (
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+        bool,
+    ),
+    String,
+> {
+    let mut transport_config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .custom_headers(custom_headers(headers)?);
+    let bearer = bearer_of(config)?;
+    let plain = bearer.is_some() || cfg!(not(feature = "oauth"));
+    if let Some(token) = bearer {
+        transport_config = transport_config.auth_header(token);
+    }
+    Ok((transport_config, plain))
+}
+
 impl<H: HostHandler> Connection<H> {
     /// Open one connection. With no revision asked for ("auto"), a server that refuses
     /// 2026-07-28 as an unsupported version while listing 2025-11-25 is opened again on
@@ -407,14 +431,8 @@ impl<H: HostHandler> Connection<H> {
         let mut sessions = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
-                let mut transport_config =
-                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom_headers(headers).map_err(connect_error)?);
-                let bearer = bearer_of(config).map_err(connect_error)?;
-                let plain = bearer.is_some() || cfg!(not(feature = "oauth"));
-                if let Some(token) = bearer {
-                    transport_config = transport_config.auth_header(token);
-                }
+                let (transport_config, plain) =
+                    http_settings(config, url, headers).map_err(connect_error)?;
                 let (service, opened) = if plain {
                     let (client, opened) =
                         Listening::new(http_client().map_err(connect_error)?, &transport_config);
