@@ -36,7 +36,9 @@ mod traced;
 
 pub use crate::principal::{Principal, PrincipalKind};
 #[cfg(feature = "resource-server")]
-pub use resource::{MIN_TOKEN_LEN, ResourceError, ResourceServer, TokenFileError, Tokens};
+pub use resource::{
+    CLIENT_PRINCIPAL, MIN_TOKEN_LEN, ResourceError, ResourceServer, TokenFileError, Tokens,
+};
 pub use runtime::Scheduler;
 pub use traced::Traced;
 

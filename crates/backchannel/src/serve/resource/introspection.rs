@@ -1,10 +1,12 @@
 //! Tokens checked with an OAuth authorization server's introspection endpoint (RFC 7662),
-//! an answer kept for at most a minute (a refusal for ten seconds). A token stands for its
-//! `sub` (a person, or a client the authorization server names as a subject), and only when
+//! an answer kept for at most a minute (a refusal for ten seconds). A token is checked only when
 //! its audience (`aud`) names the resource the server was configured with: a token issued for
-//! another server, or for none in particular, is refused. A token without a `sub` is refused
-//! too: its `client_id` is a name the client chose when it registered, and standing for it would
-//! put clients in the same namespace as people (a client registered as "alice" would be alice).
+//! another server, or for none in particular, is refused.
+//!
+//! Who a token stands for is typed by kind, so a client can never pass for a person: a token
+//! with a `sub` stands for that subject (a person); one without stands for its client, named
+//! [`CLIENT_PRINCIPAL`] and its `client_id` (`client:desk-7`), a name no subject can take (a
+//! `sub` that begins so is refused). Before, a client that registered as "alice" was alice.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,6 +25,9 @@ const KEEP_ANSWER: Duration = Duration::from_secs(60);
 
 /// The most token answers kept; beyond it the oldest are forgotten.
 const MAX_KEPT: usize = 1024;
+
+/// How the principal of a token that names no subject begins (then its `client_id`).
+pub const CLIENT_PRINCIPAL: &str = "client:";
 
 /// How long a refused token is remembered as refused: the same bad token sent again within it
 /// costs no introspection call.
@@ -58,6 +63,7 @@ struct Introspection {
     active: bool,
     exp: Option<u64>,
     sub: Option<String>,
+    client_id: Option<String>,
     aud: Option<Value>,
 }
 
@@ -226,7 +232,14 @@ fn vouched_for(answer: &Introspection, resource: &str, unix_now: u64) -> Option<
     if !answer.active || !for_us {
         return None;
     }
-    let principal = answer.sub.clone().filter(|sub| !sub.is_empty())?;
+    let principal = match (&answer.sub, &answer.client_id) {
+        // A subject that would read as a client is no one's.
+        (Some(sub), _) if !sub.is_empty() => {
+            (!sub.starts_with(CLIENT_PRINCIPAL)).then(|| sub.clone())?
+        }
+        (_, Some(client)) if !client.is_empty() => format!("{CLIENT_PRINCIPAL}{client}"),
+        _ => return None,
+    };
     Some((principal, expires))
 }
 
@@ -245,23 +258,28 @@ mod tests {
     }
 
     /// Finding 4 of issue 71: a token without `sub` stood for its `client_id`, a name the
-    /// client chose, in the same namespace as people.
+    /// client chose, in the same namespace as people: a client registered as "alice" read
+    /// alice's task. Principals are typed by kind now.
     #[test]
-    fn a_token_without_a_subject_does_not_stand_for_its_client_id() {
+    fn a_token_without_a_subject_stands_for_its_client_never_for_a_person() {
         let resource = "https://orders.example/mcp";
         let now = 1_000;
+        let vouched = |json: Value| vouched_for(&answer(json), resource, now).map(|(p, _)| p);
         let client_only = serde_json::json!({"active": true, "client_id": "alice", "exp": 2_000,
             "aud": resource});
-        assert_eq!(vouched_for(&answer(client_only), resource, now), None);
+        assert_eq!(vouched(client_only), Some("client:alice".to_owned()));
         let empty = serde_json::json!({"active": true, "sub": "", "client_id": "alice",
             "exp": 2_000, "aud": resource});
-        assert_eq!(vouched_for(&answer(empty), resource, now), None);
+        assert_eq!(vouched(empty), Some("client:alice".to_owned()));
         let person = serde_json::json!({"active": true, "sub": "alice", "client_id": "desk",
             "exp": 2_000, "aud": resource});
-        assert_eq!(
-            vouched_for(&answer(person), resource, now),
-            Some(("alice".to_owned(), 2_000))
-        );
+        assert_eq!(vouched(person), Some("alice".to_owned()));
+        // A subject cannot pass for a client either.
+        let posing = serde_json::json!({"active": true, "sub": "client:desk", "exp": 2_000,
+            "aud": resource});
+        assert_eq!(vouched(posing), None);
+        let nobody = serde_json::json!({"active": true, "exp": 2_000, "aud": resource});
+        assert_eq!(vouched(nobody), None);
     }
 
     #[test]

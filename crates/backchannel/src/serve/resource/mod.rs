@@ -30,6 +30,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 pub use error::ResourceError;
+pub use introspection::CLIENT_PRINCIPAL;
 pub use tokens::{MIN_TOKEN_LEN, TokenFileError, Tokens};
 
 use super::bearer::BearerError;
