@@ -99,12 +99,19 @@ impl Screen {
             Event::Closed {
                 id,
                 answered_elsewhere,
+                withdrawn,
             } => {
                 if self.question.as_deref() == Some(id.as_str()) {
                     self.question = None;
-                    let why = match answered_elsewhere {
-                        true => "The question was answered in a page of yours.",
-                        false => "The question closed without an answer; nothing was changed.",
+                    let why = match (answered_elsewhere, withdrawn) {
+                        (true, _) => "The question was answered in a page of yours.",
+                        (false, true) => {
+                            "The question was withdrawn: the call that asked it ended; nothing \
+                             was changed."
+                        }
+                        (false, false) => {
+                            "The question closed without an answer; nothing was changed."
+                        }
                     };
                     writeln!(out, "\r{why}")?;
                 }

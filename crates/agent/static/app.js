@@ -279,7 +279,7 @@ function connectEvents() {
     confirmation: (data) => ask(data, `${data.server} asks you to confirm`),
     // Asked twice: before the model is given the request, and before its reply goes back.
     sampling: (data) => ask(data, `${data.server} and the model: approve?`),
-    closed: (data) => closed(data.id, data.answeredElsewhere),
+    closed: (data) => closed(data.id, data.answeredElsewhere, data.withdrawn),
     signin: (data) => showSignIn(data),
     inbox: (data) => showInbox(data.questions),
     // A task that waited for the person ended: its result, in the conversation.
@@ -331,8 +331,9 @@ function showWaiting(visible) {
 
 // A question closed without an answer from this page: expired, or answered at another desk of
 // the person's (the terminal), where the dialog just goes.
-function closed(id, answeredElsewhere) {
+function closed(id, answeredElsewhere, withdrawn) {
   if (!open || open.id !== id) return;
+  if (withdrawn) return expire(`${open.server} withdrew the question: the call that asked it ended, and nothing was changed.`);
   if (!answeredElsewhere) return expire();
   clearInterval(countdown);
   showWaiting(false);
@@ -340,9 +341,9 @@ function closed(id, answeredElsewhere) {
   $("confirm").close();
 }
 
-function expire() {
+function expire(why) {
   clearInterval(countdown);
-  $("confirm-countdown").textContent = "The question expired and the tool has stopped waiting.";
+  $("confirm-countdown").textContent = why || "The question expired and the tool has stopped waiting.";
   $("confirm-yes").disabled = $("confirm-no").disabled = true;
   $("confirm-later").hidden = true;
   $("confirm-close").hidden = false;

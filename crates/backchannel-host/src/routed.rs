@@ -19,6 +19,22 @@ use crate::config::Declared;
 use crate::handler::{HostHandler, LogMessage, SamplingQuestion};
 use crate::routes::{Call, CallTag, ProgressSeq, Routes};
 
+/// `asked`, the handler's answer to a server's request, unless the server withdraws the request
+/// first (`notifications/cancelled`, which rmcp turns into the request's cancellation): then
+/// the handler's question is dropped (the person is no longer asked) and no answer is sent.
+async fn withdrawable<T>(
+    context: &RequestContext<RoleClient>,
+    asked: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    tokio::select! {
+        answer = asked => answer,
+        () = context.ct.cancelled() => Err(ErrorData::internal_error(
+            "the server withdrew the request",
+            None,
+        )),
+    }
+}
+
 /// The rmcp client handler of one connection: routes everything to the host handler.
 pub(crate) struct Routed<H> {
     pub(crate) connection: String,
@@ -239,10 +255,8 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
         };
         let caller = self.caller_of(&context.extensions, &meta);
         let meta = self.caller_meta(meta, caller.as_ref());
-        Ok(self
-            .handler
-            .elicit(&self.connection, request, meta, caller)
-            .await)
+        let asked = self.handler.elicit(&self.connection, request, meta, caller);
+        withdrawable(&context, async { Ok(asked.await) }).await
     }
 
     async fn create_message(
@@ -257,10 +271,13 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             ));
         }
         let caller = self.caller_of(&context.extensions, &context.meta);
-        self.handler
-            .sample(&self.connection, SamplingQuestion::from(&params), caller)
-            .await
-            .map(CreateMessageResult::from)
+        let asked = self
+            .handler
+            .sample(&self.connection, SamplingQuestion::from(&params), caller);
+        withdrawable(&context, async {
+            asked.await.map(CreateMessageResult::from)
+        })
+        .await
     }
 
     async fn list_roots(

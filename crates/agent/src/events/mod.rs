@@ -101,6 +101,10 @@ pub enum Event {
             skip_serializing_if = "std::ops::Not::not"
         )]
         answered_elsewhere: bool,
+        /// Withdrawn: the call that asked it ended (stopped here, cancelled, or the server
+        /// gave up on it) before anyone answered and before its time ran out.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        withdrawn: bool,
     },
     /// A server the desk talks to wants the person to sign in: open `url` (the authorization
     /// server's page); it sends the browser back to the desk's `/oauth/callback`. Sent to every
@@ -757,6 +761,7 @@ impl Events {
             owner,
             answered: false,
             elsewhere: false,
+            expired: false,
         };
         tokio::select! {
             got = tokio::time::timeout(deadline, rx) => match got {
@@ -764,7 +769,10 @@ impl Events {
                     open.answered();
                     Some(Asked::Answered(answer))
                 }
-                Ok(Err(_)) | Err(_) => Some(Asked::Expired),
+                Ok(Err(_)) | Err(_) => {
+                    open.expired();
+                    Some(Asked::Expired)
+                }
             },
             () = elsewhere => {
                 open.answered_elsewhere();
@@ -822,6 +830,8 @@ struct OpenQuestion<'a> {
     answered: bool,
     /// Answered at another desk: the page is told so, not that it expired.
     elsewhere: bool,
+    /// Its time ran out; neither this nor an answer: it was withdrawn.
+    expired: bool,
 }
 
 impl OpenQuestion<'_> {
@@ -831,6 +841,10 @@ impl OpenQuestion<'_> {
 
     fn answered_elsewhere(mut self) {
         self.elsewhere = true;
+    }
+
+    fn expired(mut self) {
+        self.expired = true;
     }
 }
 
@@ -844,6 +858,7 @@ impl Drop for OpenQuestion<'_> {
                 Event::Closed {
                     id: std::mem::take(&mut self.id),
                     answered_elsewhere: self.elsewhere,
+                    withdrawn: !self.elsewhere && !self.expired,
                 },
             );
         }

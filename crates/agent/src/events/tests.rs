@@ -40,6 +40,7 @@ fn each_event_is_named_as_its_json_names_it() {
         Event::Closed {
             id: "i".into(),
             answered_elsewhere: false,
+            withdrawn: false,
         },
         Event::SignIn {
             server: "s".into(),

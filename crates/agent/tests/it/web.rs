@@ -446,6 +446,43 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
     }
 }
 
+/// Issue 72: on 2025-11-25 a call stopped while its question waited left the person's dialog
+/// open (the server forgot the wait but never told the client). Now, on both revisions, the
+/// question is withdrawn: the page hears so, and an answer finds nothing to answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_whose_call_is_stopped_is_withdrawn_from_the_page() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, secret) = Events::open(&demo, "c1").await;
+        let url = demo.url.clone();
+        let reply =
+            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10008").await });
+        let question = events.next_of("confirmation").await;
+        let conversation = crate::common::conversation(&demo.url, "c1").await;
+        let stopped = reqwest::Client::new()
+            .post(format!("{}api/chat/stop", demo.url))
+            .header(
+                reqwest::header::COOKIE,
+                crate::common::cookie(&demo.url).await,
+            )
+            .json(&json!({"conversationId": conversation, "secret": secret}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stopped.status(), 204, "{protocol}");
+        let closed = events.next_of("closed").await;
+        assert_eq!(closed["id"], question["id"], "{protocol}: {closed}");
+        assert_eq!(closed["withdrawn"], true, "{protocol}: {closed}");
+        let _ = reply.await;
+        assert_eq!(
+            answer(&demo, question["id"].as_str().unwrap(), &secret, true).await,
+            404,
+            "{protocol}: nothing is left to answer"
+        );
+        assert_eq!(status_of(&demo, "ORD-10008").await, "PENDING", "{protocol}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn class12_check_it_nobody_there_to_ask_the_question_is_declined_at_once() {
     // Declined, not cancelled: asking again cannot help while nobody is there to ask.

@@ -34,9 +34,9 @@ use futures::Stream;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
-    ClientRequest, ClientResult, GetExtensions, GetMeta, InitializeRequestParams, NumberOrString,
-    ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification, ServerRequest,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ClientResult, GetExtensions, GetMeta,
+    InitializeRequestParams, NumberOrString, ProgressToken, RequestId, ServerJsonRpcMessage,
+    ServerNotification, ServerRequest,
 };
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::{
@@ -445,15 +445,6 @@ impl std::fmt::Debug for SessionLink {
     }
 }
 
-/// Why a question sent through a [`SessionLink`] has no answer.
-#[derive(Debug)]
-pub(crate) enum NoAnswer {
-    /// None came within the time given (the client was told the question is withdrawn).
-    TimedOut,
-    /// The session ended.
-    Closed,
-}
-
 impl SessionLink {
     fn of(session: &Arc<Session>, id: &SessionId) -> Self {
         Self {
@@ -530,10 +521,12 @@ impl SessionLink {
         request
             .extensions_mut()
             .insert(rmcp::service::OriginatingRequestId(origin.clone()));
-        // Forgotten if this wait is dropped (its call was cancelled) or ends.
-        let _forget = Forget {
+        // Forgotten if this wait is dropped (its call was cancelled) or ends; dropped unanswered,
+        // the client is told the question is withdrawn.
+        let mut forget = Forget {
             session: &session,
             id: &id,
+            withdrawn: false,
         };
         if session
             .post(ServerJsonRpcMessage::request(request, id.clone()))
@@ -548,38 +541,33 @@ impl SessionLink {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(_)) => Err(NoAnswer::Closed),
             Err(_) => {
-                let withdrawn = CancelledNotification::new(CancelledNotificationParam::new(
-                    Some(id.clone()),
-                    Some("request timeout".to_owned()),
-                ));
-                let _ = session.post(ServerJsonRpcMessage::notification(
-                    ServerNotification::CancelledNotification(withdrawn),
-                ));
+                let _ = session.post(withdrawal(&id, "request timeout"));
+                forget.withdrawn = true;
                 Err(NoAnswer::TimedOut)
             }
         }
     }
 }
 
-/// A question's method (spans take static names).
-fn method_of(request: &ServerRequest) -> &'static str {
-    match request {
-        ServerRequest::ElicitRequest(_) => "elicitation/create",
-        ServerRequest::CreateMessageRequest(_) => "sampling/createMessage",
-        ServerRequest::ListRootsRequest(_) => "roots/list",
-        _ => "other",
-    }
-}
-
-/// Removes a question from the waiting ones when its wait ends, however it ends.
+/// Removes a question from the waiting ones when its wait ends, however it ends; still waiting
+/// when its wait is dropped (its call was cancelled, or ended), it is withdrawn at the client,
+/// who would otherwise still ask the person what nobody waits for.
 struct Forget<'a> {
     session: &'a Arc<Session>,
     id: &'a RequestId,
+    /// The client was told already (the wait ran out).
+    withdrawn: bool,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        lock(&self.session.state).asked.remove(self.id);
+        let waiting = {
+            let mut state = lock(&self.session.state);
+            state.asked.remove(self.id).is_some() && !state.closed
+        };
+        if waiting && !self.withdrawn {
+            let _ = (self.session).post(withdrawal(self.id, "the call that asked it ended"));
+        }
     }
 }
 
@@ -879,6 +867,10 @@ fn resume_common(state: &mut State, index: usize) -> Result<Arc<Queue>, SessionE
     state.shadows.push(shadow.clone());
     Ok(shadow)
 }
+
+mod asking;
+pub(crate) use asking::NoAnswer;
+use asking::{method_of, withdrawal};
 
 #[cfg(test)]
 mod tests;

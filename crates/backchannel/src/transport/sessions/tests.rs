@@ -292,6 +292,38 @@ async fn a_taken_over_session_asks_through_its_link_and_hears_the_answer_or_with
     drop(second);
 }
 
+/// Issue 72: a call cancelled while its question waited left the question open at the client
+/// (the wait was forgotten here, the client never told), so a person's dialog stayed open for a
+/// call that no longer existed. Now the client hears the question is withdrawn.
+#[tokio::test(start_paused = true)]
+async fn a_question_whose_call_ends_is_withdrawn_at_the_client() {
+    let (sessions, id, mut calls) = taken_over().await;
+    let _stream = sessions
+        .create_stream(&id, call(7, "p"))
+        .await
+        .expect("stream");
+    let (link, _) = calls
+        .recv()
+        .await
+        .expect("the request reached the dispatch");
+    let mut common = sessions.create_standalone_stream(&id).await.expect("GET");
+    let asking = tokio::spawn(async move {
+        link.ask(elicit(), &RequestId::Number(7), Duration::from_secs(90))
+            .await
+    });
+    tokio::task::yield_now().await;
+    // The call is cancelled while the question waits: its wait is dropped.
+    asking.abort();
+    let _ = asking.await;
+    let withdrawn = common.next().await.expect("an event");
+    assert_eq!(
+        shown(std::slice::from_ref(&withdrawn)),
+        ["0 notifications/cancelled"]
+    );
+    let text = format!("{withdrawn:?}");
+    assert!(text.contains("the call that asked it ended"), "{text}");
+}
+
 #[tokio::test]
 async fn a_call_the_client_cancels_is_not_answered() {
     let (sessions, id, mut calls) = taken_over().await;
