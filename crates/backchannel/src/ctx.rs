@@ -237,7 +237,9 @@ impl Ctx {
             () = self.call.ct().cancelled() => return Err(NotAnswered::Cancelled),
         };
         match answer {
-            Answer::Elicit { action, content } => {
+            Answer::Elicit {
+                action, content, ..
+            } => {
                 let mut result = rmcp::model::ElicitResult::new(action);
                 result.content = content;
                 serde_json::to_value(result).map_err(|_| NotAnswered::Unsupported)
@@ -253,6 +255,23 @@ impl Ctx {
                 message, None,
             ))),
         }
+    }
+
+    /// The `_meta` the client sent with its answer to the form or URL question `key`, once it
+    /// answered (on either revision, and on every later run of the body).
+    pub fn answer_meta(&self, key: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match lock(&self.call.answers).get(key)? {
+            Answer::Elicit { meta, .. } => meta.clone(),
+            _ => None,
+        }
+    }
+
+    /// Why the client answered the question `key` as it did, when it said
+    /// ([`crate::ANSWER_REASON_META_KEY`] in the answer's `_meta`): a tool tells a person's No
+    /// from a question nobody saw. `None` when the client did not say.
+    pub fn answer_reason(&self, key: &str) -> Option<crate::AnswerReason> {
+        let meta = self.answer_meta(key)?;
+        crate::AnswerReason::from_name(meta.get(crate::ANSWER_REASON_META_KEY)?.as_str()?)
     }
 
     /// Whether this body is running inside a task.
@@ -483,6 +502,7 @@ impl Ctx {
             Answer::Elicit {
                 action: ElicitationAction::Accept,
                 content,
+                ..
             } => {
                 let content = content.unwrap_or_else(|| serde_json::json!({}));
                 match serde_json::from_value::<T>(content) {

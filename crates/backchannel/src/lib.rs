@@ -100,7 +100,9 @@ pub use layer::{
     Backchannel, BackchannelBuilder, BuildError, LedgerError, OpenedRound, PassedCall, Relay,
     Spend, SpentLedger, TaskSupport, WeakBackchannel, error_text,
 };
-pub use outcome::{Elicited, RootsListed, Sampled, StepError, UrlElicited};
+pub use outcome::{
+    ANSWER_REASON_META_KEY, AnswerReason, Elicited, RootsListed, Sampled, StepError, UrlElicited,
+};
 pub use raw_result::RawToolResult;
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;

@@ -19,6 +19,47 @@ pub enum Elicited<T> {
     TimedOut,
 }
 
+/// The `_meta` key under which a client says why it answered a question as it did
+/// ([`AnswerReason`]); a client of ours sets it, and [`crate::Ctx::answer_reason`] reads it.
+pub const ANSWER_REASON_META_KEY: &str = "dev.backchannel/answerReason";
+
+/// Why a client answered a question as it did, as it said in its answer's `_meta`
+/// ([`ANSWER_REASON_META_KEY`]): a tool can then say "you said no" for a No, and keep a hedge
+/// for a question nobody saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnswerReason {
+    /// The person chose the answer (`"person"`).
+    Person,
+    /// The question could not be shown to anyone, so the client declined it unseen
+    /// (`"notShown"`).
+    NotShown,
+    /// The question was shown, and nobody answered in the time it had (`"expired"`).
+    Expired,
+}
+
+impl AnswerReason {
+    /// The value a client sends for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerReason::Person => "person",
+            AnswerReason::NotShown => "notShown",
+            AnswerReason::Expired => "expired",
+        }
+    }
+
+    /// The reason a value names, if any.
+    pub fn from_name(name: &str) -> Option<AnswerReason> {
+        [
+            AnswerReason::Person,
+            AnswerReason::NotShown,
+            AnswerReason::Expired,
+        ]
+        .into_iter()
+        .find(|reason| reason.as_str() == name)
+    }
+}
+
 /// The outcome of a URL-mode question (`ctx.elicit_url`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlElicited {

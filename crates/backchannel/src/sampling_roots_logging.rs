@@ -233,6 +233,7 @@ pub(crate) async fn fulfil(
     };
     match response {
         Ok(ClientResult::ElicitResult(result)) => Answer::Elicit {
+            meta: answer_meta(&result),
             action: result.action,
             content: result.content,
         },
@@ -264,6 +265,16 @@ pub(crate) async fn fulfil(
     }
 }
 
+/// The `_meta` of an elicitation answer, as JSON (`None` when it has none).
+fn answer_meta(
+    result: &rmcp::model::ElicitResult,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::to_value(result.meta.as_ref()?) {
+        Ok(serde_json::Value::Object(meta)) if !meta.is_empty() => Some(meta),
+        _ => None,
+    }
+}
+
 /// Read a 2026-07-28 `inputResponses` value for a question of `kind`; `None` if malformed.
 pub(crate) fn read_response(
     kind: crate::state::AskKind,
@@ -284,6 +295,7 @@ pub(crate) fn read_response(
         AskKind::Form | AskKind::Url => {
             let result: rmcp::model::ElicitResult = serde_json::from_value(value.clone()).ok()?;
             Some(Answer::Elicit {
+                meta: answer_meta(&result),
                 action: result.action,
                 content: result.content,
             })

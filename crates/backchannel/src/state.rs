@@ -23,6 +23,9 @@ pub(crate) enum Answer {
         action: ElicitationAction,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<serde_json::Value>,
+        /// The `_meta` the client sent with its answer (why it answered so, say).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
     },
     /// A sampling result, kept as the JSON the client sent.
     Sampled { result: serde_json::Value },

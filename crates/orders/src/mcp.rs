@@ -2,7 +2,7 @@
 //! the `draft_refund_email` prompt with completion. Every two-way call goes through
 //! `backchannel`, so the same tools serve 2025-11-25 and 2026-07-28 clients.
 
-use backchannel::{Backchannel, Ctx, Elicited, LogLevel, ToolError, ToolResult};
+use backchannel::{AnswerReason, Backchannel, Ctx, Elicited, LogLevel, ToolError, ToolResult};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -445,7 +445,11 @@ impl OrderServer {
                 decided.text
             }
             Elicited::Accepted(_) => messages::not_confirmed(id),
-            Elicited::Declined => messages::declined(id),
+            // A client of ours says why it declined: a person's No, or a question nobody saw.
+            Elicited::Declined => match ask.answer_reason("confirm") {
+                Some(AnswerReason::NotShown) => messages::not_shown(id),
+                _ => messages::declined(id),
+            },
             Elicited::Cancelled => messages::dismissed(id),
             Elicited::TimedOut => messages::unanswered(id),
             Elicited::Unsupported => messages::use_admin_console(id),

@@ -25,12 +25,17 @@ pub fn not_confirmed(order_id: &str) -> String {
     format!("Order {order_id} was not cancelled: the cancellation was not confirmed.")
 }
 
-/// The question was declined: the person said no, or it could not be shown to anyone (a refusal
-/// is not stated as the person's when it may not be).
+/// The question was declined: the person said no (a client that declines says the person
+/// chose to, unless it says otherwise).
 pub fn declined(order_id: &str) -> String {
+    format!("Order {order_id} was not cancelled: you said no.")
+}
+
+/// The question was declined unseen: the client said it could not show it to anyone.
+pub fn not_shown(order_id: &str) -> String {
     format!(
-        "Order {order_id} was not cancelled: there was no yes (the person said no, or the \
-         question could not be shown to them)."
+        "Order {order_id} was not cancelled: the question could not be shown to anyone, so \
+         nobody said yes."
     )
 }
 
@@ -117,7 +122,12 @@ mod tests {
         let id = "ORD-10002";
         assert_eq!(
             declined(id),
-            "Order ORD-10002 was not cancelled: there was no yes (the person said no, or the question could not be shown to them)."
+            "Order ORD-10002 was not cancelled: you said no."
+        );
+        assert_eq!(
+            not_shown(id),
+            "Order ORD-10002 was not cancelled: the question could not be shown to anyone, so \
+             nobody said yes."
         );
         assert_eq!(
             dismissed(id),
@@ -134,6 +144,7 @@ mod tests {
         assert!(use_admin_console(id).starts_with("This client cannot ask for confirmation"));
         for text in [
             declined(id),
+            not_shown(id),
             dismissed(id),
             unanswered(id),
             not_confirmed(id),

@@ -104,21 +104,11 @@ impl HostHandler for DeskHandler {
         let Some(conversation) = conversation else {
             return ElicitResult::new(ElicitationAction::Decline);
         };
-        match self
+        let asked = self
             .events
             .ask_from(connection, &conversation, &message, self.person_deadline)
-            .await
-        {
-            Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"confirmed": true, "note": note})),
-            // No, or nobody to show it to: declined (asking again cannot help while nobody is
-            // there; the server's words do not say the person refused).
-            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
-                ElicitResult::new(ElicitationAction::Decline)
-            }
-            // Shown, but nobody answered in time: nobody said no.
-            Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
-        }
+            .await;
+        elicit_result(asked)
     }
 
     async fn sample(
@@ -270,6 +260,37 @@ impl HostHandler for DeskHandler {
             self.events.emit(conversation, event);
         }
     }
+}
+
+/// The person's answer as the server reads it, with why it is so in its `_meta`
+/// ([`backchannel::ANSWER_REASON_META_KEY`]): yes (with the note) or no, the person's; declined
+/// unseen when nobody could be shown the question (asking again cannot help while nobody is
+/// there); cancelled when it was shown and nobody answered in time (nobody said no).
+pub(crate) fn elicit_result(asked: Asked) -> ElicitResult {
+    use backchannel::AnswerReason;
+    let (mut result, reason) = match asked {
+        Asked::Answered(Answer::Yes { note }) => (
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"confirmed": true, "note": note})),
+            AnswerReason::Person,
+        ),
+        Asked::Answered(Answer::No) => (
+            ElicitResult::new(ElicitationAction::Decline),
+            AnswerReason::Person,
+        ),
+        Asked::NobodyWatching => (
+            ElicitResult::new(ElicitationAction::Decline),
+            AnswerReason::NotShown,
+        ),
+        Asked::Expired => (
+            ElicitResult::new(ElicitationAction::Cancel),
+            AnswerReason::Expired,
+        ),
+    };
+    result.meta =
+        serde_json::from_value(json!({ backchannel::ANSWER_REASON_META_KEY: reason.as_str() }))
+            .ok();
+    result
 }
 
 /// "orders offers 6 tools: …": what a server offers, as the desk says it.

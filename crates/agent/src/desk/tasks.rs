@@ -19,7 +19,7 @@ use rmcp::model::{
 use serde_json::{Value, json};
 
 use super::DeskHandler;
-use crate::events::{Answer, Asked, Event, Events};
+use crate::events::{Event, Events};
 use crate::store::{DeskStore, Wait};
 
 /// The desk's name for the server whose tasks it follows.
@@ -337,7 +337,7 @@ impl Follower {
                             elsewhere,
                         );
                         match asked.await {
-                            Some(asked) => elicit_result(asked),
+                            Some(asked) => super::handler::elicit_result(asked),
                             None => continue,
                         }
                     }
@@ -459,16 +459,6 @@ pub(crate) async fn adopt_waits(
             Err(error) => tracing::warn!(%error, "the desk's database could not be read"),
         }
         tokio::time::sleep(ADOPT_EVERY).await;
-    }
-}
-
-/// The person's answer as the server reads it: yes (with the note), no, or nobody answered.
-fn elicit_result(asked: Asked) -> ElicitResult {
-    match asked {
-        Asked::Answered(Answer::Yes { note }) => ElicitResult::new(ElicitationAction::Accept)
-            .with_content(json!({"confirmed": true, "note": note})),
-        Asked::Answered(Answer::No) => ElicitResult::new(ElicitationAction::Decline),
-        Asked::NobodyWatching | Asked::Expired => ElicitResult::new(ElicitationAction::Cancel),
     }
 }
 

@@ -24,6 +24,8 @@ use crate::common::Watcher;
 enum Answer {
     Accept(Value),
     Decline,
+    /// Declined, the client saying in the answer's `_meta` why (`backchannel::AnswerReason`).
+    DeclineBecause(&'static str),
     Cancel,
 }
 
@@ -102,6 +104,13 @@ impl ClientHandler for Person {
                 ElicitResult::new(ElicitationAction::Accept).with_content(content.clone())
             }
             Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Answer::DeclineBecause(reason) => {
+                let mut declined = ElicitResult::new(ElicitationAction::Decline);
+                declined.meta =
+                    serde_json::from_value(json!({ backchannel::ANSWER_REASON_META_KEY: reason }))
+                        .ok();
+                declined
+            }
             Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
         })
     }
@@ -239,9 +248,20 @@ async fn every_other_answer_leaves_the_order_pending() {
             Answer::Accept(json!({})),
             "Order ORD-10002 was not cancelled: the cancellation was not confirmed.",
         ),
+        // Issue 72: a No read like a failure ("there was no yes (the person said no, or the
+        // question could not be shown to them)"), the reason the client gave never reaching the
+        // tool. A decline is the person's unless the client says the question was not shown.
         (
             Answer::Decline,
-            "Order ORD-10002 was not cancelled: there was no yes (the person said no, or the question could not be shown to them).",
+            "Order ORD-10002 was not cancelled: you said no.",
+        ),
+        (
+            Answer::DeclineBecause("person"),
+            "Order ORD-10002 was not cancelled: you said no.",
+        ),
+        (
+            Answer::DeclineBecause("notShown"),
+            "Order ORD-10002 was not cancelled: the question could not be shown to anyone, so nobody said yes.",
         ),
         (
             Answer::Cancel,
