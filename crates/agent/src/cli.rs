@@ -83,16 +83,21 @@ impl Screen {
                 server,
                 message,
                 seconds,
+                call,
             }
             | Event::Sampling {
                 id,
                 server,
                 message,
                 seconds,
+                call,
             } => {
+                // The call that asks, so the person sees what a yes will do.
+                let asking = call.map(|call| format!(" ({})", call.line()));
                 writeln!(
                     out,
-                    "\r{server} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({seconds} seconds):"
+                    "\r{server}{} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({seconds} seconds):",
+                    asking.unwrap_or_default()
                 )?;
                 self.question = Some(id);
             }

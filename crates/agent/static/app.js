@@ -370,6 +370,9 @@ function ask(question, title) {
   open = question;
   $("confirm-title").textContent = title;
   $("confirm-message").textContent = question.message;
+  // The call that asks: what a yes will do.
+  $("confirm-call").hidden = !question.call;
+  $("confirm-call").textContent = question.call ? `The call: ${callLine(question.call)}` : "";
   $("waiting-text").textContent = `A question is waiting for your answer: ${question.message}`;
   $("confirm-note").value = "";
   $("confirm-yes").disabled = $("confirm-no").disabled = false;
@@ -423,13 +426,18 @@ function showInbox(questions) {
   renderInbox();
   if (questions.length === 0 && $("inbox").open) $("inbox").close();
 }
+// A tool call as one line: `orders · cancel_order(orderId: "ORD-10002")`.
+function callLine(call) {
+  const args = Object.entries(call.arguments || {}).map(([k, v]) => `${k}: ${JSON.stringify(v)}`);
+  return `${call.server} · ${call.tool}(${args.join(", ")})`;
+}
 function renderInbox() {
   $("inbox-list").replaceChildren(...inboxItems.map((q) => {
     const li = document.createElement("li");
     li.dataset.questionId = q.id;
     li.innerHTML = `<div class="message"></div><div class="meta"></div>
       <div class="buttons"><button class="no" type="button">No</button><button class="yes danger" type="button">Yes, do it</button></div>`;
-    li.querySelector(".message").textContent = `${q.server} asks: ${q.message}`;
+    li.querySelector(".message").textContent = `${q.server} asks: ${q.message}` + (q.call ? ` (${callLine(q.call)})` : "");
     li.querySelector(".meta").textContent = `asked ${q.waitedSeconds} s ago, ${q.secondsLeft} s left`;
     const answer = async (confirmed) => {
       li.querySelectorAll("button").forEach((b) => { b.disabled = true; });

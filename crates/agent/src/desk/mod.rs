@@ -521,6 +521,9 @@ impl Desk {
         let context = CallContext::new()
             .with("progressToken", conversation)
             .with("support_agent_id", self.person_of(conversation).as_str());
+        // Its questions name it, so the person sees what a yes will do.
+        let shown = crate::events::CallShown::new("orders", tool, &arguments);
+        let _calling = self.events.calling(conversation, shown);
         if !self.config.tasks {
             return orders
                 .call_tool(tool, arguments.as_object().cloned(), &context)

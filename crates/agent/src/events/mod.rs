@@ -7,227 +7,15 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use backchannel::lock;
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
 mod sign_in;
+mod vocabulary;
 
 pub use sign_in::SignInError;
-
-/// An event for the page of one conversation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "lowercase")]
-pub enum Event {
-    /// First event of a stream: the secret that answers this conversation's questions.
-    Hello {
-        /// Present it with every answer.
-        secret: String,
-        /// Whether a message of this conversation is being worked on (a page opened again
-        /// waits for its `done`).
-        working: bool,
-    },
-    /// Progress of a long tool, in percent, with what its server says of it.
-    Progress {
-        /// 0 to 100.
-        percent: u32,
-        /// The server running the tool (the desk's name for its connection).
-        server: String,
-        /// The server's words for where it is ("40 of 87"), if it said any.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// A question for the person.
-    Confirmation {
-        /// Random; answer with it.
-        id: String,
-        /// The server that asks (the desk's name for its connection).
-        server: String,
-        /// The question.
-        message: String,
-        /// How long the person has.
-        seconds: u64,
-    },
-    /// A request for the model that the person must approve first.
-    Sampling {
-        /// Random; answer with it.
-        id: String,
-        /// The server that asks for the model.
-        server: String,
-        /// What the server wants the model to do.
-        message: String,
-        /// How long the person has.
-        seconds: u64,
-    },
-    /// The model's reply so far, growing as it streams (a few times a second at most); the
-    /// chat's answer, when it comes, is the whole reply and replaces it.
-    Reply {
-        /// The reply's Markdown so far.
-        text: String,
-        /// The same, rendered and sanitised for the page (`render::html`).
-        html: String,
-    },
-    /// A message's work is over: its whole reply (also the chat call's answer; a page opened
-    /// again while the work ran gets it only this way).
-    Done {
-        /// The reply's Markdown.
-        text: String,
-        /// The same, rendered and sanitised for the page (`render::html`).
-        html: String,
-    },
-    /// Something the desk says in the conversation on its own (a task that waited for the
-    /// person ended: its result).
-    Said {
-        /// The words' Markdown, as plain text.
-        text: String,
-        /// The same, rendered and sanitised for the page.
-        html: String,
-    },
-    /// The person's open questions, in every conversation of theirs (sent when the list
-    /// changes, and first thing on a stream): a page's badge and inbox, the terminal's
-    /// `/inbox`.
-    Inbox {
-        /// Oldest first.
-        questions: Vec<InboxItem>,
-    },
-    /// A question closed without an answer from here (its deadline passed, the work that
-    /// asked it stopped, or another desk of the person's answered it): the page closes its
-    /// dialog, the terminal stops waiting for a yes.
-    Closed {
-        /// The question's id.
-        id: String,
-        /// Answered at another desk of the person's (the terminal), not expired.
-        #[serde(
-            rename = "answeredElsewhere",
-            skip_serializing_if = "std::ops::Not::not"
-        )]
-        answered_elsewhere: bool,
-        /// Withdrawn: the call that asked it ended (stopped here, cancelled, or the server
-        /// gave up on it) before anyone answered and before its time ran out.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
-        withdrawn: bool,
-    },
-    /// A server the desk talks to wants the person to sign in: open `url` (the authorization
-    /// server's page); it sends the browser back to the desk's `/oauth/callback`. Sent to every
-    /// page, and to a page that opens while the sign-in is waiting.
-    #[serde(rename = "signin")]
-    SignIn {
-        /// The connection's name.
-        server: String,
-        /// The authorization URL.
-        url: String,
-    },
-    /// A log message a server sent while a call of this conversation ran, at its own level.
-    Log {
-        /// The server (the desk's name for its connection).
-        server: String,
-        /// The message's level, as the protocol names it (`info`, `warning`, …).
-        level: String,
-        /// The message (its text, or its JSON), at most [`MAX_LOG_TEXT`] characters.
-        text: String,
-    },
-    /// The sign-in to `server` is over (the browser came back, or it waited too long): the
-    /// link goes away.
-    #[serde(rename = "signinended")]
-    SignInEnded {
-        /// The connection's name.
-        server: String,
-        /// Whether the browser came back in time.
-        completed: bool,
-    },
-}
-
-impl Event {
-    /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 12] = [
-        "hello",
-        "progress",
-        "confirmation",
-        "sampling",
-        "closed",
-        "signin",
-        "signinended",
-        "reply",
-        "done",
-        "inbox",
-        "said",
-        "log",
-    ];
-
-    /// This event's name in the stream (one of [`Event::NAMES`]).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Event::Hello { .. } => "hello",
-            Event::Progress { .. } => "progress",
-            Event::Confirmation { .. } => "confirmation",
-            Event::Sampling { .. } => "sampling",
-            Event::Closed { .. } => "closed",
-            Event::SignIn { .. } => "signin",
-            Event::SignInEnded { .. } => "signinended",
-            Event::Reply { .. } => "reply",
-            Event::Done { .. } => "done",
-            Event::Inbox { .. } => "inbox",
-            Event::Said { .. } => "said",
-            Event::Log { .. } => "log",
-        }
-    }
-}
-
-/// The most characters of a server's log message shown.
-pub const MAX_LOG_TEXT: usize = 300;
-
-/// An open question, as the person's inbox lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InboxItem {
-    /// Answer it with this.
-    pub id: String,
-    /// The server that asks (the desk's name for its connection).
-    pub server: String,
-    /// `confirmation` or `sampling`.
-    pub kind: &'static str,
-    /// What is asked.
-    pub message: String,
-    /// The conversation it was asked in.
-    pub conversation: String,
-    /// How long it has waited.
-    pub waited_seconds: u64,
-    /// How long it still waits.
-    pub seconds_left: u64,
-}
-
-/// The person's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Yes, with an optional note.
-    Yes {
-        /// The note.
-        note: String,
-    },
-    /// No.
-    No,
-}
-
-/// How a question ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Asked {
-    /// The person answered.
-    Answered(Answer),
-    /// Nobody is watching this conversation, so nobody could be asked.
-    NobodyWatching,
-    /// The person did not answer in time.
-    Expired,
-}
-
-/// Why an answer was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum AnswerError {
-    /// No open question has that id (never asked, already answered, or expired).
-    #[error("no open question with that id")]
-    NotFound,
-    /// The secret does not belong to the question's conversation.
-    #[error("that secret does not answer this question")]
-    Forbidden,
-}
+pub use vocabulary::{
+    Answer, AnswerError, Asked, CallShown, Event, InboxItem, MAX_ARGUMENTS_SHOWN, MAX_LOG_TEXT,
+};
 
 struct Watcher {
     secret: String,
@@ -304,6 +92,21 @@ pub struct Events {
     questions: Mutex<HashMap<String, Question>>,
     /// Sign-ins by their OAuth `state`.
     sign_ins: Mutex<HashMap<String, PendingSignIn>>,
+    /// The tool call running in each conversation, which its questions name.
+    calls: Mutex<HashMap<String, CallShown>>,
+}
+
+/// A call running in a conversation ([`Events::calling`]): forgotten when dropped.
+#[derive(Debug)]
+pub struct Calling<'a> {
+    events: &'a Events,
+    conversation: String,
+}
+
+impl Drop for Calling<'_> {
+    fn drop(&mut self) {
+        lock(&self.events.calls).remove(&self.conversation);
+    }
 }
 
 impl std::fmt::Debug for Events {
@@ -355,10 +158,14 @@ impl Events {
             .iter()
             .filter(|(_, q)| q.owner == owner && q.until > now)
             .map(|(id, q)| {
-                let (kind, message) = match &q.shown {
-                    Event::Sampling { message, .. } => ("sampling", message.clone()),
-                    Event::Confirmation { message, .. } => ("confirmation", message.clone()),
-                    _ => ("confirmation", String::new()),
+                let (kind, message, call) = match &q.shown {
+                    Event::Sampling { message, call, .. } => {
+                        ("sampling", message.clone(), call.clone())
+                    }
+                    Event::Confirmation { message, call, .. } => {
+                        ("confirmation", message.clone(), call.clone())
+                    }
+                    _ => ("confirmation", String::new(), None),
                 };
                 let item = InboxItem {
                     id: id.clone(),
@@ -368,6 +175,7 @@ impl Events {
                     conversation: q.conversation.clone(),
                     waited_seconds: (now - q.asked).as_secs(),
                     seconds_left: (q.until - now).as_secs(),
+                    call,
                 };
                 (q.asked, item)
             })
@@ -610,6 +418,16 @@ impl Events {
         lock(&self.watchers).clear();
     }
 
+    /// `call` runs in `conversation` until the returned guard is dropped: the questions asked
+    /// there meanwhile name it.
+    pub fn calling(&self, conversation: &str, call: CallShown) -> Calling<'_> {
+        lock(&self.calls).insert(conversation.to_owned(), call);
+        Calling {
+            events: self,
+            conversation: conversation.to_owned(),
+        }
+    }
+
     /// Send an event to every page.
     pub fn emit_all(&self, event: &Event) {
         lock(&self.watchers).retain(|_, watcher| watcher.tx.send(event.clone()).is_ok());
@@ -719,12 +537,14 @@ impl Events {
         let (tx, rx) = oneshot::channel();
         let (asked_id, seconds) = (id.clone(), deadline.as_secs());
         let (server_name, message) = (server.to_owned(), message.to_owned());
+        let call = lock(&self.calls).get(conversation).cloned();
         let event = if sampling {
             Event::Sampling {
                 id: asked_id,
                 server: server_name,
                 message,
                 seconds,
+                call,
             }
         } else {
             Event::Confirmation {
@@ -732,6 +552,7 @@ impl Events {
                 server: server_name,
                 message,
                 seconds,
+                call,
             }
         };
         let owner = self.owner_for(conversation);

@@ -30,12 +30,14 @@ fn each_event_is_named_as_its_json_names_it() {
             server: "s".into(),
             message: "m".into(),
             seconds: 1,
+            call: None,
         },
         Event::Sampling {
             id: "i".into(),
             server: "s".into(),
             message: "m".into(),
             seconds: 1,
+            call: None,
         },
         Event::Closed {
             id: "i".into(),
@@ -151,7 +153,8 @@ async fn a_stream_opened_again_gets_the_open_question_with_its_time_left() {
             id: id.clone(),
             server: "a server".into(),
             message: "Cancel?".into(),
-            seconds: 35
+            seconds: 35,
+            call: None,
         })
     );
     assert_eq!(
@@ -478,4 +481,61 @@ async fn a_sign_in_link_reaches_and_opens_for_its_own_person_only() {
             "{event:?}"
         );
     }
+}
+
+/// Issue 72: the dialog, the inbox and the terminal showed the server's words only, never the
+/// call that asked (the tool and its arguments), so the person could not see what a yes would do.
+#[tokio::test(start_paused = true)]
+async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
+    let events = std::sync::Arc::new(Events::default());
+    let (_secret, mut page) = events.open("c1");
+    assert!(matches!(recv(&mut page).await, Some(Event::Hello { .. })));
+    let long = "x".repeat(500);
+    let shown = CallShown::new(
+        "orders",
+        "cancel_order",
+        &serde_json::json!({"orderId": "ORD-10002", "reason": long}),
+    );
+    let calling = events.calling("c1", shown);
+    let asking = {
+        let events = events.clone();
+        tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
+    };
+    let Some(Event::Confirmation { id, call, .. }) = recv(&mut page).await else {
+        panic!("not asked")
+    };
+    let call = call.expect("the call is named");
+    assert_eq!(
+        (call.server.as_str(), call.tool.as_str()),
+        ("orders", "cancel_order")
+    );
+    assert_eq!(call.arguments["orderId"], "ORD-10002");
+    let reason = call.arguments["reason"].as_str().unwrap();
+    assert!(reason.ends_with('…') && reason.chars().count() == MAX_ARGUMENTS_SHOWN + 1);
+    assert!(
+        call.line()
+            .starts_with("cancel_order(orderId: \"ORD-10002\", reason: ")
+    );
+    let owner = events.owner_for("c1");
+    let inbox = events.inbox(&owner);
+    assert_eq!(
+        inbox[0].call.as_ref().map(|c| c.tool.as_str()),
+        Some("cancel_order")
+    );
+    let json = serde_json::to_value(&inbox[0]).unwrap();
+    assert_eq!(json["call"]["arguments"]["orderId"], "ORD-10002", "{json}");
+    events.answer_for(&id, &owner, Answer::No).unwrap();
+    asking.await.unwrap();
+    drop(calling);
+    // Outside a call, nothing is named.
+    let asking = {
+        let events = events.clone();
+        tokio::spawn(async move { events.ask("c1", "Again?", Duration::from_secs(60)).await })
+    };
+    let Some(Event::Confirmation { id, call, .. }) = recv(&mut page).await else {
+        panic!("not asked")
+    };
+    assert_eq!(call, None);
+    events.answer_for(&id, &owner, Answer::No).unwrap();
+    asking.await.unwrap();
 }

@@ -446,6 +446,43 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
     }
 }
 
+/// Issue 72: the dialog and the inbox showed the server's words only, never the call that
+/// asked; now the question names its server, tool and arguments, on both revisions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_names_its_call_on_the_page_and_in_the_inbox() {
+    for protocol in Revision::ALL {
+        let demo = demo(protocol, Duration::from_secs(60)).await;
+        let (mut events, secret) = Events::open(&demo, "c1").await;
+        let url = demo.url.clone();
+        let reply =
+            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10008").await });
+        let question = events.next_of("confirmation").await;
+        let call = &question["call"];
+        assert_eq!(call["server"], "orders", "{protocol}: {question}");
+        assert_eq!(call["tool"], "cancel_order", "{protocol}: {question}");
+        assert_eq!(
+            call["arguments"]["orderId"], "ORD-10008",
+            "{protocol}: {question}"
+        );
+        let inbox: Value = json_answer(
+            reqwest::Client::new()
+                .get(format!("{}api/inbox", demo.url))
+                .header(
+                    reqwest::header::COOKIE,
+                    crate::common::cookie(&demo.url).await,
+                ),
+        )
+        .await;
+        assert_eq!(
+            inbox[0]["call"]["tool"], "cancel_order",
+            "{protocol}: {inbox}"
+        );
+        let id = question["id"].as_str().unwrap();
+        assert_eq!(answer(&demo, id, &secret, false).await, 204);
+        assert!(reply.await.unwrap().ends_with("you said no."), "{protocol}");
+    }
+}
+
 /// Issue 72: on 2025-11-25 a call stopped while its question waited left the person's dialog
 /// open (the server forgot the wait but never told the client). Now, on both revisions, the
 /// question is withdrawn: the page hears so, and an answer finds nothing to answer.
