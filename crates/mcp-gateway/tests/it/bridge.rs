@@ -181,9 +181,21 @@ async fn the_upstreams_progress_reaches_a_2025_client_whole(upstream: Revision) 
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in {said}"));
-    // The client is an rmcp client too, which may hand its notifications on in another order:
-    // what is judged is that none was lost on the way.
+    // The client is an rmcp client too, which hands each notification on in a task of its own:
+    // the last may reach the handler after the result, and in another order. What is judged is
+    // that none was lost on the way (a lost one never arrives, however long this waits).
+    let all_came = tokio::time::timeout(Duration::from_secs(10), async {
+        while person.progress.lock().unwrap().len() < shipments {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
     let mut progress = person.progress.lock().unwrap().clone();
+    assert!(
+        all_came.is_ok(),
+        "{upstream}: {} of {shipments}",
+        progress.len()
+    );
     assert_eq!(progress.len(), shipments, "{upstream}: {progress:?}");
     progress.sort_by(f64::total_cmp);
     progress.dedup();
