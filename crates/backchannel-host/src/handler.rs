@@ -107,6 +107,14 @@ pub struct SamplingQuestion {
     pub max_tokens: u32,
     /// What model the server would like, if it said (`modelPreferences`).
     pub model_preferences: Option<ModelWish>,
+    /// How freely the model should write, if the server said (`temperature`).
+    pub temperature: Option<f32>,
+    /// Where the model should stop writing, if the server said (`stopSequences`).
+    pub stop_sequences: Vec<String>,
+    /// What the request asks that a reply of text cannot honour (tools, content that is not
+    /// text, context from servers): the host refuses such a request with these reasons, which
+    /// the server reads, rather than answer it without them.
+    pub not_honoured: Vec<String>,
 }
 
 /// What model a server would like (`modelPreferences`): advisory priorities from 0 to 1 and
@@ -141,9 +149,57 @@ pub struct SamplingAnswer {
     pub model: String,
 }
 
+/// What `params` asks that a reply of text cannot honour, each said in a few words.
+fn not_honoured(params: &CreateMessageRequestParams) -> Vec<String> {
+    use rmcp::model::{ContextInclusion, SamplingMessageContentBlock as Block};
+    let mut reasons = Vec::new();
+    if params.tools.as_ref().is_some_and(|tools| !tools.is_empty()) || params.tool_choice.is_some()
+    {
+        reasons.push(
+            "tools for the model to call (this host's model answers with text only)".to_owned(),
+        );
+    }
+    if params
+        .include_context
+        .as_ref()
+        .is_some_and(|context| !matches!(context, ContextInclusion::None))
+    {
+        reasons.push(
+            "includeContext other than \"none\" (this host gives the model no context of its \
+             servers)"
+                .to_owned(),
+        );
+    }
+    let mut kinds: Vec<&str> = params
+        .messages
+        .iter()
+        .flat_map(|message| message.content.clone().into_vec())
+        .filter_map(|block| match block {
+            Block::Text(_) => None,
+            Block::Image(_) => Some("image"),
+            Block::Audio(_) => Some("audio"),
+            Block::ToolUse(_) => Some("tool use"),
+            Block::ToolResult(_) => Some("tool result"),
+            _ => Some("another kind of"),
+        })
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    if !kinds.is_empty() {
+        reasons.push(format!(
+            "{} content in the messages (this host's model reads text only)",
+            kinds.join(", ")
+        ));
+    }
+    reasons
+}
+
 impl From<&CreateMessageRequestParams> for SamplingQuestion {
     fn from(params: &CreateMessageRequestParams) -> Self {
         SamplingQuestion {
+            temperature: params.temperature,
+            stop_sequences: params.stop_sequences.clone().unwrap_or_default(),
+            not_honoured: not_honoured(params),
             system_prompt: params.system_prompt.clone(),
             messages: params
                 .messages
@@ -200,4 +256,38 @@ pub struct LogMessage {
     /// The caller's token of the call the message belongs to, when the host can tell (the
     /// connection has one call in flight); `None` otherwise.
     pub caller: Option<ProgressToken>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(json: serde_json::Value) -> CreateMessageRequestParams {
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// Issue 72: temperature, stop sequences, includeContext, tools and content that is not
+    /// text were dropped without a word. The first two reach the handler; what a reply of text
+    /// cannot honour is named, for the host to refuse with.
+    #[test]
+    fn every_field_of_a_sampling_request_is_handed_on_or_named_as_not_honoured() {
+        let text = serde_json::json!({"role": "user", "content": {"type": "text", "text": "Hi"}});
+        let plain = SamplingQuestion::from(&params(serde_json::json!({
+            "messages": [text.clone()], "maxTokens": 50, "temperature": 0.3,
+            "stopSequences": ["END"], "includeContext": "none"
+        })));
+        assert_eq!(plain.temperature, Some(0.3));
+        assert_eq!(plain.stop_sequences, ["END"]);
+        assert!(plain.not_honoured.is_empty(), "{:?}", plain.not_honoured);
+        let image = serde_json::json!({"role": "user", "content":
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"}});
+        let asking_more = SamplingQuestion::from(&params(serde_json::json!({
+            "messages": [text, image], "maxTokens": 50, "includeContext": "thisServer",
+            "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}]
+        })));
+        let reasons = asking_more.not_honoured.join("; ");
+        assert!(reasons.contains("tools for the model to call"), "{reasons}");
+        assert!(reasons.contains("includeContext"), "{reasons}");
+        assert!(reasons.contains("image content"), "{reasons}");
+    }
 }

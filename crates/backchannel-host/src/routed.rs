@@ -19,6 +19,20 @@ use crate::config::Declared;
 use crate::handler::{HostHandler, LogMessage, SamplingQuestion};
 use crate::routes::{Call, CallTag, ProgressSeq, Routes};
 
+/// The refusal of a sampling request that asks what a reply of text cannot honour, naming
+/// each thing (never answered as if it had not been asked).
+fn not_honoured(question: &SamplingQuestion) -> Option<ErrorData> {
+    (!question.not_honoured.is_empty()).then(|| {
+        ErrorData::invalid_params(
+            format!(
+                "this host cannot honour this sampling request: it asks for {}",
+                question.not_honoured.join("; ")
+            ),
+            None,
+        )
+    })
+}
+
 /// `asked`, the handler's answer to a server's request, unless the server withdraws the request
 /// first (`notifications/cancelled`, which rmcp turns into the request's cancellation): then
 /// the handler's question is dropped (the person is no longer asked) and no answer is sent.
@@ -137,15 +151,16 @@ impl<H: HostHandler> Routed<H> {
                 )
             }
             InputRequest::CreateMessage(request) => {
-                match self
-                    .handler
-                    .sample(
-                        &self.connection,
-                        SamplingQuestion::from(&request.params),
-                        caller,
-                    )
-                    .await
-                {
+                let question = SamplingQuestion::from(&request.params);
+                let answered = match not_honoured(&question) {
+                    Some(refusal) => Err(refusal),
+                    None => {
+                        self.handler
+                            .sample(&self.connection, question, caller)
+                            .await
+                    }
+                };
+                match answered {
                     Ok(answer) => serde_json::to_value(CreateMessageResult::from(answer)),
                     Err(error) => Ok(serde_json::json!({
                         "error": {"code": error.code.0, "message": error.message}
@@ -271,9 +286,11 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             ));
         }
         let caller = self.caller_of(&context.extensions, &context.meta);
-        let asked = self
-            .handler
-            .sample(&self.connection, SamplingQuestion::from(&params), caller);
+        let question = SamplingQuestion::from(&params);
+        if let Some(refusal) = not_honoured(&question) {
+            return Err(refusal);
+        }
+        let asked = self.handler.sample(&self.connection, question, caller);
         withdrawable(&context, async {
             asked.await.map(CreateMessageResult::from)
         })

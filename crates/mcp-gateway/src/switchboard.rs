@@ -376,6 +376,11 @@ impl HostHandler for Switchboard {
                 .collect();
             let mut request = SamplingRequest::new(messages, question.max_tokens);
             request.system_prompt = question.system_prompt.clone();
+            // Every field the host hands on goes on (it refused the upstream's request if it
+            // asked what cannot: tools, content that is not text, context).
+            request.temperature = question.temperature;
+            request.stop_sequences =
+                (!question.stop_sequences.is_empty()).then(|| question.stop_sequences.clone());
             let request = InputRequest::CreateMessage(CreateMessageRequest::new(request));
             let answer: CreateMessageResult =
                 read(asking.ask("sampling", request).await, "sampling result")?;

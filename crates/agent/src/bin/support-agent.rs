@@ -266,6 +266,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
             let generation = agent::llm::Generation {
                 max_tokens: args.max_tokens,
                 temperature: args.temperature,
+                stop: Vec::new(),
             };
             Some(match args.provider {
                 ProviderArg::Openai => agent::llm::Provider::OpenAi(

@@ -155,8 +155,15 @@ impl HostHandler for DeskHandler {
                 ));
             }
         }
-        let turn = model
-            .capped(question.max_tokens)
+        // Every field the request names is honoured (the host refused those a reply of text
+        // cannot): its cap, its temperature, its stop sequences.
+        let asked = model.capped(question.max_tokens).tuned(|generation| {
+            if let Some(temperature) = question.temperature {
+                generation.temperature = Some(temperature.clamp(0.0, 2.0));
+            }
+            generation.stop = question.stop_sequences.clone();
+        });
+        let turn = asked
             .complete(&messages, &[])
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
@@ -168,9 +175,10 @@ impl HostHandler for DeskHandler {
             .approve(connection, &conversation, &review, self.person_deadline)
             .await
         {
+            // The result names the model that answered.
             Asked::Answered(Answer::Yes { .. }) => Ok(SamplingAnswer {
                 text,
-                model: "support-agent-model".into(),
+                model: model.describe().1.to_owned(),
             }),
             Asked::Answered(Answer::No) | Asked::NobodyWatching => Err(ErrorData::new(
                 rmcp::model::ErrorCode(-1),
@@ -350,7 +358,99 @@ fn preferred(wish: &backchannel_host::ModelWish) -> String {
 
 #[cfg(test)]
 mod tests {
-    use backchannel_host::{SamplingQuestion, SamplingTurn};
+    use std::sync::{Arc, Mutex};
+
+    use backchannel_host::{HostHandler as _, SamplingQuestion, SamplingTurn};
+
+    use super::DeskHandler;
+    use crate::events::{Answer, Event, Events};
+
+    /// A chat-completions model on a loopback port that answers "a summary" and keeps what it
+    /// was sent.
+    async fn fake_model(seen: Arc<Mutex<Vec<serde_json::Value>>>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route(
+            "/chat/completions",
+            axum::routing::post(move |axum::Json(body): axum::Json<serde_json::Value>| {
+                seen.lock().unwrap().push(body);
+                async {
+                    axum::Json(serde_json::json!({"choices": [{"message":
+                        {"role": "assistant", "content": "a summary"}}]}))
+                }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    /// Issue 72: the desk dropped a sampling request's temperature and stop sequences without a
+    /// word, and named a fixed "support-agent-model" in its result. Both reach the model now,
+    /// and the result names the model that answered.
+    #[tokio::test]
+    async fn a_sampling_requests_settings_reach_the_model_and_the_result_names_it() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let url = fake_model(seen.clone()).await;
+        let model = crate::llm::OpenAiCompatible::new(
+            &url,
+            None,
+            "tiny-model",
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap();
+        let events = Arc::new(Events::default());
+        let handler = DeskHandler {
+            events: events.clone(),
+            person_deadline: std::time::Duration::from_secs(60),
+            model: Some(crate::llm::Provider::OpenAi(model)),
+            sign_in_callback: None,
+            sign_in_for: super::SignInFor::ThePerson,
+            host: Default::default(),
+        };
+        let (secret, mut page) = events.open("c1");
+        let question = SamplingQuestion {
+            system_prompt: None,
+            messages: vec![SamplingTurn {
+                assistant: false,
+                text: "Summarize: great film".into(),
+            }],
+            max_tokens: 40,
+            model_preferences: None,
+            temperature: Some(0.3),
+            stop_sequences: vec!["END".into()],
+            not_honoured: Vec::new(),
+        };
+        let caller = rmcp::model::ProgressToken(rmcp::model::NumberOrString::String("c1".into()));
+        let sampled =
+            tokio::spawn(async move { handler.sample("moviedb", question, Some(caller)).await });
+        // Approve the request, then the reply.
+        for _ in 0..2 {
+            let id = loop {
+                if let Some(Event::Sampling { id, .. }) = page.recv().await {
+                    break id;
+                }
+            };
+            events
+                .answer(
+                    &id,
+                    &secret,
+                    Answer::Yes {
+                        note: String::new(),
+                    },
+                )
+                .unwrap();
+        }
+        let answer = sampled.await.unwrap().unwrap();
+        assert_eq!(answer.text, "a summary");
+        assert_eq!(answer.model, "tiny-model");
+        let sent = seen.lock().unwrap()[0].clone();
+        assert_eq!(sent["max_tokens"], 40, "{sent}");
+        assert!(
+            (sent["temperature"].as_f64().unwrap() - 0.3).abs() < 1e-6,
+            "{sent}"
+        );
+        assert_eq!(sent["stop"], serde_json::json!(["END"]), "{sent}");
+    }
 
     #[test]
     fn the_approval_shows_the_instructions_the_turns_and_the_cap() {
@@ -362,6 +462,9 @@ mod tests {
             }],
             max_tokens: 300,
             model_preferences: None,
+            temperature: None,
+            stop_sequences: Vec::new(),
+            not_honoured: Vec::new(),
         };
         assert_eq!(
             super::approval_text("moviedb", &question),

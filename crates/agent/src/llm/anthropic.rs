@@ -68,7 +68,7 @@ impl Wire for AnthropicMessages {
         if ask.stream {
             body["stream"] = Value::Bool(true);
         }
-        self.endpoint.generation.apply(&mut body);
+        self.endpoint.generation.apply(&mut body, "stop_sequences");
         if !system.is_empty() {
             body["system"] = Value::String(system.join("\n\n"));
         }

@@ -221,13 +221,15 @@ impl std::fmt::Debug for Secret {
 }
 
 /// How much the model may write and how freely: sent with every request, on both providers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
     /// The most tokens one reply may take (both APIs' `max_tokens`; a server's own cap, such
     /// as llama-server's `-n`, does not apply to a request that names one).
     pub max_tokens: u32,
     /// Sampling temperature; `None` leaves it to the server.
     pub temperature: Option<f32>,
+    /// Where the model stops writing (a sampling request's `stopSequences`); none by default.
+    pub stop: Vec<String>,
 }
 
 impl Default for Generation {
@@ -236,16 +238,21 @@ impl Default for Generation {
         Generation {
             max_tokens: 1024,
             temperature: None,
+            stop: Vec::new(),
         }
     }
 }
 
 impl Generation {
-    /// Put the settings into a request body (both APIs name them alike).
-    fn apply(&self, body: &mut Value) {
+    /// Put the settings into a request body (both APIs name them alike but for the stop
+    /// sequences, which go under `stop_key`).
+    fn apply(&self, body: &mut Value, stop_key: &str) {
         body["max_tokens"] = Value::from(self.max_tokens);
         if let Some(temperature) = self.temperature {
             body["temperature"] = Value::from(temperature);
+        }
+        if !self.stop.is_empty() {
+            body[stop_key] = Value::from(self.stop.clone());
         }
     }
 }

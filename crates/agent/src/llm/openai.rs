@@ -15,7 +15,7 @@ impl Wire for OpenAiCompatible {
     fn request(&self, ask: Ask<'_>) -> reqwest::RequestBuilder {
         let endpoint = &self.endpoint;
         let mut body = serde_json::json!({ "model": endpoint.model, "messages": ask.messages });
-        endpoint.generation.apply(&mut body);
+        endpoint.generation.apply(&mut body, "stop");
         if !ask.tools.is_empty() {
             body["tools"] = serde_json::to_value(ask.tools).unwrap_or_default();
         }

@@ -45,9 +45,20 @@ impl Provider {
     /// How much each reply may write and how freely.
     pub fn generation(&self) -> Generation {
         match self {
-            Provider::OpenAi(model) => model.endpoint.generation,
-            Provider::Anthropic(model) => model.endpoint.generation,
+            Provider::OpenAi(model) => model.endpoint.generation.clone(),
+            Provider::Anthropic(model) => model.endpoint.generation.clone(),
         }
+    }
+
+    /// The same model, its generation settings changed by `change` (a sampling request's
+    /// temperature and stop sequences, say).
+    pub fn tuned(&self, change: impl FnOnce(&mut Generation)) -> Provider {
+        let mut changed = self.clone();
+        match &mut changed {
+            Provider::OpenAi(model) => change(&mut model.endpoint.generation),
+            Provider::Anthropic(model) => change(&mut model.endpoint.generation),
+        }
+        changed
     }
 
     /// One completion.

@@ -318,6 +318,7 @@ async fn the_anthropic_provider_drives_the_same_loop() {
     .with_generation(agent::llm::Generation {
         max_tokens: 300,
         temperature: Some(0.5),
+        stop: Vec::new(),
     });
     let desk = DeskConfig {
         protocol: Some(Revision::V2025_11_25),

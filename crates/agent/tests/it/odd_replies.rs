@@ -210,6 +210,7 @@ async fn a_conversation_longer_than_the_context_loses_its_oldest_turns_and_says_
     let generation = Generation {
         max_tokens: 256,
         temperature: None,
+        stop: Vec::new(),
     };
     let (demo, script) = demo_with_context(replies, 3500, generation).await;
     let mut said = Vec::new();

@@ -31,6 +31,7 @@ fn server() -> String {
 const GENERATION: Generation = Generation {
     max_tokens: 160,
     temperature: Some(0.0),
+    stop: Vec::new(),
 };
 
 /// What the desk sent the model, request by request, recorded by a pass-through in front of
@@ -418,6 +419,7 @@ async fn stop_ends_the_real_generation(anthropic: bool) {
     let long = Generation {
         max_tokens: 600,
         temperature: Some(0.0),
+        stop: Vec::new(),
     };
     let (demo, sent) = demo_with(anthropic, long).await;
     let (mut events, secret) = Events::open(&demo, "long").await;
