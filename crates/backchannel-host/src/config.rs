@@ -264,23 +264,7 @@ impl HostConfig {
                 return Err(ConfigError::BadName(name.clone()));
             }
             for RootConfig { path: root, .. } in &connection.roots {
-                if !root.is_absolute() {
-                    return Err(ConfigError::RelativeRoot {
-                        connection: name.clone(),
-                        root: root.clone(),
-                    });
-                }
-                let root = normalise(root);
-                if !self
-                    .trusted_folders
-                    .iter()
-                    .any(|trusted| root.starts_with(normalise(trusted)))
-                {
-                    return Err(ConfigError::UntrustedRoot {
-                        connection: name.clone(),
-                        root,
-                    });
-                }
+                trusted_root(&self.trusted_folders, name, root)?;
             }
         }
         Ok(())
@@ -334,6 +318,32 @@ impl From<RootSpelling> for RootConfig {
 }
 
 /// Resolve `.` and `..` without touching the file system (a root may not exist yet).
+/// `root`, normalised, when it may be a root of `connection`: absolute and inside one of the
+/// `trusted` folders.
+pub(crate) fn trusted_root(
+    trusted: &[PathBuf],
+    connection: &str,
+    root: &Path,
+) -> Result<PathBuf, ConfigError> {
+    if !root.is_absolute() {
+        return Err(ConfigError::RelativeRoot {
+            connection: connection.to_owned(),
+            root: root.to_owned(),
+        });
+    }
+    let root = normalise(root);
+    if !trusted
+        .iter()
+        .any(|trusted| root.starts_with(normalise(trusted)))
+    {
+        return Err(ConfigError::UntrustedRoot {
+            connection: connection.to_owned(),
+            root,
+        });
+    }
+    Ok(root)
+}
+
 fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {

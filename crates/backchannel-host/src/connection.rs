@@ -42,6 +42,10 @@ pub struct Connection<H: HostHandler> {
     pub(crate) sessions: Option<crate::listening::Sessions>,
     /// The direct path of a 2026-07-28 HTTP connection (`None` otherwise).
     pub(crate) direct: Option<crate::direct::Direct>,
+    /// The roots declared now, shared with the client handler that lists them.
+    pub(crate) roots: Arc<std::sync::RwLock<Vec<Root>>>,
+    /// The folders a root may lie in (the host's configuration).
+    pub(crate) trusted_folders: Arc<Vec<std::path::PathBuf>>,
     #[cfg(feature = "oauth")]
     pub(crate) handler: Arc<H>,
     /// How to sign in again when the server refuses the credentials (HTTP connections).
@@ -411,7 +415,7 @@ impl<H: HostHandler> Connection<H> {
         handler: Arc<H>,
     ) -> Result<Connection<H>, HostError> {
         let routes = Arc::new(Routes::default());
-        let roots = declared_roots(&config.roots);
+        let roots = Arc::new(std::sync::RwLock::new(declared_roots(&config.roots)));
         let make_routed = || Routed {
             connection: name.to_owned(),
             client_name: host.client_name.clone(),
@@ -490,6 +494,8 @@ impl<H: HostHandler> Connection<H> {
             _session: backchannel::metrics::ClientSession::start(),
             sessions,
             direct: None,
+            roots,
+            trusted_folders: Arc::new(host.trusted_folders.clone()),
             #[cfg(feature = "oauth")]
             handler,
             #[cfg(feature = "oauth")]

@@ -12,6 +12,7 @@
 //! - `host`: [`Host`], every connection of a configuration; the shared HTTP client.
 //! - `connection`: [`Connection`], opening one (either revision), signing in again, closing.
 //! - `rounds`: a call's or a prompt's rounds of questions, tasks followed or handed back.
+//! - `roots`: a connection's roots while it is open, added and removed, the server told.
 //! - `routed`: the rmcp client handler of one connection, routing to the [`HostHandler`].
 //! - `routes`: which call in flight a server's question belongs to.
 //! - `streams`: the pooled HTTP client, a 2026-07-28 connection's listen stream.
@@ -39,6 +40,7 @@ pub mod fuzzing;
 mod handler;
 mod host;
 mod listening;
+mod roots;
 mod rounds;
 mod routed;
 mod routes;

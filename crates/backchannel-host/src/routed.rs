@@ -54,13 +54,22 @@ pub(crate) struct Routed<H> {
     pub(crate) connection: String,
     pub(crate) client_name: String,
     pub(crate) declared: Declared,
-    pub(crate) roots: Vec<Root>,
+    /// The roots it declares now (the connection changes them: [`crate::Connection::add_root`]).
+    pub(crate) roots: Arc<std::sync::RwLock<Vec<Root>>>,
     pub(crate) handler: Arc<H>,
     /// Which call each request, and so each server message, belongs to.
     pub(crate) routes: Arc<Routes>,
 }
 
 impl<H: HostHandler> Routed<H> {
+    /// The roots declared now.
+    pub(crate) fn current_roots(&self) -> Vec<Root> {
+        self.roots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// The caller a server's request is for: the call whose HTTP response stream carried it,
     /// else the call its `conversationId` names (a request's progress token), else the one
     /// call in flight, if exactly one is.
@@ -169,7 +178,7 @@ impl<H: HostHandler> Routed<H> {
             }
             InputRequest::ListRoots(_) => match self
                 .handler
-                .list_roots(&self.connection, self.roots.clone(), caller)
+                .list_roots(&self.connection, self.current_roots(), caller)
                 .await
             {
                 Ok(roots) => serde_json::to_value(ListRootsResult::new(roots)),
@@ -224,9 +233,10 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             caps.sampling = Some(Default::default());
         }
         if self.declared.roots {
-            // A connection's roots come from its configuration and never change while it is
-            // open: the host sends no `roots/list_changed`, so it does not declare it.
-            caps.roots = Some(rmcp::model::RootsCapabilities::default());
+            // The host tells the server when they change (`notifications/roots/list_changed`).
+            let mut roots = rmcp::model::RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            caps.roots = Some(roots);
         }
         if self.declared.tasks {
             caps.extensions = Some(
@@ -303,7 +313,7 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
     ) -> Result<ListRootsResult, ErrorData> {
         let caller = self.caller_of(&context.extensions, &context.meta);
         self.handler
-            .list_roots(&self.connection, self.roots.clone(), caller)
+            .list_roots(&self.connection, self.current_roots(), caller)
             .await
             .map(ListRootsResult::new)
     }
@@ -372,7 +382,7 @@ mod tests {
     impl HostHandler for Quiet {}
 
     #[test]
-    fn roots_are_declared_without_list_changed_they_never_change() {
+    fn roots_are_declared_with_list_changed_the_host_tells_when_they_change() {
         let routed = Routed {
             connection: "notes".into(),
             client_name: "test".into(),
@@ -380,7 +390,7 @@ mod tests {
                 roots: true,
                 ..Declared::default()
             },
-            roots: Vec::new(),
+            roots: Arc::default(),
             handler: Arc::new(Quiet),
             routes: Arc::default(),
         };
@@ -389,6 +399,6 @@ mod tests {
             .capabilities
             .roots
             .expect("roots declared");
-        assert_eq!(roots.list_changed, None);
+        assert_eq!(roots.list_changed, Some(true));
     }
 }

@@ -469,6 +469,103 @@ capabilities = {{ roots = true, elicitation = false, tasks = false }}
     host.close().await;
 }
 
+/// Issue 72: a connection's roots could not change while it was open (no way to add or remove
+/// one, no `notifications/roots/list_changed`). Now the host adds and removes them and tells the
+/// server, and the official filesystem server takes the new list.
+#[tokio::test]
+async fn roots_that_change_while_the_connection_is_open_reach_the_filesystem_server() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(|c| c.parent())
+        .unwrap()
+        .canonicalize()
+        .unwrap();
+    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
+    assert!(
+        server.exists(),
+        "run scripts/test (it installs tools/node) first"
+    );
+    let (kb, archive) = (repo.join("support-kb"), repo.join("support-kb-archive"));
+    let config = HostConfig::from_toml(&format!(
+        r#"
+trusted_folders = ["{repo}"]
+[connections.notes]
+transport = "stdio"
+command = "{server}"
+roots = ["{kb}"]
+capabilities = {{ roots = true, elicitation = false, tasks = false }}
+"#,
+        repo = repo.display(),
+        server = server.display(),
+        kb = kb.display(),
+    ))
+    .unwrap();
+    let host = Host::open(&config, Arc::new(Person::default()))
+        .await
+        .unwrap();
+    let notes = host.connection("notes").unwrap();
+    let took = |n: usize| {
+        move |line: &str| {
+            line.contains(&format!(
+                "Updated allowed directories from MCP roots: {n} valid"
+            ))
+        }
+    };
+    let wait = std::time::Duration::from_secs(10);
+    assert!(
+        notes.wait_for_stderr(took(1), wait).await,
+        "{:?}",
+        notes.stderr_tail()
+    );
+    let allowed = || async {
+        let listed = notes
+            .call_tool("list_allowed_directories", None, &CallContext::new())
+            .await
+            .unwrap();
+        result_text(&listed)
+    };
+    assert!(!allowed().await.contains("support-kb-archive"));
+
+    assert!(notes.add_root(&archive, Some("Archive")).await.unwrap());
+    assert!(!notes.add_root(&archive, None).await.unwrap(), "once");
+    assert!(
+        notes.wait_for_stderr(took(2), wait).await,
+        "{:?}",
+        notes.stderr_tail()
+    );
+    assert!(
+        allowed().await.contains("support-kb-archive"),
+        "{}",
+        allowed().await
+    );
+    assert_eq!(notes.roots().len(), 2);
+    assert_eq!(notes.roots()[1].name.as_deref(), Some("Archive"));
+
+    assert!(notes.remove_root(&archive).await.unwrap());
+    assert!(!notes.remove_root(&archive).await.unwrap(), "gone already");
+    let shrunk = async {
+        while allowed().await.contains("support-kb-archive") {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    assert!(
+        tokio::time::timeout(wait, shrunk).await.is_ok(),
+        "{}",
+        allowed().await
+    );
+
+    // A folder outside the trusted ones is refused, and nothing changes.
+    let refused = notes.add_root(std::path::Path::new("/etc"), None).await;
+    assert!(
+        matches!(refused, Err(backchannel_host::HostError::Config(_))),
+        "{refused:?}"
+    );
+    let relative = notes.add_root(std::path::Path::new("notes"), None).await;
+    assert!(relative.is_err(), "{relative:?}");
+    assert_eq!(notes.roots().len(), 1);
+    host.close().await;
+}
+
 /// A 2025-11-25 server like the TypeScript SDK's: what it sends outside a call goes on the
 /// session's listening GET stream, and is dropped when that stream is not open yet. This one
 /// answers the GET 300 ms late and records, for each later request, whether the stream was
