@@ -82,22 +82,23 @@ impl Screen {
                 id,
                 server,
                 message,
-                seconds,
+                seconds: seconds_left,
                 call,
             }
             | Event::Sampling {
                 id,
                 server,
                 message,
-                seconds,
+                seconds: seconds_left,
                 call,
             } => {
                 // The call that asks, so the person sees what a yes will do.
                 let asking = call.map(|call| format!(" ({})", call.line()));
                 writeln!(
                     out,
-                    "\r{server}{} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({seconds} seconds):",
-                    asking.unwrap_or_default()
+                    "\r{server}{} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({}):",
+                    asking.unwrap_or_default(),
+                    seconds(seconds_left)
                 )?;
                 self.question = Some(id);
             }
@@ -268,31 +269,52 @@ impl Outbox {
     }
 }
 
-/// `/inbox` (the person's open questions, numbered), `/yes N` and `/no N` (answer one).
-fn inbox_command(
-    line: &str,
-    screen: &Screen,
-    desk: &Desk,
-    out: &mut impl Write,
-) -> std::io::Result<()> {
+/// "1 second", "30 seconds".
+pub(crate) fn seconds(n: u64) -> String {
+    if n == 1 {
+        "1 second".to_owned()
+    } else {
+        format!("{n} seconds")
+    }
+}
+
+/// `/inbox` (the person's open questions, numbered, one a line, their ages as they are now),
+/// `/yes N` and `/no N` (answer one).
+fn inbox_command(line: &str, desk: &Desk, out: &mut impl Write) -> std::io::Result<()> {
     let mut words = line.split_whitespace();
     let command = words.next().unwrap_or_default();
+    // Read now, not from the last list the stream sent: the ages move.
+    let owner = desk.events().owner_for(CONVERSATION);
+    let inbox = desk.events().inbox(&owner);
     if command == "/inbox" {
-        if screen.inbox.is_empty() {
-            return writeln!(out, "Your inbox is empty: no question is waiting for you.");
+        if inbox.is_empty() {
+            return writeln!(
+                out,
+                "\rYour inbox is empty: no question is waiting for you."
+            );
         }
-        for (number, item) in screen.inbox.iter().enumerate() {
+        for (number, item) in inbox.iter().enumerate() {
+            let asking = item
+                .call
+                .as_ref()
+                .map(|call| format!(" ({})", call.line()))
+                .unwrap_or_default();
+            // One question a line, whatever line breaks its words hold.
+            let message = item
+                .message
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
             writeln!(
                 out,
-                "{}. {} asks: {} (waiting {} s, {} s left)",
+                "\r{}. {}{asking} asks: {message} (asked {} ago, {} left)",
                 number + 1,
                 item.server,
-                item.message,
-                item.waited_seconds,
-                item.seconds_left
+                seconds(item.waited_seconds),
+                seconds(item.seconds_left),
             )?;
         }
-        return writeln!(out, "Answer with /yes N or /no N.");
+        return writeln!(out, "\rAnswer with /yes N or /no N.");
     }
     let answer = match command {
         "/yes" => Answer::Yes {
@@ -305,11 +327,10 @@ fn inbox_command(
         .next()
         .and_then(|n| n.parse::<usize>().ok())
         .and_then(|n| n.checked_sub(1))
-        .and_then(|n| screen.inbox.get(n));
+        .and_then(|n| inbox.get(n));
     let Some(item) = item else {
         return writeln!(out, "No question has that number: /inbox lists them.");
     };
-    let owner = desk.events().owner_for(CONVERSATION);
     match desk.events().answer_for(&item.id, &owner, answer) {
         Ok(()) => writeln!(out, "Answered: {}", item.message),
         Err(_) => writeln!(out, "Too late: that question had already closed."),
@@ -380,7 +401,7 @@ pub async fn run_with(
                     break;
                 }
                 if line.starts_with('/') {
-                    inbox_command(&line, &screen, &desk, &mut out)?;
+                    inbox_command(&line, &desk, &mut out)?;
                     continue;
                 }
                 if let Some(id) = screen.question.clone() {

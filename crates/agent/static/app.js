@@ -385,7 +385,7 @@ function ask(question, title) {
       expire();
       return;
     }
-    $("confirm-countdown").textContent = `${left} seconds left to answer`;
+    $("confirm-countdown").textContent = `${plural(left, "second")} left to answer`;
     $("waiting-left").textContent = `${left} s left`;
     left -= 1;
   };
@@ -426,6 +426,11 @@ function showInbox(questions) {
   renderInbox();
   if (questions.length === 0 && $("inbox").open) $("inbox").close();
 }
+// "1 second", "2 seconds".
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
 // A tool call as one line: `orders · cancel_order(orderId: "ORD-10002")`.
 function callLine(call) {
   const args = Object.entries(call.arguments || {}).map(([k, v]) => `${k}: ${JSON.stringify(v)}`);

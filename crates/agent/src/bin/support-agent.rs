@@ -405,13 +405,27 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `support-agent people add`: `name` with the password read from standard input.
+/// `support-agent people add`: `name` with a password asked at the terminal (twice, never
+/// shown), or read from standard input when that is not a terminal (a script's pipe).
 fn add_person(name: &str, people: &std::path::Path) -> anyhow::Result<()> {
-    let mut password = String::new();
-    std::io::stdin()
-        .read_line(&mut password)
-        .context("cannot read the password from standard input")?;
-    let password = password.trim_end_matches(['\r', '\n']);
+    use std::io::IsTerminal as _;
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password(format!("Password for {name} (not shown): "))
+            .context("cannot read the password")?;
+        let again = rpassword::prompt_password("The same password again: ")
+            .context("cannot read the password")?;
+        if first != again {
+            anyhow::bail!("the two passwords differ; nothing was changed");
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .context("cannot read the password from standard input")?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    let password = password.as_str();
     if let Some(dir) = people.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
     }

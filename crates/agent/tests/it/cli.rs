@@ -323,7 +323,11 @@ async fn a_pages_question_is_answered_from_the_terminals_inbox() {
         .shows("In your inbox, from orders: Cancel order ORD-10002")
         .await;
     lines.send("/inbox".into()).await.unwrap();
-    screen.shows("1. orders asks: Cancel order ORD-10002").await;
+    // One question a line, naming the call that asks it, with its ages read as they are now.
+    screen
+        .shows("1. orders (cancel_order(orderId: \"ORD-10002\")) asks: Cancel order ORD-10002")
+        .await;
+    screen.shows(" left)\n").await;
     lines.send("/yes 2".into()).await.unwrap();
     screen.shows("No question has that number").await;
     lines.send("/yes 1".into()).await.unwrap();
@@ -433,4 +437,37 @@ async fn a_page_s_question_answered_at_the_terminal_leaves_the_page() {
     cli.await.unwrap().unwrap();
     stop.cancel();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 75: `support-agent people add` at a terminal waited with no prompt and echoed the
+/// password. It asks now, twice, and nothing typed is shown; two that differ change nothing.
+#[test]
+fn people_add_at_a_terminal_asks_for_the_password_without_showing_it() {
+    let file = std::env::temp_dir().join(format!("desk-people-pty-{}", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let session = |first: &str, again: &str| -> Result<String, rexpect::error::Error> {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_support-agent"));
+        command
+            .args(["people", "add", "ana", "--people"])
+            .arg(&file);
+        let mut term = rexpect::session::spawn_command(command, Some(30_000))?;
+        let mut screen = term.exp_string("Password for ana (not shown): ")?;
+        term.send_line(first)?;
+        screen.push_str(&term.exp_string("The same password again: ")?);
+        term.send_line(again)?;
+        screen.push_str(&term.exp_eof()?);
+        Ok(screen)
+    };
+    let differ = session("correct horse", "wrong horse").unwrap();
+    assert!(differ.contains("the two passwords differ"), "{differ}");
+    assert!(!file.exists(), "nothing was written");
+    let screen = session("correct horse", "correct horse").unwrap();
+    assert!(screen.contains("ana may sign in to the desk"), "{screen}");
+    assert!(
+        !screen.contains("correct horse"),
+        "the password was shown: {screen}"
+    );
+    let people = agent::people::People::load(&file).unwrap();
+    assert!(people.contains("ana"));
+    let _ = std::fs::remove_file(&file);
 }

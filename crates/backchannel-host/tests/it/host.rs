@@ -539,7 +539,8 @@ capabilities = {{ roots = true, elicitation = false, tasks = false }}
         allowed().await
     );
     assert_eq!(notes.roots().len(), 2);
-    assert_eq!(notes.roots()[1].name.as_deref(), Some("Archive"));
+    let named = serde_json::to_value(&notes.roots()[1]).unwrap();
+    assert_eq!(named["name"], "Archive", "{named}");
 
     assert!(notes.remove_root(&archive).await.unwrap());
     assert!(!notes.remove_root(&archive).await.unwrap(), "gone already");
