@@ -44,9 +44,10 @@ impl<H: HostHandler> Connection<H> {
     }
 
     /// Stop declaring the folder `path` as a root, and tell the server. `false` when it was
-    /// not one (nothing changes then).
+    /// not one (nothing changes then); a path that could not be a root is refused as
+    /// [`Connection::add_root`] refuses it.
     pub async fn remove_root(&self, path: &Path) -> Result<bool, HostError> {
-        let uri = file_uri(path);
+        let uri = file_uri(&trusted_root(&self.trusted_folders, &self.name, path)?);
         let removed = {
             let mut roots = self
                 .roots

@@ -55,6 +55,8 @@ pub(crate) struct Person {
     yes: bool,
     pub(crate) asked: Arc<Mutex<Vec<String>>>,
     progress: Arc<Mutex<Vec<f64>>>,
+    /// Rung at each progress notification handled.
+    progressed: Arc<tokio::sync::Notify>,
 }
 
 impl Person {
@@ -63,6 +65,7 @@ impl Person {
             yes,
             asked: Arc::default(),
             progress: Arc::default(),
+            progressed: Arc::default(),
         }
     }
 }
@@ -98,6 +101,7 @@ impl ClientHandler for Person {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params.progress);
+        self.progressed.notify_waiters();
     }
 }
 
@@ -185,8 +189,12 @@ async fn the_upstreams_progress_reaches_a_2025_client_whole(upstream: Revision) 
     // the last may reach the handler after the result, and in another order. What is judged is
     // that none was lost on the way (a lost one never arrives, however long this waits).
     let all_came = tokio::time::timeout(Duration::from_secs(10), async {
-        while person.progress.lock().unwrap().len() < shipments {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        loop {
+            let handled = person.progressed.notified();
+            if person.progress.lock().unwrap().len() >= shipments {
+                return;
+            }
+            handled.await;
         }
     })
     .await;

@@ -21,6 +21,9 @@ use crate::bridge::{Person, cancellable, order_service, status};
 /// What reached the order service: each request's method and `Mcp-Session-Id`.
 type Requests = std::sync::Arc<std::sync::Mutex<Vec<(http::Method, Option<String>)>>>;
 
+/// Rung at each request noted in [`Requests`].
+static NOTED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 /// The order service limited to 2025-11-25, as `bridge::order_service` serves it, with every
 /// request it receives noted.
 async fn recorded_order_service() -> (backchannel::testing::Served, Requests) {
@@ -51,6 +54,7 @@ async fn recorded_order_service() -> (backchannel::testing::Served, Requests) {
                             .lock()
                             .unwrap()
                             .push((request.method().clone(), session));
+                        NOTED.notify_waiters();
                         next.run(request)
                     },
                 ))
@@ -447,6 +451,7 @@ async fn whatever_a_kill_races_with_no_question_is_left_waiting_upstream() {
             // A's upstream session is ended: DELETE seen, and the upstream knows it no more.
             let ended = tokio::time::timeout(Duration::from_secs(30), async {
                 loop {
+                    let noted = NOTED.notified();
                     let deleted = requests.lock().unwrap().iter().any(|(method, session)| {
                         method == http::Method::DELETE
                             && session.as_ref().is_some_and(|s| of_a.contains(s))
@@ -454,7 +459,7 @@ async fn whatever_a_kill_races_with_no_question_is_left_waiting_upstream() {
                     if deleted {
                         break;
                     }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    noted.await;
                 }
             })
             .await;
