@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::desk::Desk;
-use crate::events::{Answer, Event, InboxItem};
+use crate::events::{Answer, Event, Field, InboxItem};
 
 /// The conversation id the terminal uses.
 pub const CONVERSATION: &str = crate::events::TERMINAL;
@@ -65,6 +65,8 @@ struct Screen {
     style: Bar,
     shown_quarter: u32,
     question: Option<String>,
+    /// The open question's form, when it is one.
+    fields: Vec<Field>,
     busy: bool,
     streamed: String,
 }
@@ -78,29 +80,10 @@ impl Screen {
                 server,
                 message,
             } => self.progress(percent, &note(&server, message.as_deref()), out)?,
-            Event::Confirmation {
-                id,
-                server,
-                message,
-                seconds: seconds_left,
-                call,
-            }
-            | Event::Sampling {
-                id,
-                server,
-                message,
-                seconds: seconds_left,
-                call,
-            } => {
-                // The call that asks, so the person sees what a yes will do.
-                let asking = call.map(|call| format!(" ({})", call.line()));
-                writeln!(
-                    out,
-                    "\r{server}{} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({}):",
-                    asking.unwrap_or_default(),
-                    seconds(seconds_left)
-                )?;
-                self.question = Some(id);
+            question @ (Event::Confirmation { .. }
+            | Event::Link { .. }
+            | Event::Sampling { .. }) => {
+                self.ask(question, out)?;
             }
             Event::Closed {
                 id,
@@ -170,6 +153,92 @@ impl Screen {
         Ok(())
     }
 
+    /// Show a question and wait for its answer: a form field by field, a link with where it
+    /// leads, a yes/no with the call that asks.
+    fn ask(&mut self, question: Event, out: &mut impl Write) -> std::io::Result<()> {
+        match question {
+            Event::Confirmation {
+                id,
+                server,
+                message,
+                seconds: seconds_left,
+                call,
+                fields,
+            } if !fields.is_empty() => {
+                let asking = call.map(|call| format!(" ({})", call.line()));
+                writeln!(
+                    out,
+                    "\r{server}{} asks: {message}",
+                    asking.unwrap_or_default()
+                )?;
+                for field in &fields {
+                    writeln!(out, "  {}", field_line(field))?;
+                }
+                let example = fields
+                    .iter()
+                    .map(|f| format!("{}={}", f.name, f.options.first().map_or("…", |o| o)))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                writeln!(
+                    out,
+                    "Type the answer as {example}, or 'no' to refuse ({}):",
+                    seconds(seconds_left)
+                )?;
+                self.question = Some(id);
+                self.fields = fields;
+            }
+            Event::Link {
+                id,
+                server,
+                message,
+                url,
+                origin,
+                seconds: seconds_left,
+                call,
+            } => {
+                let asking = call.map(|call| format!(" ({})", call.line()));
+                writeln!(
+                    out,
+                    "\r{server}{} asks you to open a page at {origin}: {message}\n  {url}\n\
+                     Type 'yes' once you have opened it in your browser, 'no' to refuse, or \
+                     'cancel' ({}):",
+                    asking.unwrap_or_default(),
+                    seconds(seconds_left)
+                )?;
+                self.question = Some(id);
+                self.fields = Vec::new();
+            }
+            Event::Confirmation {
+                id,
+                server,
+                message,
+                seconds: seconds_left,
+                call,
+                ..
+            }
+            | Event::Sampling {
+                id,
+                server,
+                message,
+                seconds: seconds_left,
+                call,
+            } => {
+                // The call that asks, so the person sees what a yes will do.
+                let asking = call.map(|call| format!(" ({})", call.line()));
+                writeln!(
+                    out,
+                    "\r{server}{} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({}):",
+                    asking.unwrap_or_default(),
+                    seconds(seconds_left)
+                )?;
+                self.question = Some(id);
+                self.fields = Vec::new();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// The progress bar, drawn in place or a line per quarter.
     fn progress(&mut self, percent: u32, note: &str, out: &mut impl Write) -> std::io::Result<()> {
         match self.style {
@@ -206,15 +275,58 @@ impl Screen {
 /// The most messages kept to send once the one in flight (or the open question) is done.
 const MAX_KEPT: usize = 8;
 
-/// What a line typed while a question waits means.
-fn answer_of(line: &str) -> Option<Answer> {
+/// What a line typed while a question waits means: yes, no, cancel, or (for a form)
+/// `name=value` pairs, each value read as its field's type.
+fn answer_of(line: &str, fields: &[Field]) -> Option<Answer> {
     match line.to_ascii_lowercase().as_str() {
-        "yes" | "y" => Some(Answer::Yes {
-            note: "confirmed at the command line".into(),
-        }),
-        "no" | "n" => Some(Answer::No),
-        _ => None,
+        "yes" | "y" if fields.is_empty() => {
+            return Some(Answer::Yes {
+                note: "confirmed at the command line".into(),
+            });
+        }
+        "no" | "n" => return Some(Answer::No),
+        "cancel" | "c" => return Some(Answer::Cancel),
+        _ => {}
     }
+    if fields.is_empty() || !line.contains('=') {
+        return None;
+    }
+    let mut values = serde_json::Map::new();
+    for pair in line.split_whitespace() {
+        let (name, text) = pair.split_once('=')?;
+        let kind = fields
+            .iter()
+            .find(|f| f.name == name)
+            .map_or("string", |f| f.kind);
+        let value = match kind {
+            "boolean" => serde_json::Value::Bool(matches!(text, "yes" | "true" | "y")),
+            "number" | "integer" => serde_json::from_str(text)
+                .unwrap_or_else(|_| serde_json::Value::String(text.to_owned())),
+            _ => serde_json::Value::String(text.to_owned()),
+        };
+        values.insert(name.to_owned(), value);
+    }
+    Some(Answer::Filled(values))
+}
+
+/// One field of a form as the terminal shows it: `Watch status (status): one of A, B; required`.
+fn field_line(field: &Field) -> String {
+    let wanted = match (field.kind, field.options.is_empty()) {
+        ("string", false) => format!("one of {}", field.options.join(", ")),
+        ("string", true) => "text".to_owned(),
+        ("boolean", _) => "yes or no".to_owned(),
+        (kind, _) => kind.to_owned(),
+    };
+    let about = field
+        .description
+        .as_deref()
+        .map(|d| format!(" — {d}"))
+        .unwrap_or_default();
+    let required = if field.required { "; required" } else { "" };
+    format!(
+        "{} ({}): {wanted}{required}{about}",
+        field.title, field.name
+    )
 }
 
 /// Messages typed while the desk works on one (or a question waits), sent in turn after it.
@@ -365,6 +477,7 @@ pub async fn run_with(
         style,
         shown_quarter: 0,
         question: None,
+        fields: Vec::new(),
         busy: false,
         streamed: String::new(),
     };
@@ -405,14 +518,21 @@ pub async fn run_with(
                     continue;
                 }
                 if let Some(id) = screen.question.clone() {
-                    if let Some(answer) = answer_of(&line) {
-                        screen.question = None;
-                        if desk.events().answer(&id, &secret, answer).is_err() {
-                            writeln!(out, "Too late: the question had already closed.")?;
+                    if let Some(answer) = answer_of(&line, &screen.fields) {
+                        match desk.events().answer(&id, &secret, answer) {
+                            Ok(()) => screen.question = None,
+                            Err(crate::events::AnswerError::Refused(why)) => {
+                                writeln!(out, "\r{why}: the question still waits.")?;
+                            }
+                            Err(_) => {
+                                screen.question = None;
+                                writeln!(out, "Too late: the question had already closed.")?;
+                            }
                         }
                         continue;
                     }
-                    writeln!(out, "\rThat is not an answer: the question above waits for yes or no.")?;
+                    let wanted = if screen.fields.is_empty() { "yes or no" } else { "name=value answers, or no" };
+                    writeln!(out, "\rThat is not an answer: the question above waits for {wanted}.")?;
                 }
                 outbox.send_or_keep(&mut screen, line, &mut out)?;
             }
@@ -481,4 +601,35 @@ pub fn terminal_lines() -> (mpsc::Receiver<String>, Option<AbovePrompt>) {
         pending: Vec::new(),
     });
     (rx, printer)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::answer_of;
+    use crate::events::{Answer, form};
+
+    /// Issue 72: at the terminal a form is answered `name=value`, each value read as its
+    /// field's type; a link or a yes/no question takes yes, no and cancel.
+    #[test]
+    fn a_line_answers_a_form_by_its_fields_and_a_question_by_yes_no_or_cancel() {
+        let schema = json!({"type": "object", "properties": {
+            "status": {"type": "string", "enum": ["WANT_TO_WATCH", "WATCHED"]},
+            "stars": {"type": "integer"}, "seen": {"type": "boolean"}}});
+        let fields = form::fields(&schema).unwrap();
+        let Some(Answer::Filled(values)) = answer_of("status=WATCHED stars=4 seen=yes", &fields)
+        else {
+            panic!("not a form's answer");
+        };
+        assert_eq!(
+            serde_json::Value::Object(values),
+            json!({"status": "WATCHED", "stars": 4, "seen": true})
+        );
+        assert_eq!(answer_of("yes", &fields), None, "a form is not answered yes");
+        assert_eq!(answer_of("no", &fields), Some(Answer::No));
+        assert_eq!(answer_of("cancel", &[]), Some(Answer::Cancel));
+        assert!(matches!(answer_of("y", &[]), Some(Answer::Yes { .. })));
+        assert_eq!(answer_of("maybe", &[]), None);
+    }
 }

@@ -294,6 +294,47 @@ struct InboxAnswer {
     confirmed: bool,
     #[serde(default)]
     note: Option<String>,
+    /// Put away without a choice (a link question's Cancel).
+    #[serde(default)]
+    cancel: bool,
+    /// A form's values (with `confirmed`: sent; checked against the form first).
+    #[serde(default)]
+    content: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The person's answer as a page posts it: a form's values, cancel, yes (with the note), no.
+fn answer_of(
+    confirmed: bool,
+    note: Option<String>,
+    cancel: bool,
+    content: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Answer {
+    match (confirmed, cancel, content) {
+        (_, true, _) => Answer::Cancel,
+        (true, false, Some(values)) => Answer::Filled(values),
+        (true, false, None) => Answer::Yes {
+            note: note.unwrap_or_default(),
+        },
+        (false, false, _) => Answer::No,
+    }
+}
+
+/// An answer refused: 404 (no such open question), 403 (someone else's), 422 (it does not
+/// fit the question, which still waits).
+fn refused_answer(error: AnswerError) -> Response {
+    let status = match &error {
+        AnswerError::NotFound => StatusCode::NOT_FOUND,
+        AnswerError::Forbidden => StatusCode::FORBIDDEN,
+        AnswerError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    let message = match &error {
+        AnswerError::NotFound => {
+            "no open question has that id (answered, expired, or never asked)".to_owned()
+        }
+        AnswerError::Forbidden => "that question is someone else's".to_owned(),
+        AnswerError::Refused(why) => why.clone(),
+    };
+    (status, Json(serde_json::json!({ "message": message }))).into_response()
 }
 
 /// `POST /api/inbox/{id}`: the person answers one of their questions, from any page of theirs.
@@ -306,27 +347,10 @@ async fn answer_from_inbox(
     let Some(owner) = owner_of_request(&desk, &headers) else {
         return no_session();
     };
-    let reply = if answer.confirmed {
-        Answer::Yes {
-            note: answer.note.unwrap_or_default(),
-        }
-    } else {
-        Answer::No
-    };
+    let reply = answer_of(answer.confirmed, answer.note, answer.cancel, answer.content);
     match desk.events().answer_for(&id, &owner, reply) {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(AnswerError::Forbidden) => (
-            StatusCode::FORBIDDEN,
-            Json(serde_json::json!({"message": "that question is someone else's"})),
-        )
-            .into_response(),
-        Err(AnswerError::NotFound) => (
-            StatusCode::NOT_FOUND,
-            Json(serde_json::json!({
-                "message": "no open question has that id (answered, expired, or never asked)"
-            })),
-        )
-            .into_response(),
+        Err(error) => refused_answer(error),
     }
 }
 
@@ -809,6 +833,12 @@ struct ConfirmationAnswer {
     confirmed: bool,
     #[serde(default)]
     note: Option<String>,
+    /// Put away without a choice (a link question's Cancel).
+    #[serde(default)]
+    cancel: bool,
+    /// A form's values (checked against the form first).
+    #[serde(default)]
+    content: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 async fn confirm(
@@ -822,25 +852,10 @@ async fn confirm(
     {
         return refused;
     }
-    let reply = if answer.confirmed {
-        Answer::Yes {
-            note: answer.note.unwrap_or_default(),
-        }
-    } else {
-        Answer::No
-    };
+    let reply = answer_of(answer.confirmed, answer.note, answer.cancel, answer.content);
     match desk.events().answer(&id, &answer.secret, reply) {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(error @ AnswerError::NotFound) => (
-            StatusCode::NOT_FOUND,
-            Json(serde_json::json!({"message": error.to_string()})),
-        )
-            .into_response(),
-        Err(error @ AnswerError::Forbidden) => (
-            StatusCode::FORBIDDEN,
-            Json(serde_json::json!({"message": error.to_string()})),
-        )
-            .into_response(),
+        Err(error) => refused_answer(error),
     }
 }
 

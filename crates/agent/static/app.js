@@ -276,7 +276,9 @@ function connectEvents() {
     progress: (data) => setProgress(data.percent, data.server, data.message),
     reply: (data) => growReply(data),
     // The dialog says which server asks.
-    confirmation: (data) => ask(data, `${data.server} asks you to confirm`),
+    confirmation: (data) => ask(data, data.fields ? `${data.server} asks you to fill in a form` : `${data.server} asks you to confirm`),
+    // A page of the server's own to open (a sign-in, say): opened only on the person's click.
+    link: (data) => ask(data, `${data.server} asks you to open a page`),
     // Asked twice: before the model is given the request, and before its reply goes back.
     sampling: (data) => ask(data, `${data.server} and the model: approve?`),
     closed: (data) => closed(data.id, data.answeredElsewhere, data.withdrawn),
@@ -344,7 +346,7 @@ function closed(id, answeredElsewhere, withdrawn) {
 function expire(why) {
   clearInterval(countdown);
   $("confirm-countdown").textContent = why || "The question expired and the tool has stopped waiting.";
-  $("confirm-yes").disabled = $("confirm-no").disabled = true;
+  $("confirm-yes").disabled = $("confirm-no").disabled = $("confirm-cancel").disabled = true;
   $("confirm-later").hidden = true;
   $("confirm-close").hidden = false;
   showWaiting(false);
@@ -375,7 +377,19 @@ function ask(question, title) {
   $("confirm-call").textContent = question.call ? `The call: ${callLine(question.call)}` : "";
   $("waiting-text").textContent = `A question is waiting for your answer: ${question.message}`;
   $("confirm-note").value = "";
-  $("confirm-yes").disabled = $("confirm-no").disabled = false;
+  $("confirm-error").hidden = true;
+  // A form of the server's own: its fields instead of the note; a link: where it leads, the
+  // whole address shown before anything opens.
+  const fields = question.fields || [];
+  $("confirm-fields").replaceChildren(...fields.map(fieldInput));
+  $("confirm-note-label").hidden = fields.length > 0 || !!question.url;
+  $("confirm-link").hidden = !question.url;
+  $("confirm-link").textContent = question.url ? `It opens ${question.origin} in a new tab: ${question.url}` : "";
+  $("confirm-yes").textContent = question.url ? `Open ${question.origin}` : fields.length ? "Send" : "Yes, do it";
+  $("confirm-yes").className = question.url || fields.length ? "" : "danger";
+  $("confirm-no").textContent = question.url || fields.length ? "Decline" : "No";
+  $("confirm-cancel").hidden = !question.url;
+  $("confirm-yes").disabled = $("confirm-no").disabled = $("confirm-cancel").disabled = false;
   $("confirm-later").hidden = false;
   $("confirm-close").hidden = true;
   $("confirm-close").onclick = () => dialog.close();
@@ -392,18 +406,33 @@ function ask(question, title) {
   clearInterval(countdown);
   tick();
   countdown = setInterval(tick, 1000);
-  const answer = async (confirmed) => {
+  const answer = async (confirmed, cancel = false) => {
+    const body = { secret, confirmed, cancel, note: $("confirm-note").value };
+    if (confirmed && fields.length) body.content = formValues(fields, $("confirm-fields"));
+    const res = await fetch("/api/confirmations/" + encodeURIComponent(question.id), {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+    // A form's answer the desk refused (a required field empty): the question still waits.
+    if (res.status === 422) {
+      $("confirm-error").textContent = (await res.json()).message;
+      $("confirm-error").hidden = false;
+      return;
+    }
     clearInterval(countdown);
     open = null;
     showWaiting(false);
     dialog.close();
-    await fetch("/api/confirmations/" + encodeURIComponent(question.id), {
-      method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ secret, confirmed, note: $("confirm-note").value }),
-    });
   };
-  $("confirm-yes").onclick = () => answer(true);
+  $("confirm-yes").onclick = () => {
+    // The page opens in a new tab on this click, never before it, and never by the desk.
+    if (question.url) {
+      window.open(question.url, "_blank", "noopener,noreferrer");
+      say("agent", `Opened ${question.origin} in a new tab; ${question.server} goes on once you finish there.`);
+    }
+    answer(true);
+  };
   $("confirm-no").onclick = () => answer(false);
+  $("confirm-cancel").onclick = () => answer(false, true);
   showWaiting(false);
   dialog.showModal();
 }
@@ -426,6 +455,48 @@ function showInbox(questions) {
   renderInbox();
   if (questions.length === 0 && $("inbox").open) $("inbox").close();
 }
+// One field of a server's form: a labelled input of its type (a choice as a select).
+function fieldInput(field) {
+  const label = document.createElement("label");
+  label.className = "field";
+  const title = document.createElement("span");
+  title.textContent = field.title + (field.required ? " (required)" : "");
+  let input;
+  if (field.options) {
+    input = document.createElement("select");
+    const none = document.createElement("option");
+    none.value = "";
+    none.textContent = "Choose…";
+    input.append(none, ...field.options.map((o) => Object.assign(document.createElement("option"), { value: o, textContent: o })));
+  } else {
+    input = document.createElement("input");
+    input.type = field.type === "boolean" ? "checkbox" : field.type === "string" ? "text" : "number";
+    if (field.type === "integer") input.step = "1";
+  }
+  input.dataset.field = field.name;
+  input.dataset.type = field.type;
+  label.append(title, input);
+  if (field.description) {
+    const about = document.createElement("small");
+    about.textContent = field.description;
+    label.append(about);
+  }
+  return label;
+}
+
+// What the person filled in, each value of its field's type (empty fields left out).
+function formValues(fields, container) {
+  const values = {};
+  for (const input of container.querySelectorAll("[data-field]")) {
+    const type = input.dataset.type;
+    if (type === "boolean") values[input.dataset.field] = input.checked;
+    else if (input.value === "") continue;
+    else if (type === "number" || type === "integer") values[input.dataset.field] = Number(input.value);
+    else values[input.dataset.field] = input.value;
+  }
+  return values;
+}
+
 // "1 second", "2 seconds".
 function plural(n, word) {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -442,17 +513,33 @@ function renderInbox() {
     li.dataset.questionId = q.id;
     li.innerHTML = `<div class="message"></div><div class="meta"></div>
       <div class="buttons"><button class="no" type="button">No</button><button class="yes danger" type="button">Yes, do it</button></div>`;
-    li.querySelector(".message").textContent = `${q.server} asks: ${q.message}` + (q.call ? ` (${callLine(q.call)})` : "");
+    li.querySelector(".message").textContent = `${q.server} asks: ${q.message}` + (q.call ? ` (${callLine(q.call)})` : "")
+      + (q.url ? ` — a page at ${new URL(q.url).origin}: ${q.url}` : "");
+    const fields = q.fields || [];
+    if (fields.length) li.querySelector(".message").after(...fields.map(fieldInput));
+    if (q.url || fields.length) {
+      li.querySelector(".yes").textContent = q.url ? `Open ${new URL(q.url).origin}` : "Send";
+      li.querySelector(".yes").classList.remove("danger");
+      li.querySelector(".no").textContent = "Decline";
+    }
     li.querySelector(".meta").textContent = `asked ${q.waitedSeconds} s ago, ${q.secondsLeft} s left`;
     const answer = async (confirmed) => {
       li.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      const body = { confirmed };
+      if (confirmed && fields.length) body.content = formValues(fields, li);
       const res = await fetch("/api/inbox/" + encodeURIComponent(q.id), {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ confirmed }),
+        body: JSON.stringify(body),
       });
-      if (!res.ok) li.querySelector(".meta").textContent = (await res.json()).message;
+      if (!res.ok) {
+        li.querySelector(".meta").textContent = (await res.json()).message;
+        li.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+      }
     };
-    li.querySelector(".yes").onclick = () => answer(true);
+    li.querySelector(".yes").onclick = () => {
+      if (q.url) window.open(q.url, "_blank", "noopener,noreferrer");
+      answer(true);
+    };
     li.querySelector(".no").onclick = () => answer(false);
     return li;
   }));

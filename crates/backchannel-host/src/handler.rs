@@ -94,6 +94,13 @@ pub trait HostHandler: Send + Sync + 'static {
     fn on_resource_updated(&self, connection: &str, uri: &str) {
         let _ = (connection, uri);
     }
+
+    /// What a URL question sent the person to do is done, as its server says
+    /// (`notifications/elicitation/complete`, 2025-11-25 sessions; on 2026-07-28 the retry
+    /// that follows the answer is the sign). `elicitation_id` is the one the question carried.
+    fn on_elicitation_complete(&self, connection: &str, elicitation_id: &str) {
+        let _ = (connection, elicitation_id);
+    }
 }
 
 /// A server's request for the host's model (`sampling/createMessage`), as a handler reads it.

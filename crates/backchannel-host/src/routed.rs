@@ -127,6 +127,7 @@ impl<H: HostHandler> Routed<H> {
             ServerNotification::LoggingMessageNotification(log) => {
                 self.deliver_log(log.params, call.caller.clone());
             }
+            ServerNotification::CustomNotification(custom) => self.custom_notification(&custom),
             other => {
                 tracing::debug!(connection = %self.connection, ?other, "a notification on a round's response was not handed on")
             }
@@ -262,9 +263,14 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if !self.declared.elicitation {
+        let url = matches!(request, ElicitRequestParams::UrlElicitationParams { .. });
+        if (url && !self.declared.url_elicitation) || (!url && !self.declared.elicitation) {
             return Err(ErrorData::invalid_request(
-                "this connection does not elicit",
+                if url {
+                    "this connection does not ask URL questions"
+                } else {
+                    "this connection does not elicit"
+                },
                 None,
             ));
         }
@@ -372,7 +378,41 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
         self.handler
             .on_resource_updated(&self.connection, &params.uri);
     }
+
+    /// rmcp 3.11 has no type for `notifications/elicitation/complete`: it comes as a custom
+    /// notification, and is handed on when its id is a string (as the specification has it).
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.custom_notification(&notification);
+    }
 }
+
+impl<H: HostHandler> Routed<H> {
+    /// A notification rmcp has no type for: `notifications/elicitation/complete` is handed on.
+    fn custom_notification(&self, notification: &rmcp::model::CustomNotification) {
+        if notification.method != ELICITATION_COMPLETE {
+            return;
+        }
+        match notification
+            .params
+            .as_ref()
+            .and_then(|params| params.get("elicitationId"))
+            .and_then(serde_json::Value::as_str)
+        {
+            Some(id) => self.handler.on_elicitation_complete(&self.connection, id),
+            None => tracing::debug!(
+                connection = %self.connection,
+                "an elicitation/complete without a string elicitationId was ignored"
+            ),
+        }
+    }
+}
+
+/// The notification that says a URL question's work is done (2025-11-25).
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
 #[cfg(test)]
 mod tests {

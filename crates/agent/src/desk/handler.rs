@@ -26,6 +26,9 @@ pub struct DeskHandler {
     pub(crate) sign_in_callback: Option<String>,
     /// Whose pages a server's sign-in link goes to.
     pub(crate) sign_in_for: SignInFor,
+    /// The link questions the person opened, by connection and elicitation id: the
+    /// conversation told when the server says the page's work is done.
+    pub(crate) links: std::sync::Mutex<std::collections::HashMap<(String, String), String>>,
     /// The host this handler serves, once open: a server's changed tool list is listed again
     /// through it (weak, so closing the host is not held up by its handler).
     pub(crate) host: std::sync::OnceLock<std::sync::Weak<backchannel_host::Host<DeskHandler>>>,
@@ -86,11 +89,6 @@ impl HostHandler for DeskHandler {
         meta: RequestMetaObject,
         caller: Option<rmcp::model::ProgressToken>,
     ) -> ElicitResult {
-        let message = match &request {
-            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
-            // URL questions are not shown in this desk.
-            _ => return ElicitResult::new(ElicitationAction::Decline),
-        };
         // The host names the call's conversation; a server may name it too.
         let conversation = match caller {
             Some(rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(c))) => {
@@ -102,13 +100,69 @@ impl HostHandler for DeskHandler {
                 .map(str::to_owned),
         };
         let Some(conversation) = conversation else {
-            return ElicitResult::new(ElicitationAction::Decline);
+            return elicit_result(Asked::NobodyWatching);
         };
-        let asked = self
-            .events
-            .ask_from(connection, &conversation, &message, self.person_deadline)
-            .await;
-        elicit_result(asked)
+        let deadline = self.person_deadline;
+        let events = &self.events;
+        match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                let fields = match crate::events::form::fields(&schema) {
+                    Ok(fields) => fields,
+                    Err(error) => {
+                        tracing::warn!(connection, %error, "a server's form was declined unseen");
+                        let said = format!("{connection} asked with a form {error}; declined.");
+                        events.emit(&conversation, Event::said(&said));
+                        return elicit_result(Asked::NobodyWatching);
+                    }
+                };
+                let asked = events
+                    .ask_form(connection, &conversation, &message, fields, deadline)
+                    .await;
+                elicit_result(asked)
+            }
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                ..
+            } => {
+                let Some(origin) = offered_link(&url) else {
+                    tracing::warn!(connection, "a server's link that is not https was declined");
+                    let said = format!(
+                        "{connection} asked you to open a link this desk does not open (only \
+                         https, or http on this machine); declined."
+                    );
+                    events.emit(&conversation, Event::said(&said));
+                    return elicit_result(Asked::NobodyWatching);
+                };
+                let link = (url, origin);
+                let asked = events
+                    .ask_link(connection, &conversation, &message, link, deadline)
+                    .await;
+                if matches!(asked, Asked::Answered(Answer::Yes { .. })) {
+                    let opened = (connection.to_owned(), elicitation_id);
+                    backchannel::lock(&self.links).insert(opened, conversation);
+                }
+                elicit_result(asked)
+            }
+            _ => elicit_result(Asked::NobodyWatching),
+        }
+    }
+
+    /// The page a link question sent the person to is done: said in the conversation that
+    /// asked (once; an id the desk never accepted is ignored).
+    fn on_elicitation_complete(&self, connection: &str, elicitation_id: &str) {
+        let opened = (connection.to_owned(), elicitation_id.to_owned());
+        let Some(conversation) = backchannel::lock(&self.links).remove(&opened) else {
+            return;
+        };
+        let said = format!("{connection} says what the link was for is done.");
+        self.events.emit(&conversation, Event::said(&said));
     }
 
     async fn sample(
@@ -140,7 +194,8 @@ impl HostHandler for DeskHandler {
             .await
         {
             Asked::Answered(Answer::Yes { .. }) => {}
-            Asked::Answered(Answer::No) | Asked::NobodyWatching => {
+            Asked::Answered(Answer::No | Answer::Cancel | Answer::Filled(_))
+            | Asked::NobodyWatching => {
                 return Err(ErrorData::new(
                     rmcp::model::ErrorCode(-1),
                     "the person declined the request for the model",
@@ -180,7 +235,8 @@ impl HostHandler for DeskHandler {
                 text,
                 model: model.describe().1.to_owned(),
             }),
-            Asked::Answered(Answer::No) | Asked::NobodyWatching => Err(ErrorData::new(
+            Asked::Answered(Answer::No | Answer::Cancel | Answer::Filled(_))
+            | Asked::NobodyWatching => Err(ErrorData::new(
                 rmcp::model::ErrorCode(-1),
                 "the person did not let the model's reply go to the server",
                 None,
@@ -282,8 +338,16 @@ pub(crate) fn elicit_result(asked: Asked) -> ElicitResult {
                 .with_content(json!({"confirmed": true, "note": note})),
             AnswerReason::Person,
         ),
+        Asked::Answered(Answer::Filled(content)) => (
+            ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content)),
+            AnswerReason::Person,
+        ),
         Asked::Answered(Answer::No) => (
             ElicitResult::new(ElicitationAction::Decline),
+            AnswerReason::Person,
+        ),
+        Asked::Answered(Answer::Cancel) => (
+            ElicitResult::new(ElicitationAction::Cancel),
             AnswerReason::Person,
         ),
         Asked::NobodyWatching => (
@@ -299,6 +363,26 @@ pub(crate) fn elicit_result(asked: Asked) -> ElicitResult {
         serde_json::from_value(json!({ backchannel::ANSWER_REASON_META_KEY: reason.as_str() }))
             .ok();
     result
+}
+
+/// The origin of `url` when the desk offers it as a link: `https:`, or `http:` on a loopback
+/// address (a server on this machine); anything else (`javascript:`, `file:`, plain `http:`
+/// across the network) is never offered.
+pub(crate) fn offered_link(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?;
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    let offered = match parsed.scheme() {
+        "https" => true,
+        "http" => loopback,
+        _ => false,
+    };
+    (offered && parsed.username().is_empty() && parsed.password().is_none())
+        .then(|| parsed.origin().ascii_serialization())
 }
 
 /// "orders offers 6 tools: …": what a server offers, as the desk says it.
@@ -405,6 +489,7 @@ mod tests {
             model: Some(crate::llm::Provider::OpenAi(model)),
             sign_in_callback: None,
             sign_in_for: super::SignInFor::ThePerson,
+            links: Default::default(),
             host: Default::default(),
         };
         let (secret, mut page) = events.open("c1");
@@ -450,6 +535,35 @@ mod tests {
             "{sent}"
         );
         assert_eq!(sent["stop"], serde_json::json!(["END"]), "{sent}");
+    }
+
+    /// Issue 72: only `https:` (and `http:` on this machine) is offered as a link, and the
+    /// origin shown is where it leads.
+    #[test]
+    fn only_https_or_loopback_http_is_offered_as_a_link() {
+        use super::offered_link;
+        assert_eq!(
+            offered_link("https://auth.example.com:8443/authorize?x=1").as_deref(),
+            Some("https://auth.example.com:8443")
+        );
+        assert_eq!(
+            offered_link("http://127.0.0.1:4000/upstream-sign-in/ab").as_deref(),
+            Some("http://127.0.0.1:4000")
+        );
+        assert_eq!(
+            offered_link("http://localhost/x").as_deref(),
+            Some("http://localhost")
+        );
+        for refused in [
+            "javascript:alert(1)",
+            "http://example.com/login",
+            "file:///etc/passwd",
+            "data:text/html,hi",
+            "https://user:pw@example.com/",
+            "not a url",
+        ] {
+            assert_eq!(offered_link(refused), None, "{refused}");
+        }
     }
 
     #[test]

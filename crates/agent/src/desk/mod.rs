@@ -296,7 +296,8 @@ impl Desk {
             tools: None,
             capabilities: Declared {
                 elicitation: true,
-                url_elicitation: false,
+                // A server's link questions are shown, opened only on the person's click.
+                url_elicitation: true,
                 // With no model there is nothing to sample with, so sampling is not declared.
                 sampling: config.model.is_some(),
                 roots: false,
@@ -344,6 +345,7 @@ impl Desk {
             model: config.model.clone(),
             sign_in_callback: config.sign_in_callback.clone(),
             sign_in_for,
+            links: Default::default(),
             host: Default::default(),
         });
         let host = Connecting::open(host_config, handler);

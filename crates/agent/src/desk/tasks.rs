@@ -227,13 +227,7 @@ impl Follower {
     }
 
     fn say(&self, text: &str) {
-        self.events.emit(
-            &self.conversation,
-            Event::Said {
-                html: crate::render::html(text),
-                text: crate::render::plain(text),
-            },
-        );
+        self.events.emit(&self.conversation, Event::said(text));
     }
 
     async fn status(&self, task_id: &str) -> Result<TaskPayload, String> {

@@ -9,9 +9,11 @@ use std::time::Duration;
 use backchannel::lock;
 use tokio::sync::{mpsc, oneshot};
 
+pub mod form;
 mod sign_in;
 mod vocabulary;
 
+pub use form::Field;
 pub use sign_in::SignInError;
 pub use vocabulary::{
     Answer, AnswerError, Asked, CallShown, Event, InboxItem, MAX_ARGUMENTS_SHOWN, MAX_LOG_TEXT,
@@ -158,20 +160,34 @@ impl Events {
             .iter()
             .filter(|(_, q)| q.owner == owner && q.until > now)
             .map(|(id, q)| {
-                let (kind, message, call) = match &q.shown {
+                let (kind, message, call, url, fields) = match &q.shown {
                     Event::Sampling { message, call, .. } => {
-                        ("sampling", message.clone(), call.clone())
+                        ("sampling", message.clone(), call.clone(), None, Vec::new())
                     }
-                    Event::Confirmation { message, call, .. } => {
-                        ("confirmation", message.clone(), call.clone())
+                    Event::Confirmation {
+                        message,
+                        call,
+                        fields,
+                        ..
+                    } => {
+                        let fields = fields.clone();
+                        ("confirmation", message.clone(), call.clone(), None, fields)
                     }
-                    _ => ("confirmation", String::new(), None),
+                    Event::Link {
+                        message, call, url, ..
+                    } => {
+                        let url = Some(url.clone());
+                        ("link", message.clone(), call.clone(), url, Vec::new())
+                    }
+                    _ => ("confirmation", String::new(), None, None, Vec::new()),
                 };
                 let item = InboxItem {
                     id: id.clone(),
                     server: q.server.clone(),
                     kind,
                     message,
+                    url,
+                    fields,
                     conversation: q.conversation.clone(),
                     waited_seconds: (now - q.asked).as_secs(),
                     seconds_left: (q.until - now).as_secs(),
@@ -213,8 +229,10 @@ impl Events {
             if !constant_time_eq(question.owner.as_bytes(), owner.as_bytes()) {
                 return Err(AnswerError::Forbidden);
             }
-            questions.remove(id).ok_or(AnswerError::NotFound)?
+            let answer = fitting(&question.shown, answer)?;
+            (questions.remove(id).ok_or(AnswerError::NotFound)?, answer)
         };
+        let (question, answer) = question;
         let sent = question
             .answer
             .send(answer)
@@ -344,8 +362,9 @@ impl Events {
         {
             let left = (question.until - now).as_secs().max(1);
             let mut again = question.shown.clone();
-            if let Event::Confirmation { seconds, .. } | Event::Sampling { seconds, .. } =
-                &mut again
+            if let Event::Confirmation { seconds, .. }
+            | Event::Sampling { seconds, .. }
+            | Event::Link { seconds, .. } = &mut again
             {
                 *seconds = left;
             }
@@ -492,7 +511,42 @@ impl Events {
         message: &str,
         deadline: Duration,
     ) -> Asked {
-        let question = Asking::confirmation(server, message);
+        self.ask_form(server, conversation, message, Vec::new(), deadline)
+            .await
+    }
+
+    /// Ask the person to fill in a server's form (`fields`; none: a yes/no confirmation).
+    pub async fn ask_form(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        fields: Vec<Field>,
+        deadline: Duration,
+    ) -> Asked {
+        let question = Asking {
+            kind: Kind::Form(fields),
+            ..Asking::confirmation(server, message)
+        };
+        let never = std::future::pending();
+        let asked = self.ask_as(question, conversation, deadline, true, never);
+        asked.await.unwrap_or(Asked::Expired)
+    }
+
+    /// Ask the person to open a server's page at `url` (checked by the caller: `https:`, or
+    /// `http:` on loopback), leading to `origin`.
+    pub async fn ask_link(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        (url, origin): (String, String),
+        deadline: Duration,
+    ) -> Asked {
+        let question = Asking {
+            kind: Kind::Link { url, origin },
+            ..Asking::confirmation(server, message)
+        };
         let never = std::future::pending();
         let asked = self.ask_as(question, conversation, deadline, true, never);
         asked.await.unwrap_or(Asked::Expired)
@@ -507,7 +561,7 @@ impl Events {
         deadline: Duration,
     ) -> Asked {
         let question = Asking {
-            sampling: true,
+            kind: Kind::Sampling,
             ..Asking::confirmation(server, message)
         };
         let never = std::future::pending();
@@ -528,7 +582,7 @@ impl Events {
         let Asking {
             server,
             message,
-            sampling,
+            kind,
         } = question;
         if needs_a_page && !self.is_watched(conversation) {
             return Some(Asked::NobodyWatching);
@@ -538,22 +592,31 @@ impl Events {
         let (asked_id, seconds) = (id.clone(), deadline.as_secs());
         let (server_name, message) = (server.to_owned(), message.to_owned());
         let call = lock(&self.calls).get(conversation).cloned();
-        let event = if sampling {
-            Event::Sampling {
+        let event = match kind {
+            Kind::Sampling => Event::Sampling {
                 id: asked_id,
                 server: server_name,
                 message,
                 seconds,
                 call,
-            }
-        } else {
-            Event::Confirmation {
+            },
+            Kind::Form(fields) => Event::Confirmation {
                 id: asked_id,
                 server: server_name,
                 message,
                 seconds,
                 call,
-            }
+                fields,
+            },
+            Kind::Link { url, origin } => Event::Link {
+                id: asked_id,
+                server: server_name,
+                message,
+                url,
+                origin,
+                seconds,
+                call,
+            },
         };
         let owner = self.owner_for(conversation);
         let now = tokio::time::Instant::now();
@@ -614,6 +677,7 @@ impl Events {
             return Err(AnswerError::Forbidden);
         }
         drop(watchers);
+        let answer = fitting(&question.shown, answer)?;
         let question = questions.remove(id).ok_or(AnswerError::NotFound)?;
         drop(questions);
         let sent = question
@@ -625,11 +689,19 @@ impl Events {
     }
 }
 
-/// What is asked: by which server, the words, and whether it is a sampling approval.
+/// What is asked: by which server, the words, and what kind of question it is.
 struct Asking<'a> {
     server: &'a str,
     message: &'a str,
-    sampling: bool,
+    kind: Kind,
+}
+
+/// A question's kind: a form (none of its own fields: a yes/no confirmation), a sampling
+/// approval, a page to open.
+enum Kind {
+    Form(Vec<Field>),
+    Sampling,
+    Link { url: String, origin: String },
 }
 
 impl<'a> Asking<'a> {
@@ -637,8 +709,29 @@ impl<'a> Asking<'a> {
         Asking {
             server,
             message,
-            sampling: false,
+            kind: Kind::Form(Vec::new()),
         }
+    }
+}
+
+/// `answer` as the question `shown` takes it: a form's values checked against its fields; a
+/// yes to a form, or values to a question without fields, refused (the question still waits).
+fn fitting(shown: &Event, answer: Answer) -> Result<Answer, AnswerError> {
+    let fields: &[Field] = match shown {
+        Event::Confirmation { fields, .. } => fields,
+        _ => &[],
+    };
+    match answer {
+        Answer::Filled(values) if !fields.is_empty() => form::check(fields, &values)
+            .map(Answer::Filled)
+            .map_err(|error| AnswerError::Refused(error.to_string())),
+        Answer::Filled(_) => Err(AnswerError::Refused(
+            "this question is answered yes or no, not with a form".into(),
+        )),
+        Answer::Yes { .. } if !fields.is_empty() => Err(AnswerError::Refused(
+            "this question is a form: send its fields".into(),
+        )),
+        other => Ok(other),
     }
 }
 

@@ -31,6 +31,16 @@ fn each_event_is_named_as_its_json_names_it() {
             message: "m".into(),
             seconds: 1,
             call: None,
+            fields: Vec::new(),
+        },
+        Event::Link {
+            id: "i".into(),
+            server: "s".into(),
+            message: "m".into(),
+            url: "https://a.example/x".into(),
+            origin: "https://a.example".into(),
+            seconds: 1,
+            call: None,
         },
         Event::Sampling {
             id: "i".into(),
@@ -155,6 +165,7 @@ async fn a_stream_opened_again_gets_the_open_question_with_its_time_left() {
             message: "Cancel?".into(),
             seconds: 35,
             call: None,
+            fields: Vec::new(),
         })
     );
     assert_eq!(

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use super::form::Field;
+
 /// An event for the page of one conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "lowercase")]
@@ -36,6 +38,29 @@ pub enum Event {
         /// How long the person has.
         seconds: u64,
         /// The call that asks it: what will happen on a yes (when the desk knows).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call: Option<CallShown>,
+        /// The server's form, field by field; empty for a yes/no confirmation.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        fields: Vec<Field>,
+    },
+    /// A server asks the person to open a page of its own (an elicitation in URL mode: a
+    /// sign-in, a payment). Opened only on the person's click, in a new tab; a yes says they
+    /// opened it, and the call goes on when the server says the page's work is done.
+    Link {
+        /// Random; answer with it.
+        id: String,
+        /// The server that asks.
+        server: String,
+        /// Why it asks.
+        message: String,
+        /// The page to open (`https:`, or `http:` on a loopback address: nothing else is sent).
+        url: String,
+        /// Where it leads: the URL's scheme, host and port, shown before anything opens.
+        origin: String,
+        /// How long the person has.
+        seconds: u64,
+        /// The call that asks it (when the desk knows).
         #[serde(skip_serializing_if = "Option::is_none")]
         call: Option<CallShown>,
     },
@@ -132,11 +157,20 @@ pub enum Event {
 }
 
 impl Event {
+    /// The desk saying `markdown` in a conversation on its own.
+    pub fn said(markdown: &str) -> Event {
+        Event::Said {
+            html: crate::render::html(markdown),
+            text: crate::render::plain(markdown),
+        }
+    }
+
     /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 13] = [
         "hello",
         "progress",
         "confirmation",
+        "link",
         "sampling",
         "closed",
         "signin",
@@ -154,6 +188,7 @@ impl Event {
             Event::Hello { .. } => "hello",
             Event::Progress { .. } => "progress",
             Event::Confirmation { .. } => "confirmation",
+            Event::Link { .. } => "link",
             Event::Sampling { .. } => "sampling",
             Event::Closed { .. } => "closed",
             Event::SignIn { .. } => "signin",
@@ -233,10 +268,16 @@ pub struct InboxItem {
     pub id: String,
     /// The server that asks (the desk's name for its connection).
     pub server: String,
-    /// `confirmation` or `sampling`.
+    /// `confirmation`, `link` or `sampling`.
     pub kind: &'static str,
     /// What is asked.
     pub message: String,
+    /// A link question's page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A form question's fields (empty for a yes/no confirmation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<Field>,
     /// The conversation it was asked in.
     pub conversation: String,
     /// How long it has waited.
@@ -258,6 +299,10 @@ pub enum Answer {
     },
     /// No.
     No,
+    /// Put away without a choice (a link question's "Cancel": neither yes nor no).
+    Cancel,
+    /// A form's values, sent (checked against its fields first).
+    Filled(serde_json::Map<String, serde_json::Value>),
 }
 
 /// How a question ended.
@@ -272,7 +317,7 @@ pub enum Asked {
 }
 
 /// Why an answer was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerError {
     /// No open question has that id (never asked, already answered, or expired).
     #[error("no open question with that id")]
@@ -280,4 +325,8 @@ pub enum AnswerError {
     /// The secret does not belong to the question's conversation.
     #[error("that secret does not answer this question")]
     Forbidden,
+    /// The answer does not fit the question (a form's value of the wrong kind, a yes/no to a
+    /// form); the question still waits.
+    #[error("{0}")]
+    Refused(String),
 }

@@ -6,6 +6,7 @@ mod flags;
 mod model;
 mod odd_replies;
 mod people;
+mod questions;
 mod real_model;
 mod restart;
 mod seed;

@@ -933,7 +933,7 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
             "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
             "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
             "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
-            "events": ["hello", "progress", "confirmation", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said", "log"],
+            "events": ["hello", "progress", "confirmation", "link", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said", "log"],
         })
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a

@@ -1,0 +1,197 @@
+//! Every kind of question a server may ask, through the desk's page (issue 72): a link to
+//! open (an elicitation in URL mode), a form of the server's own, on both revisions. The server
+//! is backchannel's test server (`sign_in`, `open_url`, `two_steps`); a scripted model calls
+//! the tool the message names.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use agent::app;
+use agent::desk::DeskConfig;
+use agent::llm::{OpenAiCompatible, Provider};
+use axum::Json;
+use backchannel::Revision;
+use backchannel::serve::HttpOptions;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{Events, Forget, chat};
+
+/// The script: "call TOOL {json}" calls TOOL with the JSON; a tool result is said back as
+/// "The tool said: …".
+async fn completions(Json(request): Json<Value>) -> Json<Value> {
+    let last = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let text = last["content"].as_str().unwrap_or_default().to_owned();
+    let message = if last["role"] == "tool" {
+        json!({"role": "assistant", "content": format!("The tool said: {text}")})
+    } else if let Some(rest) = text.strip_prefix("call ") {
+        let (tool, arguments) = rest.split_once(' ').unwrap_or((rest, "{}"));
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": tool, "arguments": arguments}
+        }]})
+    } else {
+        json!({"role": "assistant", "content": "Hello."})
+    };
+    crate::common::completion(message)
+}
+
+/// A desk on `protocol` in front of backchannel's test server; its page URL.
+async fn desk(protocol: Revision, stop: &CancellationToken) -> String {
+    let model = crate::common::serve_fake(
+        axum::Router::new().route("/chat/completions", axum::routing::post(completions)),
+    )
+    .await;
+    let server = backchannel::testing::TestServer::new(backchannel::Backchannel::new());
+    let server_url = crate::common::serve_mcp(move || server.clone(), stop).await;
+    let web = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", web.local_addr().unwrap());
+    let config = DeskConfig {
+        orders_url: server_url,
+        protocol: Some(protocol),
+        model: Some(Provider::OpenAi(
+            OpenAiCompatible::new(&model, None, "fake", Duration::from_secs(10)).unwrap(),
+        )),
+        tasks: false,
+        ..DeskConfig::default()
+    };
+    tokio::spawn(app::serve_web(
+        web,
+        config,
+        HttpOptions::default(),
+        stop.clone(),
+    ));
+    url
+}
+
+/// Post an answer to a page's question; the status and the body.
+async fn post_answer(url: &str, id: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}api/confirmations/{id}"))
+        .header(reqwest::header::COOKIE, crate::common::cookie(url).await)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Issue 72: a server's link question was declined unseen. It is shown with its origin, and
+/// the person's yes, no or cancel reaches the tool as accept, decline or cancel; on 2025-11-25
+/// the server's word that the page's work is done is said in the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_question_is_shown_with_its_origin_and_answered_as_the_person_chooses() {
+    for protocol in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let stop = CancellationToken::new();
+        let url = desk(protocol, &stop).await;
+        let _forget = Forget::new(&url);
+        let (mut events, secret) = Events::open_at(&url, "c1").await;
+        for (answer, said) in [
+            (json!({"confirmed": true}), "accepted"),
+            (json!({"confirmed": false}), "declined"),
+            (json!({"confirmed": false, "cancel": true}), "cancelled"),
+        ] {
+            let reply = tokio::spawn({
+                let url = url.clone();
+                async move { chat(&url, "c1", "call sign_in {}").await }
+            });
+            let link = events.next_of("link").await;
+            assert_eq!(link["url"], "https://example.test/login", "{link}");
+            assert_eq!(link["origin"], "https://example.test", "{link}");
+            assert_eq!(link["message"], "Sign in to continue", "{link}");
+            assert_eq!(link["call"]["tool"], "sign_in", "{link}");
+            let mut body = answer.clone();
+            body["secret"] = json!(secret);
+            let (status, _) = post_answer(&url, link["id"].as_str().unwrap(), body).await;
+            assert_eq!(status, 204, "{protocol:?}");
+            let reply = reply.await.unwrap();
+            assert!(reply.contains(said), "{protocol:?} {said}: {reply}");
+            if said == "accepted" && protocol == Revision::V2025_11_25 {
+                // The server sent notifications/elicitation/complete: the page hears it.
+                assert!(reply.contains("complete-sent=true"), "{reply}");
+                let done = events.said_ending("what the link was for is done.").await;
+                assert_eq!(done["text"], "orders says what the link was for is done.");
+            }
+        }
+        stop.cancel();
+    }
+}
+
+/// Issue 72: only `https:` (and `http:` on this machine) is offered; anything else is declined
+/// without a link on the page, and the person is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_that_is_not_https_is_never_offered() {
+    for protocol in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let stop = CancellationToken::new();
+        let url = desk(protocol, &stop).await;
+        let _forget = Forget::new(&url);
+        let (mut events, _secret) = Events::open_at(&url, "c1").await;
+        let reply = chat(&url, "c1", r#"call open_url {"url":"javascript:alert(1)"}"#).await;
+        assert!(reply.contains("declined"), "{protocol:?}: {reply}");
+        let said = events.next_of("said").await;
+        assert!(
+            said["text"].as_str().unwrap().contains("does not open"),
+            "{said}"
+        );
+        stop.cancel();
+    }
+}
+
+/// Issue 72: a server's own form (not the order service's yes/no) was answered as a yes/no with
+/// a note, which no other server's schema takes. Its fields are shown, what the person fills in
+/// is checked before it goes (a wrong answer is refused and the question waits), and the values
+/// reach the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_own_form_is_shown_field_by_field_and_its_values_reach_the_tool() {
+    for protocol in [Revision::V2026_07_28, Revision::V2025_11_25] {
+        let stop = CancellationToken::new();
+        let url = desk(protocol, &stop).await;
+        let _forget = Forget::new(&url);
+        let (mut events, secret) = Events::open_at(&url, "c1").await;
+        let reply = tokio::spawn({
+            let url = url.clone();
+            async move { chat(&url, "c1", "call two_steps {}").await }
+        });
+        // First the yes/no confirmation: no fields of its own.
+        let first = events.next_of("confirmation").await;
+        assert!(first.get("fields").is_none(), "{first}");
+        let status =
+            crate::common::answer(&url, first["id"].as_str().unwrap(), &secret, true).await;
+        assert_eq!(status, 204);
+        // Then the colour: a form with one required text field.
+        let form = events.next_of("confirmation").await;
+        assert_eq!(form["fields"][0]["name"], "color", "{form}");
+        assert_eq!(form["fields"][0]["required"], true, "{form}");
+        let id = form["id"].as_str().unwrap();
+        let (status, refused) = post_answer(
+            &url,
+            id,
+            json!({"secret": secret, "confirmed": true, "content": {"colour": "red"}}),
+        )
+        .await;
+        assert_eq!(status, 422, "{refused}");
+        let (status, refused) = post_answer(
+            &url,
+            id,
+            json!({"secret": secret, "confirmed": true, "note": "a yes is not a colour"}),
+        )
+        .await;
+        assert_eq!(status, 422, "a yes to a form is refused: {refused}");
+        let (status, _) = post_answer(
+            &url,
+            id,
+            json!({"secret": secret, "confirmed": true, "content": {"color": "teal"}}),
+        )
+        .await;
+        assert_eq!(status, 204);
+        let reply = reply.await.unwrap();
+        assert!(reply.contains("teal"), "{protocol:?}: {reply}");
+        stop.cancel();
+    }
+}
