@@ -433,7 +433,12 @@ fn inbox_command(line: &str, desk: &Desk, out: &mut impl Write) -> std::io::Resu
             note: "confirmed at the command line".into(),
         },
         "/no" => Answer::No,
-        _ => return writeln!(out, "Commands: /inbox, /yes N, /no N, quit."),
+        _ => {
+            return writeln!(
+                out,
+                "Commands: /inbox, /yes N, /no N, /tools, /call TOOL {{json}}, quit."
+            );
+        }
     };
     let item = words
         .next()
@@ -447,6 +452,35 @@ fn inbox_command(line: &str, desk: &Desk, out: &mut impl Write) -> std::io::Resu
         Ok(()) => writeln!(out, "Answered: {}", item.message),
         Err(_) => writeln!(out, "Too late: that question had already closed."),
     }
+}
+
+/// `/tools` (every server's tools, one a line) and `/call TOOL {json}` (call one by hand, without
+/// the model: its questions and progress shown as a model's call's are), said through `said`.
+async fn by_hand_command(line: String, desk: Arc<Desk>, said: mpsc::Sender<String>) {
+    let text = if line == "/tools" {
+        match desk.tools_by_hand().await {
+            Ok(tools) => tools
+                .iter()
+                .map(|t| format!("{} · {}: {}", t.server, t.name, t.description))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(why) => format!("The tools could not be listed: {why}"),
+        }
+    } else {
+        let rest = line.trim_start_matches("/call").trim();
+        let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, "{}"));
+        match serde_json::from_str::<serde_json::Value>(arguments.trim()) {
+            Err(error) => {
+                format!("The arguments are not JSON ({error}): /call TOOL {{\"key\": \"value\"}}")
+            }
+            Ok(arguments) => match desk.call_by_hand(CONVERSATION, name, arguments).await {
+                Ok(called) if called.is_error => format!("{name} failed: {}", called.text),
+                Ok(called) => format!("{name} returned: {}", called.text),
+                Err(why) => format!("{name} was not called: {why}"),
+            },
+        }
+    };
+    let _ = said.send(text).await;
 }
 
 /// [`run`], drawing the progress bar as `style` says.
@@ -472,6 +506,8 @@ pub async fn run_with(
         }
     });
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
+    // What a tool called by hand (`/call`) or `/tools` says, printed as it comes.
+    let (by_hand_tx, mut by_hand) = mpsc::channel::<String>(4);
     let mut screen = Screen {
         inbox: Vec::new(),
         style,
@@ -496,6 +532,7 @@ pub async fn run_with(
                 screen.reply(&reply, &mut out)?;
                 outbox.next(&mut screen);
             }
+            Some(said) = by_hand.recv() => writeln!(out, "\r{said}")?,
             Some(result) = connected.recv() => match result {
                 Ok(()) => writeln!(
                     out,
@@ -512,6 +549,10 @@ pub async fn run_with(
                 }
                 if line.eq_ignore_ascii_case("quit") || line.eq_ignore_ascii_case("exit") {
                     break;
+                }
+                if line == "/tools" || line.starts_with("/call ") {
+                    tokio::spawn(by_hand_command(line, desk.clone(), by_hand_tx.clone()));
+                    continue;
                 }
                 if line.starts_with('/') {
                     inbox_command(&line, &desk, &mut out)?;
@@ -626,7 +667,11 @@ mod tests {
             serde_json::Value::Object(values),
             json!({"status": "WATCHED", "stars": 4, "seen": true})
         );
-        assert_eq!(answer_of("yes", &fields), None, "a form is not answered yes");
+        assert_eq!(
+            answer_of("yes", &fields),
+            None,
+            "a form is not answered yes"
+        );
         assert_eq!(answer_of("no", &fields), Some(Answer::No));
         assert_eq!(answer_of("cancel", &[]), Some(Answer::Cancel));
         assert!(matches!(answer_of("y", &[]), Some(Answer::Yes { .. })));

@@ -14,3 +14,5 @@ pub mod rules;
 pub mod store;
 pub mod vocabulary;
 pub mod web;
+mod web_session;
+mod web_tools;

@@ -16,6 +16,10 @@ use serde::Deserialize;
 
 use crate::desk::Desk;
 use crate::events::{Answer, AnswerError};
+use crate::web_session::{
+    SESSION_COOKIE, cookie_of, live_session, no_session, owner_of_request, people_only,
+    refused_for, session_of, sign_in_first,
+};
 
 const INDEX: &str = include_str!("../static/index.html");
 const SCRIPT: &str = include_str!("../static/app.js");
@@ -26,42 +30,6 @@ const SIGN_IN_SCRIPT: &str = include_str!("../static/signin.js");
 
 /// The longest conversation id accepted.
 const MAX_CONVERSATION_ID: usize = 128;
-
-/// The cookie of a browser's session: what its conversations belong to.
-const SESSION_COOKIE: &str = "desk_session";
-
-/// The request's browser session, if it names one that still lives.
-fn live_session(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
-    session_of(headers).filter(|s| desk.events().person_of_session(s).is_some())
-}
-
-/// The browser session a request names (its cookie), if any.
-fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
-    cookie_of(headers, SESSION_COOKIE)
-}
-
-/// Whether the request's browser session made `conversation`: `None` if so, else the refusal
-/// (401 without a session, 403 with another's).
-fn refused_for(
-    desk: &Desk,
-    headers: &axum::http::HeaderMap,
-    conversation: &str,
-) -> Option<Response> {
-    let refuse = |status: StatusCode, message: &str| {
-        Some((status, Json(serde_json::json!({ "message": message }))).into_response())
-    };
-    match live_session(desk, headers) {
-        None => refuse(
-            StatusCode::UNAUTHORIZED,
-            "this browser has no desk session (or it ended): reload the page to start again",
-        ),
-        Some(session) if desk.events().belongs_to(conversation, &session) => None,
-        Some(_) => refuse(
-            StatusCode::FORBIDDEN,
-            "this conversation belongs to another page's session: reload the page to start your own",
-        ),
-    }
-}
 
 /// What a page may send when it starts: the conversation it had before a reload.
 #[derive(Debug, Default, Deserialize)]
@@ -148,31 +116,12 @@ fn secure(desk: &Desk) -> &'static str {
     }
 }
 
-/// With a people file, the desk's data (orders, refund e-mails) is for signed-in people only:
-/// the refusal for anyone else (`None` when the request may go on).
-fn people_only(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<Response> {
-    let signed_in = live_session(desk, headers).is_some();
-    (desk.people().is_some() && !signed_in).then(sign_in_first)
-}
-
 /// 503: every session has a page open, and none is pushed out for a newcomer.
 fn too_many_sessions() -> Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
         Json(serde_json::json!({
             "message": "the desk has as many open pages as it keeps: close one and try again",
-        })),
-    )
-        .into_response()
-}
-
-/// 401 for a desk with people: sign in first (the page goes to `/signin`).
-fn sign_in_first() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        Json(serde_json::json!({
-            "message": "sign in to the desk first",
-            "signIn": "/signin",
         })),
     )
         .into_response()
@@ -252,11 +201,6 @@ async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap)
     ([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response()
 }
 
-/// Whose inbox the request's live session sees ([`crate::events::Events::owner_of_session`]).
-fn owner_of_request(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
-    session_of(headers).and_then(|s| desk.events().owner_of_session(&s))
-}
-
 /// 503: the desk's database failed (nothing was handed out).
 fn store_failed(error: &crate::store::StoreError) -> Response {
     tracing::error!(%error, "the desk's database failed");
@@ -264,17 +208,6 @@ fn store_failed(error: &crate::store::StoreError) -> Response {
         StatusCode::SERVICE_UNAVAILABLE,
         Json(serde_json::json!({
             "message": format!("the desk could not keep this session: {error}; try again"),
-        })),
-    )
-        .into_response()
-}
-
-/// 401: no live session.
-fn no_session() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        Json(serde_json::json!({
-            "message": "this browser has no desk session (or it ended): reload the page",
         })),
     )
         .into_response()
@@ -441,6 +374,7 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route("/api/orders", get(orders))
         .route(START_PATH, get(start_sign_in))
         .route(CALLBACK_PATH, get(signed_in_here))
+        .merge(crate::web_tools::routes())
         .with_state(desk);
     ui.merge(metrics)
 }
@@ -454,18 +388,6 @@ pub const START_PATH: &str = "/oauth/start";
 /// The cookie that carries a sign-in's nonce from `/oauth/start` to the callback (`Lax`: the
 /// authorization server's redirect back is a navigation from another site).
 const SIGN_IN_COOKIE: &str = "desk_signin";
-
-/// The value of cookie `name` in a request, if any (at most 64 characters).
-fn cookie_of(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, value)| *n == name && !value.is_empty() && value.len() <= 64)
-        .map(|(_, value)| value.to_owned())
-}
 
 /// A small page saying how a sign-in step went.
 fn sign_in_page(status: StatusCode, title: &str, text: &str) -> Response {

@@ -547,6 +547,52 @@ function renderInbox() {
 $("inbox-badge").onclick = () => { renderInbox(); $("inbox").showModal(); };
 $("inbox-close").onclick = () => $("inbox").close();
 
+// A tool called by hand (no model): every server's tools, its arguments as JSON, the result
+// in the conversation as what it is.
+let toolsOffered = [];
+$("by-hand").addEventListener("toggle", async () => {
+  if (!$("by-hand").open) return;
+  const res = await fetch("/api/tools");
+  const body = await res.json();
+  if (!res.ok) { $("tool-about").textContent = body.message; return; }
+  toolsOffered = body;
+  $("tool-name").replaceChildren(...toolsOffered.map((t) => Object.assign(document.createElement("option"),
+    { value: t.name, textContent: `${t.server} · ${t.name}` })));
+  describeTool();
+});
+function describeTool() {
+  const tool = toolsOffered.find((t) => t.name === $("tool-name").value);
+  if (!tool) return;
+  $("tool-about").textContent = tool.description;
+  const props = Object.keys((tool.inputSchema && tool.inputSchema.properties) || {});
+  $("tool-arguments").value = JSON.stringify(Object.fromEntries(props.map((p) => [p, ""])));
+}
+$("tool-name").onchange = describeTool;
+$("tool-call").onclick = async () => {
+  let args;
+  try { args = JSON.parse($("tool-arguments").value || "{}"); } catch (e) { args = null; }
+  if (!args || typeof args !== "object" || Array.isArray(args)) {
+    $("tool-error").textContent = "The arguments are not a JSON object.";
+    $("tool-error").hidden = false;
+    return;
+  }
+  $("tool-error").hidden = true;
+  const name = $("tool-name").value;
+  say("user", `Called ${name} ${JSON.stringify(args)}`);
+  $("tool-call").disabled = true;
+  try {
+    const res = await fetch("/api/tools/call", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ conversationId, name, arguments: args }),
+    });
+    const body = await res.json();
+    if (!res.ok) say("error", body.message);
+    else say(body.isError ? "error" : "agent", `${name} ${body.isError ? "failed" : "returned"}: ${body.text}`);
+  } finally {
+    $("tool-call").disabled = false;
+  }
+};
+
 // Refund email.
 function renderReasons() {
   $("refund-chips").replaceChildren(...vocabulary.refundReasons.map((r) => {

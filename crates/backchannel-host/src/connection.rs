@@ -772,7 +772,8 @@ impl<H: HostHandler> Connection<H> {
         let timeout = self.config.request_timeout();
         let mut sign_ins = 0;
         loop {
-            let result = tokio::time::timeout(timeout, attempt())
+            // The server's time only: a question of its being answered stops the clock.
+            let result = crate::patience::Patience::bound(timeout, attempt())
                 .await
                 .map_err(|_| HostError::Timeout {
                     connection: self.name.clone(),

@@ -40,6 +40,7 @@ pub mod fuzzing;
 mod handler;
 mod host;
 mod listening;
+mod patience;
 mod roots;
 mod rounds;
 mod routed;

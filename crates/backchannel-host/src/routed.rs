@@ -78,21 +78,31 @@ impl<H: HostHandler> Routed<H> {
         extensions: &rmcp::model::Extensions,
         meta: &RequestMetaObject,
     ) -> Option<ProgressToken> {
+        self.call_of(extensions, meta)
+            .and_then(|call| call.caller.clone())
+    }
+
+    /// The call a server's request is for, found as [`Routed::caller_of`] says.
+    pub(crate) fn call_of(
+        &self,
+        extensions: &rmcp::model::Extensions,
+        meta: &RequestMetaObject,
+    ) -> Option<Arc<Call>> {
         if let Some(rmcp::service::InboundStreamOrigin::OutboundRequest(id)) =
             extensions.get::<rmcp::service::InboundStreamOrigin>()
             && let Some(call) = self.routes.call_of_request(id)
         {
-            return call.caller.clone();
+            return Some(call);
         }
         if let Some(value) = meta.get("conversationId").cloned()
             && let Ok(token) = serde_json::from_value::<ProgressToken>(value)
             && let Some(call) = self.routes.tagged_token(&token)
         {
-            return call.caller.clone();
+            return Some(call);
         }
         let active = self.routes.active.lock().unwrap_or_else(|e| e.into_inner());
         match active.as_slice() {
-            [only] => only.caller.clone(),
+            [only] => Some(only.clone()),
             _ => None,
         }
     }
@@ -150,6 +160,8 @@ impl<H: HostHandler> Routed<H> {
     /// Answer one question of an `input_required` round of `call`.
     pub(crate) async fn answer(&self, request: InputRequest, call: &Call) -> serde_json::Value {
         let caller = call.caller.clone();
+        // The person's and the model's time is not the server's: the call's clock stops.
+        let _answering = call.answering();
         let value = match request {
             InputRequest::Elicitation(request) => {
                 let meta =
@@ -284,7 +296,10 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
             } => meta.clone(),
             _ => context.meta.clone(),
         };
-        let caller = self.caller_of(&context.extensions, &meta);
+        let call = self.call_of(&context.extensions, &meta);
+        // The person's time is not the server's: its request's clock stops meanwhile.
+        let _answering = call.as_ref().and_then(|call| call.answering());
+        let caller = call.and_then(|call| call.caller.clone());
         let meta = self.caller_meta(meta, caller.as_ref());
         let asked = self.handler.elicit(&self.connection, request, meta, caller);
         withdrawable(&context, async { Ok(asked.await) }).await
@@ -301,7 +316,10 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
                 None,
             ));
         }
-        let caller = self.caller_of(&context.extensions, &context.meta);
+        let call = self.call_of(&context.extensions, &context.meta);
+        // The person's and the model's time is not the server's.
+        let _answering = call.as_ref().and_then(|call| call.answering());
+        let caller = call.and_then(|call| call.caller.clone());
         let question = SamplingQuestion::from(&params);
         if let Some(refusal) = not_honoured(&question) {
             return Err(refusal);

@@ -45,6 +45,8 @@ pub(super) struct Call {
     numbered: AtomicU64,
     /// The number of the next one to hand on, and those that arrived ahead of it.
     in_order: Mutex<(u64, BTreeMap<u64, ProgressNotificationParam>)>,
+    /// The request's patience with its server, stopped while a question of it is answered.
+    patience: Option<Arc<crate::patience::Patience>>,
 }
 
 /// The place of a progress notification among its call's, as it came off the wire (put in
@@ -61,7 +63,14 @@ impl Call {
             drained: tokio::sync::Notify::new(),
             numbered: AtomicU64::new(0),
             in_order: Mutex::new((0, BTreeMap::new())),
+            patience: crate::patience::Patience::current(),
         })
+    }
+
+    /// A question of this call's server is being answered: its request's clock stops until
+    /// the returned guard is dropped.
+    pub(super) fn answering(&self) -> Option<crate::patience::Answering> {
+        self.patience.as_ref().map(|patience| patience.answering())
     }
 
     /// Hand `progress` to `deliver` (with the caller's token) if it is above every value

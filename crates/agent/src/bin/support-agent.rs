@@ -43,6 +43,11 @@ enum ProviderArg {
 
 #[derive(Debug, clap::Args)]
 struct DeskArgs {
+    /// Another server the desk reaches beside the order service, as NAME=URL (its streamable
+    /// HTTP endpoint); repeat for more. Its tools are offered as NAME_tool, its questions,
+    /// sampling requests, progress and logs shown as the order service's are.
+    #[arg(long = "server", value_name = "NAME=URL")]
+    servers: Vec<agent::desk::Server>,
     /// Protocol revision to speak to the order service: auto, 2025-11-25 or 2026-07-28.
     #[arg(long, value_parser = protocol_arg, default_value = "auto")]
     protocol: ProtocolChoice,
@@ -303,6 +308,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         knowledge,
         token_file: args.token_file.clone(),
         tasks: !args.no_tasks,
+        servers: args.servers.clone(),
         ..DeskConfig::default()
     })
 }

@@ -6,39 +6,8 @@ use std::sync::Arc;
 use backchannel::Revision;
 use backchannel_host::{Host, HostConfig};
 
-use super::DeskHandler;
-
-/// Where the notes are and which filesystem server reads them.
-#[derive(Debug, Clone)]
-pub struct Knowledge {
-    /// The server's command line; the folder is added as its last argument, and the roots
-    /// name the same folder.
-    pub server: Vec<String>,
-    /// Current notes (absolute).
-    pub current: std::path::PathBuf,
-    /// Archived notes (absolute).
-    pub archive: std::path::PathBuf,
-    /// The filesystem servers are not started by the desk but reached through the order
-    /// service's endpoint: an `mcp-gateway` in front of the order service and of the two
-    /// servers, named `knowledge_base` and `knowledge_base_archive` (their tools prefixed with
-    /// those names and `_`), serving [`Knowledge::current`] and [`Knowledge::archive`].
-    pub through_orders: bool,
-}
-
-impl Knowledge {
-    /// The official `@modelcontextprotocol/server-filesystem` through `npx`, over the notes in
-    /// `support-kb/` and `support-kb-archive/` under `base`.
-    pub fn npx(base: &std::path::Path) -> Knowledge {
-        Knowledge {
-            server: ["npx", "-y", "@modelcontextprotocol/server-filesystem"]
-                .map(String::from)
-                .to_vec(),
-            current: base.join("support-kb"),
-            archive: base.join("support-kb-archive"),
-            through_orders: false,
-        }
-    }
-}
+use super::config::{DeskConfig, DeskError, Knowledge};
+use super::handler::DeskHandler;
 
 /// The knowledge-base server's tools the desk uses (the model gets passages through
 /// [`NOTES_TOOL`], never whole files).
@@ -208,5 +177,69 @@ impl Connecting {
         {
             host.close().await;
         }
+    }
+}
+
+/// The desk's connections: the order service, the notes' servers, the servers the person
+/// named.
+pub(crate) fn host_config(config: &DeskConfig) -> Result<HostConfig, DeskError> {
+    use backchannel_host::{ConnectionConfig, Declared, Transport};
+    let orders = ConnectionConfig {
+        transport: Transport::Http {
+            url: config.orders_url.clone(),
+            headers: Default::default(),
+        },
+        request_timeout_secs: config.connection_timeout.as_secs(),
+        roots: Vec::new(),
+        protocol: config.protocol,
+        tool_prefix: None,
+        tools: None,
+        capabilities: Declared {
+            elicitation: true,
+            // A server's link questions are shown, opened only on the person's click.
+            url_elicitation: true,
+            // With no model there is nothing to sample with, so sampling is not declared.
+            sampling: config.model.is_some(),
+            roots: false,
+            tasks: config.tasks,
+        },
+        auth: orders_auth(config),
+        log_level: backchannel_host::DEFAULT_LOG_LEVEL,
+    };
+    let mut host_config = HostConfig {
+        client_name: "support-agent".into(),
+        trusted_folders: Vec::new(),
+        meta_allow: vec!["progressToken".into(), "support_agent_id".into()],
+        connections: [("orders".to_owned(), orders)].into_iter().collect(),
+    };
+    if let Some(knowledge) = &config.knowledge {
+        add_knowledge(&mut host_config, knowledge);
+    }
+    for server in &config.servers {
+        if host_config.connections.contains_key(&server.name) {
+            return Err(DeskError::SameServerTwice(server.name.clone()));
+        }
+        let connection = server.connection(config);
+        host_config
+            .connections
+            .insert(server.name.clone(), connection);
+    }
+    Ok(host_config)
+}
+
+/// How the desk signs in to the order service: with its token (no OAuth then), else by OAuth
+/// through its callback when it has one.
+fn orders_auth(config: &DeskConfig) -> Option<backchannel_host::AuthConfig> {
+    match (&config.orders_bearer_file, &config.sign_in_callback) {
+        (Some(file), _) => Some(backchannel_host::AuthConfig {
+            bearer_file: Some(file.clone()),
+            ..Default::default()
+        }),
+        (None, Some(callback)) => Some(backchannel_host::AuthConfig {
+            redirect_uri: Some(callback.clone()),
+            token_file: config.token_file.clone(),
+            ..Default::default()
+        }),
+        (None, None) => None,
     }
 }

@@ -6,126 +6,30 @@
 //! `connecting` (the connections, opened in the background), `model` (the model loop and its
 //! streamed replies), `knowledge` (the support notes).
 
+mod config;
 mod connecting;
 mod handler;
 mod knowledge;
 mod model;
+mod servers;
 mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use backchannel::Revision;
-use backchannel_host::{CallContext, HostConfig};
+use backchannel_host::CallContext;
 use rmcp::model::{CallToolResult, GetPromptRequestParams};
 use serde_json::{Value, json};
 
 use crate::events::{Event, Events};
 use crate::rules::{self, Plan};
-pub use connecting::Knowledge;
+pub use config::{DeskConfig, DeskError, Knowledge, Server};
 use connecting::NOTES_TOOL;
-use connecting::{Connecting, add_knowledge};
+use connecting::{Connecting, host_config};
 pub use handler::{DeskHandler, SIGN_IN_DEADLINE};
 pub use model::EMPTY_REPLY;
-
-/// Settings of the desk.
-#[derive(Debug, Clone)]
-pub struct DeskConfig {
-    /// The order service's MCP endpoint.
-    pub orders_url: String,
-    /// The protocol revision to speak to it; `None` tries the newest, then 2025-11-25.
-    pub protocol: Option<Revision>,
-    /// How long the person has to answer a question (default 60 s).
-    pub person_deadline: Duration,
-    /// How long the order service waits for an answer (its ask timeout; by default
-    /// [`backchannel::DEFAULT_ASK_TIMEOUT`]).
-    pub server_ask_timeout: Duration,
-    /// How long one request to the order service may take (default 120 s).
-    pub connection_timeout: Duration,
-    /// Who the agent is, sent as `_meta.support_agent_id`.
-    pub agent_id: String,
-    /// The model; `None` runs the offline rules planner.
-    pub model: Option<crate::llm::Provider>,
-    /// Tokens one conversation may spend with the model.
-    pub token_budget: u64,
-    /// The model's context, in tokens: what is sent (the rules, the tools, the conversation)
-    /// and the reply's `max_tokens` must fit in it, so the oldest turns are left out first.
-    pub context_tokens: u32,
-    /// The knowledge base; `None` runs without it.
-    pub knowledge: Option<Knowledge>,
-    /// Where the authorization server sends the browser back to (the desk's
-    /// `/oauth/callback`); `None` means the desk cannot sign in, and an order service that
-    /// asks for it stays unavailable.
-    pub sign_in_callback: Option<String>,
-    /// Where the tokens of a sign-in are kept (a file only the user can read); `None` keeps
-    /// them in memory until the desk stops.
-    pub token_file: Option<std::path::PathBuf>,
-    /// A file whose first line is a bearer token the desk presents to the order service (no
-    /// OAuth sign-in then): the demo's desk is known to its order service by one, so the
-    /// tasks it starts are bound to it rather than to one MCP session ([`crate::app::demo`]).
-    pub orders_bearer_file: Option<std::path::PathBuf>,
-    /// Serve Prometheus text at `/metrics` on the web UI (behind its Host checks): the host's
-    /// `mcp_client_*` histograms, and in the demo the order service's too.
-    pub metrics: bool,
-    /// Who may sign in to the web UI; `None` means one implicit person (`agent_id`), for a
-    /// desk on loopback.
-    pub people: Option<crate::people::People>,
-    /// With people: the person whose pages get a server's "Sign in" link (the desk's one
-    /// connection to that server then acts under their account, for everyone), and who alone
-    /// may open it; without one named, such a sign-in is refused. Unused without people.
-    pub sign_in_person: Option<String>,
-    /// Declare the tasks extension: a server that runs a call as a task asks its questions
-    /// inside it, and they wait in the person's inbox (up to `person_deadline`) while the
-    /// conversation goes on; the result is said in the conversation when it comes.
-    pub tasks: bool,
-    /// The desk's own SQLite database (a URL: `sqlite://data/desk.sqlite`): browser sessions,
-    /// conversations and the tasks that wait for the person outlive a restart. `None` keeps
-    /// them in memory.
-    pub database: Option<String>,
-}
-
-impl Default for DeskConfig {
-    fn default() -> Self {
-        Self {
-            orders_url: "http://127.0.0.1:8080/mcp".into(),
-            protocol: None,
-            person_deadline: Duration::from_secs(60),
-            server_ask_timeout: backchannel::DEFAULT_ASK_TIMEOUT,
-            connection_timeout: Duration::from_secs(120),
-            agent_id: "support-agent".into(),
-            model: None,
-            token_budget: 20_000,
-            context_tokens: 8192,
-            knowledge: None,
-            sign_in_callback: None,
-            token_file: None,
-            orders_bearer_file: None,
-            metrics: false,
-            people: None,
-            sign_in_person: None,
-            tasks: false,
-            database: None,
-        }
-    }
-}
-
-/// How the desk signs in to the order service: with its token (no OAuth then), else by OAuth
-/// through its callback when it has one.
-fn orders_auth(config: &DeskConfig) -> Option<backchannel_host::AuthConfig> {
-    match (&config.orders_bearer_file, &config.sign_in_callback) {
-        (Some(file), _) => Some(backchannel_host::AuthConfig {
-            bearer_file: Some(file.clone()),
-            ..Default::default()
-        }),
-        (None, Some(callback)) => Some(backchannel_host::AuthConfig {
-            redirect_uri: Some(callback.clone()),
-            token_file: config.token_file.clone(),
-            ..Default::default()
-        }),
-        (None, None) => None,
-    }
-}
+pub use servers::{CalledByHand, ToolOffered};
 
 /// The person's time for a question asked directly (holding the server's request open): the
 /// configured time, or with tasks declared (where the configured time is for questions that
@@ -137,34 +41,6 @@ fn direct_deadline(config: &DeskConfig) -> Duration {
             .person_deadline
             .min(config.server_ask_timeout * 2 / 3),
     }
-}
-
-/// Errors starting or using the desk.
-#[derive(Debug, thiserror::Error)]
-pub enum DeskError {
-    /// The timeouts are not ordered person < server < connection.
-    #[error(
-        "timeouts must nest: the person's {person:?} (--answer-seconds) must be shorter than \
-         the order service's ask timeout {server:?} (--server-ask-seconds), which must be \
-         shorter than a request's {connection:?} (--orders-timeout-seconds)"
-    )]
-    Timeouts {
-        /// The person's deadline.
-        person: Duration,
-        /// The server's ask timeout.
-        server: Duration,
-        /// The connection timeout.
-        connection: Duration,
-    },
-    /// The host failed.
-    #[error(transparent)]
-    Host(#[from] backchannel_host::HostError),
-    /// The desk's database failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    /// The person named to sign the desk's connections in is not in the people file.
-    #[error("--sign-in-person {0}: nobody of that name is in the people file")]
-    UnknownSignInPerson(String),
 }
 
 /// Whose pages a desk set up as `config` shows its sign-ins on.
@@ -283,38 +159,7 @@ impl Desk {
                 connection: config.connection_timeout,
             });
         }
-        use backchannel_host::{ConnectionConfig, Declared, Transport};
-        let orders = ConnectionConfig {
-            transport: Transport::Http {
-                url: config.orders_url.clone(),
-                headers: Default::default(),
-            },
-            request_timeout_secs: config.connection_timeout.as_secs(),
-            roots: Vec::new(),
-            protocol: config.protocol,
-            tool_prefix: None,
-            tools: None,
-            capabilities: Declared {
-                elicitation: true,
-                // A server's link questions are shown, opened only on the person's click.
-                url_elicitation: true,
-                // With no model there is nothing to sample with, so sampling is not declared.
-                sampling: config.model.is_some(),
-                roots: false,
-                tasks: config.tasks,
-            },
-            auth: orders_auth(&config),
-            log_level: backchannel_host::DEFAULT_LOG_LEVEL,
-        };
-        let mut host_config = HostConfig {
-            client_name: "support-agent".into(),
-            trusted_folders: Vec::new(),
-            meta_allow: vec!["progressToken".into(), "support_agent_id".into()],
-            connections: [("orders".to_owned(), orders)].into_iter().collect(),
-        };
-        if let Some(knowledge) = &config.knowledge {
-            add_knowledge(&mut host_config, knowledge);
-        }
+        let host_config = host_config(&config)?;
         let events = Arc::new(Events::default());
         events.set_default_person(&config.agent_id);
         events.set_people(config.people.is_some());
@@ -516,17 +361,33 @@ impl Desk {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, String> {
+        self.call_on(conversation, "orders", tool, arguments).await
+    }
+
+    /// Call `tool` of the connection `server` in `conversation` (a task only on the order
+    /// service's, which declares tasks).
+    pub(crate) async fn call_on(
+        &self,
+        conversation: &str,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, String> {
         let host = self.host.host().await?;
-        let orders = host
-            .connection("orders")
-            .map_err(|_| self.not_connected("not connected"))?;
+        let orders = host.connection(server).map_err(|_| {
+            if server == "orders" {
+                self.not_connected("not connected")
+            } else {
+                format!("{server} is not connected")
+            }
+        })?;
         let context = CallContext::new()
             .with("progressToken", conversation)
             .with("support_agent_id", self.person_of(conversation).as_str());
         // Its questions name it, so the person sees what a yes will do.
-        let shown = crate::events::CallShown::new("orders", tool, &arguments);
+        let shown = crate::events::CallShown::new(server, tool, &arguments);
         let _calling = self.events.calling(conversation, shown);
-        if !self.config.tasks {
+        if !self.config.tasks || server != "orders" {
             return orders
                 .call_tool(tool, arguments.as_object().cloned(), &context)
                 .await
@@ -589,7 +450,8 @@ impl Desk {
                     .map_err(|e| e.to_string());
             }
         }
-        self.call(conversation, name, arguments).await
+        let (server, tool) = self.route_of(name);
+        self.call_on(conversation, &server, tool, arguments).await
     }
 
     /// Answer one chat message.

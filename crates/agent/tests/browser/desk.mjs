@@ -251,4 +251,17 @@ await scenario("a question in one tab waits in the other tab's inbox; answered t
   await other.close();
 });
 
+await scenario("a tool is called by hand from the page, without the model, and its result shown as the tool's", async (page) => {
+  await page.click("#by-hand summary");
+  await page.waitForSelector('#tool-name option[value="get_order"]', { state: "attached" });
+  await page.selectOption("#tool-name", "get_order");
+  await page.fill("#tool-arguments", "not json");
+  await page.click("#tool-call");
+  await page.waitForSelector("#tool-error:not([hidden])");
+  await page.fill("#tool-arguments", '{"orderId": "ORD-10001"}');
+  await page.click("#tool-call");
+  await lastReply(page, "get_order returned:");
+  await lastReply(page, "Ana Ruiz");
+});
+
 await run.finish();

@@ -471,3 +471,52 @@ fn people_add_at_a_terminal_asks_for_the_password_without_showing_it() {
     assert!(people.contains("ana"));
     let _ = std::fs::remove_file(&file);
 }
+
+/// Issue 72: at the terminal, `/tools` lists every server's tools and `/call TOOL {json}` calls
+/// one without the model; a question it asks is answered at the prompt as a model's call's is,
+/// and arguments that are not JSON change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_is_listed_and_called_by_hand_at_the_terminal() {
+    let stop = CancellationToken::new();
+    let orders_url = orders_at(&stop, default_carrier()).await;
+    let desk = Desk::start(DeskConfig {
+        orders_url,
+        protocol: Some(Revision::V2026_07_28),
+        ..DeskConfig::default()
+    })
+    .await
+    .unwrap();
+    let desk = Arc::new(desk);
+    let (lines, screen, cli) = terminal(desk.clone());
+    screen.shows("Support desk ready.").await;
+    lines.send("/tools".into()).await.unwrap();
+    screen.shows("orders · cancel_order: ").await;
+    lines
+        .send("/call get_order {\"orderId\": \"ORD-10001\"}".into())
+        .await
+        .unwrap();
+    screen.shows("get_order returned: ").await;
+    screen.shows("Ana Ruiz").await;
+    lines
+        .send("/call cancel_order {orderId: ORD-10008}".into())
+        .await
+        .unwrap();
+    screen.shows("The arguments are not JSON").await;
+    lines
+        .send("/call cancel_order {\"orderId\": \"ORD-10008\"}".into())
+        .await
+        .unwrap();
+    screen
+        .shows("Type 'yes' to confirm or 'no' to refuse")
+        .await;
+    lines.send("no".into()).await.unwrap();
+    screen.shows("cancel_order returned: ").await;
+    assert!(
+        !screen.text().contains("ORD-10008 is cancelled"),
+        "{}",
+        screen.text()
+    );
+    lines.send("quit".into()).await.unwrap();
+    cli.await.unwrap().unwrap();
+    stop.cancel();
+}

@@ -195,3 +195,110 @@ async fn a_servers_own_form_is_shown_field_by_field_and_its_values_reach_the_too
         stop.cancel();
     }
 }
+
+/// A model that answers a sampling request (no tools offered) with fixed words.
+async fn sampling_model(Json(request): Json<Value>) -> Json<Value> {
+    assert!(request.get("tools").is_none(), "{request}");
+    crate::common::completion(json!({"role": "assistant",
+        "content": "SUMMARY: Viewers found it a gripping heist with a clever twist.\nTHEMES: heist; twist"}))
+}
+
+/// Issue 72: `support-agent demo --server movies=URL` reaches moviedb beside the order service:
+/// its tools are listed (under `movies_`), one is called by hand from the page without the
+/// model choosing it, its sampling request is approved in the page (twice: the request, then
+/// the reply) and answered by the desk's model, and the summary says the client's model wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_server_is_reached_its_tool_called_by_hand_and_its_sampling_approved() {
+    let stop = CancellationToken::new();
+    let movies = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let movies_url = format!("http://{}/mcp", movies.local_addr().unwrap());
+    let config = moviedb::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    tokio::spawn({
+        let stop = stop.clone();
+        async move { moviedb::app::serve_http(movies, &config, stop).await }
+    });
+    let model = crate::common::serve_fake(
+        axum::Router::new().route("/chat/completions", axum::routing::post(sampling_model)),
+    )
+    .await;
+    let model = Provider::OpenAi(
+        OpenAiCompatible::new(&model, None, "tiny", Duration::from_secs(10)).unwrap(),
+    );
+    let server: agent::desk::Server = format!("movies={movies_url}").parse().unwrap();
+    let demo = crate::common::start_with_model(model, |desk| desk.servers = vec![server]).await;
+    let url = demo.url.clone();
+    let cookie = crate::common::cookie(&url).await;
+    let tools: Value = crate::common::json_answer(
+        reqwest::Client::new()
+            .get(format!("{url}api/tools"))
+            .header(reqwest::header::COOKIE, &cookie),
+    )
+    .await;
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"movies_summarizeMovieReviews"), "{names:?}");
+    assert!(
+        names.contains(&"cancel_order"),
+        "the order service's too: {names:?}"
+    );
+    let (mut events, secret) = Events::open(&demo, "c1").await;
+    let conversation = crate::common::conversation(&url, "c1").await;
+    let called = tokio::spawn({
+        let (url, cookie) = (url.clone(), cookie.clone());
+        async move {
+            let response = reqwest::Client::new()
+                .post(format!("{url}api/tools/call"))
+                .header(reqwest::header::COOKIE, cookie)
+                .json(&json!({"conversationId": conversation,
+                    "name": "movies_summarizeMovieReviews", "arguments": {"movieId": "1"}}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    });
+    let request = events.next_of("sampling").await;
+    assert_eq!(request["server"], "movies", "{request}");
+    assert_eq!(
+        request["call"]["tool"], "summarizeMovieReviews",
+        "{request}"
+    );
+    let status = crate::common::answer(&url, request["id"].as_str().unwrap(), &secret, true).await;
+    assert_eq!(status, 204);
+    let review = events.next_of("sampling").await;
+    assert!(
+        review["message"]
+            .as_str()
+            .unwrap()
+            .contains("gripping heist"),
+        "{review}"
+    );
+    let status = crate::common::answer(&url, review["id"].as_str().unwrap(), &secret, true).await;
+    assert_eq!(status, 204);
+    let called = called.await.unwrap();
+    assert_eq!(called["isError"], false, "{called}");
+    let text = called["text"].as_str().unwrap();
+    assert!(text.contains("gripping heist"), "{text}");
+    assert!(text.contains("CLIENT_MODEL"), "{text}");
+    // A tool nobody offers, or arguments that are not an object, change nothing.
+    for (name, arguments) in [("movies_nothing", json!({})), ("cancel_order", json!([1]))] {
+        let conversation = crate::common::conversation(&url, "c1").await;
+        let response = reqwest::Client::new()
+            .post(format!("{url}api/tools/call"))
+            .header(reqwest::header::COOKIE, &cookie)
+            .json(&json!({"conversationId": conversation, "name": name, "arguments": arguments}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{name}");
+    }
+    stop.cancel();
+}

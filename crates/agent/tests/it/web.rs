@@ -882,6 +882,8 @@ async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
         ("POST", "/api/chat/stop"),
         ("POST", "/api/refund-email"),
         ("POST", "/api/confirmations/some-id"),
+        ("GET", "/api/tools"),
+        ("POST", "/api/tools/call"),
     ];
     for (method, path) in routes {
         let url = format!("{}{}", demo.url.trim_end_matches('/'), path);

@@ -1,0 +1,91 @@
+//! Who a request of the desk's web API is: its browser session (a cookie), the person it is
+//! for, and the refusals for a request without one or with another's.
+
+use axum::Json;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::desk::Desk;
+
+/// The cookie of a browser's session: what its conversations belong to.
+pub(crate) const SESSION_COOKIE: &str = "desk_session";
+
+/// The request's browser session, if it names one that still lives.
+pub(crate) fn live_session(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
+    session_of(headers).filter(|s| desk.events().person_of_session(s).is_some())
+}
+
+/// The browser session a request names (its cookie), if any.
+pub(crate) fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
+    cookie_of(headers, SESSION_COOKIE)
+}
+
+/// Whether the request's browser session made `conversation`: `None` if so, else the refusal
+/// (401 without a session, 403 with another's).
+pub(crate) fn refused_for(
+    desk: &Desk,
+    headers: &axum::http::HeaderMap,
+    conversation: &str,
+) -> Option<Response> {
+    let refuse = |status: StatusCode, message: &str| {
+        Some((status, Json(serde_json::json!({ "message": message }))).into_response())
+    };
+    match live_session(desk, headers) {
+        None => refuse(
+            StatusCode::UNAUTHORIZED,
+            "this browser has no desk session (or it ended): reload the page to start again",
+        ),
+        Some(session) if desk.events().belongs_to(conversation, &session) => None,
+        Some(_) => refuse(
+            StatusCode::FORBIDDEN,
+            "this conversation belongs to another page's session: reload the page to start your own",
+        ),
+    }
+}
+
+/// With a people file, the desk's data (orders, refund e-mails) is for signed-in people only:
+/// the refusal for anyone else (`None` when the request may go on).
+pub(crate) fn people_only(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<Response> {
+    let signed_in = live_session(desk, headers).is_some();
+    (desk.people().is_some() && !signed_in).then(sign_in_first)
+}
+
+/// 401 for a desk with people: sign in first (the page goes to `/signin`).
+pub(crate) fn sign_in_first() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(serde_json::json!({
+            "message": "sign in to the desk first",
+            "signIn": "/signin",
+        })),
+    )
+        .into_response()
+}
+
+/// Whose inbox the request's live session sees ([`crate::events::Events::owner_of_session`]).
+pub(crate) fn owner_of_request(desk: &Desk, headers: &axum::http::HeaderMap) -> Option<String> {
+    session_of(headers).and_then(|s| desk.events().owner_of_session(&s))
+}
+
+/// 401: no live session.
+pub(crate) fn no_session() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(serde_json::json!({
+            "message": "this browser has no desk session (or it ended): reload the page",
+        })),
+    )
+        .into_response()
+}
+
+/// The value of cookie `name` in a request, if any (at most 64 characters).
+pub(crate) fn cookie_of(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, value)| *n == name && !value.is_empty() && value.len() <= 64)
+        .map(|(_, value)| value.to_owned())
+}
