@@ -436,7 +436,8 @@ fn inbox_command(line: &str, desk: &Desk, out: &mut impl Write) -> std::io::Resu
         _ => {
             return writeln!(
                 out,
-                "Commands: /inbox, /yes N, /no N, /tools, /call TOOL {{json}}, quit."
+                "Commands: /inbox, /yes N, /no N, /tools, /call TOOL {{json}}, /folders \
+                 [add|remove PATH], quit."
             );
         }
     };
@@ -457,7 +458,9 @@ fn inbox_command(line: &str, desk: &Desk, out: &mut impl Write) -> std::io::Resu
 /// `/tools` (every server's tools, one a line) and `/call TOOL {json}` (call one by hand, without
 /// the model: its questions and progress shown as a model's call's are), said through `said`.
 async fn by_hand_command(line: String, desk: Arc<Desk>, said: mpsc::Sender<String>) {
-    let text = if line == "/tools" {
+    let text = if let Some(rest) = line.strip_prefix("/folders") {
+        folders_command(rest.trim(), &desk).await
+    } else if line == "/tools" {
         match desk.tools_by_hand().await {
             Ok(tools) => tools
                 .iter()
@@ -481,6 +484,30 @@ async fn by_hand_command(line: String, desk: Arc<Desk>, said: mpsc::Sender<Strin
         }
     };
     let _ = said.send(text).await;
+}
+
+/// `/folders` (the folders of notes), `/folders add PATH`, `/folders remove PATH`.
+async fn folders_command(rest: &str, desk: &Desk) -> String {
+    let (action, path) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let path = std::path::Path::new(path.trim());
+    let changed = match action {
+        "" => Ok(true),
+        "add" => desk.add_notes_folder(path).await,
+        "remove" => desk.remove_notes_folder(path).await,
+        _ => return "Use /folders, /folders add PATH or /folders remove PATH.".into(),
+    };
+    match (changed, desk.notes_folders().await) {
+        (Err(why), _) | (_, Err(why)) => format!("The folders of notes did not change: {why}"),
+        (Ok(changed), Ok(folders)) => {
+            let listed: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
+            let was = match (action, changed) {
+                ("add", false) => "It was one already. ",
+                ("remove", false) => "It was not one. ",
+                _ => "",
+            };
+            format!("{was}The notes are read from: {}", listed.join(", "))
+        }
+    }
 }
 
 /// [`run`], drawing the progress bar as `style` says.
@@ -550,7 +577,7 @@ pub async fn run_with(
                 if line.eq_ignore_ascii_case("quit") || line.eq_ignore_ascii_case("exit") {
                     break;
                 }
-                if line == "/tools" || line.starts_with("/call ") {
+                if line == "/tools" || line.starts_with("/call ") || line.starts_with("/folders") {
                     tokio::spawn(by_hand_command(line, desk.clone(), by_hand_tx.clone()));
                     continue;
                 }

@@ -1,6 +1,7 @@
-//! Calling a tool by hand from the page (issue 72): `GET /api/tools` lists every tool of every
-//! server the desk reaches; `POST /api/tools/call` calls one in a conversation of the page's, its
-//! questions, progress and logs shown there as a model's call's are.
+//! What the person does by hand from the page (issue 72): `GET /api/tools` lists every tool of
+//! every server the desk reaches; `POST /api/tools/call` calls one in a conversation of the
+//! page's, its questions, progress and logs shown there as a model's call's are;
+//! `GET|POST /api/folders` lists, adds and removes the folders of notes.
 
 use std::sync::Arc;
 
@@ -19,6 +20,67 @@ pub(crate) fn routes() -> Router<Arc<Desk>> {
     Router::new()
         .route("/api/tools", get(tools))
         .route("/api/tools/call", post(call))
+        .route("/api/folders", get(folders).post(change_folders))
+}
+
+/// `GET /api/folders`: the folders of notes the desk searches, and whether this page may
+/// change them (a desk of one person: yes; with people, only its operator, at the terminal).
+async fn folders(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap) -> Response {
+    if let Some(refused) = people_only(&desk, &headers) {
+        return refused;
+    }
+    match desk.notes_folders().await {
+        Ok(folders) => Json(serde_json::json!({
+            "folders": folders,
+            "mayChange": desk.people().is_none(),
+        }))
+        .into_response(),
+        Err(message) => failed(StatusCode::NOT_FOUND, message),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FolderChange {
+    /// `add` or `remove`.
+    action: String,
+    path: std::path::PathBuf,
+}
+
+/// `POST /api/folders`: add or remove a folder of notes; the folders as they are now. 403 on a
+/// desk with people (the desk's connection to the notes is everyone's), 400 for a folder that
+/// may not be one (outside the trusted folders, not a folder, the notes' own).
+async fn change_folders(
+    State(desk): State<Arc<Desk>>,
+    headers: axum::http::HeaderMap,
+    Json(change): Json<FolderChange>,
+) -> Response {
+    if let Some(refused) = people_only(&desk, &headers) {
+        return refused;
+    }
+    if desk.people().is_some() {
+        let why = "the folders of notes are everyone's on a desk with people: change them at the \
+                   desk's terminal";
+        return failed(StatusCode::FORBIDDEN, why.into());
+    }
+    let changed = match change.action.as_str() {
+        "add" => desk.add_notes_folder(&change.path).await,
+        "remove" => desk.remove_notes_folder(&change.path).await,
+        other => {
+            return failed(
+                StatusCode::BAD_REQUEST,
+                format!("no action {other:?}: add or remove"),
+            );
+        }
+    };
+    match changed {
+        Ok(changed) => Json(serde_json::json!({
+            "changed": changed,
+            "folders": desk.notes_folders().await.unwrap_or_default(),
+        }))
+        .into_response(),
+        Err(message) => failed(StatusCode::BAD_REQUEST, message),
+    }
 }
 
 /// `GET /api/tools`: what may be called, server by server.

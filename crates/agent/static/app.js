@@ -593,6 +593,42 @@ $("tool-call").onclick = async () => {
   }
 };
 
+// The folders of notes the desk searches: the notes' own first; a folder added is told to the
+// filesystem server as a root, and its notes are searched too.
+async function showFolders(body) {
+  if (!body) {
+    const res = await fetch("/api/folders");
+    body = await res.json();
+    if (!res.ok) { $("folder-hint").textContent = body.message; $("folder-hint").hidden = false; $("folder-change").hidden = true; return; }
+  }
+  $("folder-change").hidden = !body.mayChange;
+  $("folder-hint").hidden = body.mayChange;
+  $("folder-hint").textContent = body.mayChange ? "" : "On a desk with people the folders are everyone's: they change at the desk's terminal.";
+  $("folder-list").replaceChildren(...body.folders.map((folder, i) => {
+    const li = document.createElement("li");
+    li.textContent = folder + (i === 0 ? " (the desk's own notes)" : " ");
+    if (i > 0 && body.mayChange) {
+      const remove = Object.assign(document.createElement("button"), { type: "button", textContent: "Remove" });
+      remove.setAttribute("aria-label", `Remove ${folder}`);
+      remove.onclick = () => changeFolder("remove", folder);
+      li.append(remove);
+    }
+    return li;
+  }));
+}
+async function changeFolder(action, path) {
+  const res = await fetch("/api/folders", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ action, path }),
+  });
+  const body = await res.json();
+  $("folder-error").hidden = res.ok;
+  if (!res.ok) { $("folder-error").textContent = body.message; return; }
+  $("folder-path").value = "";
+  showFolders({ folders: body.folders, mayChange: true });
+}
+$("folders").addEventListener("toggle", () => { if ($("folders").open) showFolders(); });
+$("folder-add").onclick = () => changeFolder("add", $("folder-path").value.trim());
+
 // Refund email.
 function renderReasons() {
   $("refund-chips").replaceChildren(...vocabulary.refundReasons.map((r) => {

@@ -19,6 +19,26 @@ impl<H: HostHandler> Connection<H> {
             .clone()
     }
 
+    /// The folders this connection declares as roots now, in order (those whose `file:` URI
+    /// names a folder of this machine).
+    pub fn root_folders(&self) -> Vec<std::path::PathBuf> {
+        let roots = serde_json::to_value(self.roots()).unwrap_or_default();
+        roots
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|root| root.get("uri")?.as_str().map(str::to_owned))
+            .filter_map(|uri| reqwest13::Url::parse(&uri).ok()?.to_file_path().ok())
+            .collect()
+    }
+
+    /// A count of the times the server has listed this connection's roots, which changes at
+    /// each listing: subscribe before [`Connection::add_root`] or
+    /// [`Connection::remove_root`] and wait for a change to know the server has the new list.
+    pub fn roots_listed(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.service.service().routes.roots_listed.subscribe()
+    }
+
     /// Add the folder `path` (absolute, inside one of the host's trusted folders) as a root
     /// named `name` (its folder's name when `None`), and tell the server. `false` when it was
     /// a root already (nothing changes then).

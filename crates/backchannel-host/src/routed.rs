@@ -193,6 +193,7 @@ impl<H: HostHandler> Routed<H> {
                 .handler
                 .list_roots(&self.connection, self.current_roots(), caller)
                 .await
+                .inspect(|_| self.routes.roots_listed.send_modify(|n| *n += 1))
             {
                 Ok(roots) => serde_json::to_value(ListRootsResult::new(roots)),
                 Err(error) => Ok(serde_json::json!({
@@ -336,10 +337,14 @@ impl<H: HostHandler> ClientHandler for Routed<H> {
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         let caller = self.caller_of(&context.extensions, &context.meta);
-        self.handler
+        let listed = self
+            .handler
             .list_roots(&self.connection, self.current_roots(), caller)
-            .await
-            .map(ListRootsResult::new)
+            .await;
+        if listed.is_ok() {
+            self.routes.roots_listed.send_modify(|n| *n += 1);
+        }
+        listed.map(ListRootsResult::new)
     }
 
     async fn on_progress(

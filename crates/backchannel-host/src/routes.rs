@@ -181,6 +181,8 @@ pub(super) struct Routes {
     untagged: Mutex<Bounded<ProgressToken, Arc<Call>>>,
     /// The calls in flight (from their first round's request to their result).
     pub(super) active: Mutex<Vec<Arc<Call>>>,
+    /// How many times the server has listed the roots (`roots/list` answered).
+    pub(super) roots_listed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Routes {

@@ -135,6 +135,9 @@ pub struct Knowledge {
     /// servers, named `knowledge_base` and `knowledge_base_archive` (their tools prefixed with
     /// those names and `_`), serving [`Knowledge::current`] and [`Knowledge::archive`].
     pub through_orders: bool,
+    /// Folders inside which the person may add folders of notes while the desk runs (the
+    /// filesystem server is told each as a root); the notes' own folders always.
+    pub trusted: Vec<std::path::PathBuf>,
 }
 
 impl Knowledge {
@@ -148,6 +151,8 @@ impl Knowledge {
             current: base.join("support-kb"),
             archive: base.join("support-kb-archive"),
             through_orders: false,
+            // The folder the desk runs in: a folder of notes beside the demo's may be added.
+            trusted: vec![base.to_path_buf()],
         }
     }
 }

@@ -24,6 +24,8 @@ pub(crate) fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
     if knowledge.through_orders {
         return;
     }
+    host.trusted_folders
+        .extend(knowledge.trusted.iter().cloned());
     for (name, dir, prefix, called) in [
         (
             "knowledge-base",

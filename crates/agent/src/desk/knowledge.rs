@@ -43,15 +43,32 @@ impl Desk {
             let result = connection.call_tool(&tool, Some(arguments), &context).await;
             result.map_err(|e| e.to_string())
         };
-        let listing = on_path("list_directory", dir.clone()).await?;
+        // The notes' own folder, then each folder of notes the person added (its notes named
+        // `folder/note.md`).
+        let mut folders = vec![(dir.clone(), String::new())];
+        if !archive && prefix.is_empty() {
+            folders.extend(
+                connection
+                    .root_folders()
+                    .into_iter()
+                    .filter(|path| *path != dir)
+                    .map(|path| {
+                        let named = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                        (path, format!("{}/", named.unwrap_or_default()))
+                    }),
+            );
+        }
         let mut notes = Vec::new();
-        for line in text_of(&listing).lines() {
-            let Some(file) = line.strip_prefix("[FILE] ").filter(|f| f.ends_with(".md")) else {
-                continue;
-            };
-            let result = on_path("read_text_file", dir.join(file)).await?;
-            if result.is_error != Some(true) {
-                notes.push((file.to_owned(), text_of(&result)));
+        for (dir, named) in folders {
+            let listing = on_path("list_directory", dir.clone()).await?;
+            for line in text_of(&listing).lines() {
+                let Some(file) = line.strip_prefix("[FILE] ").filter(|f| f.ends_with(".md")) else {
+                    continue;
+                };
+                let result = on_path("read_text_file", dir.join(file)).await?;
+                if result.is_error != Some(true) {
+                    notes.push((format!("{named}{file}"), text_of(&result)));
+                }
             }
         }
         Ok(notes)

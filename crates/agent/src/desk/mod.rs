@@ -8,6 +8,7 @@
 
 mod config;
 mod connecting;
+mod folders;
 mod handler;
 mod knowledge;
 mod model;

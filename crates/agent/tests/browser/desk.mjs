@@ -264,4 +264,20 @@ await scenario("a tool is called by hand from the page, without the model, and i
   await lastReply(page, "Ana Ruiz");
 });
 
+await scenario("a folder of notes is added and removed from the page while the desk runs", async (page) => {
+  await page.click("#folders summary");
+  await page.waitForSelector("#folder-list li");
+  const own = await page.textContent("#folder-list li");
+  if (!own.includes("support-kb") || !own.includes("the desk's own notes")) throw new Error(`the folders: ${own}`);
+  const archive = own.replace(" (the desk's own notes)", "").trim() + "-archive";
+  await page.fill("#folder-path", archive);
+  await page.click("#folder-add");
+  await page.waitForFunction(() => document.querySelectorAll("#folder-list li").length === 2);
+  await page.click("#folder-list li:nth-child(2) button");
+  await page.waitForFunction(() => document.querySelectorAll("#folder-list li").length === 1);
+  await page.fill("#folder-path", "/etc");
+  await page.click("#folder-add");
+  await page.waitForSelector("#folder-error:not([hidden])");
+});
+
 await run.finish();

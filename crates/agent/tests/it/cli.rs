@@ -511,6 +511,9 @@ async fn a_tool_is_listed_and_called_by_hand_at_the_terminal() {
         .await;
     lines.send("no".into()).await.unwrap();
     screen.shows("cancel_order returned: ").await;
+    // Without notes of its own, the folders of notes say why they cannot change.
+    lines.send("/folders add /tmp".into()).await.unwrap();
+    screen.shows("this desk reads no notes of its own").await;
     assert!(
         !screen.text().contains("ORD-10008 is cancelled"),
         "{}",

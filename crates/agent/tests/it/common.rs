@@ -306,6 +306,7 @@ pub fn knowledge() -> agent::desk::Knowledge {
         current: repo.join("support-kb"),
         archive: repo.join("support-kb-archive"),
         through_orders: false,
+        trusted: Vec::new(),
     }
 }
 

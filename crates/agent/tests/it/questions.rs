@@ -43,6 +43,15 @@ async fn completions(Json(request): Json<Value>) -> Json<Value> {
 
 /// A desk on `protocol` in front of backchannel's test server; its page URL.
 async fn desk(protocol: Revision, stop: &CancellationToken) -> String {
+    desk_with(protocol, stop, |_| {}).await
+}
+
+/// [`desk`], its settings as `configure` leaves them.
+async fn desk_with(
+    protocol: Revision,
+    stop: &CancellationToken,
+    configure: impl FnOnce(&mut DeskConfig),
+) -> String {
     let model = crate::common::serve_fake(
         axum::Router::new().route("/chat/completions", axum::routing::post(completions)),
     )
@@ -51,7 +60,7 @@ async fn desk(protocol: Revision, stop: &CancellationToken) -> String {
     let server_url = crate::common::serve_mcp(move || server.clone(), stop).await;
     let web = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", web.local_addr().unwrap());
-    let config = DeskConfig {
+    let mut config = DeskConfig {
         orders_url: server_url,
         protocol: Some(protocol),
         model: Some(Provider::OpenAi(
@@ -60,6 +69,7 @@ async fn desk(protocol: Revision, stop: &CancellationToken) -> String {
         tasks: false,
         ..DeskConfig::default()
     };
+    configure(&mut config);
     tokio::spawn(app::serve_web(
         web,
         config,
@@ -301,4 +311,71 @@ async fn a_named_server_is_reached_its_tool_called_by_hand_and_its_sampling_appr
         assert_eq!(response.status(), 400, "{name}");
     }
     stop.cancel();
+}
+
+/// Post a change of the folders of notes; the status and the body.
+async fn change_folders(url: &str, action: &str, path: &std::path::Path) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}api/folders"))
+        .header(reqwest::header::COOKIE, crate::common::cookie(url).await)
+        .json(&json!({"action": action, "path": path}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// Issue 72: the roots could not change while the desk ran. A folder of notes added from the
+/// page becomes a root of the official filesystem server (told by
+/// `notifications/roots/list_changed`), whose notes the desk's search then reads; removed, it is
+/// read no more. A folder outside the trusted ones, or the desk's own notes, are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_of_notes_is_added_and_removed_while_the_desk_runs() {
+    let trusted = std::env::temp_dir().join(format!("desk-folders-{}", std::process::id()));
+    let pets = trusted.join("pets");
+    std::fs::create_dir_all(&pets).unwrap();
+    std::fs::write(
+        pets.join("hamsters.md"),
+        "# Hamsters\n\nHamsters ship free of charge in a ventilated travel box.\n",
+    )
+    .unwrap();
+    let stop = CancellationToken::new();
+    let url = desk_with(Revision::V2026_07_28, &stop, |desk| {
+        desk.knowledge = Some(agent::desk::Knowledge {
+            trusted: vec![trusted.clone()],
+            ..crate::common::knowledge()
+        });
+    })
+    .await;
+    let _forget = Forget::new(&url);
+    let search = r#"call search_support_notes {"question":"how do hamsters ship in a travel box"}"#;
+    let before = chat(&url, "c1", search).await;
+    assert!(!before.contains("ventilated"), "{before}");
+    let (status, added) = change_folders(&url, "add", &pets).await;
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(added["changed"], true, "{added}");
+    assert_eq!(added["folders"].as_array().unwrap().len(), 2, "{added}");
+    let after = chat(&url, "c1", search).await;
+    assert!(after.contains("[pets/hamsters.md]"), "{after}");
+    assert!(after.contains("ventilated travel box"), "{after}");
+    let (status, removed) = change_folders(&url, "remove", &pets).await;
+    assert_eq!(status, 200, "{removed}");
+    let gone = chat(&url, "c1", search).await;
+    assert!(!gone.contains("ventilated"), "{gone}");
+    // Outside the trusted folders, or the desk's own notes: refused, nothing changes.
+    let (status, refused) = change_folders(&url, "add", std::path::Path::new("/etc")).await;
+    assert_eq!(status, 400, "{refused}");
+    let own = crate::common::knowledge().current;
+    let (status, refused) = change_folders(&url, "remove", &own).await;
+    assert_eq!(status, 400, "{refused}");
+    let listed: Value = crate::common::json_answer(
+        reqwest::Client::new()
+            .get(format!("{url}api/folders"))
+            .header(reqwest::header::COOKIE, crate::common::cookie(&url).await),
+    )
+    .await;
+    assert_eq!(listed["folders"].as_array().unwrap().len(), 1, "{listed}");
+    stop.cancel();
+    let _ = std::fs::remove_dir_all(&trusted);
 }
