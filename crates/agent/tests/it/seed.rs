@@ -84,11 +84,19 @@ async fn class13_check_it_longer_timeouts_in_a_task_the_persons_time_is_theirs()
         ..DeskConfig::default()
     };
     let demo = crate::common::start(crate::common::orders_in_memory(Duration::ZERO), desk).await;
-    let (mut page, _) = Events::open(&demo, "long").await;
+    let (mut page, secret) = Events::open(&demo, "long").await;
     let reply = crate::common::chat(&demo.url, "long", "please cancel ORD-10002").await;
     assert!(reply.starts_with("Waiting for your answer"), "{reply}");
     let question = page.next_of("confirmation").await;
     let seconds = question["seconds"].as_u64().unwrap();
     assert!((3500..=3600).contains(&seconds), "{question}");
     assert_eq!(status_of(&demo.url, "ORD-10002").await, "PENDING");
+    // Answered (forty seconds or an hour later alike: the time is the person's), the
+    // cancellation completes and is said in the conversation.
+    let status =
+        crate::common::answer(&demo.url, question["id"].as_str().unwrap(), &secret, true).await;
+    assert_eq!(status, 204);
+    page.said_ending("is cancelled and a refund of €34.99 has been started.")
+        .await;
+    assert_eq!(status_of(&demo.url, "ORD-10002").await, "CANCELLED");
 }

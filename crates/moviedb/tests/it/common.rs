@@ -33,8 +33,12 @@ pub enum Model {
     Answers(String),
     /// Refuses with an error.
     Refuses,
-    /// Answers only after two minutes (past the 20 s sampling timeout, within the state's life).
+    /// Answers only after 21 s on the test clock, just past the 20 s sampling timeout (so a
+    /// test that moves the clock past it leaves no answer still waiting).
     Stalls,
+    /// Answers with this text after this long on the test clock (its wait starts before the
+    /// test is told it was asked, so a clock moved then moves it too).
+    AnswersAfter(Duration, String),
 }
 
 /// How the person answers a form.
@@ -45,8 +49,12 @@ pub enum Person {
     Accepts(Value),
     Declines,
     Cancels,
-    /// Never answers (the test moves the clock past the wait once asked).
+    /// Answers nothing in time: cancels only at 21 s on the test clock, just past the 20 s
+    /// wait (the test moves the clock past it once asked).
     Silent,
+    /// Accepts with this content after this long on the test clock (its wait starts before
+    /// the test is told it was asked).
+    AcceptsAfter(Duration, Value),
 }
 
 #[derive(Clone)]
@@ -95,8 +103,19 @@ impl ClientHandler for Client {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         self.samplings.lock().unwrap().push(params);
+        let late = match &self.model {
+            Model::AnswersAfter(after, _) => Some(tokio::time::sleep(*after)),
+            Model::Stalls => Some(tokio::time::sleep(Duration::from_secs(21))),
+            _ => None,
+        };
         self.asked.notify_one();
         let text = match &self.model {
+            Model::AnswersAfter(_, text) => {
+                if let Some(late) = late {
+                    late.await;
+                }
+                text.clone()
+            }
             Model::Answers(text) => text.clone(),
             Model::Refuses | Model::Absent => {
                 return Err(ErrorData::invalid_request(
@@ -105,7 +124,9 @@ impl ClientHandler for Client {
                 ));
             }
             Model::Stalls => {
-                tokio::time::sleep(Duration::from_secs(120)).await;
+                if let Some(late) = late {
+                    late.await;
+                }
                 "SUMMARY: too late\nTHEMES: late".to_owned()
             }
         };
@@ -132,9 +153,16 @@ impl ClientHandler for Client {
             ));
         }
         Ok(match &self.person {
-            Person::Silent => {
+            Person::AcceptsAfter(after, content) => {
+                let late = tokio::time::sleep(*after);
                 self.asked.notify_one();
-                tokio::time::sleep(Duration::from_secs(120)).await;
+                late.await;
+                ElicitResult::new(ElicitationAction::Accept).with_content(content.clone())
+            }
+            Person::Silent => {
+                let late = tokio::time::sleep(Duration::from_secs(21));
+                self.asked.notify_one();
+                late.await;
                 ElicitResult::new(ElicitationAction::Cancel)
             }
             Person::Accepts(content) => {

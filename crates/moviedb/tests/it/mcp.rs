@@ -248,13 +248,13 @@ async fn class11_verifying_sampling_left_unanswered_times_out_into_the_server_su
         let client = Client::new(Model::Stalls, Person::Absent);
         let started = tokio::time::Instant::now();
         // Once the model has been asked (every query before it ran in real time), the test
-        // clock jumps past the 20 s sampling timeout and the model's two minutes, then runs in
-        // real time again for what follows (a database on the network must not see its own
-        // timeouts jump).
+        // clock moves 21 s, just past the 20 s sampling timeout (the model stalls two minutes),
+        // then runs in real time again for what follows (a database on the network must not
+        // see its own timeouts jump).
         let skip_the_wait = async {
             client.asked.notified().await;
             tokio::time::pause();
-            tokio::time::advance(std::time::Duration::from_secs(121)).await;
+            tokio::time::advance(std::time::Duration::from_secs(21)).await;
             tokio::time::resume();
         };
         let (s, ()) = tokio::join!(summarize(&db, client.clone(), wire, "36"), skip_the_wait);
@@ -482,12 +482,12 @@ async fn class11_verifying_elicitation_no_answer_in_20_s_is_a_tool_error_and_add
         let db = Db::new().await;
         let client = Client::new(Model::Absent, Person::Silent);
         let running = Db::connect(db.server(Some("mara")), client.clone(), wire).await;
-        // Once the person has been asked, the test clock jumps past the 20 s wait (and the
-        // silent person's two minutes), then runs in real time again.
+        // Once the person has been asked, the test clock moves 21 s, just past the 20 s wait
+        // (the silent person never answers), then runs in real time again.
         let skip_the_wait = async {
             client.asked.notified().await;
             tokio::time::pause();
-            tokio::time::advance(std::time::Duration::from_secs(121)).await;
+            tokio::time::advance(std::time::Duration::from_secs(21)).await;
             tokio::time::resume();
         };
         let adding = running.call_tool(call(
@@ -852,4 +852,50 @@ async fn class11_verifying_sampling_a_broken_client_is_a_bug_the_caller_sees() {
     let said = text_of(&result);
     assert!(said.contains("bug in the client"), "{said}");
     assert!(said.contains("another kind of result"), "{said}");
+}
+
+/// The lessons' "20 s", pinned from below: an answer that comes at 19 s on the test clock is
+/// still taken, for the watch status and for the summary (the tests above time out at 21 s).
+#[tokio::test]
+async fn class11_verifying_an_answer_at_19_s_is_still_taken_by_both_20_s_waits() {
+    use std::time::Duration;
+    for wire in Revision::ALL {
+        let db = Db::new().await;
+        let watched = json!({ "status": "WATCHED" });
+        let client = Client::new(
+            Model::AnswersAfter(
+                Duration::from_secs(19),
+                "SUMMARY: Late but in time.\nTHEMES: time".into(),
+            ),
+            Person::AcceptsAfter(Duration::from_secs(19), watched),
+        );
+        let at_19_s = || async {
+            client.asked.notified().await;
+            tokio::time::pause();
+            tokio::time::advance(Duration::from_secs(19)).await;
+            tokio::time::resume();
+        };
+        let running = Db::connect(db.server(Some("mara")), client.clone(), wire).await;
+        let adding = running.call_tool(call(
+            "addToWatchlist",
+            json!({ "subject": { "movieId": "52" } }),
+        ));
+        let (result, ()) = tokio::join!(adding, at_19_s());
+        let result = result.unwrap();
+        running.cancel().await.unwrap();
+        assert_eq!(
+            result.is_error,
+            Some(false),
+            "{wire:?} {}",
+            text_of(&result)
+        );
+        assert_eq!(
+            status_of(&db, "mara", Subject::Movie(52)).await,
+            Some(WatchStatus::Watched),
+            "{wire:?}"
+        );
+        let (s, ()) = tokio::join!(summarize(&db, client.clone(), wire, "36"), at_19_s());
+        assert_eq!(s["source"], "CLIENT_MODEL", "{wire:?} {s}");
+        assert_eq!(s["summary"], "Late but in time.", "{wire:?}");
+    }
 }

@@ -957,3 +957,28 @@ async fn a_service_limited_to_one_revision_refuses_the_other_as_unsupported() {
     );
     session.cancel().await.unwrap();
 }
+
+/// Issue 72: nothing checked that `--ask-seconds` is applied (the desk's `--server-ask-seconds`
+/// starts the demo's order service with it). With `--ask-seconds 1`, a question nobody answers
+/// ends the call with its unanswered result, and the order stays as it was; with the default 90 s
+/// the call would still be waiting when the test gives up (at 30 s).
+#[tokio::test]
+async fn class12_check_it_the_order_services_ask_seconds_is_applied() {
+    let instance = start_with(
+        "sqlite::memory:",
+        None,
+        &["--ask-seconds", "1", "--no-tasks"],
+    );
+    let held = HeldCancel::start(&instance, "ORD-10002").await;
+    let result = tokio::time::timeout(Duration::from_secs(30), held.cancel)
+        .await
+        .expect("the question was still waiting: --ask-seconds was not applied")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        backchannel::testing::text_of(&result),
+        "Order ORD-10002 was not cancelled: nobody answered the question in time."
+    );
+    assert_eq!(status_via(&instance, "ORD-10002").await, "PENDING");
+    drop(held.session);
+}
