@@ -48,6 +48,10 @@ struct DeskArgs {
     /// sampling requests, progress and logs shown as the order service's are.
     #[arg(long = "server", value_name = "NAME=URL")]
     servers: Vec<agent::desk::Server>,
+    /// Servers as a TOML file names them, as the host's configuration writes connections
+    /// (`[connections.movies]`, `transport = "http"`, `url = "…"`); HTTP servers only.
+    #[arg(long, value_name = "FILE")]
+    servers_file: Option<std::path::PathBuf>,
     /// Protocol revision to speak to the order service: auto, 2025-11-25 or 2026-07-28.
     #[arg(long, value_parser = protocol_arg, default_value = "auto")]
     protocol: ProtocolChoice,
@@ -308,9 +312,22 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         knowledge,
         token_file: args.token_file.clone(),
         tasks: !args.no_tasks,
-        servers: args.servers.clone(),
+        servers: named_servers(args)?,
         ..DeskConfig::default()
     })
+}
+
+/// The servers named with `--server` and in `--servers-file`.
+fn named_servers(args: &DeskArgs) -> anyhow::Result<Vec<agent::desk::Server>> {
+    let mut servers = args.servers.clone();
+    if let Some(file) = &args.servers_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read --servers-file {}", file.display()))?;
+        let listed = agent::desk::Server::from_toml(&text)
+            .map_err(|why| anyhow::anyhow!("--servers-file {}: {why}", file.display()))?;
+        servers.extend(listed);
+    }
+    Ok(servers)
 }
 
 /// Our log targets, at INFO by default (`backchannel_host`: the sign-ins and what the stdio

@@ -206,6 +206,25 @@ impl std::str::FromStr for Server {
 }
 
 impl Server {
+    /// The servers of a TOML file written as the host's configuration writes its connections
+    /// (`[connections.movies]`, `transport = "http"`, `url = "…"`), each checked as `--server`
+    /// checks it. Only HTTP servers: the desk starts no programs on a file's word.
+    pub fn from_toml(text: &str) -> Result<Vec<Server>, String> {
+        let config = backchannel_host::HostConfig::from_toml(text).map_err(|e| e.to_string())?;
+        config
+            .connections
+            .iter()
+            .map(|(name, connection)| match &connection.transport {
+                backchannel_host::Transport::Http { url, .. } => {
+                    format!("{name}={url}").parse::<Server>()
+                }
+                _ => Err(format!(
+                    "{name}: only HTTP servers (transport = \"http\") may be named here"
+                )),
+            })
+            .collect()
+    }
+
     /// What its tools are called where the model and the person see them: `movies_…`.
     pub fn prefix(&self) -> String {
         format!("{}_", self.name.replace('-', "_"))
@@ -241,6 +260,25 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::Server;
+
+    #[test]
+    fn servers_are_read_from_the_hosts_toml_connections_http_only() {
+        let servers = Server::from_toml(
+            "[connections.movies]\ntransport = \"http\"\nurl = \"http://127.0.0.1:4000/mcp\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            servers,
+            vec![Server {
+                name: "movies".into(),
+                url: "http://127.0.0.1:4000/mcp".into()
+            }]
+        );
+        let stdio = "[connections.files]\ntransport = \"stdio\"\ncommand = \"rm\"\n";
+        assert!(Server::from_toml(stdio).unwrap_err().contains("only HTTP"));
+        let taken = "[connections.orders]\ntransport = \"http\"\nurl = \"http://x/mcp\"\n";
+        assert!(Server::from_toml(taken).is_err());
+    }
 
     #[test]
     fn a_server_is_named_name_equals_url() {
