@@ -129,7 +129,11 @@ impl Screen {
                 self.streamed = text;
             }
             // The chat's own answer prints the reply; the stream's copy is for a page.
-            Event::Hello { .. } | Event::Done { .. } => {}
+            // A call's start, in the page's words; its result is the reply's to say.
+            Event::Call {
+                call, result: None, ..
+            } => writeln!(out, "\r{} · {}", call.server, call.line())?,
+            Event::Hello { .. } | Event::Done { .. } | Event::Call { .. } => {}
             Event::Said { text, .. } => writeln!(out, "\rAgent: {text}")?,
             Event::Log {
                 server,

@@ -21,7 +21,8 @@ pub fn money(value: &Value) -> String {
 /// The desk's first words: what it can do, and whether a model or its rules answer.
 pub fn greeting(model: bool, notes: bool) -> String {
     let how = if model {
-        "A language model answers, using the order service's tools."
+        "A language model is set up to answer, using the order service's tools (if it cannot \
+         be reached, I say so)."
     } else {
         "No language model is configured, so I follow simple rules."
     };

@@ -17,8 +17,8 @@ use serde::Deserialize;
 use crate::desk::Desk;
 use crate::events::{Answer, AnswerError};
 use crate::web_session::{
-    SESSION_COOKIE, cookie_of, live_session, no_session, owner_of_request, people_only,
-    refused_for, session_of, sign_in_first,
+    cookie_of, live_session, no_session, owner_of_request, people_only, refused_for,
+    session_cookie_name, session_of, sign_in_first,
 };
 
 const INDEX: &str = include_str!("../static/index.html");
@@ -87,7 +87,10 @@ async fn start_conversation(
     let body = Json(serde_json::json!({ "conversationId": conversation, "resumed": resumed }));
     if fresh {
         (
-            [(header::SET_COOKIE, session_cookie(&desk, &session))],
+            [(
+                header::SET_COOKIE,
+                session_cookie(&desk, &headers, &session),
+            )],
             body,
         )
             .into_response()
@@ -98,9 +101,10 @@ async fn start_conversation(
 
 /// The `Set-Cookie` of a browser session (`Secure` when browsers reach the desk over
 /// `https:`).
-fn session_cookie(desk: &Desk, session: &str) -> String {
+fn session_cookie(desk: &Desk, headers: &axum::http::HeaderMap, session: &str) -> String {
     format!(
-        "{SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        "{}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        session_cookie_name(headers),
         crate::events::SESSION_LIFETIME.as_secs(),
         secure(desk)
     )
@@ -146,6 +150,7 @@ fn client_address(
 async fn sign_in(
     State(desk): State<Arc<Desk>>,
     peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
+    headers: axum::http::HeaderMap,
     Json(request): Json<SignInRequest>,
 ) -> Response {
     let Some(people) = desk.people() else {
@@ -167,7 +172,10 @@ async fn sign_in(
                 Err(error) => return store_failed(&error),
             };
             (
-                [(header::SET_COOKIE, session_cookie(&desk, &session))],
+                [(
+                    header::SET_COOKIE,
+                    session_cookie(&desk, &headers, &session),
+                )],
                 Json(serde_json::json!({ "person": person })),
             )
                 .into_response()
@@ -195,7 +203,8 @@ async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap)
         return store_failed(&error);
     }
     let expired = format!(
-        "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        session_cookie_name(&headers),
         secure(&desk)
     );
     ([(header::SET_COOKIE, expired)], StatusCode::NO_CONTENT).into_response()
@@ -563,7 +572,7 @@ async fn chat(
     let work = tokio::spawn({
         let desk = desk.clone();
         async move {
-            desk.chat(
+            desk.chat_run(
                 &request.conversation_id,
                 &request.message,
                 request.order_id.as_deref(),
@@ -572,7 +581,11 @@ async fn chat(
         }
     });
     match work.await {
-        Ok(reply) => Json(reply_json(&reply)).into_response(),
+        Ok((reply, run)) => {
+            let mut answer = reply_json(&reply);
+            answer["run"] = run.into();
+            Json(answer).into_response()
+        }
         Err(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             Json(serde_json::json!({"message": "the desk failed while answering: see its log"})),

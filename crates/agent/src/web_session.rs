@@ -17,7 +17,23 @@ pub(crate) fn live_session(desk: &Desk, headers: &axum::http::HeaderMap) -> Opti
 
 /// The browser session a request names (its cookie), if any.
 pub(crate) fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
-    cookie_of(headers, SESSION_COOKIE)
+    cookie_of(headers, &session_cookie_name(headers))
+}
+
+/// The name of this desk's session cookie: `desk_session_PORT` when the desk is reached at a
+/// port (a browser sends a host's cookies to every port of it, so two desks on one machine
+/// would otherwise share one session, the second signing the first out), else `desk_session`.
+pub(crate) fn session_cookie_name(headers: &axum::http::HeaderMap) -> String {
+    let port = headers
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .and_then(|host| host.rsplit_once(':'))
+        .map(|(_, port)| port)
+        .filter(|port| (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()));
+    match port {
+        Some(port) => format!("{SESSION_COOKIE}_{port}"),
+        None => SESSION_COOKIE.to_owned(),
+    }
 }
 
 /// Whether the request's browser session made `conversation`: `None` if so, else the refusal

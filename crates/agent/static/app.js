@@ -33,7 +33,7 @@ function renderTabs() {
     const b = document.createElement("button");
     b.textContent = s;
     b.dataset.status = s;
-    b.setAttribute("aria-selected", String(s === status));
+    b.setAttribute("aria-pressed", String(s === status));
     b.onclick = () => { status = s; selected = null; renderTabs(); loadOrders(); };
     return b;
   }));
@@ -203,8 +203,10 @@ function setProgress(percent, server, message) {
 }
 
 // Whether this page is waiting for a chat request's answer (else a `done` event, after a
-// reload, carries the reply).
+// reload, carries the reply); the runs whose reply is shown, so none is shown twice (the
+// chat's answer and its `done` event may come in either order).
 let inFlight = false;
+const shownRuns = new Set();
 function working(on) {
   $("chat-input").disabled = $("chat-send").disabled = on;
   $("chat-stop").hidden = !on;
@@ -226,8 +228,10 @@ $("chat-form").onsubmit = async (event) => {
       body: JSON.stringify({ conversationId, message, orderId: selected ? selected.orderId : null }),
     });
     const body = await res.json();
-    if (res.ok) finishReply(body.reply, body.html);
-    else {
+    if (res.ok && !shownRuns.has(body.run)) {
+      shownRuns.add(body.run);
+      finishReply(body.reply, body.html);
+    } else if (!res.ok) {
       dropReply();
       say("error", body.message || res.statusText);
       // Nothing typed is lost: a message the desk refused goes back to the box to be mended.
@@ -268,12 +272,18 @@ function connectEvents() {
       document.body.dataset.ready = "true";
     },
     done: (data) => {
-      if (inFlight) return; // the chat request's own answer shows it
+      // Counted for the browser test, which judges a reply shown once after both came.
+      document.body.dataset.doneEvents = String(Number(document.body.dataset.doneEvents || 0) + 1);
+      // The chat request's own answer shows it (now, or already: each run is shown once).
+      if (inFlight || shownRuns.has(data.run)) return;
+      shownRuns.add(data.run);
       finishReply(data.text, data.html);
       working(false);
       loadOrders();
     },
     progress: (data) => setProgress(data.percent, data.server, data.message),
+    // A tool call as a card: its server, tool and arguments, then its result.
+    call: (data) => showCall(data),
     reply: (data) => growReply(data),
     // The dialog says which server asks.
     confirmation: (data) => ask(data, data.fields ? `${data.server} asks you to fill in a form` : `${data.server} asks you to confirm`),
@@ -296,6 +306,33 @@ function connectEvents() {
     source.addEventListener(name, (e) => handle(JSON.parse(e.data)));
   }
   source.onerror = () => { $("agent-state").textContent = ": agent not running"; };
+}
+
+// A tool call's card in the conversation: what was called (the arguments folded away), and
+// its result once it comes, marked when the tool failed.
+function showCall({ id, call, result, isError }) {
+  let card = [...document.querySelectorAll("#messages .call")].find((c) => c.dataset.callId === id);
+  if (!card) {
+    card = document.createElement("details");
+    card.className = "msg call";
+    card.dataset.callId = id;
+    const summary = document.createElement("summary");
+    summary.textContent = `${call.server} · ${call.tool}`;
+    const args = document.createElement("pre");
+    args.className = "arguments";
+    args.textContent = JSON.stringify(call.arguments, null, 2);
+    const outcome = document.createElement("div");
+    outcome.className = "result";
+    outcome.textContent = "Running…";
+    card.append(summary, args, outcome);
+    $("messages").append(card);
+  }
+  if (result !== undefined) {
+    card.querySelector(".result").textContent = result;
+    card.classList.toggle("failed", !!isError);
+    card.querySelector("summary").textContent = `${call.server} · ${call.tool}${isError ? " (failed)" : " ✓"}`;
+  }
+  $("messages").scrollTop = $("messages").scrollHeight;
 }
 
 // A server the desk talks to asks the person to sign in: a link per server, opened in a new
@@ -335,6 +372,7 @@ function showWaiting(visible) {
 // the person's (the terminal), where the dialog just goes.
 function closed(id, answeredElsewhere, withdrawn) {
   if (!open || open.id !== id) return;
+  forgetPutAway(open);
   if (withdrawn) return expire(`${open.server} withdrew the question: the call that asked it ended, and nothing was changed.`);
   if (!answeredElsewhere) return expire();
   clearInterval(countdown);
@@ -361,7 +399,21 @@ function minimise() {
 $("confirm").addEventListener("close", () => {
   if (open) showWaiting(true);
 });
-$("confirm-later").onclick = minimise;
+// A question put away with Later stays put away when it is asked again (a reload, the desk
+// restarted and asking it anew): its banner is shown, not its dialog. Known by who asks and
+// what, since a question asked again after a restart has a new id.
+const putAway = new Set(JSON.parse(sessionStorage.getItem("desk.putAway") || "[]"));
+const questionKey = (q) => `${q.server}\n${q.message}`;
+function forgetPutAway(q) {
+  if (putAway.delete(questionKey(q))) sessionStorage.setItem("desk.putAway", JSON.stringify([...putAway]));
+}
+$("confirm-later").onclick = () => {
+  if (open) {
+    putAway.add(questionKey(open));
+    sessionStorage.setItem("desk.putAway", JSON.stringify([...putAway].slice(-50)));
+  }
+  minimise();
+};
 $("waiting-open").onclick = () => {
   showWaiting(false);
   if (open) $("confirm").showModal();
@@ -409,15 +461,29 @@ function ask(question, title) {
   const answer = async (confirmed, cancel = false) => {
     const body = { secret, confirmed, cancel, note: $("confirm-note").value };
     if (confirmed && fields.length) body.content = formValues(fields, $("confirm-fields"));
-    const res = await fetch("/api/confirmations/" + encodeURIComponent(question.id), {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-    });
+    let res;
+    try {
+      res = await fetch("/api/confirmations/" + encodeURIComponent(question.id), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      });
+    } catch (e) {
+      // The desk is not reachable: nothing was answered, and the person is told so plainly;
+      // the question stays open here, to answer again once the desk is back.
+      $("confirm-error").textContent = "The desk did not get your answer: it is not reachable. Nothing was answered; answer again once it is back.";
+      $("confirm-error").hidden = false;
+      return;
+    }
     // A form's answer the desk refused (a required field empty): the question still waits.
     if (res.status === 422) {
       $("confirm-error").textContent = (await res.json()).message;
       $("confirm-error").hidden = false;
       return;
     }
+    if (!res.ok) {
+      // Gone meanwhile (answered elsewhere, expired) or refused: said, never silently dropped.
+      say("error", `Your answer was not taken: ${(await res.json().catch(() => ({}))).message || res.statusText}`);
+    }
+    forgetPutAway(question);
     clearInterval(countdown);
     open = null;
     showWaiting(false);
@@ -433,6 +499,10 @@ function ask(question, title) {
   };
   $("confirm-no").onclick = () => answer(false);
   $("confirm-cancel").onclick = () => answer(false, true);
+  if (putAway.has(questionKey(question))) {
+    showWaiting(true);
+    return;
+  }
   showWaiting(false);
   dialog.showModal();
 }

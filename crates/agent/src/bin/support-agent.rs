@@ -52,6 +52,10 @@ struct DeskArgs {
     /// (`[connections.movies]`, `transport = "http"`, `url = "…"`); HTTP servers only.
     #[arg(long, value_name = "FILE")]
     servers_file: Option<std::path::PathBuf>,
+    /// Not a flag of ours: a port is set with --listen 127.0.0.1:PORT (said plainly, rather
+    /// than a flag of a similar name suggested).
+    #[arg(long, hide = true)]
+    port: Option<String>,
     /// Protocol revision to speak to the order service: auto, 2025-11-25 or 2026-07-28.
     #[arg(long, value_parser = protocol_arg, default_value = "auto")]
     protocol: ProtocolChoice,
@@ -243,8 +247,23 @@ enum PeopleAction {
 
 /// The people file at `path`, if one was given.
 fn load_people(path: Option<&std::path::Path>) -> anyhow::Result<Option<agent::people::People>> {
-    path.map(|path| agent::people::People::load(path).context("cannot use the people file"))
-        .transpose()
+    let people = path
+        .map(|path| agent::people::People::load(path).context("cannot use the people file"))
+        .transpose()?;
+    if let (Some(people), Some(path)) = (&people, path) {
+        // Said at start: who may sign in, and who the terminal answers as.
+        let terminal = std::env::var("USER").unwrap_or_else(|_| "support-agent".into());
+        eprintln!(
+            "People: {} may sign in ({}); each page asks who it is first. `support-agent cli` \
+             on this desk's database answers as {terminal}.",
+            match people.len() {
+                1 => "1 person".to_owned(),
+                n => format!("{n} people"),
+            },
+            path.display()
+        );
+    }
+    Ok(people)
 }
 
 /// Loopback, and the names given with `--allow-host`.
@@ -264,6 +283,12 @@ fn temperature_arg(text: &str) -> Result<f32, String> {
 }
 
 fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
+    if let Some(port) = &args.port {
+        anyhow::bail!(
+            "there is no --port: the web UI's address and port are --listen 127.0.0.1:{port} \
+             (and the demo's order service's --orders-listen)"
+        );
+    }
     let model = match &args.model_url {
         None => None,
         Some(url) => {

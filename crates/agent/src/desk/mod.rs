@@ -385,9 +385,50 @@ impl Desk {
         let context = CallContext::new()
             .with("progressToken", conversation)
             .with("support_agent_id", self.person_of(conversation).as_str());
-        // Its questions name it, so the person sees what a yes will do.
+        // Its questions name it, so the person sees what a yes will do; the page shows it as a
+        // card, its result filled in when it comes.
         let shown = crate::events::CallShown::new(server, tool, &arguments);
-        let _calling = self.events.calling(conversation, shown);
+        let card = crate::events::random_id();
+        self.events.emit(
+            conversation,
+            Event::Call {
+                id: card.clone(),
+                call: shown.clone(),
+                result: None,
+                is_error: false,
+            },
+        );
+        let _calling = self.events.calling(conversation, shown.clone());
+        let result = self
+            .call_as_asked(conversation, orders, server, tool, arguments, context)
+            .await;
+        let (text, is_error) = match &result {
+            Ok(result) => (text_of(result), result.is_error == Some(true)),
+            Err(message) => (message.clone(), true),
+        };
+        let text: String = text.chars().take(crate::events::MAX_RESULT_SHOWN).collect();
+        let done = Event::Call {
+            id: card,
+            call: shown,
+            result: Some(text),
+            is_error,
+        };
+        self.events.emit(conversation, done);
+        result
+    }
+
+    /// [`Desk::call_on`]'s call itself: as a task on the order service when the desk
+    /// declares tasks, else answered in the call.
+    async fn call_as_asked(
+        &self,
+        conversation: &str,
+        orders: &backchannel_host::Connection<DeskHandler>,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        context: CallContext,
+    ) -> Result<CallToolResult, String> {
+        let host = self.host.host().await?;
         if !self.config.tasks || server != "orders" {
             return orders
                 .call_tool(tool, arguments.as_object().cloned(), &context)
@@ -457,6 +498,17 @@ impl Desk {
 
     /// Answer one chat message.
     pub async fn chat(&self, conversation: &str, message: &str, order_id: Option<&str>) -> String {
+        self.chat_run(conversation, message, order_id).await.0
+    }
+
+    /// [`Desk::chat`], with the number of its run, which the `done` event carries too: a page
+    /// that gets the reply both ways shows it once.
+    pub async fn chat_run(
+        &self,
+        conversation: &str,
+        message: &str,
+        order_id: Option<&str>,
+    ) -> (String, u64) {
         let stop = tokio_util::sync::CancellationToken::new();
         let run = self
             .next_run
@@ -493,9 +545,10 @@ impl Desk {
             Event::Done {
                 text: crate::render::plain(&reply),
                 html: crate::render::html(&reply),
+                run,
             },
         );
-        reply
+        (reply, run)
     }
 
     /// Whether a message of `conversation` is being worked on.

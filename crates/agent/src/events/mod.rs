@@ -17,6 +17,7 @@ pub use form::Field;
 pub use sign_in::SignInError;
 pub use vocabulary::{
     Answer, AnswerError, Asked, CallShown, Event, InboxItem, MAX_ARGUMENTS_SHOWN, MAX_LOG_TEXT,
+    MAX_RESULT_SHOWN,
 };
 
 struct Watcher {

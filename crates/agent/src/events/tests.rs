@@ -25,6 +25,12 @@ fn each_event_is_named_as_its_json_names_it() {
             server: "orders".into(),
             message: Some("1 of 87".into()),
         },
+        Event::Call {
+            id: "i".into(),
+            call: CallShown::new("orders", "get_order", &serde_json::json!({})),
+            result: None,
+            is_error: false,
+        },
         Event::Confirmation {
             id: "i".into(),
             server: "s".into(),
@@ -69,6 +75,7 @@ fn each_event_is_named_as_its_json_names_it() {
         Event::Done {
             text: "t".into(),
             html: "t".into(),
+            run: 0,
         },
         Event::Inbox {
             questions: Vec::new(),

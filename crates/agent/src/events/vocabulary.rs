@@ -64,6 +64,20 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         call: Option<CallShown>,
     },
+    /// A tool call in the conversation, shown as a card: sent when it starts (no result yet)
+    /// and again with the same id when it ends.
+    Call {
+        /// The call's id in this conversation.
+        id: String,
+        /// The server, the tool and its arguments.
+        call: CallShown,
+        /// What it returned (at most [`MAX_RESULT_SHOWN`] characters), once it has.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// The tool failed (its own `isError`, or the call could not be made).
+        #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
     /// A request for the model that the person must approve first.
     Sampling {
         /// Random; answer with it.
@@ -93,6 +107,9 @@ pub enum Event {
         text: String,
         /// The same, rendered and sanitised for the page (`render::html`).
         html: String,
+        /// The message's run, as the chat call's answer names it: a page that got the reply
+        /// there does not show it again.
+        run: u64,
     },
     /// Something the desk says in the conversation on its own (a task that waited for the
     /// person ended: its result).
@@ -166,9 +183,10 @@ impl Event {
     }
 
     /// The name of every kind of event, as the stream names them (the `event` field too).
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 14] = [
         "hello",
         "progress",
+        "call",
         "confirmation",
         "link",
         "sampling",
@@ -187,6 +205,7 @@ impl Event {
         match self {
             Event::Hello { .. } => "hello",
             Event::Progress { .. } => "progress",
+            Event::Call { .. } => "call",
             Event::Confirmation { .. } => "confirmation",
             Event::Link { .. } => "link",
             Event::Sampling { .. } => "sampling",
@@ -213,6 +232,9 @@ pub struct CallShown {
     /// Its arguments (at most [`MAX_ARGUMENTS_SHOWN`] characters of their JSON each).
     pub arguments: serde_json::Map<String, serde_json::Value>,
 }
+
+/// The most characters of a tool's result shown on its card.
+pub const MAX_RESULT_SHOWN: usize = 2_000;
 
 /// The most characters of one argument's value shown beside a question.
 pub const MAX_ARGUMENTS_SHOWN: usize = 200;

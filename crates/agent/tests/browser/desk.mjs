@@ -21,7 +21,7 @@ function scenario(name, body, viewport) {
 
 async function tab(page, status) {
   await page.click(`#tabs button[data-status="${status}"]`);
-  await page.waitForSelector(`#tabs button[data-status="${status}"][aria-selected="true"]`);
+  await page.waitForSelector(`#tabs button[data-status="${status}"][aria-pressed="true"]`);
   await page.waitForFunction((s) => [...document.querySelectorAll("#order-list li .badge")].every((b) => b.textContent === s), status);
 }
 
@@ -266,6 +266,14 @@ await scenario("a tool is called by hand from the page, without the model, and i
 
 await scenario("a folder of notes is added and removed from the page while the desk runs", async (page) => {
   await page.click("#folders summary");
+  if (process.env.NOTES_THROUGH_ORDERS) {
+    // The notes come through the order service: the page says there are none of its own to change.
+    await page.waitForSelector("#folder-hint:not([hidden])");
+    const hint = await page.textContent("#folder-hint");
+    if (!hint.includes("through the order service")) throw new Error(`the folders' hint: ${hint}`);
+    if (await page.isVisible("#folder-change")) throw new Error("a folder may be added where the desk reads none");
+    return;
+  }
   await page.waitForSelector("#folder-list li");
   const own = await page.textContent("#folder-list li");
   if (!own.includes("support-kb") || !own.includes("the desk's own notes")) throw new Error(`the folders: ${own}`);
@@ -278,6 +286,30 @@ await scenario("a folder of notes is added and removed from the page while the d
   await page.fill("#folder-path", "/etc");
   await page.click("#folder-add");
   await page.waitForSelector("#folder-error:not([hidden])");
+});
+
+await scenario("six rounds of cancel, No and recheck: every reply is shown once (the chat's answer and its done event come in either order)", async (page) => {
+  const count = (t) => page.evaluate((t) => [...document.querySelectorAll(".msg.agent")]
+    .filter((m) => m.textContent.includes(t)).length, t);
+  const base = Number(await page.getAttribute("body", "data-done-events") || 0);
+  for (let round = 1; round <= 6; round++) {
+    await ask(page, "cancel ORD-10008");
+    await page.waitForSelector("#confirm[open]");
+    await page.click("#confirm-no");
+    await page.waitForFunction((n) => [...document.querySelectorAll(".msg.agent")]
+      .filter((m) => m.textContent.includes("ORD-10008 was not cancelled")).length >= n, round);
+    await page.waitForSelector("#chat-send:not([disabled])");
+    await ask(page, "recheck shipments");
+    await page.waitForFunction((n) => [...document.querySelectorAll(".msg.agent")]
+      .filter((m) => m.textContent.includes("Rechecked 87 shipments")).length >= n, round);
+    await page.waitForSelector("#chat-send:not([disabled])");
+    // Both ways a reply comes have been handled (the chat's answer, shown; its done event,
+    // counted): two runs a round.
+    await page.waitForFunction((n) => Number(document.body.dataset.doneEvents || 0) >= n, 2 * round + base);
+    const said = await count("Rechecked 87 shipments");
+    const refused = await count("ORD-10008 was not cancelled");
+    if (said !== round || refused !== round) throw new Error(`round ${round}: ${said} recheck replies, ${refused} refusals`);
+  }
 });
 
 await run.finish();

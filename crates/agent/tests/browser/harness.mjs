@@ -56,3 +56,29 @@ export async function statusOf(page, id) {
     return null;
   }, id);
 }
+
+// axe-core (pinned in tools/node, at $AXE_CORE) run on the page as it is now: every serious
+// or critical violation named, with the elements it was found on; none is a pass.
+export async function accessible(page, view) {
+  if (!process.env.AXE_CORE) throw new Error("AXE_CORE names no axe-core to run");
+  if (!(await page.evaluate(() => typeof window.axe !== "undefined"))) {
+    await page.addScriptTag({ path: process.env.AXE_CORE });
+  }
+  const found = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    return result.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+  });
+  if (found.length) throw new Error(`${view}: ${found.join("; ")}`);
+}
+
+// A screenshot of the page as it is now, for people to look at (never compared):
+// $RESULTS/screenshots/VIEW-WIDTH.png.
+export async function screenshot(page, view) {
+  const width = page.viewportSize().width;
+  const dir = `${process.env.RESULTS || "."}/screenshots`;
+  const { mkdir } = await import("node:fs/promises");
+  await mkdir(dir, { recursive: true });
+  await page.screenshot({ path: `${dir}/${view}-${width}.png`, fullPage: true });
+}

@@ -6,7 +6,7 @@
 // sign-in page.
 // Usage: node people.mjs DESK_URL [LABEL]   (ana/ana-password and ben/ben-password in its
 // people file)
-import { launch, statusOf } from "./harness.mjs";
+import { accessible, launch, screenshot, statusOf } from "./harness.mjs";
 
 const [url, label = "auto"] = process.argv.slice(2);
 const run = await launch();
@@ -17,6 +17,18 @@ async function signIn(page, name, password) {
   await page.fill("#signin-name", name);
   await page.fill("#signin-password", password);
   await page.click("#signin-submit");
+}
+
+// The sign-in view at a phone's and a desktop's width: accessible (axe-core), photographed.
+if (process.env.AXE_CORE && label === "2026-07-28") {
+  for (const [width, height] of [[375, 812], [1280, 800]]) {
+    await run.scenario(`the sign-in view at ${width} px is accessible (axe-core)`, async (page) => {
+      await page.goto(url);
+      await page.waitForURL("**/signin");
+      await accessible(page, "sign-in");
+      await screenshot(page, "sign-in");
+    }, { width, height });
+  }
 }
 
 await run.scenario(`a desk with people: each signs in and sees and answers only their own questions (${label})`, async (ana, context) => {

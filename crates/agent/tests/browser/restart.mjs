@@ -2,7 +2,8 @@
 // service in one process, tasks on by default) is started on files of its own; the page asks to
 // cancel an order and the question waits in the order service's task; the demo is stopped
 // (SIGTERM, as Ctrl-C) and started again on the same files and port; the reloaded page has the
-// question back in its inbox and dialog, answers it, and the order is cancelled once. Then the
+// question back in its inbox (a Yes clicked while it was down was said not to have arrived, and
+// the question put away with Later stays put away), answers it, and the order is cancelled once. Then the
 // terminal (`support-agent cli` on the same database) answers a page's question: the page's
 // dialog closes and its inbox empties, and the order is cancelled.
 // Usage: node restart.mjs SUPPORT_AGENT DATA_DIR [PROTOCOL]
@@ -51,12 +52,23 @@ await run.scenario(`the desk restarted while a confirmation waits (${protocol})`
     await page.waitForSelector("#confirm[open]");
     const listen = new URL(demo.url).host;
     await stop(demo.child);
+    // Yes clicked while the desk is down: the page says plainly that nothing was answered, and
+    // the question stays open. Put away with Later, it stays put away after the restart.
+    await page.click("#confirm-yes");
+    await page.waitForSelector("#confirm-error:not([hidden])");
+    const said = await page.textContent("#confirm-error");
+    if (!said.includes("did not get your answer")) throw new Error(`the page said ${said}`);
+    if (!(await page.evaluate(() => document.querySelector("#confirm").open))) throw new Error("the dialog closed");
+    await page.click("#confirm-later");
     demo = await start(listen, 2);
     await page.reload();
     await page.waitForSelector('body[data-ready="true"]');
     await page.waitForSelector("#inbox-badge:not([hidden])");
-    await page.waitForSelector("#confirm[open]");
+    await page.waitForSelector("#waiting:not([hidden])");
+    if (await page.evaluate(() => document.querySelector("#confirm").open)) throw new Error("a question put away with Later opened again");
     if ((await statusOf(page, "ORD-10002")) !== "PENDING") throw new Error("cancelled before the answer");
+    await page.click("#waiting-open");
+    await page.waitForSelector("#confirm[open]");
     await page.click("#confirm-yes");
     await agentSaid(page, "Order ORD-10002 is cancelled");
     await page.waitForSelector("#inbox-badge", { state: "hidden" });

@@ -31,6 +31,36 @@ fn the_terminal_offers_no_web_only_flags() {
     assert!(web_help.contains("--metrics"), "{web_help}");
 }
 
+/// Issue 75: `demo --port 9000` suggested `--protocol`. It says where a port is set, and the
+/// desk does not start.
+#[test]
+fn a_port_flag_says_the_port_is_set_with_listen() {
+    for command in ["demo", "web"] {
+        let (ok, _, stderr) = support_agent(&[command, "--port", "9000"]);
+        assert!(!ok, "{command}");
+        assert!(
+            stderr.contains(
+                "there is no --port: the web UI's address and port are --listen 127.0.0.1:9000"
+            ),
+            "{command}: {stderr}"
+        );
+        assert!(!stderr.contains("--protocol"), "{stderr}");
+    }
+}
+
+/// Issue 75: a demo with people said nothing about them at start.
+#[test]
+fn a_demo_with_people_says_who_may_sign_in_and_who_the_terminal_is() {
+    let dir = std::env::temp_dir().join(format!("desk-people-said-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("people");
+    agent::people::add(&file, "ana", "ana-password-1").unwrap();
+    let said = demo_until_open("sqlite::memory:", &["--people", file.to_str().unwrap()]).join("\n");
+    assert!(said.contains("People: 1 person may sign in ("), "{said}");
+    assert!(said.contains("answers as "), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_taken_port_names_the_flag_that_sets_it() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

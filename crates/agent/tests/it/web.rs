@@ -935,7 +935,7 @@ async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refu
             "statuses": ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"],
             "refundable": ["SHIPPED", "DELIVERED", "CANCELLED"],
             "refundReasons": ["arrived damaged", "arrived late", "faulty", "no longer needed", "wrong item"],
-            "events": ["hello", "progress", "confirmation", "link", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said", "log"],
+            "events": ["hello", "progress", "call", "confirmation", "link", "sampling", "closed", "signin", "signinended", "reply", "done", "inbox", "said", "log"],
         })
     );
     // A refund e-mail for an order that has not shipped is refused by the desk, whatever a
@@ -980,4 +980,49 @@ fn listening_beyond_loopback_is_refused() {
             "{args:?}: {stderr}"
         );
     }
+}
+
+/// Issue 75: two desks on one host shared one session cookie (a browser sends a host's cookies
+/// to every port), so opening the second signed the first out. Each desk's cookie is named
+/// after its port, and a browser holding both keeps both sessions. The chat's answer names its
+/// run as its `done` event does, so a page shows the reply once whichever comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_desks_on_one_host_keep_their_own_sessions_and_a_reply_names_its_run() {
+    let first = plain_desk(Revision::V2026_07_28, Duration::ZERO).await;
+    let second = plain_desk(Revision::V2026_07_28, Duration::ZERO).await;
+    let port = |url: &str| {
+        url.trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let (first_cookie, first_conversation) =
+        crate::common::new_conversation(&first.url, None).await;
+    let (second_cookie, _) = crate::common::new_conversation(&second.url, None).await;
+    assert!(
+        first_cookie.starts_with(&format!("desk_session_{}=", port(&first.url))),
+        "{first_cookie}"
+    );
+    assert!(
+        second_cookie.starts_with(&format!("desk_session_{}=", port(&second.url))),
+        "{second_cookie}"
+    );
+    // The browser sends both cookies to both desks: each reads its own, and the first
+    // desk's conversation is still the first session's.
+    let both = format!("{first_cookie}; {second_cookie}");
+    let (_, resumed) = crate::common::new_conversation(&first.url, Some(&both)).await;
+    assert_ne!(resumed, "", "a session at the first desk");
+    let reply: Value = json_answer(
+        reqwest::Client::new()
+            .post(format!("{}api/chat", first.url))
+            .header(reqwest::header::COOKIE, &both)
+            .json(&json!({"conversationId": first_conversation, "message": "where is ORD-10001?"})),
+    )
+    .await;
+    assert!(reply["run"].is_u64(), "{reply}");
+    assert!(
+        reply["reply"].as_str().unwrap().contains("ORD-10001"),
+        "{reply}"
+    );
 }
