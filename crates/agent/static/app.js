@@ -11,7 +11,8 @@ let conversationId = null;
 const $ = (id) => document.getElementById(id);
 const eur = new Intl.NumberFormat("en-IE", { style: "currency", currency: "EUR" });
 
-let status = "SHIPPED";
+// The status tab chosen is kept for this tab's reloads.
+let status = sessionStorage.getItem("desk.status") || "SHIPPED";
 let selected = null;
 let secret = null;
 
@@ -34,7 +35,7 @@ function renderTabs() {
     b.textContent = s;
     b.dataset.status = s;
     b.setAttribute("aria-pressed", String(s === status));
-    b.onclick = () => { status = s; selected = null; renderTabs(); loadOrders(); };
+    b.onclick = () => { status = s; sessionStorage.setItem("desk.status", s); selected = null; renderTabs(); loadOrders(); };
     return b;
   }));
 }
@@ -452,7 +453,7 @@ function ask(question, title) {
       return;
     }
     $("confirm-countdown").textContent = `${plural(left, "second")} left to answer`;
-    $("waiting-left").textContent = `${left} s left`;
+    $("waiting-left").textContent = `${plural(left, "second")} left`;
     left -= 1;
   };
   clearInterval(countdown);
@@ -510,9 +511,14 @@ function ask(question, title) {
 // The person's inbox: every open question of theirs, in any tab (or the terminal). The badge
 // shows from every view; answering one anywhere takes it off everywhere.
 let inboxItems = [];
+// When the inbox last came: its ages and times left move on from there, a second at a time.
+let inboxAt = Date.now();
 function showInbox(questions) {
   inboxItems = questions;
+  inboxAt = Date.now();
   $("inbox-badge").textContent = `${questions.length} waiting`;
+  // The banner shows this tab's question; the others waiting are counted beside it.
+  $("waiting-more").textContent = questions.length > 1 ? `(${questions.length - 1} more in your inbox)` : "";
   $("inbox-badge").hidden = questions.length === 0;
   document.body.dataset.inbox = String(questions.length);
   // This tab's own question was answered elsewhere: its dialog goes quietly.
@@ -592,7 +598,7 @@ function renderInbox() {
       li.querySelector(".yes").classList.remove("danger");
       li.querySelector(".no").textContent = "Decline";
     }
-    li.querySelector(".meta").textContent = `asked ${q.waitedSeconds} s ago, ${q.secondsLeft} s left`;
+    li.querySelector(".meta").textContent = ages(q);
     const answer = async (confirmed) => {
       li.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       const body = { confirmed };
@@ -602,6 +608,7 @@ function renderInbox() {
         body: JSON.stringify(body),
       });
       if (!res.ok) {
+        li.dataset.refused = "yes";
         li.querySelector(".meta").textContent = (await res.json()).message;
         li.querySelectorAll("button").forEach((b) => { b.disabled = false; });
       }
@@ -614,6 +621,23 @@ function renderInbox() {
     return li;
   }));
 }
+// "asked 1 minute 5 seconds ago, 55 seconds left", as it is now.
+function ages(q) {
+  const moved = Math.floor((Date.now() - inboxAt) / 1000);
+  return `asked ${duration(q.waitedSeconds + moved)} ago, ${duration(Math.max(0, q.secondsLeft - moved))} left`;
+}
+function duration(seconds) {
+  const minutes = Math.floor(seconds / 60);
+  return minutes ? `${plural(minutes, "minute")} ${plural(seconds % 60, "second")}` : plural(seconds, "second");
+}
+// The open inbox's ages move; a line showing why an answer was not taken keeps its words.
+setInterval(() => {
+  if (!$("inbox").open) return;
+  for (const li of $("inbox-list").children) {
+    const q = inboxItems.find((item) => item.id === li.dataset.questionId);
+    if (q && !li.dataset.refused) li.querySelector(".meta").textContent = ages(q);
+  }
+}, 1000);
 $("inbox-badge").onclick = () => { renderInbox(); $("inbox").showModal(); };
 $("inbox-close").onclick = () => $("inbox").close();
 

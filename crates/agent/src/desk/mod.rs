@@ -209,12 +209,15 @@ impl Desk {
     }
 
     /// Follow again, once the connections are open, the tasks the desk's database keeps
-    /// waiting for the person (what the web UI's desk does at start, after a restart).
+    /// waiting for the person (what the web UI's desk does at start, after a restart); then
+    /// ask on the pages the questions the terminal on the same database keeps for its user
+    /// (`tasks::Adopter::Pages`).
     pub async fn follow_kept_tasks(&self) -> Result<(), DeskError> {
         let Some(store) = &self.store else {
             return Ok(());
         };
         let waits = store.waits().await?;
+        self.adopt(tasks::Adopter::Pages, &waits);
         if !waits.is_empty() {
             let (ready, events) = (self.host.ready.clone(), self.events.clone());
             let speaker = self.speaker();
@@ -234,6 +237,12 @@ impl Desk {
     /// (the web UI, on the same database) keeps are asked at the terminal too, and the first
     /// answer, here or there, is the one the task gets (see `desk/tasks.rs`).
     pub fn answer_from_terminal(&self) {
+        self.adopt(tasks::Adopter::Terminal, &[]);
+    }
+
+    /// Ask here too, as `adopter`, the questions another desk on this database keeps
+    /// (`followed`: the waits this desk follows already).
+    fn adopt(&self, adopter: tasks::Adopter, followed: &[crate::store::Wait]) {
         let Some(store) = self.store.clone() else {
             return;
         };
@@ -242,9 +251,10 @@ impl Desk {
         }
         let (ready, events) = (self.host.ready.clone(), self.events.clone());
         let person = self.config.agent_id.clone();
+        let followed = followed.iter().map(|w| w.task_id.clone()).collect();
         tokio::spawn(async move {
             if let Ok(host) = connecting::opened(ready).await {
-                tasks::adopt_waits(store, host, events, person).await;
+                tasks::adopt_waits(store, host, events, person, adopter, followed).await;
             }
         });
     }

@@ -411,25 +411,49 @@ pub(crate) fn resume_waits(
 /// How often the terminal looks in the desk's database for questions it may answer.
 pub(crate) const ADOPT_EVERY: Duration = Duration::from_secs(1);
 
-/// The terminal's share of the person's inbox: every [`ADOPT_EVERY`], the tasks another desk
-/// (the web UI) keeps waiting for a person this terminal may answer for
-/// ([`crate::events::terminal_may_answer`]) are asked here too, in the terminal's
-/// conversation; whichever desk is answered first answers the task, and the other takes its
-/// question off.
+/// Which desk asks again the questions another desk on the same database keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Adopter {
+    /// The terminal: the web UI's questions of a person it may answer for
+    /// ([`crate::events::terminal_may_answer`]).
+    Terminal,
+    /// The web UI: the terminal's questions, for the pages of its person (see
+    /// [`crate::events::Events::inbox`]).
+    Pages,
+}
+
+impl Adopter {
+    /// Whether this desk asks `wait` too (`person`: the terminal's user).
+    fn takes(self, wait: &Wait, person: &str) -> bool {
+        let terminals = wait.conversation == crate::events::TERMINAL;
+        match self {
+            Adopter::Terminal => {
+                !terminals && crate::events::terminal_may_answer(&wait.owner, person)
+            }
+            Adopter::Pages => terminals && wait.owner == person,
+        }
+    }
+}
+
+/// A person's inbox shared by their desks on one database: every [`ADOPT_EVERY`], the tasks
+/// another desk keeps waiting for the person are asked here too ([`Adopter`]), in this desk's
+/// terminal conversation (whose owner is the terminal's user); whichever desk is answered
+/// first answers the task, and the other takes its question off. `followed`: tasks this desk
+/// already follows.
 pub(crate) async fn adopt_waits(
     store: DeskStore,
     host: Arc<Host<DeskHandler>>,
     events: Arc<Events>,
     person: String,
+    adopter: Adopter,
+    mut followed: std::collections::HashSet<String>,
 ) {
-    let mut followed = std::collections::HashSet::new();
     loop {
         match store.waits().await {
             Ok(waits) => {
                 let now = std::time::SystemTime::now();
                 for wait in waits {
-                    let theirs = crate::events::terminal_may_answer(&wait.owner, &person);
-                    if !theirs || wait.conversation == crate::events::TERMINAL {
+                    if !adopter.takes(&wait, &person) {
                         continue;
                     }
                     let Ok(left) = wait.until.duration_since(now) else {
@@ -444,7 +468,7 @@ pub(crate) async fn adopt_waits(
                         conversation: crate::events::TERMINAL.into(),
                         answer_within: left,
                         store: None,
-                        // The page's desk says the result in its conversation.
+                        // The desk that started the task says its result.
                         speaker: None,
                     };
                     tokio::spawn(follower.adopt(wait.task_id));

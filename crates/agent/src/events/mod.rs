@@ -154,12 +154,31 @@ impl Events {
             .unwrap_or_else(|| lock(&self.default_person).clone())
     }
 
-    /// The open questions of `owner` ([`Events::owner_for`]), oldest first.
+    /// Whether a question of `owner` is in `viewer`'s inbox: their own; on a desk without
+    /// people also the terminal's user's in every browser session's (the sessions of a loopback
+    /// desk are all its one implicit person's, see [`terminal_may_answer`]).
+    fn sees(&self, viewer: &str, owner: &str) -> bool {
+        viewer == owner
+            || (!self.people.load(std::sync::atomic::Ordering::Relaxed)
+                && viewer.starts_with(sessions::LOOPBACK_OWNER)
+                && *lock(&self.default_person) == owner)
+    }
+
+    /// The open questions in `owner`'s inbox ([`Events::owner_for`]), oldest first.
     pub fn inbox(&self, owner: &str) -> Vec<InboxItem> {
         let now = tokio::time::Instant::now();
+        let open: Vec<(String, String)> = lock(&self.questions)
+            .iter()
+            .map(|(id, q)| (id.clone(), q.owner.clone()))
+            .collect();
+        let seen: std::collections::HashSet<String> = open
+            .into_iter()
+            .filter(|(_, of)| self.sees(owner, of))
+            .map(|(id, _)| id)
+            .collect();
         let mut items: Vec<(tokio::time::Instant, InboxItem)> = lock(&self.questions)
             .iter()
-            .filter(|(_, q)| q.owner == owner && q.until > now)
+            .filter(|(id, q)| seen.contains(*id) && q.until > now)
             .map(|(id, q)| {
                 let (kind, message, call, url, fields) = match &q.shown {
                     Event::Sampling { message, call, .. } => {
@@ -201,24 +220,15 @@ impl Events {
         items.into_iter().map(|(_, item)| item).collect()
     }
 
-    /// Send `owner`'s inbox to every stream of theirs.
+    /// Send their inbox to every stream whose inbox holds `owner`'s questions.
     fn inbox_changed(&self, owner: &str) {
         let conversations: Vec<String> = lock(&self.watchers).keys().cloned().collect();
-        let theirs: Vec<String> = conversations
-            .into_iter()
-            .filter(|c| self.owner_for(c) == owner)
-            .collect();
-        if theirs.is_empty() {
-            return;
-        }
-        let questions = self.inbox(owner);
-        for conversation in theirs {
-            self.emit(
-                &conversation,
-                Event::Inbox {
-                    questions: questions.clone(),
-                },
-            );
+        for conversation in conversations {
+            let viewer = self.owner_for(&conversation);
+            if self.sees(&viewer, owner) {
+                let questions = self.inbox(&viewer);
+                self.emit(&conversation, Event::Inbox { questions });
+            }
         }
     }
 
@@ -227,7 +237,8 @@ impl Events {
         let question = {
             let mut questions = lock(&self.questions);
             let question = questions.get(id).ok_or(AnswerError::NotFound)?;
-            if !constant_time_eq(question.owner.as_bytes(), owner.as_bytes()) {
+            let own = constant_time_eq(question.owner.as_bytes(), owner.as_bytes());
+            if !own && !self.sees(owner, &question.owner) {
                 return Err(AnswerError::Forbidden);
             }
             let answer = fitting(&question.shown, answer)?;

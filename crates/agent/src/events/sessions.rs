@@ -29,7 +29,7 @@ pub fn session_digest(session: &str) -> String {
 }
 
 /// How the owner of a loopback browser session's inbox begins (then the session's digest).
-const LOOPBACK_OWNER: &str = "session ";
+pub(super) const LOOPBACK_OWNER: &str = "session ";
 
 /// Whether the terminal of `person` may answer a question waiting in `owner`'s inbox (in
 /// another desk process, through the desk's database): its own, and on a desk without people

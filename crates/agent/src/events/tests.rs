@@ -557,3 +557,75 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     events.answer_for(&id, &owner, Answer::No).unwrap();
     asking.await.unwrap();
 }
+
+/// Issue 75: a question asked at the terminal never showed in the page's badge. On a desk
+/// without people every browser session is the terminal's user's, so a page's inbox holds the
+/// terminal's questions too (and answers them); with people, only that person's pages do.
+#[tokio::test(start_paused = true)]
+async fn a_terminal_question_is_in_a_loopback_page_s_inbox_and_answered_there() {
+    let events = std::sync::Arc::new(Events::default());
+    events.set_default_person("support-agent");
+    let session = events.start_session("support-agent").unwrap();
+    let page = events.start_conversation(&session);
+    let (_secret, mut stream) = events.open(&page);
+    assert!(matches!(recv(&mut stream).await, Some(Event::Hello { .. })));
+    let (_terminal_secret, _terminal) = events.open(TERMINAL);
+    let asking = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            events
+                .ask(TERMINAL, "Cancel?", Duration::from_secs(60))
+                .await
+        })
+    };
+    // The page is sent its inbox with the terminal's question; no dialog of its own.
+    let questions = loop {
+        match tokio::time::timeout(Duration::from_secs(5), stream.recv()).await {
+            Ok(Some(Event::Inbox { questions })) if !questions.is_empty() => break questions,
+            Ok(Some(Event::Confirmation { .. })) => {
+                panic!("the page was asked the terminal's question")
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => panic!("the page never saw the terminal's question"),
+        }
+    };
+    assert_eq!(questions[0].message, "Cancel?");
+    let viewer = events.owner_of_session(&session).unwrap();
+    events
+        .answer_for(&questions[0].id, &viewer, Answer::No)
+        .unwrap();
+    assert_eq!(asking.await.unwrap(), Asked::Answered(Answer::No));
+
+    // With people, another person's page neither sees nor answers the terminal user's question.
+    events.set_people(true);
+    let ben = events.start_session("ben").unwrap();
+    let ben = events.owner_of_session(&ben).unwrap();
+    let asking = {
+        let events = events.clone();
+        tokio::spawn(async move {
+            events
+                .ask(TERMINAL, "Again?", Duration::from_secs(60))
+                .await
+        })
+    };
+    let mut id = None;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+        id = events
+            .inbox("support-agent")
+            .into_iter()
+            .next()
+            .map(|q| q.id);
+        if id.is_some() {
+            break;
+        }
+    }
+    let id = id.expect("the terminal user's own inbox holds their question");
+    assert!(events.inbox(&ben).is_empty());
+    assert_eq!(
+        events.answer_for(&id, &ben, Answer::No),
+        Err(AnswerError::Forbidden)
+    );
+    events.answer_for(&id, "support-agent", Answer::No).unwrap();
+    asking.await.unwrap();
+}

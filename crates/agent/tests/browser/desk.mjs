@@ -107,7 +107,7 @@ await scenario("Escape keeps the question as a banner that reopens it; Yes then 
   await page.waitForSelector("#confirm", { state: "hidden" });
   await page.waitForSelector("#waiting:not([hidden])");
   // The banner says how long the question still waits.
-  await page.waitForFunction(() => /^\d+ s left$/.test(document.querySelector("#waiting-left").textContent));
+  await page.waitForFunction(() => /^\d+ seconds? left$/.test(document.querySelector("#waiting-left").textContent));
   await page.click("#waiting-open");
   await page.waitForSelector("#confirm[open]");
   await page.click("#confirm-yes");
@@ -201,11 +201,14 @@ await scenario("a reload keeps the conversation and its open question; Yes then 
     const ids = (await (await fetch("/api/orders?status=PENDING")).json()).map((o) => o.orderId);
     return ids[ids.length - 1];
   });
+  await tab(page, "PENDING");
   await ask(page, `cancel ${pending}`);
   await page.waitForSelector("#confirm[open]");
   const asked = await page.textContent("#confirm-message");
   await page.reload();
   await page.waitForSelector('body[data-ready="true"]');
+  // The tab chosen before the reload is still the one shown.
+  await page.waitForSelector('#tabs button[data-status="PENDING"][aria-pressed="true"]');
   // The same question, asked again with the time it has left.
   await page.waitForSelector("#confirm[open]");
   const again = await page.textContent("#confirm-message");
@@ -242,7 +245,10 @@ await scenario("a question in one tab waits in the other tab's inbox; answered t
   const item = other.locator("#inbox-list li").first();
   const text = await item.textContent();
   if (!text.includes(`orders asks: Cancel order ${pending}`)) throw new Error(`the inbox lists ${text}`);
-  if (!/s left/.test(text)) throw new Error(`no time left shown: ${text}`);
+  if (!/seconds? left/.test(text)) throw new Error(`no time left shown: ${text}`);
+  // The ages move while the inbox is open (not a snapshot of when it came).
+  await other.waitForFunction((before) => document.querySelector("#inbox-list li .meta").textContent !== before,
+    await item.locator(".meta").textContent());
   await item.locator("button.yes").click();
   await lastReply(page, `Order ${pending} is cancelled`);
   await page.waitForSelector("#inbox-badge", { state: "hidden" });

@@ -5,7 +5,8 @@
 // question back in its inbox (a Yes clicked while it was down was said not to have arrived, and
 // the question put away with Later stays put away), answers it, and the order is cancelled once. Then the
 // terminal (`support-agent cli` on the same database) answers a page's question: the page's
-// dialog closes and its inbox empties, and the order is cancelled.
+// dialog closes and its inbox empties, and the order is cancelled; and the other way: a question
+// asked at the terminal waits in the page's inbox and is answered there.
 // Usage: node restart.mjs SUPPORT_AGENT DATA_DIR [PROTOCOL]
 import { spawn } from "node:child_process";
 import { openSync } from "node:fs";
@@ -114,6 +115,36 @@ await run.scenario(`a page's question answered at the terminal leaves the page (
     await page.waitForSelector("#inbox-badge", { state: "hidden" });
     await agentSaid(page, "Order ORD-10008 is cancelled");
     if ((await statusOf(page, "ORD-10008")) !== "CANCELLED") throw new Error("not cancelled");
+    cli.type("quit");
+  } finally {
+    if (cli) cli.child.kill("SIGTERM");
+    await stop(demo.child);
+  }
+});
+
+await run.scenario(`a question asked at the terminal waits in the page's inbox, and is answered there (${protocol})`, async (page) => {
+  const demo = await start("127.0.0.1:0", 4);
+  let cli;
+  try {
+    await page.goto(demo.url);
+    await page.waitForSelector('body[data-ready="true"]');
+    cli = terminal(demo.orders);
+    await cli.shows("support desk");
+    cli.type("cancel ORD-10009");
+    await cli.shows("Type 'yes' to confirm");
+    // The page's badge counts it (the terminal's user is this desk's one person), and its inbox
+    // answers it: no dialog opens on the page for a question it did not ask.
+    await page.waitForSelector("#inbox-badge:not([hidden])");
+    if ((await page.textContent("#inbox-badge")) !== "1 waiting") throw new Error(await page.textContent("#inbox-badge"));
+    if (await page.isVisible("#confirm")) throw new Error("the page opened a dialog for the terminal's question");
+    await page.click("#inbox-badge");
+    const item = page.locator("#inbox-list li").first();
+    const text = await item.textContent();
+    if (!text.includes("Cancel order ORD-10009")) throw new Error(`the inbox lists ${text}`);
+    await item.locator("button.yes").click();
+    await page.waitForSelector("#inbox-badge", { state: "hidden" });
+    await cli.shows("Order ORD-10009 is cancelled");
+    if ((await statusOf(page, "ORD-10009")) !== "CANCELLED") throw new Error("not cancelled");
     cli.type("quit");
   } finally {
     if (cli) cli.child.kill("SIGTERM");
