@@ -92,6 +92,23 @@ PY
     return 1
 }
 
+# python_env REQUIREMENTS [PIP_FLAGS...]: a virtual environment with REQUIREMENTS installed,
+# made once per version of that file under $TOOLS_CACHE (else tools/) and reused; prints its
+# folder. A failed install leaves nothing behind that looks installed.
+python_env() {
+    local req=$1 venv
+    shift
+    venv="${TOOLS_CACHE:-$PWD/tools}/python-$(sha256sum "$req" | cut -c1-16)"
+    if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.installed" ]; then
+        echo "installing $req into $venv..." >&2
+        rm -rf "$venv"
+        python3 -m venv "$venv" >&2 || return 1
+        "$venv/bin/pip" install -q "$@" -r "$req" >&2 || return 1
+        touch "$venv/.installed"
+    fi
+    echo "$venv"
+}
+
 # need COMMAND PACKAGE: install Debian's PACKAGE (install_package) when COMMAND, a path or a
 # name on $PATH, is missing.
 need() {

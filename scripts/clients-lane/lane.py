@@ -1,0 +1,163 @@
+"""What every client of the clients lane is asked, written once (standard library only, so each
+client's driver imports it from that client's own virtual environment).
+
+A driver (`scripts/clients-lane/<client>_client.py`) adapts one client library to `Session` and calls
+`run(session_factory)`; the checks here drive our servers through it and print one JSON line a
+check: {"check": ..., "result": "pass" | "fail" | "unsupported", "why": ...}. The orchestrator
+(`scripts/clients.py`) starts the servers, runs each driver on each revision and route, and
+prints the table.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import urllib.request
+
+# Who the lane is (the order service logs a cancellation with the note given).
+NOTE = "answered by the clients lane"
+# The root every client offers, where it offers roots.
+ROOT = "file:///srv/clients-lane"
+
+
+class Unsupported(Exception):
+    """The client has no way to do this (said with its reason)."""
+
+
+def say(check, result, why=""):
+    print(json.dumps({"check": check, "result": result, "why": str(why)[:300]}), flush=True)
+
+
+def check(name, ok, why=""):
+    say(name, "pass" if ok else "fail", "" if ok else why)
+
+
+def rest(base, path):
+    with urllib.request.urlopen(f"{base}{path}", timeout=10) as response:
+        return json.loads(response.read())
+
+
+class Handlers:
+    """What the servers ask of the client, answered as a person and a model would, and
+    counted. `answers` maps an order id (or 'watch') to the answer to give."""
+
+    def __init__(self):
+        self.answers = {}
+        self.asked = []
+        self.sampled = []
+        self.logs = []
+        self.progress = []
+
+    def elicit(self, message, schema):
+        self.asked.append(message)
+        for key, answer in self.answers.items():
+            if key in message:
+                return answer
+        return None  # decline
+
+    def sample(self, text):
+        self.sampled.append(text)
+        return "SUMMARY: Viewers praise the acting and the pace. SENTIMENT: positive"
+
+    def log(self, level, data):
+        self.logs.append(f"{level}: {data}")
+
+    def on_progress(self, value, total):
+        self.progress.append((value, total))
+
+
+async def orders(open_session, url, rest_base, features):
+    """The order service: tools, get_order, cancel yes and no (read back over REST), a
+    recheck's progress counted, the cancellation's log message."""
+    handlers = Handlers()
+    async with open_session(url, handlers, {}) as session:
+        tools = await session.list_tools()
+        check("tools listed", {"cancel_order", "get_order", "recheck_shipments"} <= set(tools), tools)
+        error, text = await session.call("get_order", {"orderId": "ORD-10001"})
+        check("get_order", not error and "ORD-10001" in text, text)
+        pending = [o["orderId"] for o in rest(rest_base, "/api/orders?status=PENDING")]
+        yes_id, no_id = pending[0], pending[1]
+        handlers.answers[yes_id] = {"confirmed": True, "note": NOTE}
+        handlers.answers[no_id] = {"confirmed": False}
+        error, text = await session.call("cancel_order", {"orderId": yes_id})
+        status = rest(rest_base, f"/api/orders/{yes_id}")["status"]
+        if "elicitation" in features:
+            check("cancel, yes", not error and status == "CANCELLED", (status, text))
+        else:
+            # No way to ask the person: nothing may be done on their behalf.
+            check("cancel without a question asked changes nothing", status == "PENDING", (status, text))
+            say("cancel, yes", "unsupported", features.get("why-no-elicitation", "no elicitation"))
+        error, text = await session.call("cancel_order", {"orderId": no_id})
+        status = rest(rest_base, f"/api/orders/{no_id}")["status"]
+        if "elicitation" in features:
+            check("cancel, no", status == "PENDING", (status, text))
+        else:
+            say("cancel, no", "unsupported", features.get("why-no-elicitation", "no elicitation"))
+        error, text = await session.call("recheck_shipments", {})
+        shipped = len(rest(rest_base, "/api/orders?status=SHIPPED"))
+        if "progress" in features:
+            values = [value for value, _ in handlers.progress]
+            whole = len(values) == shipped and all(a < b for a, b in zip(values, values[1:]))
+            check("progress whole and in order", not error and whole,
+                  f"{len(values)} of {shipped}: {values[:5]}...")
+        else:
+            check("recheck_shipments", not error, text)
+            say("progress whole and in order", "unsupported", features.get("why-no-progress", "no progress hook"))
+        if "logging" in features and "elicitation" in features:
+            check("log message of the cancellation", any(yes_id in entry for entry in handlers.logs),
+                  handlers.logs)
+        elif "logging" in features:
+            # Nothing was cancelled: any of the calls' log messages will do.
+            check("log messages of the calls", bool(handlers.logs), "none arrived")
+        else:
+            say("log message of the cancellation", "unsupported", features.get("why-no-logging", "no log hook"))
+
+
+async def moviedb(open_session, url, token, features):
+    """The movie database: a review summary through the client's model (sampling) and the
+    watch-status question (a signed-in person's)."""
+    handlers = Handlers()
+    headers = {"Authorization": f"Bearer {token}"}
+    async with open_session(url, handlers, headers) as session:
+        if "sampling" in features:
+            error, text = await session.call("summarizeMovieReviews", {"movieId": "1"})
+            check("sampling: reviews summarised by the client's model",
+                  not error and len(handlers.sampled) == 1 and "acting" in text, (handlers.sampled, text))
+        else:
+            say("sampling: reviews summarised by the client's model", "unsupported",
+                features.get("why-no-sampling", "no sampling hook"))
+        if "elicitation" in features:
+            handlers.answers["atch"] = {"status": "WATCHED"}
+            movie = os.environ["LANE_MOVIE"]
+            error, text = await session.call("addToWatchlist", {"subject": {"movieId": movie}})
+            check("watch-status question answered", not error and len(handlers.asked) == 1
+                  and "WATCHED" in text, (handlers.asked, text))
+        else:
+            say("watch-status question answered", "unsupported",
+                features.get("why-no-elicitation", "no elicitation"))
+
+
+async def roots(open_session, url, features):
+    """The conformance server's tool that asks for the client's roots."""
+    if "roots" not in features:
+        say("roots listed to a tool that asks", "unsupported", features.get("why-no-roots", "no roots"))
+        return
+    handlers = Handlers()
+    async with open_session(url, handlers, {}) as session:
+        error, text = await session.call("test_input_required_result_list_roots", {})
+        check("roots listed to a tool that asks", not error and ROOT in text, text)
+
+
+def run(open_session, features):
+    """Run the part named by $LANE_PART against $LANE_URL (see scripts/clients.py)."""
+    part, url = os.environ["LANE_PART"], os.environ["LANE_URL"]
+    try:
+        if part == "orders":
+            asyncio.run(orders(open_session, url, os.environ["LANE_REST"], features))
+        elif part == "moviedb":
+            asyncio.run(moviedb(open_session, url, os.environ["LANE_TOKEN"], features))
+        elif part == "roots":
+            asyncio.run(roots(open_session, url, features))
+    except Exception as error:  # the client (or our server) failed: a failed check, said
+        say(f"{part}: runs", "fail", repr(error))
+        sys.exit(1)

@@ -1,0 +1,159 @@
+"""The clients lane: MCP client libraries nobody here wrote, each pinned in a virtual
+environment of its own (tools/clients/NAME.txt, installed by scripts/clients), drive our servers
+on each revision the client speaks, directly and through mcp-gateway (in front of an order service
+limited to the other revision). What each is asked is scripts/clients-lane/lane.py; a driver per client
+(scripts/clients-lane/NAME_client.py) adapts it. Every run gets servers and databases of its own.
+
+Usage: python3 clients.py --target DIR --client NAME=PYTHON [--client ...] [--results DIR]
+Prints a table (client, revision, route, check, result: pass, FAIL, or not supported by the
+client with the reason) and a last line "clients lane: N passed, M failed, K not supported";
+exits 1 if any check failed.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kit import start_server  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The revisions each client speaks (its driver says how it asks for one).
+REVISIONS = {
+    "fastmcp": ["2025-11-25", "2026-07-28"],
+    "python-sdk": ["2025-11-25", "2026-07-28"],
+    "pydantic-ai": ["auto"],
+    "openai-agents": ["2025-11-25"],
+    "langchain": ["2025-11-25"],
+}
+# Through the gateway the order service speaks only the other revision ('auto': a client that
+# picks its own; the order service behind the gateway is limited to 2025-11-25 for it).
+OTHER = {"2025-11-25": "2026-07-28", "2026-07-28": "2025-11-25", "auto": "2025-11-25"}
+
+
+class Servers:
+    """Processes started for one run, stopped together."""
+
+    def __init__(self, target, tmp):
+        self.target, self.tmp, self.procs = target, tmp, []
+
+    def start(self, name, args):
+        proc, port = start_server([f"{self.target}/{args[0]}", *args[1:]],
+                                  os.path.join(self.tmp, f"{name}.log"))
+        self.procs.append(proc)
+        return f"http://127.0.0.1:{port}"
+
+    def stop(self):
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def orders(servers, tmp, only=None):
+    args = ["order-service", "serve", "--listen", "127.0.0.1:0", "--carrier-latency-ms", "1",
+            "--database", f"sqlite://{tmp}/orders.sqlite"]
+    if only:
+        args += ["--only-revision", only]
+    return servers.start("order-service", args)
+
+
+def graphql(base, query, token=None):
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query}).encode(),
+                                     headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())["data"]
+
+
+def moviedb_person(base):
+    """The seeded person's token, and a movie not yet in their watch list."""
+    token = graphql(base, 'mutation { login(input: {username: "user", password: "user123"}) { token } }')[
+        "login"]["token"]
+    items = graphql(base, "{ watchlist { content { ... on Movie { id } } } }", token)["watchlist"]
+    listed = {item["content"].get("id") for item in items}
+    movie = next(str(n) for n in range(1, 1000) if str(n) not in listed)
+    return token, movie
+
+
+def drive(python, client, env, log):
+    """Run a driver; its JSON lines, each a check."""
+    done = subprocess.run([python, os.path.join(HERE, "clients-lane", f"{client.replace('-', '_')}_client.py")],
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    with open(log, "a") as out:
+        out.write(done.stderr)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        lines = [{"check": f"{env['LANE_PART']}: runs", "result": "fail",
+                  "why": (done.stderr.strip().splitlines() or ["no output"])[-1]}]
+    return lines
+
+
+def one_client(target, client, python, results):
+    rows = []
+    for revision in REVISIONS[client]:
+        runs = [("direct", "orders"), ("gateway", "orders"), ("direct", "moviedb"), ("direct", "roots")]
+        for route, part in runs:
+            with tempfile.TemporaryDirectory(prefix="clients-lane-") as tmp:
+                servers = Servers(target, tmp)
+                try:
+                    env = {"LANE_PART": part, "LANE_REVISION": revision}
+                    if part == "orders":
+                        # Through the gateway the order service speaks only the other revision.
+                        base = orders(servers, tmp, OTHER[revision] if route == "gateway" else None)
+                        env["LANE_REST"] = base
+                        env["LANE_URL"] = f"{base}/mcp"
+                        if route == "gateway":
+                            gateway = servers.start("mcp-gateway", ["mcp-gateway", "serve", "--listen",
+                                                    "127.0.0.1:0", "--upstream", f"orders={base}/mcp"])
+                            env["LANE_URL"] = f"{gateway}/mcp"
+                    elif part == "moviedb":
+                        base = servers.start("moviedb", ["moviedb", "serve", "--listen", "127.0.0.1:0",
+                                             "--database", f"sqlite://{tmp}/moviedb.sqlite"])
+                        env["LANE_URL"] = f"{base}/mcp"
+                        env["LANE_TOKEN"], env["LANE_MOVIE"] = moviedb_person(base)
+                    else:
+                        base = servers.start("conformance", ["conformance-server", "--listen", "127.0.0.1:0"])
+                        env["LANE_URL"] = f"{base}/mcp"
+                    lines = drive(python, client, env, os.path.join(results, f"{client}.log"))
+                except Exception as error:  # a server of ours that did not start: a failure
+                    lines = [{"check": f"{part}: runs", "result": "fail", "why": repr(error)}]
+                finally:
+                    servers.stop()
+            rows += [(client, revision, route, line) for line in lines]
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--target", required=True, help="the folder holding the built binaries")
+    parser.add_argument("--client", action="append", default=[], help="NAME=PYTHON")
+    parser.add_argument("--results", default=tempfile.gettempdir())
+    args = parser.parse_args()
+    rows = []
+    for spec in args.client:
+        client, python = spec.split("=", 1)
+        rows += one_client(args.target, client, python, args.results)
+    counts = {"pass": 0, "fail": 0, "unsupported": 0}
+    print(f"{'client':<14} {'revision':<11} {'route':<8} {'check':<52} result")
+    for client, revision, route, line in rows:
+        counts[line["result"]] = counts.get(line["result"], 0) + 1
+        result = {"pass": "pass", "fail": "FAIL", "unsupported": "not supported by the client"}[line["result"]]
+        why = f": {line['why']}" if line["why"] else ""
+        print(f"{client:<14} {revision:<11} {route:<8} {line['check']:<52} {result}{why}")
+    print(f"clients lane: {counts['pass']} passed, {counts['fail']} failed, "
+          f"{counts['unsupported']} not supported by the client")
+    return 1 if counts["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
