@@ -32,6 +32,8 @@ REVISIONS = {
 }
 # Through the gateway the order service speaks only the other revision ('auto': a client that
 # picks its own; the order service behind the gateway is limited to 2025-11-25 for it).
+# The version of mcp-remote tools/node pins (the bridge compared with mcp-gateway).
+MCP_REMOTE = "0.15.1"
 OTHER = {"2025-11-25": "2026-07-28", "2026-07-28": "2025-11-25", "auto": "2025-11-25"}
 
 
@@ -98,32 +100,60 @@ def drive(python, client, env, log):
     return lines
 
 
+def routes(client, revision):
+    """(route, part) pairs: every part directly; the order service and the conformance server
+    also through mcp-gateway, in front of one limited to the other revision; and for the Python
+    SDK's 2025-11-25 client, through mcp-remote too (a bridge of the same direction, to compare)."""
+    runs = [("direct", "orders"), ("gateway", "orders"), ("direct", "moviedb"),
+            ("direct", "conformance"), ("gateway", "conformance")]
+    if client == "python-sdk" and revision == "2025-11-25" and os.environ.get("LANE_MCP_REMOTE"):
+        runs += [("mcp-remote", "orders"), ("mcp-remote", "conformance")]
+    return runs
+
+
+def upstream(servers, tmp, part, only):
+    """Start the server of `part` (speaking only the revision `only`, when given); its URL."""
+    if part == "orders":
+        return orders(servers, tmp, only)
+    args = ["conformance-server", "--listen", "127.0.0.1:0"]
+    return servers.start("conformance", args + (["--only-revision", only] if only else []))
+
+
+def bridged(servers, route, url, env):
+    """`env` for the driver to reach `url` by `route`."""
+    if route == "gateway":
+        gateway = servers.start("mcp-gateway", ["mcp-gateway", "serve", "--listen", "127.0.0.1:0",
+                                                "--upstream", f"upstream={url}"])
+        env["LANE_URL"] = f"{gateway}/mcp"
+    elif route == "mcp-remote":
+        # The driver runs it as its stdio server: Node, mcp-remote, the upstream's URL.
+        env["LANE_URL"] = url
+        env["LANE_STDIO"] = json.dumps([os.environ["LANE_NODE"], os.environ["LANE_MCP_REMOTE"], url,
+                                        "--transport", "http-only", "--protocol", "auto",
+                                        "--allow-http", "--silent"])
+        env["MCP_REMOTE_CONFIG_DIR"] = os.path.join(servers.tmp, "mcp-remote")
+    else:
+        env["LANE_URL"] = url
+
+
 def one_client(target, client, python, results):
     rows = []
     for revision in REVISIONS[client]:
-        runs = [("direct", "orders"), ("gateway", "orders"), ("direct", "moviedb"), ("direct", "roots")]
-        for route, part in runs:
+        for route, part in routes(client, revision):
             with tempfile.TemporaryDirectory(prefix="clients-lane-") as tmp:
                 servers = Servers(target, tmp)
                 try:
                     env = {"LANE_PART": part, "LANE_REVISION": revision}
-                    if part == "orders":
-                        # Through the gateway the order service speaks only the other revision.
-                        base = orders(servers, tmp, OTHER[revision] if route == "gateway" else None)
-                        env["LANE_REST"] = base
-                        env["LANE_URL"] = f"{base}/mcp"
-                        if route == "gateway":
-                            gateway = servers.start("mcp-gateway", ["mcp-gateway", "serve", "--listen",
-                                                    "127.0.0.1:0", "--upstream", f"orders={base}/mcp"])
-                            env["LANE_URL"] = f"{gateway}/mcp"
-                    elif part == "moviedb":
+                    if part == "moviedb":
                         base = servers.start("moviedb", ["moviedb", "serve", "--listen", "127.0.0.1:0",
                                              "--database", f"sqlite://{tmp}/moviedb.sqlite"])
                         env["LANE_URL"] = f"{base}/mcp"
                         env["LANE_TOKEN"], env["LANE_MOVIE"] = moviedb_person(base)
                     else:
-                        base = servers.start("conformance", ["conformance-server", "--listen", "127.0.0.1:0"])
-                        env["LANE_URL"] = f"{base}/mcp"
+                        # Through a bridge the server speaks only the other revision.
+                        base = upstream(servers, tmp, part, OTHER[revision] if route != "direct" else None)
+                        env["LANE_REST"] = base
+                        bridged(servers, route, f"{base}/mcp", env)
                     lines = drive(python, client, env, os.path.join(results, f"{client}.log"))
                 except Exception as error:  # a server of ours that did not start: a failure
                     lines = [{"check": f"{part}: runs", "result": "fail", "why": repr(error)}]
@@ -131,6 +161,23 @@ def one_client(target, client, python, results):
                     servers.stop()
             rows += [(client, revision, route, line) for line in lines]
     return rows
+
+
+def comparison(rows):
+    """The same 2025-11-25 client (the Python SDK) to servers limited to 2026-07-28, through
+    mcp-gateway and through mcp-remote: what each bridges, a check a line."""
+    bridged = {}
+    for client, revision, route, line in rows:
+        if client == "python-sdk" and revision == "2025-11-25" and route in ("gateway", "mcp-remote"):
+            bridged.setdefault(line["check"], {})[route] = line["result"]
+    if not any("mcp-remote" in by for by in bridged.values()):
+        return
+    print()
+    print(f"{'a 2025-11-25 client to a 2026-07-28 server':<52} {'mcp-gateway':<12} mcp-remote")
+    for check, by in bridged.items():
+        mark = {"pass": "bridged", "fail": "not", "theirs": "not", "unsupported": "-"}
+        print(f"{check:<52} {mark[by.get('gateway', 'unsupported')]:<12} "
+              f"{mark[by.get('mcp-remote', 'unsupported')]}")
 
 
 def main():
@@ -143,15 +190,22 @@ def main():
     for spec in args.client:
         client, python = spec.split("=", 1)
         rows += one_client(args.target, client, python, args.results)
-    counts = {"pass": 0, "fail": 0, "unsupported": 0}
-    print(f"{'client':<14} {'revision':<11} {'route':<8} {'check':<52} result")
+    # mcp-remote is run beside the gateway to compare: what it does not bridge is its own, said,
+    # and fails nothing.
+    for _, _, route, line in rows:
+        if route == "mcp-remote" and line["result"] == "fail":
+            line["result"] = "theirs"
+    counts = {"pass": 0, "fail": 0, "unsupported": 0, "theirs": 0}
+    print(f"{'client':<14} {'revision':<11} {'route':<10} {'check':<52} result")
     for client, revision, route, line in rows:
         counts[line["result"]] = counts.get(line["result"], 0) + 1
-        result = {"pass": "pass", "fail": "FAIL", "unsupported": "not supported by the client"}[line["result"]]
+        result = {"pass": "pass", "fail": "FAIL", "unsupported": "not supported by the client",
+                  "theirs": f"not bridged by mcp-remote {MCP_REMOTE}"}[line["result"]]
         why = f": {line['why']}" if line["why"] else ""
-        print(f"{client:<14} {revision:<11} {route:<8} {line['check']:<52} {result}{why}")
+        print(f"{client:<14} {revision:<11} {route:<10} {line['check']:<52} {result}{why}")
+    comparison(rows)
     print(f"clients lane: {counts['pass']} passed, {counts['fail']} failed, "
-          f"{counts['unsupported']} not supported by the client")
+          f"{counts['unsupported']} not supported by the client, {counts['theirs']} not bridged by mcp-remote")
     return 1 if counts["fail"] else 0
 
 

@@ -137,15 +137,29 @@ async def moviedb(open_session, url, token, features):
                 features.get("why-no-elicitation", "no elicitation"))
 
 
-async def roots(open_session, url, features):
-    """The conformance server's tool that asks for the client's roots."""
-    if "roots" not in features:
-        say("roots listed to a tool that asks", "unsupported", features.get("why-no-roots", "no roots"))
-        return
+async def conformance(open_session, url, features):
+    """The conformance server's tools that ask the client: for its roots, its model (sampling)
+    and the person (a form)."""
     handlers = Handlers()
     async with open_session(url, handlers, {}) as session:
-        error, text = await session.call("test_input_required_result_list_roots", {})
-        check("roots listed to a tool that asks", not error and ROOT in text, text)
+        if "roots" in features:
+            error, text = await session.call("test_input_required_result_list_roots", {})
+            check("roots listed to a tool that asks", not error and ROOT in text, text)
+        else:
+            say("roots listed to a tool that asks", "unsupported", features.get("why-no-roots", "no roots"))
+        if "sampling" in features:
+            error, text = await session.call("test_sampling", {"prompt": "Summarise the reviews."})
+            check("sampling: a prompt answered by the client's model",
+                  not error and "acting" in text and len(handlers.sampled) == 1, text)
+        else:
+            say("sampling: a prompt answered by the client's model", "unsupported",
+                features.get("why-no-sampling", "no sampling hook"))
+        if "elicitation" in features:
+            handlers.answers["lane question"] = {"username": "lane", "email": "lane@example.org"}
+            error, text = await session.call("test_elicitation", {"message": "lane question"})
+            check("a form answered", not error and "lane@example.org" in text, text)
+        else:
+            say("a form answered", "unsupported", features.get("why-no-elicitation", "no elicitation"))
 
 
 def run(open_session, features):
@@ -156,8 +170,8 @@ def run(open_session, features):
             asyncio.run(orders(open_session, url, os.environ["LANE_REST"], features))
         elif part == "moviedb":
             asyncio.run(moviedb(open_session, url, os.environ["LANE_TOKEN"], features))
-        elif part == "roots":
-            asyncio.run(roots(open_session, url, features))
+        elif part == "conformance":
+            asyncio.run(conformance(open_session, url, features))
     except Exception as error:  # the client (or our server) failed: a failed check, said
         say(f"{part}: runs", "fail", repr(error))
         sys.exit(1)

@@ -1,8 +1,10 @@
 """The clients lane's driver for the official Python MCP SDK's Client (the pin of
 bench/peers/python): on $LANE_REVISION ('2025-11-25': mode 'legacy'; '2026-07-28' itself).
-Every callback the SDK offers is given: elicitation, sampling, logs, progress, roots."""
+Every callback the SDK offers is given: elicitation, sampling, logs, progress, roots. With
+$LANE_STDIO (a command as a JSON list) it reaches the server through that bridge over stdio."""
 
 import contextlib
+import json
 import os
 import sys
 
@@ -12,6 +14,7 @@ import lane  # noqa: E402
 import httpx2  # noqa: E402
 import mcp_types as types  # noqa: E402
 from mcp.client import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 FEATURES = {"elicitation", "sampling", "logging", "progress", "roots"}
@@ -54,11 +57,19 @@ async def open_session(url, handlers, headers):
 
     revision = os.environ["LANE_REVISION"]
     mode = "legacy" if revision == "2025-11-25" else revision
+    hooks = dict(mode=mode, elicitation_callback=elicit, sampling_callback=sample,
+                 list_roots_callback=roots, logging_callback=log, log_level="info",
+                 read_timeout_seconds=60)
+    if "LANE_STDIO" in os.environ:
+        # A bridge run as this client's stdio server (mcp-remote).
+        command, *args = json.loads(os.environ["LANE_STDIO"])
+        async with Client(StdioServerParameters(command=command, args=args, env=dict(os.environ)),
+                          **hooks) as client:
+            yield Session(client, handlers)
+        return
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
         transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, mode=mode, elicitation_callback=elicit, sampling_callback=sample,
-                          list_roots_callback=roots, logging_callback=log, log_level="info",
-                          read_timeout_seconds=60) as client:
+        async with Client(transport, **hooks) as client:
             yield Session(client, handlers)
 
 
