@@ -6,10 +6,11 @@
 // the question put away with Later stays put away), answers it, and the order is cancelled once. Then the
 // terminal (`support-agent cli` on the same database) answers a page's question: the page's
 // dialog closes and its inbox empties, and the order is cancelled; and the other way: a question
-// asked at the terminal waits in the page's inbox and is answered there.
+// asked at the terminal waits in the page's inbox and is answered there. Two desks on one host
+// keep their own sessions in one browser.
 // Usage: node restart.mjs SUPPORT_AGENT DATA_DIR [PROTOCOL]
 import { spawn } from "node:child_process";
-import { openSync } from "node:fs";
+import { mkdirSync, openSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { agentSaid, launch, statusOf } from "./harness.mjs";
 
@@ -18,11 +19,11 @@ const run = await launch();
 
 // Start the demo listening on `listen`; resolves with its URL (and its order service's MCP
 // endpoint) once it says where.
-async function start(listen, n) {
+async function start(listen, n, data = dir) {
   const log = `${dir}/demo-${n}.log`;
   const out = openSync(log, "w");
   const child = spawn(binary, ["demo", "--listen", listen, "--orders-listen", "127.0.0.1:0",
-    "--database", `sqlite://${dir}/orders.sqlite`, "--no-knowledge-base", "--protocol", protocol],
+    "--database", `sqlite://${data}/orders.sqlite`, "--no-knowledge-base", "--protocol", protocol],
   { stdio: ["ignore", "ignore", out] });
   for (let i = 0; i < 200; i++) {
     const text = await readFile(log, "utf8");
@@ -149,6 +150,38 @@ await run.scenario(`a question asked at the terminal waits in the page's inbox, 
   } finally {
     if (cli) cli.child.kill("SIGTERM");
     await stop(demo.child);
+  }
+});
+
+// Two desks on one host, in one browser: cookies ignore the port, so each desk names its
+// session cookie after its own port; opening the second leaves the first signed in.
+await run.scenario(`two desks on one host keep their own sessions (${protocol})`, async (page, context) => {
+  const folders = [`${dir}/first`, `${dir}/second`];
+  folders.forEach((f) => mkdirSync(f, { recursive: true }));
+  const first = await start("127.0.0.1:0", 5, folders[0]);
+  let second;
+  try {
+    await page.goto(first.url);
+    await page.waitForSelector('body[data-ready="true"]');
+    second = await start("127.0.0.1:0", 6, folders[1]);
+    const other = await context.newPage();
+    await other.goto(second.url);
+    await other.waitForSelector('body[data-ready="true"]');
+    const names = (await context.cookies()).map((c) => c.name).sort();
+    if (names.length !== 2 || names[0] === names[1]) throw new Error(`the desks' cookies: ${names.join(", ")}`);
+    // Each page still acts in its own desk: a message in each is answered there.
+    for (const p of [page, other]) {
+      await p.fill("#chat-input", "where is ORD-10001?");
+      await p.click("#chat-send");
+      await agentSaid(p, "ORD-10001");
+    }
+    await page.reload();
+    await page.waitForSelector('body[data-ready="true"]');
+    const restored = await page.evaluate(() => [...document.querySelectorAll(".msg.user")].map((m) => m.textContent));
+    if (!restored.includes("where is ORD-10001?")) throw new Error(`the first desk's conversation after the second opened: ${restored}`);
+  } finally {
+    if (second) await stop(second.child);
+    await stop(first.child);
   }
 });
 
