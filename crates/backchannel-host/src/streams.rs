@@ -53,7 +53,7 @@ pub(crate) fn listen_for_changes<H: HostHandler>(
     handler: Arc<H>,
 ) -> Option<tokio_util::sync::DropGuard> {
     let info = service.peer().peer_info()?;
-    if info.protocol_version.as_str() <= "2025-11-25" {
+    if backchannel::Revision::of(&info.protocol_version).has_sessions() {
         return None;
     }
     let capabilities = &info.capabilities;

@@ -24,8 +24,9 @@ use tokio_util::sync::CancellationToken;
 use super::sse_body::{Events, SseBody};
 use crate::transport::LeanSessions;
 
-/// The revision whose session requests are served here.
-const SESSION_REVISION: &str = "2025-11-25";
+/// The revision whose session requests are served here (exactly it: an older version's
+/// requests go to rmcp).
+const SESSION_REVISION: crate::Revision = crate::Revision::V2025_11_25;
 
 /// What this path needs besides the sessions.
 pub(super) struct SessionPost {
@@ -42,7 +43,7 @@ impl SessionPost {
     ) -> Option<ClientJsonRpcMessage> {
         let mut versions = headers.get_all("mcp-protocol-version").iter();
         let version = versions.next()?.to_str().ok()?;
-        if version != SESSION_REVISION
+        if version != SESSION_REVISION.date()
             || versions.next().is_some()
             || !super::stateless::accepts_json_and_sse(headers)
             || !super::stateless::sends_json(headers)

@@ -147,7 +147,7 @@ impl<F> Stateless<F> {
 /// and the request's [`Outbox`].
 fn closed_peer() -> Peer<RoleServer> {
     let mut info = InitializeRequestParams::default();
-    info.protocol_version = ProtocolVersion::V_2026_07_28;
+    info.protocol_version = crate::Revision::V2026_07_28.protocol_version();
     crate::transport::driver::closed_peer(info)
 }
 
@@ -384,7 +384,7 @@ fn stateless_version(headers: &HeaderMap) -> Option<ProtocolVersion> {
     ProtocolVersion::KNOWN_VERSIONS
         .iter()
         .find(|known| known.as_str() == value)
-        .filter(|known| known.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+        .filter(|known| !crate::Revision::of(known).has_sessions())
         .cloned()
 }
 

@@ -80,4 +80,11 @@ fn the_architecture_document_stays_short() {
         lines < 350,
         "ARCHITECTURE.md has {lines} lines: keep it a map (numbers live in the code)"
     );
+    let long: Vec<String> = architecture
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.chars().count() > 120)
+        .map(|(n, line)| format!("line {}: {} characters", n + 1, line.chars().count()))
+        .collect();
+    assert_none("ARCHITECTURE.md lines over 120 characters", long);
 }

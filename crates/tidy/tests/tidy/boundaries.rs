@@ -1,6 +1,6 @@
 //! Which code may know what: the domains no protocol, HTTP, SQL or schema crate, the order
-//! domain no serde, the agent library not the order service, moviedb writing through its
-//! catalogue.
+//! domain no serde, the agent library not the order service, the host not the server's HTTP
+//! edge, moviedb writing through its catalogue.
 
 use std::path::Path;
 
@@ -93,6 +93,19 @@ fn the_agent_library_does_not_depend_on_the_order_service() {
     // The check sees `orders` where it is: the demo feature brings it, for the binary.
     let with_demo = normal_dependencies("agent", &[]);
     assert!(is_orders(&with_demo), "agent with the demo:\n{with_demo}");
+}
+
+/// Issue 74: the host took `backchannel` with its default features, so every host built the
+/// server's HTTP edge (axum and the 2025-11-25 sessions). It takes the vocabulary only.
+#[test]
+fn the_host_does_not_build_the_servers_http_edge() {
+    let has_axum = |tree: &str| tree.lines().any(|l| l.starts_with("axum v"));
+    for features in [&[][..], &["--features", "oauth"][..]] {
+        let host = normal_dependencies("backchannel-host", features);
+        assert!(!has_axum(&host), "backchannel-host {features:?}:\n{host}");
+    }
+    // The check sees axum where it is: the server's `http` feature, on by default.
+    assert!(has_axum(&normal_dependencies("backchannel", &[])));
 }
 
 #[test]

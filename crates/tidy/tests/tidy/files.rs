@@ -1,6 +1,6 @@
 //! What every source file holds: a module comment, deprecation only where acknowledged, the
-//! environment read only at the edges, documented public items, tests only where a harness
-//! runs them.
+//! environment read only at the edges, revisions named only by `Revision`, documented public
+//! items, tests only where a harness runs them.
 
 use std::path::PathBuf;
 
@@ -42,6 +42,38 @@ fn deprecation_is_acknowledged_only_where_listed() {
         .collect();
     assert_none(
         "allow/expect(deprecated) outside the listed files (use backchannel's own types)",
+        offenders,
+    );
+}
+
+/// Issue 74: revision checks came back as string compares (`protocol_version.as_str() <=
+/// "2025-11-25"`) beside `Revision::has_sessions()`, the one question ARCHITECTURE.md names.
+/// Outside `Revision`'s home and tests, no code names a protocol revision's date or rmcp's
+/// `ProtocolVersion::V_*`: it asks `backchannel::Revision` (`of`, `has_sessions`, `date`).
+#[test]
+fn protocol_revisions_are_named_only_by_revision() {
+    let pattern = regex_lite::Regex::new(
+        r#"ProtocolVersion::V_|"(2024-11-05|2025-03-26|2025-06-18|2025-11-25|2026-07-28)""#,
+    )
+    .unwrap();
+    let offenders = all_sources()
+        .into_iter()
+        .filter(|path| {
+            let path = path.to_str().unwrap();
+            path != "crates/backchannel/src/revision.rs"
+                && path.contains("/src/")
+                && !path.ends_with("/tests.rs")
+                && !path.contains("/tests/")
+        })
+        .filter(|path| {
+            let text = source(path);
+            let before_tests = text.split("#[cfg(test)]").next().unwrap_or_default();
+            code_lines(before_tests).any(|line| pattern.is_match(line))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none(
+        "protocol revisions named outside backchannel::Revision (ask it: of(), has_sessions(), date())",
         offenders,
     );
 }
