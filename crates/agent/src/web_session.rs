@@ -96,12 +96,5 @@ pub(crate) fn no_session() -> Response {
 
 /// The value of cookie `name` in a request, if any (at most 64 characters).
 pub(crate) fn cookie_of(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, value)| *n == name && !value.is_empty() && value.len() <= 64)
-        .map(|(_, value)| value.to_owned())
+    backchannel::serve::cookie(headers, name)
 }

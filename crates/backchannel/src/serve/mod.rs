@@ -10,6 +10,7 @@ macro_rules! with_http {
 with_http! {
     mod answer_json;
     mod bearer;
+    mod cookie;
     mod edge;
     mod host_origin;
     mod sse_body;
@@ -23,6 +24,7 @@ with_http! {
     mod standard_headers;
     mod stateless;
     pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
+    pub use cookie::{MAX_COOKIE_VALUE_BYTES, cookie};
     pub use edge::{http, metrics_router, router, router_passing};
     pub use jsonrpc::jsonrpc_error;
     pub use options::HttpOptions;

@@ -99,14 +99,7 @@ fn someone_else() -> Response {
 }
 
 fn cookie_of(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_owned())
+    backchannel::serve::cookie(headers, COOKIE)
 }
 
 /// The gateway's own sign-in form, for a browser that has not proved who it is.
