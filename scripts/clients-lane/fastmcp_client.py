@@ -28,8 +28,9 @@ class Session:
         return result.is_error, text
 
 
-@contextlib.asynccontextmanager
-async def open_session(url, handlers, headers):
+def hooks(handlers):
+    """FastMCP's handlers (Pydantic AI takes the same), answering as `handlers` says."""
+
     async def elicit(message, response_type, params, context):
         answer = handlers.elicit(message, params)
         return answer if answer is not None else ElicitResult(action="decline")
@@ -43,12 +44,16 @@ async def open_session(url, handlers, headers):
     async def progress(value, total, message):
         handlers.on_progress(value, total)
 
+    return dict(elicitation_handler=elicit, sampling_handler=sample, log_handler=log,
+                progress_handler=progress, roots=[lane.ROOT])
+
+
+@contextlib.asynccontextmanager
+async def open_session(url, handlers, headers):
     revision = os.environ["LANE_REVISION"]
     mode = "legacy" if revision == "2025-11-25" else revision
     token = headers.get("Authorization", "").removeprefix("Bearer ") or None
-    client = Client(url, mode=mode, elicitation_handler=elicit, sampling_handler=sample,
-                    log_handler=log, progress_handler=progress, roots=[lane.ROOT], auth=token,
-                    timeout=60)
+    client = Client(url, mode=mode, auth=token, timeout=60, **hooks(handlers))
     async with client:
         yield Session(client)
 

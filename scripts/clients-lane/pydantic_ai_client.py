@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lane  # noqa: E402
 
-from mcp_types import ElicitResult  # noqa: E402
+import fastmcp_client  # noqa: E402 (the same handlers: Pydantic AI's client is FastMCP's)
 from pydantic_ai.mcp import MCPToolset  # noqa: E402
 
 FEATURES = {"elicitation", "sampling", "logging", "progress", "roots"}
@@ -34,22 +34,8 @@ class Session:
 
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
-    async def elicit(message, response_type, params, context):
-        answer = handlers.elicit(message, params)
-        return answer if answer is not None else ElicitResult(action="decline")
-
-    async def sample(messages, params, context):
-        return handlers.sample(" ".join(str(m.content) for m in messages))
-
-    async def log(message):
-        handlers.log(message.level, message.data)
-
-    async def progress(value, total, message):
-        handlers.on_progress(value, total)
-
-    toolset = MCPToolset(url, elicitation_handler=elicit, sampling_handler=sample, log_handler=log,
-                         log_level="info", progress_handler=progress, roots=[lane.ROOT],
-                         headers=headers or None, tool_error_behavior="error", read_timeout=60)
+    toolset = MCPToolset(url, log_level="info", headers=headers or None, tool_error_behavior="error",
+                         read_timeout=60, **fastmcp_client.hooks(handlers))
     async with toolset:
         yield Session(toolset)
 
