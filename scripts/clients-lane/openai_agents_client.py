@@ -13,8 +13,8 @@ from agents.mcp import MCPServerStreamableHttp  # noqa: E402
 
 WHY = "MCPServerStreamableHttp (0.24.0) takes no {} callback"
 FEATURES = {
-    # Kept in case a later pin hands log messages on: 0.24.0 (on mcp 2.3.0) never called its
-    # message_handler for the log messages the order service sent (other clients got them).
+    # Tried: 0.24.0 (on mcp 2.3.0) never called a message_handler for the log messages the
+    # order service sent (other clients got them).
     "why-no-logging": "no logging callback, and its message_handler was not called for the log "
                       "messages sent (0.24.0 on mcp 2.3.0)",
     "why-no-elicitation": WHY.format("elicitation"),
@@ -34,20 +34,13 @@ class Session:
     async def call(self, name, arguments):
         result = await self.server.call_tool(name, arguments)
         text = " ".join(getattr(c, "text", "") for c in result.content)
-        return bool(result.isError if hasattr(result, "isError") else result.is_error), text
+        return bool(result.is_error), text
 
 
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
-    async def message(incoming):
-        root = getattr(incoming, "root", incoming)
-        params = getattr(root, "params", None)
-        if getattr(root, "method", "") == "notifications/message" and params is not None:
-            handlers.log(params.level, params.data)
-
     server = MCPServerStreamableHttp({"url": url, "headers": headers, "timeout": 60,
-                                      "sse_read_timeout": 60}, client_session_timeout_seconds=60,
-                                     message_handler=message)
+                                      "sse_read_timeout": 60}, client_session_timeout_seconds=60)
     async with server:
         yield Session(server)
 

@@ -405,13 +405,15 @@ $("confirm").addEventListener("close", () => {
 // what, since a question asked again after a restart has a new id.
 const putAway = new Set(JSON.parse(sessionStorage.getItem("desk.putAway") || "[]"));
 const questionKey = (q) => `${q.server}\n${q.message}`;
+// Kept for this tab's reloads: the newest 50.
+const savePutAway = () => sessionStorage.setItem("desk.putAway", JSON.stringify([...putAway].slice(-50)));
 function forgetPutAway(q) {
-  if (putAway.delete(questionKey(q))) sessionStorage.setItem("desk.putAway", JSON.stringify([...putAway]));
+  if (putAway.delete(questionKey(q))) savePutAway();
 }
 $("confirm-later").onclick = () => {
   if (open) {
     putAway.add(questionKey(open));
-    sessionStorage.setItem("desk.putAway", JSON.stringify([...putAway].slice(-50)));
+    savePutAway();
   }
   minimise();
 };

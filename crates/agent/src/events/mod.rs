@@ -154,31 +154,24 @@ impl Events {
             .unwrap_or_else(|| lock(&self.default_person).clone())
     }
 
-    /// Whether a question of `owner` is in `viewer`'s inbox: their own; on a desk without
-    /// people also the terminal's user's in every browser session's (the sessions of a loopback
-    /// desk are all its one implicit person's, see [`terminal_may_answer`]).
-    fn sees(&self, viewer: &str, owner: &str) -> bool {
-        viewer == owner
-            || (!self.people.load(std::sync::atomic::Ordering::Relaxed)
-                && viewer.starts_with(sessions::LOOPBACK_OWNER)
-                && *lock(&self.default_person) == owner)
+    /// Whose questions `viewer`'s inbox holds besides their own: on a desk without people, a
+    /// browser session's holds the terminal user's too (the sessions of a loopback desk are
+    /// all its one implicit person's, see [`terminal_may_answer`]).
+    fn also_sees(&self, viewer: &str) -> Option<String> {
+        let loopback = !self.people.load(std::sync::atomic::Ordering::Relaxed)
+            && viewer.starts_with(sessions::LOOPBACK_OWNER);
+        loopback.then(|| lock(&self.default_person).clone())
     }
 
     /// The open questions in `owner`'s inbox ([`Events::owner_for`]), oldest first.
     pub fn inbox(&self, owner: &str) -> Vec<InboxItem> {
         let now = tokio::time::Instant::now();
-        let open: Vec<(String, String)> = lock(&self.questions)
-            .iter()
-            .map(|(id, q)| (id.clone(), q.owner.clone()))
-            .collect();
-        let seen: std::collections::HashSet<String> = open
-            .into_iter()
-            .filter(|(_, of)| self.sees(owner, of))
-            .map(|(id, _)| id)
-            .collect();
+        let also = self.also_sees(owner);
         let mut items: Vec<(tokio::time::Instant, InboxItem)> = lock(&self.questions)
             .iter()
-            .filter(|(id, q)| seen.contains(*id) && q.until > now)
+            .filter(|(_, q)| {
+                (q.owner == owner || also.as_deref() == Some(&q.owner)) && q.until > now
+            })
             .map(|(id, q)| {
                 let (kind, message, call, url, fields) = match &q.shown {
                     Event::Sampling { message, call, .. } => {
@@ -223,22 +216,29 @@ impl Events {
     /// Send their inbox to every stream whose inbox holds `owner`'s questions.
     fn inbox_changed(&self, owner: &str) {
         let conversations: Vec<String> = lock(&self.watchers).keys().cloned().collect();
+        // Each viewer's inbox read once, however many pages they have open.
+        let mut inboxes: HashMap<String, Vec<InboxItem>> = HashMap::new();
         for conversation in conversations {
             let viewer = self.owner_for(&conversation);
-            if self.sees(&viewer, owner) {
-                let questions = self.inbox(&viewer);
-                self.emit(&conversation, Event::Inbox { questions });
+            if viewer != owner && self.also_sees(&viewer).as_deref() != Some(owner) {
+                continue;
             }
+            let questions = inboxes
+                .entry(viewer)
+                .or_insert_with_key(|viewer| self.inbox(viewer))
+                .clone();
+            self.emit(&conversation, Event::Inbox { questions });
         }
     }
 
     /// Answer an open question of `owner` (from any page or terminal of theirs).
     pub fn answer_for(&self, id: &str, owner: &str, answer: Answer) -> Result<(), AnswerError> {
+        let also = self.also_sees(owner);
         let question = {
             let mut questions = lock(&self.questions);
             let question = questions.get(id).ok_or(AnswerError::NotFound)?;
             let own = constant_time_eq(question.owner.as_bytes(), owner.as_bytes());
-            if !own && !self.sees(owner, &question.owner) {
+            if !own && also.as_deref() != Some(question.owner.as_str()) {
                 return Err(AnswerError::Forbidden);
             }
             let answer = fitting(&question.shown, answer)?;

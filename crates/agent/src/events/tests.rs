@@ -558,6 +558,15 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     asking.await.unwrap();
 }
 
+/// Ask `message` in the terminal's conversation, as a task the test awaits.
+fn ask_at_terminal(
+    events: &std::sync::Arc<Events>,
+    message: &'static str,
+) -> tokio::task::JoinHandle<Asked> {
+    let events = events.clone();
+    tokio::spawn(async move { events.ask(TERMINAL, message, Duration::from_secs(60)).await })
+}
+
 /// Issue 75: a question asked at the terminal never showed in the page's badge. On a desk
 /// without people every browser session is the terminal's user's, so a page's inbox holds the
 /// terminal's questions too (and answers them); with people, only that person's pages do.
@@ -569,15 +578,12 @@ async fn a_terminal_question_is_in_a_loopback_page_s_inbox_and_answered_there() 
     let page = events.start_conversation(&session);
     let (_secret, mut stream) = events.open(&page);
     assert!(matches!(recv(&mut stream).await, Some(Event::Hello { .. })));
-    let (_terminal_secret, _terminal) = events.open(TERMINAL);
-    let asking = {
-        let events = events.clone();
-        tokio::spawn(async move {
-            events
-                .ask(TERMINAL, "Cancel?", Duration::from_secs(60))
-                .await
-        })
-    };
+    let (_terminal_secret, mut terminal) = events.open(TERMINAL);
+    assert!(matches!(
+        recv(&mut terminal).await,
+        Some(Event::Hello { .. })
+    ));
+    let asking = ask_at_terminal(&events, "Cancel?");
     // The page is sent its inbox with the terminal's question; no dialog of its own.
     let questions = loop {
         match tokio::time::timeout(Duration::from_secs(5), stream.recv()).await {
@@ -600,27 +606,19 @@ async fn a_terminal_question_is_in_a_loopback_page_s_inbox_and_answered_there() 
     events.set_people(true);
     let ben = events.start_session("ben").unwrap();
     let ben = events.owner_of_session(&ben).unwrap();
-    let asking = {
-        let events = events.clone();
-        tokio::spawn(async move {
-            events
-                .ask(TERMINAL, "Again?", Duration::from_secs(60))
-                .await
-        })
-    };
-    let mut id = None;
-    for _ in 0..100 {
-        tokio::task::yield_now().await;
-        id = events
-            .inbox("support-agent")
-            .into_iter()
-            .next()
-            .map(|q| q.id);
-        if id.is_some() {
-            break;
+    let asking = ask_at_terminal(&events, "Again?");
+    let id = loop {
+        match tokio::time::timeout(Duration::from_secs(5), recv(&mut terminal)).await {
+            Ok(Some(Event::Confirmation { id, message, .. })) if message == "Again?" => break id,
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => panic!("the terminal was never asked"),
         }
-    }
-    let id = id.expect("the terminal user's own inbox holds their question");
+    };
+    assert_eq!(
+        events.inbox("support-agent").len(),
+        1,
+        "the terminal user's own"
+    );
     assert!(events.inbox(&ben).is_empty());
     assert_eq!(
         events.answer_for(&id, &ben, Answer::No),
