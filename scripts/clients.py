@@ -25,11 +25,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The revisions each client speaks (its driver says how it asks for one).
 REVISIONS = {
     "fastmcp": ["2025-11-25", "2026-07-28"],
+    "fastmcp-tasks": ["2026-07-28"],
     "python-sdk": ["2025-11-25", "2026-07-28"],
     "pydantic-ai": ["auto"],
     "openai-agents": ["2025-11-25"],
     "langchain": ["2025-11-25"],
+    "llamaindex": ["2025-11-25"],
+    "fast-agent": ["2025-11-25"],
+    "ai-sdk": ["2025-11-25", "2026-07-28"],
 }
+# Clients run on some parts only. fastmcp-tasks is in the lane for tasks (the conformance
+# server's task tools); FastMCP 4.2.3 covers the rest. With the tasks extension declared, the order
+# service runs a recheck and a cancellation as tasks, whose progress is the task's status message
+# (tasks/get) that FastMCP's resolver reads and does not surface.
+ONLY_PARTS = {"fastmcp-tasks": {"conformance"}}
+# The clients run through mcp-remote beside mcp-gateway (one instance and three behind HAProxy),
+# to compare what each bridges: the Python SDK (both revisions) and fastmcp-tasks (tasks).
+COMPARED = {"python-sdk", "fastmcp-tasks"}
 # Through the gateway the order service speaks only the other revision ('auto': a client that
 # picks its own; the order service behind the gateway is limited to 2025-11-25 for it).
 # The version of mcp-remote tools/node pins (the bridge compared with mcp-gateway).
@@ -41,7 +53,7 @@ class Servers:
     """Processes started for one run, stopped together."""
 
     def __init__(self, target, tmp):
-        self.target, self.tmp, self.procs = target, tmp, []
+        self.target, self.tmp, self.procs, self.clusters = target, tmp, [], []
 
     def start(self, name, args):
         proc, port = start_server([f"{self.target}/{args[0]}", *args[1:]],
@@ -49,7 +61,20 @@ class Servers:
         self.procs.append(proc)
         return f"http://127.0.0.1:{port}"
 
+    def cluster(self, url):
+        """Three mcp-gateway instances in front of `url`, sharing a key ring, behind HAProxy
+        round robin (scripts/gateway-cluster); the balancer's URL."""
+        env = {**os.environ, "GATEWAY_CLUSTER_DIR": os.path.join(self.tmp, "gateway-cluster")}
+        self.clusters.append(env)
+        with open(os.path.join(self.tmp, "gateway-cluster.log"), "w") as log:
+            out = subprocess.run([os.path.join(HERE, "gateway-cluster"), "up", "3", "--",
+                                  "--upstream", f"upstream={url}"], env=env, stdout=subprocess.PIPE,
+                                 stderr=log, text=True, timeout=300, check=True).stdout
+        return next(line.split()[1] for line in out.splitlines() if line.startswith("balancer "))
+
     def stop(self):
+        for env in self.clusters:
+            subprocess.run([os.path.join(HERE, "gateway-cluster"), "down"], env=env, check=False)
         for proc in self.procs:
             proc.terminate()
         for proc in self.procs:
@@ -102,12 +127,16 @@ def drive(python, client, env, log):
 
 def routes(client, revision):
     """(route, part) pairs: every part directly; the order service and the conformance server
-    also through mcp-gateway, in front of one limited to the other revision; and for the Python
-    SDK's 2025-11-25 client, through mcp-remote too (a bridge of the same direction, to compare)."""
+    also through mcp-gateway, in front of one limited to the other revision; and for the clients
+    compared, through three gateway instances behind HAProxy and through mcp-remote too."""
     runs = [("direct", "orders"), ("gateway", "orders"), ("direct", "moviedb"),
             ("direct", "conformance"), ("gateway", "conformance")]
-    if client == "python-sdk" and revision == "2025-11-25" and os.environ.get("LANE_MCP_REMOTE"):
-        runs += [("mcp-remote", "orders"), ("mcp-remote", "conformance")]
+    if client in ONLY_PARTS:
+        runs = [(route, part) for route, part in runs if part in ONLY_PARTS[client]]
+    if client in COMPARED:
+        for route in ("gateway×3", "mcp-remote"):
+            runs += [(route, part) for part in ("orders", "conformance") if (route, part) not in runs
+                     and part in ONLY_PARTS.get(client, {part})]
     return runs
 
 
@@ -125,6 +154,8 @@ def bridged(servers, route, url, env):
         gateway = servers.start("mcp-gateway", ["mcp-gateway", "serve", "--listen", "127.0.0.1:0",
                                                 "--upstream", f"upstream={url}"])
         env["LANE_URL"] = f"{gateway}/mcp"
+    elif route == "gateway×3":
+        env["LANE_URL"] = servers.cluster(url)
     elif route == "mcp-remote":
         # The driver runs it as its stdio server: Node, mcp-remote, the upstream's URL.
         env["LANE_URL"] = url
@@ -159,25 +190,46 @@ def one_client(target, client, python, results):
                     lines = [{"check": f"{part}: runs", "result": "fail", "why": repr(error)}]
                 finally:
                     servers.stop()
-            rows += [(client, revision, route, line) for line in lines]
+            rows += [(client, revision, route, {**line, "part": part}) for line in lines]
     return rows
 
 
 def comparison(rows):
-    """The same 2025-11-25 client (the Python SDK) to servers limited to 2026-07-28, through
-    mcp-gateway and through mcp-remote: what each bridges, a check a line."""
-    bridged = {}
-    for client, revision, route, line in rows:
-        if client == "python-sdk" and revision == "2025-11-25" and route in ("gateway", "mcp-remote"):
-            bridged.setdefault(line["check"], {})[route] = line["result"]
-    if not any("mcp-remote" in by for by in bridged.values()):
-        return
-    print()
-    print(f"{'a 2025-11-25 client to a 2026-07-28 server':<52} {'mcp-gateway':<12} mcp-remote")
-    for check, by in bridged.items():
-        mark = {"pass": "bridged", "fail": "not", "theirs": "not", "unsupported": "-"}
-        print(f"{check:<52} {mark[by.get('gateway', 'unsupported')]:<12} "
-              f"{mark[by.get('mcp-remote', 'unsupported')]}")
+    """The clients compared, on each revision, to servers limited to the other: through one
+    mcp-gateway, three behind HAProxy, and mcp-remote. What each bridges, a check a line (a
+    check several clients made: bridged if every one passed it)."""
+    routes = ("gateway", "gateway×3", "mcp-remote")
+    shown = False
+    for revision in ("2025-11-25", "2026-07-28"):
+        results, checks, dead = {}, {}, set()
+        for client, rev, route, line in rows:
+            if client not in COMPARED or rev != revision or route not in routes:
+                continue
+            if line["check"] == f"{line['part']}: runs":
+                dead.add((route, line["part"]))  # the bridge carried none of the part
+                continue
+            checks.setdefault(line["check"], line["part"])
+            results.setdefault((line["check"], route), set()).add(line["result"])
+        if not checks:
+            continue
+
+        def mark(check, route):
+            if (route, checks[check]) in dead:
+                return "not"
+            got = results.get((check, route), {"unsupported"})
+            return "not" if got & {"fail", "theirs"} else "bridged" if "pass" in got else "-"
+
+        shown = True
+        print()
+        print(f"{f'a {revision} client to a {OTHER[revision]} server':<52} {'mcp-gateway':<12} "
+              f"{'3 gateways':<12} mcp-remote {MCP_REMOTE}")
+        for check in checks:
+            print(f"{check:<52} {mark(check, 'gateway'):<12} {mark(check, 'gateway×3'):<12} "
+                  f"{mark(check, 'mcp-remote')}")
+    if shown:
+        print("(3 gateways: mcp-gateway instances sharing a key ring behind HAProxy, round robin. "
+              "mcp-remote is one stdio process per person: there is no shared endpoint to run many "
+              "instances of. '-': the client has no way to ask)")
 
 
 def main():

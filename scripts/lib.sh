@@ -94,7 +94,8 @@ PY
 
 # python_env REQUIREMENTS [PIP_FLAGS...]: a virtual environment with REQUIREMENTS installed,
 # made once per version of that file under $TOOLS_CACHE (else tools/) and reused; prints its
-# folder. A failed install leaves nothing behind that looks installed.
+# folder. A failed install leaves nothing behind that looks installed. $VENV_PYTHON names the
+# interpreter (default python3).
 python_env() {
     local req=$1 venv
     shift
@@ -102,11 +103,27 @@ python_env() {
     if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.installed" ]; then
         echo "installing $req into $venv..." >&2
         rm -rf "$venv"
-        python3 -m venv "$venv" >&2 || return 1
+        "${VENV_PYTHON:-python3}" -m venv "$venv" >&2 || return 1
         "$venv/bin/pip" install -q "$@" -r "$req" >&2 || return 1
         touch "$venv/.installed"
     fi
     echo "$venv"
+}
+
+# node_env DIR: the npm packages DIR's package-lock.json pins, installed once per lockfile into
+# the tools cache; prints the folder holding their node_modules.
+node_env() {
+    local dir=$1 env
+    env="${TOOLS_CACHE:-$PWD/tools}/npm-$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -c1-16)"
+    if [ ! -f "$env/.installed" ]; then
+        echo "installing $dir into $env..." >&2
+        rm -rf "$env"
+        mkdir -p "$env"
+        cp "$dir/package.json" "$dir/package-lock.json" "$env/"
+        (cd "$env" && npm install --no-save --no-audit --no-fund --loglevel=error >&2) || return 1
+        touch "$env/.installed"
+    fi
+    echo "$env"
 }
 
 # need COMMAND PACKAGE: install Debian's PACKAGE (install_package) when COMMAND, a path or a

@@ -12,7 +12,7 @@ import lane  # noqa: E402
 from fastmcp import Client  # noqa: E402
 from mcp_types import ElicitResult  # noqa: E402
 
-FEATURES = {"elicitation", "sampling", "logging", "progress", "roots"}
+FEATURES = {"elicitation", "url-elicitation", "sampling", "logging", "progress", "roots"}
 
 
 class Session:
@@ -32,6 +32,9 @@ def hooks(handlers):
     """FastMCP's handlers (Pydantic AI takes the same), answering as `handlers` says."""
 
     async def elicit(message, response_type, params, context):
+        if getattr(params, "url", None):
+            opened = handlers.open_url(message, params.url)
+            return ElicitResult(action="accept" if opened else "decline")
         answer = handlers.elicit(message, params)
         return answer if answer is not None else ElicitResult(action="decline")
 
@@ -59,4 +62,6 @@ async def open_session(url, handlers, headers):
 
 
 if __name__ == "__main__":
-    lane.run(open_session, dict.fromkeys(FEATURES, True))
+    lane.run(open_session, {**dict.fromkeys(FEATURES, True),
+                            "why-no-tasks": "FastMCP 4.2.3 runs tasks only with fastmcp-tasks, which "
+                                            "requires fastmcp 4.1.4 (the fastmcp-tasks rows)"})

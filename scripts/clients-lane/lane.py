@@ -47,6 +47,7 @@ class Handlers:
         self.sampled = []
         self.logs = []
         self.progress = []
+        self.opened = []
 
     def elicit(self, message, schema):
         self.asked.append(message)
@@ -54,6 +55,12 @@ class Handlers:
             if key in message:
                 return answer
         return None  # decline
+
+    def open_url(self, message, url):
+        """A URL question: the person agrees to open `url` (the lane opens nothing)."""
+        self.asked.append(message)
+        self.opened.append(url)
+        return True
 
     def sample(self, text):
         self.sampled.append(text)
@@ -160,6 +167,26 @@ async def conformance(open_session, url, features):
             check("a form answered", not error and "lane@example.org" in text, text)
         else:
             say("a form answered", "unsupported", features.get("why-no-elicitation", "no elicitation"))
+        if "tasks" in features:
+            error, text = await session.call_task("slow_compute", {"seconds": 0.2, "label": "lane"})
+            check("a task run to its result", not error and "computed lane" in text, text)
+            handlers.answers["Delete lane.txt"] = {"confirm": True}
+            error, text = await session.call_task("confirm_delete", {"filename": "lane.txt"})
+            check("a question inside a task answered", not error and text == "deleted lane.txt",
+                  (handlers.asked, text))
+        else:
+            for name in ("a task run to its result", "a question inside a task answered"):
+                say(name, "unsupported", features.get("why-no-tasks", "no tasks"))
+        if "url-elicitation" in features:
+            try:
+                error, text = await session.call("test_url_elicitation", {"message": "lane page"})
+            except Exception as failure:  # a bridge that cannot carry it fails the call
+                error, text = True, repr(failure)
+            check("a URL question answered", not error and "action=accept" in text
+                  and handlers.opened == ["https://example.test/verify"], (handlers.opened, text))
+        else:
+            say("a URL question answered", "unsupported",
+                features.get("why-no-url-elicitation", "no URL-mode elicitation"))
 
 
 def run(open_session, features):

@@ -18,10 +18,12 @@ from mcp.types import ElicitResult  # noqa: E402
 
 FEATURES = {
     "elicitation": True,
+    "url-elicitation": True,
     "progress": True,
     "logging": True,
     "why-no-sampling": "MultiServerMCPClient (0.3.2) takes no sampling callback",
     "why-no-roots": "MultiServerMCPClient (0.3.2) takes no roots callback",
+    "why-no-tasks": "MultiServerMCPClient (0.3.2, on mcp 1.30) has no way to run a call as a task",
 }
 
 
@@ -52,6 +54,9 @@ class Session:
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
     async def elicit(mcp_context, params, context):
+        if getattr(params, "url", None):
+            opened = handlers.open_url(params.message, params.url)
+            return ElicitResult(action="accept" if opened else "decline")
         answer = handlers.elicit(params.message, getattr(params, "requestedSchema", None))
         if answer is None:
             return ElicitResult(action="decline")

@@ -18,6 +18,8 @@ FEATURES = {
     "why-no-logging": "no logging callback, and its message_handler was not called for the log "
                       "messages sent (0.24.0 on mcp 2.3.0)",
     "why-no-elicitation": WHY.format("elicitation"),
+    "why-no-url-elicitation": WHY.format("elicitation"),
+    "why-no-tasks": "MCPServerStreamableHttp (0.24.0) has no way to run a call as a task",
     "why-no-sampling": WHY.format("sampling"),
     "why-no-roots": WHY.format("roots"),
     "why-no-progress": "call_tool (0.24.0) takes no progress callback",

@@ -14,7 +14,7 @@ import lane  # noqa: E402
 import fastmcp_client  # noqa: E402 (the same handlers: Pydantic AI's client is FastMCP's)
 from pydantic_ai.mcp import MCPToolset  # noqa: E402
 
-FEATURES = {"elicitation", "sampling", "logging", "progress", "roots"}
+FEATURES = {"elicitation", "url-elicitation", "sampling", "logging", "progress", "roots"}
 
 
 class Session:
@@ -41,4 +41,6 @@ async def open_session(url, handlers, headers):
 
 
 if __name__ == "__main__":
-    lane.run(open_session, dict.fromkeys(FEATURES, True))
+    lane.run(open_session, {**dict.fromkeys(FEATURES, True),
+                            "why-no-tasks": "its client is FastMCP 4.2.3's, which runs tasks only with "
+                                            "fastmcp-tasks (pinned to fastmcp 4.1.4)"})

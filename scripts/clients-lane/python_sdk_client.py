@@ -17,7 +17,7 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-FEATURES = {"elicitation", "sampling", "logging", "progress", "roots"}
+FEATURES = {"elicitation", "url-elicitation", "sampling", "logging", "progress", "roots"}
 
 
 class Session:
@@ -39,6 +39,9 @@ class Session:
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
     async def elicit(context, params):
+        if getattr(params, "url", None):
+            opened = handlers.open_url(params.message, params.url)
+            return types.ElicitResult(action="accept" if opened else "decline")
         answer = handlers.elicit(params.message, getattr(params, "requested_schema", None))
         if answer is None:
             return types.ElicitResult(action="decline")
@@ -74,4 +77,5 @@ async def open_session(url, handlers, headers):
 
 
 if __name__ == "__main__":
-    lane.run(open_session, dict.fromkeys(FEATURES, True))
+    lane.run(open_session, {**dict.fromkeys(FEATURES, True),
+                            "why-no-tasks": "Client (mcp 2.3.0) has no call that runs a tool as a task"})

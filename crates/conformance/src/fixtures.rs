@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use backchannel::{
     Backchannel, Ctx, Elicited, ListKind, LogLevel, RootsListed, Sampled, ToolError, ToolResult,
+    UrlElicited,
 };
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -357,6 +358,32 @@ impl ConformanceServer {
             ));
         }
         Ok(text("sampling capability present"))
+    }
+
+    #[tool(
+        description = "Asks the person to open a page (a URL-mode question), and on \
+                          2025-11-25 says when the page's work is done"
+    )]
+    async fn test_url_elicitation(
+        &self,
+        ctx: Ctx,
+        Parameters(args): Parameters<MessageArg>,
+    ) -> ToolResult {
+        let outcome = ctx
+            .elicit_url("page", args.message, "https://example.test/verify")
+            .await?;
+        Ok(text(match outcome {
+            UrlElicited::Accepted { elicitation_id } => {
+                let told = ctx.url_elicitation_complete(&elicitation_id).await;
+                format!(
+                    "URL question: action=accept, elicitationId={elicitation_id}, completion sent={told}"
+                )
+            }
+            UrlElicited::Declined => "URL question: action=decline".into(),
+            UrlElicited::Cancelled => "URL question: action=cancel".into(),
+            UrlElicited::Unsupported => "URL question: unsupported by this client".into(),
+            UrlElicited::TimedOut => "URL question: timed out".into(),
+        }))
     }
 
     #[tool(description = "Asks the person a question (on 2026-07-28 as an input_required result)")]
