@@ -1,6 +1,9 @@
-//! The desk's own database (SQLite): what must outlive the process for a question to wait for
-//! its person across a restart — browser sessions (by the SHA-256 of their cookie, never the
+//! The desk's own database: what must outlive the process for a question to wait for its
+//! person across a restart — browser sessions (by the SHA-256 of their cookie, never the
 //! cookie), the conversations they made, and the servers' tasks that wait for the person.
+//!
+//! SQLite (a file, the default) or PostgreSQL (`postgres://…`, a database desks may share),
+//! through `sql_pool`: each statement is written once, with `?` placeholders, for both.
 //!
 //! Without a database (`DeskConfig::database` unset) the desk keeps all of it in memory, as a
 //! test or the terminal does. The rows are written before the desk answers the request that
@@ -9,7 +12,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::SqlitePool;
+use sql_pool::{Pool, on_pool};
 
 /// Why the desk's database cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +56,7 @@ pub struct Wait {
 /// The desk's database.
 #[derive(Debug, Clone)]
 pub struct DeskStore {
-    pool: SqlitePool,
+    pool: Pool,
 }
 
 /// The file of the SQLite database at `url` (`sqlite://data/desk.sqlite?mode=rwc` →
@@ -69,7 +72,7 @@ pub fn sqlite_file(url: &str) -> std::path::PathBuf {
 /// Make the database file readable by its user only: it names the tasks that wait for the
 /// person, and a task's id is what answers it.
 fn only_yours(url: &str) {
-    if sql_pool::is_memory(url) {
+    if sql_pool::is_memory(url) || sql_pool::is_postgres(url) {
         return;
     }
     let path = sqlite_file(url);
@@ -101,41 +104,48 @@ fn time_of(ms: i64) -> SystemTime {
 }
 
 impl DeskStore {
-    /// Open (creating it if missing) the SQLite database at `url` and bring its schema up to
-    /// date.
+    /// Open the database at `url` (a SQLite file, created if missing, or a PostgreSQL
+    /// database, which must exist) and bring its schema up to date.
     pub async fn open(url: &str) -> Result<DeskStore, StoreError> {
-        let pool = sql_pool::connect(url).await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        let pool = sql_pool::open_migrated!(url, StoreError).await?;
         only_yours(url);
         Ok(DeskStore { pool })
     }
 
+    /// Whether the database is PostgreSQL, which other desks may share.
+    pub fn is_shared(&self) -> bool {
+        self.pool.is_shared()
+    }
+
     /// Keep a new session.
     pub async fn save_session(&self, session: &StoredSession) -> Result<(), StoreError> {
-        sqlx::query(
+        let sql = self.pool.sql(
             "INSERT INTO desk_sessions (digest, person, until_ms) VALUES (?, ?, ?) \
              ON CONFLICT (digest) DO UPDATE SET person = excluded.person, until_ms = excluded.until_ms",
-        )
-        .bind(&session.digest)
-        .bind(&session.person)
-        .bind(millis(session.until))
-        .execute(&self.pool)
-        .await?;
+        );
+        on_pool!(&self.pool, pool => {
+            sqlx::query(&sql)
+                .bind(&session.digest)
+                .bind(&session.person)
+                .bind(millis(session.until))
+                .execute(pool)
+                .await?;
+        });
         Ok(())
     }
 
     /// Forget a session (signed out, or pushed out by newer ones) and its conversations.
     pub async fn forget_session(&self, digest: &str) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM desk_conversations WHERE session_digest = ?")
-            .bind(digest)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("DELETE FROM desk_sessions WHERE digest = ?")
-            .bind(digest)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        let conversations = self
+            .pool
+            .sql("DELETE FROM desk_conversations WHERE session_digest = ?");
+        let session = self.pool.sql("DELETE FROM desk_sessions WHERE digest = ?");
+        on_pool!(&self.pool, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(&conversations).bind(digest).execute(&mut *tx).await?;
+            sqlx::query(&session).bind(digest).execute(&mut *tx).await?;
+            tx.commit().await?;
+        });
         Ok(())
     }
 
@@ -143,24 +153,22 @@ impl DeskStore {
     /// conversations).
     pub async fn sessions(&self, now: SystemTime) -> Result<Vec<StoredSession>, StoreError> {
         let now = millis(now);
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(
+        let conversations = self.pool.sql(
             "DELETE FROM desk_conversations WHERE session_digest IN \
              (SELECT digest FROM desk_sessions WHERE until_ms <= ?)",
-        )
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM desk_sessions WHERE until_ms <= ?")
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let rows: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT digest, person, until_ms FROM desk_sessions ORDER BY until_ms, rowid",
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        );
+        let sessions = self
+            .pool
+            .sql("DELETE FROM desk_sessions WHERE until_ms <= ?");
+        let live = "SELECT digest, person, until_ms FROM desk_sessions ORDER BY until_ms, rowid";
+        let rows: Vec<(String, String, i64)> = on_pool!(&self.pool, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(&conversations).bind(now).execute(&mut *tx).await?;
+            sqlx::query(&sessions).bind(now).execute(&mut *tx).await?;
+            let rows = sqlx::query_as(live).fetch_all(&mut *tx).await?;
+            tx.commit().await?;
+            rows
+        });
         Ok(rows
             .into_iter()
             .map(|(digest, person, until)| StoredSession {
@@ -179,75 +187,81 @@ impl DeskStore {
         digest: &str,
         keep: usize,
     ) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "INSERT OR IGNORE INTO desk_conversations (id, session_digest, made_ms) VALUES (?, ?, ?)",
-        )
-        .bind(id)
-        .bind(digest)
-        .bind(millis(SystemTime::now()))
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
+        let insert = self.pool.sql(
+            "INSERT INTO desk_conversations (id, session_digest, made_ms) VALUES (?, ?, ?) \
+             ON CONFLICT (id) DO NOTHING",
+        );
+        let trim = self.pool.sql(
             "DELETE FROM desk_conversations WHERE session_digest = ? AND id NOT IN \
              (SELECT id FROM desk_conversations WHERE session_digest = ? \
               ORDER BY made_ms DESC, rowid DESC LIMIT ?)",
-        )
-        .bind(digest)
-        .bind(digest)
-        .bind(i64::try_from(keep).unwrap_or(i64::MAX))
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        );
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        on_pool!(&self.pool, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(&insert)
+                .bind(id)
+                .bind(digest)
+                .bind(millis(SystemTime::now()))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(&trim)
+                .bind(digest)
+                .bind(digest)
+                .bind(keep)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
         Ok(())
     }
 
     /// Every kept conversation and its session's digest, oldest first.
     pub async fn conversations(&self) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(sqlx::query_as(
-            "SELECT id, session_digest FROM desk_conversations ORDER BY made_ms, rowid",
-        )
-        .fetch_all(&self.pool)
-        .await?)
+        let all = "SELECT id, session_digest FROM desk_conversations ORDER BY made_ms, rowid";
+        Ok(on_pool!(&self.pool, pool => sqlx::query_as(all).fetch_all(pool).await?))
     }
 
     /// Keep a task that waits for the person (once: a second question of the same task keeps
     /// the first's row).
     pub async fn save_wait(&self, wait: &Wait) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT OR IGNORE INTO desk_waits \
-             (server, task_id, conversation, owner, asked_ms, until_ms) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&wait.server)
-        .bind(&wait.task_id)
-        .bind(&wait.conversation)
-        .bind(&wait.owner)
-        .bind(millis(wait.asked))
-        .bind(millis(wait.until))
-        .execute(&self.pool)
-        .await?;
+        let sql = self.pool.sql(
+            "INSERT INTO desk_waits \
+             (server, task_id, conversation, owner, asked_ms, until_ms) VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (server, task_id) DO NOTHING",
+        );
+        on_pool!(&self.pool, pool => {
+            sqlx::query(&sql)
+                .bind(&wait.server)
+                .bind(&wait.task_id)
+                .bind(&wait.conversation)
+                .bind(&wait.owner)
+                .bind(millis(wait.asked))
+                .bind(millis(wait.until))
+                .execute(pool)
+                .await?;
+        });
         Ok(())
     }
 
     /// The task ended (or the desk stopped following it): it waits no more.
     pub async fn forget_wait(&self, server: &str, task_id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM desk_waits WHERE server = ? AND task_id = ?")
-            .bind(server)
-            .bind(task_id)
-            .execute(&self.pool)
-            .await?;
+        let sql = self
+            .pool
+            .sql("DELETE FROM desk_waits WHERE server = ? AND task_id = ?");
+        on_pool!(&self.pool, pool => {
+            sqlx::query(&sql).bind(server).bind(task_id).execute(pool).await?;
+        });
         Ok(())
     }
 
     /// Every task that waits for the person, oldest first.
     pub async fn waits(&self) -> Result<Vec<Wait>, StoreError> {
         type Row = (String, String, String, String, i64, i64);
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT server, task_id, conversation, owner, asked_ms, until_ms FROM desk_waits \
-             ORDER BY asked_ms, rowid",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let all = "SELECT server, task_id, conversation, owner, asked_ms, until_ms FROM desk_waits \
+                   ORDER BY asked_ms, rowid";
+        let rows: Vec<Row> =
+            on_pool!(&self.pool, pool => sqlx::query_as(all).fetch_all(pool).await?);
         Ok(rows
             .into_iter()
             .map(
@@ -261,88 +275,5 @@ impl DeskStore {
                 },
             )
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    async fn memory() -> DeskStore {
-        DeskStore::open("sqlite::memory:").await.unwrap()
-    }
-
-    #[tokio::test]
-    async fn an_ended_session_goes_with_its_conversations() {
-        let store = memory().await;
-        let now = SystemTime::now();
-        for (digest, until) in [
-            ("old", now - Duration::from_secs(1)),
-            ("live", now + Duration::from_secs(60)),
-        ] {
-            let session = StoredSession {
-                digest: digest.into(),
-                person: "ana".into(),
-                until,
-            };
-            store.save_session(&session).await.unwrap();
-            store
-                .save_conversation(&format!("c-{digest}"), digest, 64)
-                .await
-                .unwrap();
-        }
-        let sessions = store.sessions(now).await.unwrap();
-        assert_eq!(sessions.len(), 1);
-        assert_eq!(sessions[0].digest, "live");
-        assert_eq!(
-            store.conversations().await.unwrap(),
-            vec![("c-live".to_owned(), "live".to_owned())]
-        );
-        store.forget_session("live").await.unwrap();
-        assert!(store.sessions(now).await.unwrap().is_empty());
-        assert!(store.conversations().await.unwrap().is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_session_keeps_its_newest_conversations() {
-        let store = memory().await;
-        for n in 0..5 {
-            store
-                .save_conversation(&format!("c{n}"), "s", 3)
-                .await
-                .unwrap();
-        }
-        store.save_conversation("other", "t", 3).await.unwrap();
-        let kept: Vec<String> = store
-            .conversations()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        assert_eq!(kept, ["c2", "c3", "c4", "other"]);
-    }
-
-    #[tokio::test]
-    async fn a_wait_is_kept_once_and_forgotten_when_its_task_ends() {
-        let store = memory().await;
-        let asked = UNIX_EPOCH + Duration::from_secs(1_000);
-        let wait = Wait {
-            server: "orders".into(),
-            task_id: "t1".into(),
-            conversation: "c1".into(),
-            owner: "ana".into(),
-            asked,
-            until: asked + Duration::from_secs(60),
-        };
-        store.save_wait(&wait).await.unwrap();
-        let later = Wait {
-            until: asked + Duration::from_secs(600),
-            ..wait.clone()
-        };
-        store.save_wait(&later).await.unwrap();
-        assert_eq!(store.waits().await.unwrap(), vec![wait]);
-        store.forget_wait("orders", "t1").await.unwrap();
-        assert!(store.waits().await.unwrap().is_empty());
     }
 }

@@ -612,9 +612,9 @@ async fn favicon() -> impl IntoResponse {
     )
 }
 
-/// The page's vocabulary (`vocabulary::desk`).
-async fn vocabulary() -> Response {
-    Json(crate::vocabulary::desk()).into_response()
+/// The page's vocabulary (`vocabulary::desk`), the refund reasons the order service's.
+async fn vocabulary(State(desk): State<Arc<Desk>>) -> Response {
+    Json(crate::vocabulary::desk(&desk.refund_reasons().await)).into_response()
 }
 
 /// What the desk says before anything is asked.

@@ -741,7 +741,7 @@ $("refund-copy").onclick = () => navigator.clipboard && navigator.clipboard.writ
 $("refund-draft").onclick = async () => {
   const res = await fetch("/api/refund-email", {
     method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ orderId: selected.orderId, reason: $("refund-reason").value || vocabulary.refundReasons[0] }),
+    body: JSON.stringify({ orderId: selected.orderId, reason: $("refund-reason").value.trim() || vocabulary.refundReasons[0] || "" }),
   });
   if (res.status === 404) { $("refund-text").textContent = "The refund endpoint is not available."; return; }
   $("refund-text").textContent = (await res.json()).reply;

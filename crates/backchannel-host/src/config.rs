@@ -136,6 +136,16 @@ pub struct ConnectionConfig {
     /// ([`DEFAULT_LOG_LEVEL`]).
     #[serde(default = "default_log_level", deserialize_with = "level_or_off")]
     pub log_level: Option<LogLevel>,
+    /// Send a stateless (2026-07-28) HTTP connection's tool calls and prompt requests on the
+    /// host's own HTTP/1.1 rounds (`direct/`: no rmcp transport, worker or channel per
+    /// request; default true). Off, rmcp's client sends every request: the switch of this
+    /// wire of our own, for comparing the two and for an rmcp upgrade.
+    #[serde(default = "direct_rounds_by_default")]
+    pub direct_rounds: bool,
+}
+
+fn direct_rounds_by_default() -> bool {
+    true
 }
 
 /// How a connection signs in, when its server asks (a 401 with a `WWW-Authenticate`

@@ -550,6 +550,9 @@ impl<H: HostHandler> Connection<H> {
         let Transport::Http { url, headers } = &config.transport else {
             return Ok(None);
         };
+        if !config.direct_rounds {
+            return Ok(None);
+        }
         let auth = match managed {
             #[cfg(feature = "oauth")]
             Some(manager) => crate::direct::DirectAuth::Managed(manager),
@@ -583,6 +586,13 @@ impl<H: HostHandler> Connection<H> {
             auth,
         )?;
         Ok(Some(direct))
+    }
+
+    /// Whether this connection's tool calls and prompt requests go on the host's own HTTP/1.1
+    /// rounds ([`crate::ConnectionConfig::direct_rounds`], on a stateless HTTP connection)
+    /// rather than through rmcp's client.
+    pub fn uses_direct_rounds(&self) -> bool {
+        self.direct.is_some()
     }
 
     /// The session this connection's server gave it (2025-11-25 over HTTP), as its requests

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use base64::Engine as _;
+use backchannel::standard_headers;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{ClientRequest, JsonObject, ServerNotification, ServerResult};
 use serde_json::Value;
@@ -172,24 +172,23 @@ impl Direct {
         notified: impl Fn(ServerNotification),
         as_text: bool,
     ) -> Option<Result<Answer, DirectError>> {
-        let (method, expect) = match request {
-            ClientRequest::CallToolRequest(_) if as_text => ("tools/call", Expect::ToolAsText),
-            ClientRequest::CallToolRequest(_) => ("tools/call", Expect::Tool),
-            ClientRequest::GetPromptRequest(_) => ("prompts/get", Expect::Prompt),
+        let expect = match request {
+            ClientRequest::CallToolRequest(_) if as_text => Expect::ToolAsText,
+            ClientRequest::CallToolRequest(_) => Expect::Tool,
+            ClientRequest::GetPromptRequest(_) => Expect::Prompt,
             _ => return None,
         };
-        Some(self.send(request, method, expect, notified).await)
+        Some(self.send(request, expect, notified).await)
     }
 
     async fn send(
         &self,
         request: &ClientRequest,
-        method: &str,
         expect: Expect,
         notified: impl Fn(ServerNotification),
     ) -> Result<Answer, DirectError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (body, mut headers) = self.message(request, method, id)?;
+        let (body, mut headers) = self.message(request, id)?;
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
         let mut token_sent = false;
         match &self.auth {
@@ -273,32 +272,26 @@ impl Direct {
     fn message(
         &self,
         request: &ClientRequest,
-        method: &str,
         id: i64,
     ) -> Result<(Vec<u8>, HeaderMap), DirectError> {
         let unwritable = |e: serde_json::Error| DirectError::Failed(e.to_string());
         let mut headers = self.headers.clone();
-        headers.insert(
-            HeaderName::from_static("mcp-method"),
-            HeaderValue::from_static(if method == "tools/call" {
-                "tools/call"
-            } else {
-                "prompts/get"
-            }),
-        );
         let body = match request {
             ClientRequest::CallToolRequest(call) => {
                 let params = &call.params;
-                insert(&mut headers, MCP_NAME, &params.name);
                 let schema = self
                     .schemas
                     .read()
                     .unwrap_or_else(|e| e.into_inner())
                     .get(params.name.as_ref())
                     .cloned();
-                if let (Some(schema), Some(arguments)) = (schema, &params.arguments) {
-                    param_headers(&schema, arguments, &mut headers);
-                }
+                standard_headers::write_with(
+                    &mut headers,
+                    "tools/call",
+                    Some(&params.name),
+                    params.arguments.as_ref(),
+                    schema.as_deref(),
+                );
                 let progress = Value::from(id);
                 let meta = self.meta(
                     params.meta.as_ref().map(|meta| &meta.0.0),
@@ -366,9 +359,6 @@ impl Direct {
             .entry("params")
             .or_insert_with(|| Value::Object(JsonObject::new()));
         if let Value::Object(params) = params {
-            if let Some(Value::String(name)) = params.get("name") {
-                insert(headers, MCP_NAME, name);
-            }
             let meta = params
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(JsonObject::new()));
@@ -379,6 +369,13 @@ impl Direct {
                 meta.insert("progressToken".into(), id.into());
             }
         }
+        let method = message.get("method").and_then(Value::as_str);
+        standard_headers::write(
+            headers,
+            method.unwrap_or_default(),
+            message.get("params"),
+            None,
+        );
         message.insert("jsonrpc".into(), "2.0".into());
         message.insert("id".into(), id.into());
         serde_json::to_vec(&message).map_err(unwritable)
@@ -407,67 +404,6 @@ struct ToolParams<'a> {
     input_responses: Option<&'a rmcp::model::InputResponses>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_state: Option<&'a str>,
-}
-
-/// `Mcp-Name`, made once rather than parsed (and copied) for every request.
-const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-
-/// Insert header `name` (a `HeaderName`, or a name to parse) with `value`, Base64-wrapped when
-/// a header cannot carry it as it is.
-fn insert(headers: &mut HeaderMap, name: impl TryInto<HeaderName>, value: &str) {
-    let encoded = if needs_base64(value) {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    } else {
-        value.to_owned()
-    };
-    if let (Ok(name), Ok(value)) = (name.try_into(), HeaderValue::try_from(encoded)) {
-        headers.insert(name, value);
-    }
-}
-
-/// Whether `value` must travel Base64-wrapped: space or tab at either end, a control or
-/// non-ASCII character, or text that looks wrapped already.
-fn needs_base64(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    matches!(bytes.first(), Some(b' ' | b'\t'))
-        || matches!(bytes.last(), Some(b' ' | b'\t'))
-        || value.chars().any(|c| !(' '..='~').contains(&c))
-        || (value.starts_with("=?base64?") && value.ends_with("?="))
-}
-
-/// The `Mcp-Param-*` headers of `arguments`: each primitive argument whose property (reached
-/// through `properties` alone) carries a non-empty `x-mcp-header`.
-fn param_headers(schema: &JsonObject, arguments: &JsonObject, headers: &mut HeaderMap) {
-    fn visit(property: &Value, value: Option<&Value>, headers: &mut HeaderMap) {
-        if let Some(Value::String(header)) = property.get("x-mcp-header")
-            && !header.is_empty()
-            && let Some(text) = value.and_then(primitive_text)
-        {
-            insert(headers, format!("mcp-param-{header}"), &text);
-        }
-        if let Some(Value::Object(properties)) = property.get("properties") {
-            for (name, inner) in properties {
-                visit(inner, value.and_then(|value| value.get(name)), headers);
-            }
-        }
-    }
-    if let Some(Value::Object(properties)) = schema.get("properties") {
-        for (name, property) in properties {
-            visit(property, arguments.get(name), headers);
-        }
-    }
-}
-
-fn primitive_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(text) => Some(text.clone()),
-        Value::Bool(flag) => Some(flag.to_string()),
-        Value::Number(number) => Some(number.to_string()),
-        _ => None,
-    }
 }
 
 /// Read one JSON-RPC message of the server: a notification, the answer to request `id`, or
@@ -619,8 +555,16 @@ mod tests {
         else {
             unreachable!()
         };
-        param_headers(&schema, &arguments, &mut headers);
-        assert_eq!(headers.len(), 2, "{headers:?}");
+        standard_headers::write_with(
+            &mut headers,
+            "tools/call",
+            Some("deploy"),
+            Some(&arguments),
+            Some(&schema),
+        );
+        assert_eq!(headers.len(), 4, "{headers:?}");
+        assert_eq!(headers["mcp-method"], "tools/call");
+        assert_eq!(headers["mcp-name"], "deploy");
         assert_eq!(headers["mcp-param-zone"], "7");
         assert_eq!(headers["mcp-param-region"], "=?base64?IGV1?=");
     }
@@ -670,7 +614,7 @@ mod tests {
                     ));
                 }
                 let request = ClientRequest::CallToolRequest(request);
-                let (body, headers) = direct.message(&request, "tools/call", 7).unwrap();
+                let (body, headers) = direct.message(&request, 7).unwrap();
                 let mut generic_headers = HeaderMap::new();
                 let generic = direct.generic(&request, 7, &mut generic_headers).unwrap();
                 let (ours, theirs): (Value, Value) = (

@@ -370,6 +370,24 @@ impl<H: HostHandler> Connection<H> {
         .await
     }
 
+    /// `completion/complete` for argument `argument` of the prompt `prompt` (its name on the
+    /// server): the values the server suggests for what was typed so far, `value` (`""` for
+    /// every value it offers).
+    pub async fn complete_prompt_argument(
+        &self,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+    ) -> Result<Vec<String>, HostError> {
+        self.signed_in(|| async {
+            self.service
+                .complete_prompt_simple(prompt, argument, value)
+                .await
+                .map_err(|e| self.service_error(e))
+        })
+        .await
+    }
+
     /// Get a prompt by its name on the server (without any prefix), answering the questions
     /// the server asks while it makes it through the handler, like a tool call's (on
     /// 2025-11-25 as requests, on 2026-07-28 as `input_required` rounds). Bounded by the

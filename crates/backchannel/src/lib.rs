@@ -83,6 +83,7 @@ pub mod schema;
 mod seal;
 pub mod serve;
 mod sessions;
+pub mod standard_headers;
 mod state;
 pub mod tasks;
 pub mod telemetry;

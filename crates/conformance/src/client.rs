@@ -115,6 +115,7 @@ impl Scenario {
                 ..AuthConfig::default()
             }),
             log_level: backchannel_host::DEFAULT_LOG_LEVEL,
+            direct_rounds: true,
         };
         HostConfig {
             client_name: "backchannel-conformance-client".into(),

@@ -108,6 +108,7 @@ pub fn quick_config_with_meta(
                 auth: None,
                 // Asked per call, as its client asks (`LOG_LEVEL_META_KEY`), never by default.
                 log_level: None,
+                direct_rounds: true,
             };
             (upstream.name.clone(), connection)
         })

@@ -49,6 +49,7 @@
     reason = "the gateway relays sampling, which rmcp marks deprecated (SEP-2577)"
 )]
 
+pub mod app;
 mod catalog;
 mod config;
 mod error;

@@ -214,8 +214,9 @@ enum Command {
         #[arg(long)]
         metrics: bool,
         /// The desk's own database (browser sessions, conversations, the questions that wait
-        /// in tasks), kept across restarts: a SQLite file, or `sqlite::memory:` to keep
-        /// nothing (default: data/desk.sqlite).
+        /// in tasks), kept across restarts: a SQLite file, a PostgreSQL database
+        /// (`postgres://USER@HOST:PORT/DB`, which must exist; migrated on first start), or
+        /// `sqlite::memory:` to keep nothing (default: data/desk.sqlite).
         #[arg(long, value_name = "URL")]
         database: Option<String>,
         /// A file whose first line is the token to present to the order service (then no

@@ -253,6 +253,7 @@ impl Server {
             },
             auth: None,
             log_level: backchannel_host::DEFAULT_LOG_LEVEL,
+            direct_rounds: true,
         }
     }
 }

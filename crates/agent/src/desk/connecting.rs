@@ -71,6 +71,7 @@ pub(crate) fn add_knowledge(host: &mut HostConfig, knowledge: &Knowledge) {
                 },
                 auth: None,
                 log_level: backchannel_host::DEFAULT_LOG_LEVEL,
+                direct_rounds: true,
             },
         );
     }
@@ -207,6 +208,7 @@ pub(crate) fn host_config(config: &DeskConfig) -> Result<HostConfig, DeskError> 
         },
         auth: orders_auth(config),
         log_level: backchannel_host::DEFAULT_LOG_LEVEL,
+        direct_rounds: true,
     };
     let mut host_config = HostConfig {
         client_name: "support-agent".into(),

@@ -673,6 +673,26 @@ impl Desk {
         }
     }
 
+    /// The reasons for a refund the order service offers (`completion/complete` of the
+    /// `draft_refund_email` prompt's `reason`): its list, written once there. None while the
+    /// order service cannot be reached (the page then takes the reason as typed).
+    pub async fn refund_reasons(&self) -> Vec<String> {
+        let host = self.host.host().await;
+        let Some(orders) = host.as_ref().ok().and_then(|h| h.connection("orders").ok()) else {
+            return Vec::new();
+        };
+        match orders
+            .complete_prompt_argument("draft_refund_email", "reason", "")
+            .await
+        {
+            Ok(reasons) => reasons,
+            Err(error) => {
+                tracing::warn!(%error, "the order service offered no refund reasons");
+                Vec::new()
+            }
+        }
+    }
+
     /// Draft a refund email from the `draft_refund_email` prompt. Without a language model the
     /// desk fills a fixed template with the order's facts, following the prompt's limits.
     pub async fn refund_email(&self, order_id: &str, reason: &str) -> String {

@@ -10,6 +10,7 @@ mod questions;
 mod real_model;
 mod restart;
 mod seed;
+mod store;
 mod streaming;
 mod telemetry;
 mod web;

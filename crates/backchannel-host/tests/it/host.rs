@@ -379,6 +379,38 @@ async fn direct_rounds_keep_their_connections_and_a_closed_one_is_opened_again()
     host.close().await;
 }
 
+/// The host's own HTTP/1.1 rounds (`direct_rounds`, the default) answer as rmcp's client does
+/// (`direct_rounds = false`): the same results, questions, progress and log messages, call by
+/// call, on a stateless connection. The pair of this wire of our own for an rmcp upgrade.
+#[tokio::test]
+async fn the_direct_rounds_answer_as_rmcp_would() {
+    let (url, _stop) = start_server().await;
+    let calls = ["confirm", "progress_then_ask", "progress", "logs", "fails"];
+    let mut seen = Vec::new();
+    for direct in [true, false] {
+        let text = config_text(&url, "2026-07-28") + &format!("direct_rounds = {direct}\n");
+        let person = Arc::new(Person::default());
+        let host = Host::open(&HostConfig::from_toml(&text).unwrap(), person.clone())
+            .await
+            .unwrap();
+        let orders = host.connection("orders").unwrap();
+        assert_eq!(orders.uses_direct_rounds(), direct);
+        let mut results = Vec::new();
+        for name in calls {
+            let result = orders.call_tool(name, None, &CallContext::new()).await;
+            let result = result.unwrap_or_else(|e| panic!("{name} (direct rounds {direct}): {e}"));
+            results.push(serde_json::to_value(result).unwrap());
+        }
+        let asked = person.asked.lock().unwrap().clone();
+        let progress = person.progress.lock().unwrap().clone();
+        let logs = person.logs.lock().unwrap().len();
+        seen.push((results, asked, progress, logs));
+        host.close().await;
+    }
+    assert!(!seen[0].1.is_empty() && !seen[0].2.is_empty() && seen[0].3 > 0);
+    assert_eq!(seen[0], seen[1], "direct rounds, then rmcp's");
+}
+
 #[tokio::test]
 async fn an_unreachable_server_is_listed_not_fatal() {
     let person = Arc::new(Person::default());

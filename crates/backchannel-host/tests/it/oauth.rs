@@ -228,6 +228,7 @@ fn host_config(url: &str, token_file: &std::path::Path) -> HostConfig {
             ..AuthConfig::default()
         }),
         log_level: backchannel_host::DEFAULT_LOG_LEVEL,
+        direct_rounds: true,
     };
     HostConfig {
         client_name: "oauth-test".into(),

@@ -21,7 +21,6 @@ with_http! {
     mod pass_through;
     mod session_post;
     mod sign_in;
-    mod standard_headers;
     mod stateless;
     pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
     pub use cookie::{MAX_COOKIE_VALUE_BYTES, cookie};

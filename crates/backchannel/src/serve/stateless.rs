@@ -14,7 +14,7 @@
 //! Only a request that is certainly a well-formed 2026-07-28 request takes this path: a single
 //! `MCP-Protocol-Version` naming a known version from 2026-07-28 on, the same version in
 //! `_meta` with the client's capabilities, no session header, the media types rmcp requires,
-//! agreeing SEP-2243 headers ([`super::standard_headers`]), and a body that parses as the
+//! agreeing SEP-2243 headers ([`crate::standard_headers`]), and a body that parses as the
 //! method's own request type. Anything else — every malformed or unusual request — goes on to
 //! rmcp, which answers it exactly as before; so the error codes and HTTP statuses are rmcp's
 //! by construction, and the answers to well-formed requests come from the same
@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::pass_through::{PassThrough, Passed, PlainToolCall};
 use super::sse_body::{Events, SseBody};
-use super::standard_headers;
+use crate::standard_headers;
 use crate::outbox::Outbox;
 
 const JSON: &str = "application/json";
@@ -644,7 +644,7 @@ impl Events for Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::standard_headers::tests::headers;
+    use crate::standard_headers::tests::headers;
 
     const PLAIN: &[(&str, &str)] = &[
         ("accept", "application/json, text/event-stream"),

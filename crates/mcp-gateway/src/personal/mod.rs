@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backchannel::serve::ResourceServer;
-use backchannel::{Ctx, UrlElicited};
+use backchannel::{Ctx, UrlElicited, lock};
 use backchannel_host::auth::SharedCredentials;
 use backchannel_host::{AuthConfig, AuthorizeError, Declared, Host};
 use rmcp::ErrorData;
@@ -131,12 +131,6 @@ impl std::fmt::Debug for Personal {
             .field("upstreams", &self.upstreams)
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A fresh unguessable id (256 random bits, URL-safe).

@@ -229,3 +229,34 @@ fn every_test_security_md_names_exists() {
     );
     crate::assert_none("tests SECURITY.md names that do not exist", offenders);
 }
+
+/// Where a lock that takes the data of a panicked holder may be written: `backchannel::lock`,
+/// which the host, the gateway, the desk and the servers use, and sql-pool's, which sits
+/// beneath `backchannel` and cannot use it.
+const POISON_TOLERANT_LOCKS_IN: [&str; 2] = [
+    "crates/backchannel/src/util.rs",
+    "crates/sql-pool/src/lib.rs",
+];
+
+#[test]
+fn the_poison_tolerant_lock_is_written_once() {
+    let pattern =
+        regex_lite::Regex::new(r"fn \w+<T>\(\w+: &(std::sync::)?(Mutex|RwLock)<T>\)").unwrap();
+    // The sample is cut in two so that this file is not an offender itself.
+    let sample = [
+        "pub fn lock<T>(mutex: &",
+        "Mutex<T>) -> MutexGuard<'_, T> {",
+    ]
+    .concat();
+    assert!(pattern.is_match(&sample));
+    let offenders = all_sources()
+        .into_iter()
+        .filter(|path| !POISON_TOLERANT_LOCKS_IN.contains(&path.to_str().unwrap()))
+        .filter(|path| code_lines(&source(path)).any(|line| pattern.is_match(line)))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert_none(
+        "a second poison-tolerant lock (use backchannel::lock)",
+        offenders,
+    );
+}

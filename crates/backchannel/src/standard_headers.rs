@@ -1,6 +1,7 @@
 //! The SEP-2243 standard headers of a 2026-07-28 request — `Mcp-Method`, `Mcp-Name` and the
-//! `Mcp-Param-*` headers a tool's input schema asks for with `x-mcp-header` — checked against
-//! the body, so that what a middlebox routes on is what the server runs.
+//! `Mcp-Param-*` headers a tool's input schema asks for with `x-mcp-header` — written once for
+//! both sides: a client writes them with [`write()`], a server checks them against the body with
+//! [`agree`], so that what a middlebox routes on is what the server runs.
 //!
 //! The rules are rmcp's (`transport/common/mcp_headers.rs`, which is private to rmcp): every
 //! header named here appears at most once; `Mcp-Method` equals the body's method; `Mcp-Name`
@@ -8,24 +9,79 @@
 //! `resources/subscribe`, `resources/unsubscribe`) or `params.taskId` (`tasks/get`,
 //! `tasks/update`, `tasks/cancel`) when the body has one; each annotated argument reached
 //! through `properties` has its header exactly when it is present and not null, with the same
-//! value. A value may travel Base64-wrapped as `=?base64?…?=`. The fast path serves only a
-//! request that passes; any other goes to rmcp, which answers with the error.
+//! value. A value a header cannot carry as it is travels Base64-wrapped as `=?base64?…?=`.
+//!
+//! ```
+//! use backchannel::standard_headers::{agree, write};
+//! use serde_json::json;
+//!
+//! let schema = json!({"type": "object", "properties": {
+//!     "region": {"type": "string", "x-mcp-header": "Region"}}});
+//! let schema = schema.as_object().unwrap();
+//! let params = json!({"name": "deploy", "arguments": {"region": "eu"}});
+//! let mut headers = http::HeaderMap::new();
+//! write(&mut headers, "tools/call", Some(&params), Some(schema));
+//! assert_eq!(headers["mcp-param-region"], "eu");
+//! assert!(agree(&headers, "tools/call", Some(&params), Some(schema)));
+//! ```
+
+use std::borrow::Cow;
 
 use base64::Engine;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::JsonObject;
 use serde_json::Value;
 
-use rmcp::model::JsonObject;
-
-const METHOD: &str = "mcp-method";
-const NAME: &str = "mcp-name";
-const PARAM_PREFIX: &str = "mcp-param-";
+/// `Mcp-Method`: the body's method.
+pub const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name`: the body's name, URI or task id (see [`name_of`]).
+pub const NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// The prefix of an annotated argument's header (`Mcp-Param-` and the annotation).
+pub const PARAM_PREFIX: &str = "mcp-param-";
 const BASE64_PREFIX: &str = "=?base64?";
 const BASE64_SUFFIX: &str = "?=";
 
+/// Write the standard headers of a request (`params` as sent; `schema` is the called tool's
+/// input schema, for `tools/call`), replacing any already there.
+pub fn write(
+    headers: &mut HeaderMap,
+    method: &str,
+    params: Option<&Value>,
+    schema: Option<&JsonObject>,
+) {
+    let arguments = params
+        .and_then(|params| params.get("arguments"))
+        .and_then(Value::as_object);
+    write_with(headers, method, name_of(method, params), arguments, schema);
+}
+
+/// [`write()`], with the body's name (or URI, or task id) and arguments already read out.
+pub fn write_with(
+    headers: &mut HeaderMap,
+    method: &str,
+    name: Option<&str>,
+    arguments: Option<&JsonObject>,
+    schema: Option<&JsonObject>,
+) {
+    if let Ok(value) = HeaderValue::try_from(method) {
+        headers.insert(METHOD, value);
+    }
+    if let Some(name) = name {
+        insert(headers, NAME, name);
+    }
+    if method != "tools/call" {
+        return;
+    }
+    for (header, value) in param_values(schema, arguments) {
+        if let Some(value) = value {
+            insert(headers, format!("{PARAM_PREFIX}{header}"), &value);
+        }
+    }
+}
+
 /// Whether the request's standard headers agree with its body (`params` as sent; `schema` is
 /// the called tool's input schema, for `tools/call`).
-pub(super) fn agree(
+pub fn agree(
     headers: &HeaderMap,
     method: &str,
     params: Option<&Value>,
@@ -38,18 +94,18 @@ pub(super) fn agree(
 }
 
 /// [`agree`], with the body's name (or URI, or task id) and arguments already read out.
-pub(super) fn agree_with(
+pub fn agree_with(
     headers: &HeaderMap,
     method: &str,
     name: Option<&str>,
     arguments: Option<&JsonObject>,
     schema: Option<&JsonObject>,
 ) -> bool {
-    if single(headers, METHOD) != Ok(Some(method)) {
+    if single(headers, METHOD.as_str()) != Ok(Some(method)) {
         return false;
     }
     if let Some(expected) = name {
-        match single(headers, NAME) {
+        match single(headers, NAME.as_str()) {
             Ok(Some(raw)) if decoded(raw).as_deref() == Some(expected) => {}
             _ => return false,
         }
@@ -57,34 +113,22 @@ pub(super) fn agree_with(
     if method != "tools/call" {
         return true;
     }
-    let Some(schema) = schema else {
-        return true;
-    };
-    let mut annotations = Vec::new();
-    collect(schema.get("properties"), &mut Vec::new(), &mut annotations);
-    annotations.into_iter().all(|(path, header)| {
-        let name = format!("{PARAM_PREFIX}{header}");
-        let Ok(sent) = single(headers, &name) else {
-            return false;
-        };
-        let value = path
-            .split_first()
-            .and_then(|(first, rest)| {
-                let top = arguments?.get(*first)?;
-                rest.iter().try_fold(top, |v, key| v.get(*key))
-            })
-            .filter(|value| !value.is_null())
-            .and_then(primitive_text);
-        match (sent, value) {
-            (None, None) => true,
-            (Some(raw), Some(value)) => decoded(raw).is_some_and(|sent| sent == value),
-            _ => false,
-        }
-    })
+    param_values(schema, arguments)
+        .into_iter()
+        .all(|(header, value)| {
+            let Ok(sent) = single(headers, &format!("{PARAM_PREFIX}{header}")) else {
+                return false;
+            };
+            match (sent, value) {
+                (None, None) => true,
+                (Some(raw), Some(value)) => decoded(raw).is_some_and(|sent| sent == value),
+                _ => false,
+            }
+        })
 }
 
 /// The value `Mcp-Name` must carry for `method`, if the body has one.
-fn name_of<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
+pub fn name_of<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
     let key = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
@@ -92,6 +136,60 @@ fn name_of<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
         _ => return None,
     };
     params?.get(key)?.as_str()
+}
+
+/// Every annotated argument of `schema` (`x-mcp-header`, reached through `properties` alone):
+/// its annotation and the text its header carries (`None`: absent, null or not a primitive, so
+/// no header).
+fn param_values<'a>(
+    schema: Option<&'a JsonObject>,
+    arguments: Option<&JsonObject>,
+) -> Vec<(&'a str, Option<String>)> {
+    let mut annotations = Vec::new();
+    if let Some(schema) = schema {
+        collect(schema.get("properties"), &mut Vec::new(), &mut annotations);
+    }
+    annotations
+        .into_iter()
+        .map(|(path, header)| {
+            let value = path
+                .split_first()
+                .and_then(|(first, rest)| {
+                    let top = arguments?.get(*first)?;
+                    rest.iter().try_fold(top, |v, key| v.get(*key))
+                })
+                .filter(|value| !value.is_null())
+                .and_then(primitive_text);
+            (header, value)
+        })
+        .collect()
+}
+
+/// Insert header `name` (a `HeaderName`, or a name to parse) with `value`, Base64-wrapped when
+/// a header cannot carry it as it is.
+fn insert(headers: &mut HeaderMap, name: impl TryInto<HeaderName>, value: &str) {
+    if let (Ok(name), Ok(value)) = (name.try_into(), HeaderValue::try_from(&*encoded(value))) {
+        headers.insert(name, value);
+    }
+}
+
+/// `value` as a header carries it: as it is, or Base64-wrapped when it has space or tab at
+/// either end, a control or non-ASCII character, or looks wrapped already.
+pub fn encoded(value: &str) -> Cow<'_, str> {
+    let bytes = value.as_bytes();
+    let wrap = matches!(bytes.first(), Some(b' ' | b'\t'))
+        || matches!(bytes.last(), Some(b' ' | b'\t'))
+        || value.chars().any(|c| !(' '..='~').contains(&c))
+        || (value.starts_with(BASE64_PREFIX) && value.ends_with(BASE64_SUFFIX));
+    if wrap {
+        format!(
+            "{BASE64_PREFIX}{}{BASE64_SUFFIX}",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+        .into()
+    } else {
+        value.into()
+    }
 }
 
 /// The one value of a header: `Ok(None)` when absent, `Err` when repeated or not text.
@@ -107,7 +205,7 @@ fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ()>
 }
 
 /// A header value with its Base64 wrapping, if any, undone (`None`: the wrapping is broken).
-fn decoded(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+pub fn decoded(raw: &str) -> Option<Cow<'_, str>> {
     match raw
         .strip_prefix(BASE64_PREFIX)
         .and_then(|inner| inner.strip_suffix(BASE64_SUFFIX))
@@ -155,12 +253,12 @@ fn collect<'a>(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
     /// A header map of `pairs` (the serve module's tests build theirs with it).
-    pub(in crate::serve) fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    pub(crate) fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
             map.append(
@@ -275,5 +373,35 @@ pub(super) mod tests {
         );
         // An object has no header text, so its header must be absent.
         assert!(check(json!({"region": {"a": 1}}), &[]));
+    }
+
+    #[test]
+    fn what_a_client_writes_a_server_accepts() {
+        let schema = schema();
+        for (method, params) in [
+            (
+                "tools/call",
+                json!({"name": "deploy", "arguments": {"region": " eu ", "where": {"zone": 7}}}),
+            ),
+            (
+                "tools/call",
+                json!({"name": "naïve", "arguments": {"region": null}}),
+            ),
+            ("prompts/get", json!({"name": "greeting"})),
+            ("resources/read", json!({"uri": "test://static-text"})),
+            ("tasks/get", json!({"taskId": "=?base64?looks wrapped?="})),
+            ("tools/list", json!({})),
+        ] {
+            let mut written = HeaderMap::new();
+            write(&mut written, method, Some(&params), Some(&schema));
+            assert!(
+                agree(&written, method, Some(&params), Some(&schema)),
+                "{method} {params}"
+            );
+        }
+        let mut written = HeaderMap::new();
+        let params = json!({"name": "deploy", "arguments": {"region": " eu "}});
+        write(&mut written, "tools/call", Some(&params), Some(&schema));
+        assert_eq!(written["mcp-param-region"], "=?base64?IGV1IA==?=");
     }
 }

@@ -1,0 +1,106 @@
+//! The desk's database (`agent::store`) on SQLite, and on PostgreSQL when
+//! `$AGENT_TEST_POSTGRES` names a server: the same statements on both.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agent::store::{DeskStore, StoredSession, Wait};
+
+/// A store on a database of its own: a new SQLite file, or, when `$AGENT_TEST_POSTGRES` names a
+/// PostgreSQL server (`scripts/test-postgres` runs these tests a second time that way), a new
+/// database created on it for this test alone.
+async fn fresh() -> DeskStore {
+    let url = match std::env::var("AGENT_TEST_POSTGRES") {
+        Ok(server) if !server.is_empty() => sql_pool::create_database(&server, "desk")
+            .await
+            .expect("a database of its own on the test server"),
+        _ => {
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("desk-store-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a folder for the test databases");
+            let file = dir.join(format!("{n}.sqlite"));
+            let _ = std::fs::remove_file(&file);
+            format!("sqlite://{}", file.display())
+        }
+    };
+    let store = DeskStore::open(&url)
+        .await
+        .expect("the desk's database opens");
+    assert_eq!(store.is_shared(), sql_pool::is_postgres(&url));
+    store
+}
+
+#[tokio::test]
+async fn an_ended_session_goes_with_its_conversations() {
+    let store = fresh().await;
+    let now = SystemTime::now();
+    for (digest, until) in [
+        ("old", now - Duration::from_secs(1)),
+        ("live", now + Duration::from_secs(60)),
+    ] {
+        let session = StoredSession {
+            digest: digest.into(),
+            person: "ana".into(),
+            until,
+        };
+        store.save_session(&session).await.unwrap();
+        store
+            .save_conversation(&format!("c-{digest}"), digest, 64)
+            .await
+            .unwrap();
+    }
+    let sessions = store.sessions(now).await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].digest, "live");
+    assert_eq!(
+        store.conversations().await.unwrap(),
+        vec![("c-live".to_owned(), "live".to_owned())]
+    );
+    store.forget_session("live").await.unwrap();
+    assert!(store.sessions(now).await.unwrap().is_empty());
+    assert!(store.conversations().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_session_keeps_its_newest_conversations() {
+    let store = fresh().await;
+    for n in 0..5 {
+        store
+            .save_conversation(&format!("c{n}"), "s", 3)
+            .await
+            .unwrap();
+    }
+    store.save_conversation("other", "t", 3).await.unwrap();
+    let kept: Vec<String> = store
+        .conversations()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(kept, ["c2", "c3", "c4", "other"]);
+}
+
+#[tokio::test]
+async fn a_wait_is_kept_once_and_forgotten_when_its_task_ends() {
+    let store = fresh().await;
+    let asked = UNIX_EPOCH + Duration::from_secs(1_000);
+    let wait = Wait {
+        server: "orders".into(),
+        task_id: "t1".into(),
+        conversation: "c1".into(),
+        owner: "ana".into(),
+        asked,
+        until: asked + Duration::from_secs(60),
+    };
+    store.save_wait(&wait).await.unwrap();
+    let later = Wait {
+        until: asked + Duration::from_secs(600),
+        ..wait.clone()
+    };
+    store.save_wait(&later).await.unwrap();
+    assert_eq!(store.waits().await.unwrap(), vec![wait]);
+    store.forget_wait("orders", "t1").await.unwrap();
+    assert!(store.waits().await.unwrap().is_empty());
+}
