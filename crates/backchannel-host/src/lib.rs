@@ -20,6 +20,7 @@
 //! - `config`: [`HostConfig`], the TOML configuration.
 //! - `error`: [`HostError`].
 //! - [`auth`] (feature `oauth`): OAuth 2.1 sign-in and the token file.
+//! - [`guide`]: a host that answers its servers, step by step (its examples compile).
 
 // rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the
 // protocol the host answers.
@@ -37,6 +38,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod guide;
 mod handler;
 mod host;
 mod listening;

@@ -47,6 +47,7 @@
 //! - `sessions` and `reach`: who hears of a change, and how a session is reached.
 //! - [`metrics`], [`telemetry`], `logging` (feature `logging`): what an operator watches.
 //! - [`Revision`] (`revision`): the one place that knows what differs between revisions.
+//! - [`guide`]: writing a two-way tool, step by step (its examples compile).
 
 // rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the
 // protocol this library speaks. The library names them; its users do not have to (it gives
@@ -64,6 +65,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod guide;
 mod handler_hooks;
 mod keys;
 mod layer;
