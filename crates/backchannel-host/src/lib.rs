@@ -11,7 +11,10 @@
 //! - `handler`: [`HostHandler`], what the application decides, and the questions it is handed.
 //! - `host`: [`Host`], every connection of a configuration; the shared HTTP client.
 //! - `connection`: [`Connection`], opening one (either revision), signing in again, closing.
-//! - `rounds`: a call's or a prompt's rounds of questions, tasks followed or handed back.
+//! - `rounds`: a call's or a prompt's rounds of questions, tasks followed or handed back;
+//!   `patience`: a request's timeout counting the server's time only.
+//! - `direct`: a stateless connection's rounds on the host's own HTTP/1.1
+//!   ([`ConnectionConfig::direct_rounds`]).
 //! - `roots`: a connection's roots while it is open, added and removed, the server told.
 //! - `routed`: the rmcp client handler of one connection, routing to the [`HostHandler`].
 //! - `routes`: which call in flight a server's question belongs to.
@@ -19,7 +22,9 @@
 //! - `listening`: a 2025-11-25 session's listening stream, watched until it is answered.
 //! - `config`: [`HostConfig`], the TOML configuration.
 //! - `error`: [`HostError`].
-//! - [`auth`] (feature `oauth`): OAuth 2.1 sign-in and the token file.
+//! - [`auth`] (feature `oauth`): OAuth 2.1 sign-in and the token file; `credentials`: a
+//!   connection's OAuth tokens kept where the program keeps them.
+//! - `fuzzing` (feature `fuzzing`): entry points for the fuzzers.
 //! - [`guide`]: a host that answers its servers, step by step (its examples compile).
 
 // rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the

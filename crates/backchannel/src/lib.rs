@@ -46,7 +46,16 @@
 //!   over the transport we own (`transport`: the lean 2025-11-25 sessions).
 //! - `sessions` and `reach`: who hears of a change, and how a session is reached.
 //! - [`metrics`], [`telemetry`], `logging` (feature `logging`): what an operator watches.
-//! - [`Revision`] (`revision`): the one place that knows what differs between revisions.
+//! - [`Revision`] (`revision`): the one place that knows what differs between revisions;
+//!   `principal`: who is calling.
+//! - [`standard_headers`]: the SEP-2243 headers, written by hosts and checked by servers.
+//! - `sampling_roots_logging`: every call into rmcp's deprecated API, and [`LogLevel`];
+//!   `outbox`: the queue between a fast-path handler and its response stream; `raw_result`:
+//!   a result as text ([`RawToolResult`]).
+//! - `error`: [`ToolError`], [`Incident`]; [`schema`]: tool schemas as clients read them;
+//!   `clock` and `util`: time that follows tokio's clock, the one [`lock`], nonces.
+//! - [`postgres`] (feature `postgres`): instances sharing one database.
+//! - [`testing`] (feature `test-util`), `fuzzing` (feature `fuzzing`): the tests' and fuzzers' kits.
 //! - [`guide`]: writing a two-way tool, step by step (its examples compile).
 
 // rmcp marks sampling, roots and logging deprecated (SEP-2577) although they remain the

@@ -28,6 +28,7 @@
 //!
 //! # Layout
 //!
+//! - [`app`]: what the binary calls: serving over HTTP or stdio from the flags' settings.
 //! - `gateway`: [`Gateway`], the server: tool routes, prompts, resources, tasks, list changes.
 //! - `upstream`: the upstream connections, by the kinds of question their callers answer.
 //! - `forward`: one call or prompt sent upstream, as the revisions on either side want.
@@ -35,7 +36,8 @@
 //!   the handler's machinery is built for it ([`Gateway::pass_through`]).
 //! - `switchboard`: [`Switchboard`], where an upstream call's questions, progress and log
 //!   messages go (the downstream call that caused it).
-//! - `hold`: a 2025-11-25 upstream's call held between a 2026-07-28 client's rounds.
+//! - `hold`: a 2025-11-25 upstream's call held between a 2026-07-28 client's rounds; `hop`: a
+//!   round passed to the instance that holds its call.
 //! - `tasks`: an upstream's tasks under sealed ids of the gateway's.
 //! - `personal`: each person's own sign-in to an upstream marked per-person (URL elicitation,
 //!   the sign-in pages, their tokens sealed in the gateway's database).

@@ -260,3 +260,30 @@ fn the_poison_tolerant_lock_is_written_once() {
         offenders,
     );
 }
+
+/// Every file a crate's `Cargo.toml` names for itself (`readme`, a target's `path`) exists: a
+/// published crate's page and its targets do not point at a file that moved.
+#[test]
+fn the_files_a_manifest_names_exist() {
+    let named = regex_lite::Regex::new(r#"(?m)^(readme|path)\s*=\s*"([^"]+)""#).unwrap();
+    let mut checked = 0;
+    let mut offenders = Vec::new();
+    for name in crate::crates() {
+        let dir = workspace().join("crates").join(&name);
+        let manifest = source(&dir.join("Cargo.toml"));
+        for found in named.captures_iter(&manifest) {
+            checked += 1;
+            if !dir.join(&found[2]).exists() {
+                offenders.push(format!(
+                    "crates/{name}/Cargo.toml: {} = {:?}",
+                    &found[1], &found[2]
+                ));
+            }
+        }
+    }
+    assert!(
+        checked >= 3,
+        "the reader finds the manifests' files ({checked})"
+    );
+    assert_none("files a Cargo.toml names that do not exist", offenders);
+}

@@ -143,3 +143,35 @@ fn the_library_crate_roots_are_faces() {
         assert!(items.is_empty(), "{root} holds items of its own: {items:?}");
     }
 }
+
+/// A library root with a `# Layout` section (a face) names every module it declares there, so
+/// the map a reader starts from does not drift from the code.
+#[test]
+fn a_faces_layout_names_every_module() {
+    let declared = regex_lite::Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))? )?mod (\w+);").unwrap();
+    let mut faces = 0;
+    let mut offenders = Vec::new();
+    for name in crate::crates() {
+        let root = PathBuf::from(format!("crates/{name}/src/lib.rs"));
+        let text = source(&root);
+        let Some((_, layout)) = text.split_once("# Layout") else {
+            continue;
+        };
+        faces += 1;
+        let layout: String = layout
+            .lines()
+            .skip(1)
+            .take_while(|line| line.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for module in declared.captures_iter(&text) {
+            let module = &module[1];
+            let named = [format!("`{module}`"), format!("[`{module}`]")];
+            if !named.iter().any(|name| layout.contains(name.as_str())) {
+                offenders.push(format!("{}: `{module}`", root.display()));
+            }
+        }
+    }
+    assert!(faces >= 3, "the reader finds the faces ({faces})");
+    assert_none("modules a face's layout does not name", offenders);
+}
