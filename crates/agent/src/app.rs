@@ -32,6 +32,37 @@ pub enum AppError {
     /// No loopback port could be had for the terminal's sign-in callbacks.
     #[error("cannot open a loopback port for sign-in callbacks: {0}")]
     Callback(std::io::Error),
+    /// Without people, the web UI serves loopback only.
+    #[error(
+        "{flag} {addr} is not a loopback address: the desk signs no one in, so anyone who \
+         reached it could act for its person; listen on 127.0.0.1 (or ::1){}",
+        or_people(*.people)
+    )]
+    NotLoopback {
+        /// The address.
+        addr: SocketAddr,
+        /// The flag that sets it.
+        flag: &'static str,
+        /// Whether a people file would allow it.
+        people: bool,
+    },
+    /// The people file could not be used.
+    #[error("cannot use the people file: {0}")]
+    People(#[from] crate::people::PeopleError),
+    /// A folder for the desk's files could not be made.
+    #[error("cannot make the folder {0}: {1}")]
+    Folder(std::path::PathBuf, std::io::Error),
+    /// The servers file could not be read or does not parse.
+    #[error("--servers-file {path}: {why}")]
+    ServersFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The terminal could not be written to or read.
+    #[error("the terminal: {0}")]
+    Terminal(std::io::Error),
     /// A socket could not be bound (the address came from the flag `flag`).
     #[error("cannot listen on {addr}: {error}; choose another address with {flag}")]
     Bind {
@@ -259,6 +290,135 @@ where
         Err(error) => tracing::error!(%error, "the order service task failed"),
     }
     Ok(())
+}
+
+/// What else a web UI beyond loopback may do.
+fn or_people(people: bool) -> &'static str {
+    if people {
+        ", or give --people FILE (see `support-agent people add`) so each person signs in"
+    } else {
+        ""
+    }
+}
+
+/// Without a people file the desk signs no one in: a page's session is whoever reached it
+/// first, so it serves loopback only (as the gateway and the order service do without sign-in).
+/// `people`: whether a people file would allow `addr` (the web UI's address, not the demo's
+/// order service's).
+pub fn loopback_only(addr: SocketAddr, flag: &'static str, people: bool) -> Result<(), AppError> {
+    if addr.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(AppError::NotLoopback { addr, flag, people })
+}
+
+/// The desk's database as `--database` gives it (default: `data/desk.sqlite`, the folder made);
+/// `None` for one in memory (nothing kept).
+pub fn desk_database(database: Option<String>) -> Result<Option<String>, AppError> {
+    let database = match database {
+        Some(url) => url,
+        None => sql_pool::file_url(std::path::Path::new(""), "desk.sqlite")
+            .map_err(|(dir, error)| AppError::Folder(dir, error))?,
+    };
+    Ok((!sql_pool::is_memory(&database)).then_some(database))
+}
+
+/// The servers named with `--server`, and those of `--servers-file` when given.
+pub fn named_servers(
+    mut servers: Vec<crate::desk::Server>,
+    file: Option<&std::path::Path>,
+) -> Result<Vec<crate::desk::Server>, AppError> {
+    if let Some(path) = file {
+        let failed = |why: String| AppError::ServersFile {
+            path: path.to_path_buf(),
+            why,
+        };
+        let text =
+            std::fs::read_to_string(path).map_err(|e| failed(format!("cannot read it: {e}")))?;
+        servers.extend(crate::desk::Server::from_toml(&text).map_err(failed)?);
+    }
+    Ok(servers)
+}
+
+/// The people of `path`, when given, and what to say at start: who may sign in, and who the
+/// terminal on the same database answers as (`terminal_user`).
+pub fn people(
+    path: Option<&std::path::Path>,
+    terminal_user: &str,
+) -> Result<Option<(crate::people::People, String)>, AppError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let people = crate::people::People::load(path)?;
+    let said = format!(
+        "People: {} may sign in ({}); each page asks who it is first. `support-agent cli` on \
+         this desk's database answers as {terminal_user}.",
+        match people.len() {
+            1 => "1 person".to_owned(),
+            n => format!("{n} people"),
+        },
+        path.display()
+    );
+    Ok(Some((people, said)))
+}
+
+/// Add `name` with `password` to the people file at `path` (its folder made when missing).
+pub fn add_person(path: &std::path::Path, name: &str, password: &str) -> Result<(), AppError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| AppError::Folder(dir.to_path_buf(), e))?;
+    }
+    crate::people::add(path, name, password)?;
+    Ok(())
+}
+
+/// Loopback, and the names given with `--allow-host`.
+pub fn web_options(allow_hosts: &[String]) -> serve::HttpOptions {
+    allow_hosts
+        .iter()
+        .fold(serve::HttpOptions::default(), |options, host| {
+            options.allow_host(host)
+        })
+}
+
+/// Serve the web UI on `listen` (`--listen`) until `shutdown`; `ready` is told its URL.
+pub async fn web(
+    listen: SocketAddr,
+    config: DeskConfig,
+    allow_hosts: &[String],
+    shutdown: CancellationToken,
+    ready: impl FnOnce(String),
+) -> Result<(), AppError> {
+    let bind = |error| AppError::Bind {
+        addr: listen,
+        flag: "--listen",
+        error,
+    };
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(bind)?;
+    let address = listener.local_addr().map_err(bind)?;
+    ready(format!("http://{address}/"));
+    serve_web(listener, config, web_options(allow_hosts), shutdown).await
+}
+
+/// Chat at the terminal until the person quits (saying first where the log goes, `log_file`).
+pub async fn terminal(
+    config: DeskConfig,
+    log_file: &std::path::Path,
+    shutdown: CancellationToken,
+) -> Result<(), AppError> {
+    use std::io::Write as _;
+    let desk = terminal_desk(config, shutdown).await?;
+    writeln!(
+        std::io::stdout(),
+        "(The log goes to {}.)",
+        log_file.display()
+    )
+    .map_err(AppError::Terminal)?;
+    let (lines, above_prompt) = crate::cli::terminal_lines();
+    match above_prompt {
+        Some(out) => crate::cli::run_with(desk, lines, out, crate::cli::Bar::Quarters).await,
+        None => crate::cli::run(desk, lines, std::io::stdout()).await,
+    }
+    .map_err(AppError::Terminal)
 }
 
 #[cfg(test)]

@@ -329,3 +329,58 @@ pub async fn reset(config: &Config) -> Result<(), AppError> {
     open_service(config).await?.reset().await?;
     Ok(())
 }
+
+impl Config {
+    /// The database's URL as the service opens it (the default file when none is given).
+    pub fn database_url(&self) -> Result<String, AppError> {
+        match &self.database {
+            Some(url) => Ok(url.clone()),
+            None => default_database(&self.data_dir),
+        }
+    }
+
+    /// A SQLite file `name` beside the orders' database file (in the data folder when the
+    /// orders are elsewhere, the folder made): where a companion keeps its own state, as the
+    /// demo's desk does. `None` when the orders are in memory (nothing outlives the process).
+    pub fn file_beside(&self, name: &str) -> Result<Option<String>, AppError> {
+        let url = self.database_url()?;
+        if sql_pool::is_memory(&url) {
+            return Ok(None);
+        }
+        let beside = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .map(|path| std::path::Path::new(path.split('?').next().unwrap_or(path)))
+            .and_then(std::path::Path::parent)
+            .map(|dir| match dir.as_os_str().is_empty() {
+                true => std::path::PathBuf::from("."),
+                false => dir.to_path_buf(),
+            });
+        let dir = beside.unwrap_or_else(|| self.data_dir.clone());
+        sql_pool::file_url(&dir, name)
+            .map(Some)
+            .map_err(|(dir, e)| AppError::DataDir(dir, e))
+    }
+}
+
+/// The orders as a demo starts them: written from the seed again when `reset`; otherwise, when
+/// they live in a file, what to say (a second run finds the first run's cancellations, and how
+/// to start over, `start_over`).
+pub async fn kept_or_reset(
+    config: &Config,
+    reset_them: bool,
+    start_over: &str,
+) -> Result<String, AppError> {
+    if reset_them {
+        reset(config).await?;
+        return Ok("Orders: written from the seed again.".into());
+    }
+    let url = config.database_url()?;
+    Ok(match url.strip_prefix("sqlite://") {
+        Some(path) => format!(
+            "Orders: kept between runs in {path} (what you cancel stays cancelled); \
+             `{start_over}` starts again from the seed."
+        ),
+        None => String::new(),
+    })
+}

@@ -248,31 +248,12 @@ enum PeopleAction {
 
 /// The people file at `path`, if one was given.
 fn load_people(path: Option<&std::path::Path>) -> anyhow::Result<Option<agent::people::People>> {
-    let people = path
-        .map(|path| agent::people::People::load(path).context("cannot use the people file"))
-        .transpose()?;
-    if let (Some(people), Some(path)) = (&people, path) {
+    let terminal = std::env::var("USER").unwrap_or_else(|_| "support-agent".into());
+    Ok(app::people(path, &terminal)?.map(|(people, said)| {
         // Said at start: who may sign in, and who the terminal answers as.
-        let terminal = std::env::var("USER").unwrap_or_else(|_| "support-agent".into());
-        eprintln!(
-            "People: {} may sign in ({}); each page asks who it is first. `support-agent cli` \
-             on this desk's database answers as {terminal}.",
-            match people.len() {
-                1 => "1 person".to_owned(),
-                n => format!("{n} people"),
-            },
-            path.display()
-        );
-    }
-    Ok(people)
-}
-
-/// Loopback, and the names given with `--allow-host`.
-fn http_options(allow_hosts: &[String]) -> backchannel::serve::HttpOptions {
-    allow_hosts.iter().fold(
-        backchannel::serve::HttpOptions::default(),
-        |options, host| options.allow_host(host),
-    )
+        eprintln!("{said}");
+        people
+    }))
 }
 
 /// `--temperature`: a number from 0 to 2.
@@ -338,22 +319,9 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
         knowledge,
         token_file: args.token_file.clone(),
         tasks: !args.no_tasks,
-        servers: named_servers(args)?,
+        servers: app::named_servers(args.servers.clone(), args.servers_file.as_deref())?,
         ..DeskConfig::default()
     })
-}
-
-/// The servers named with `--server` and in `--servers-file`.
-fn named_servers(args: &DeskArgs) -> anyhow::Result<Vec<agent::desk::Server>> {
-    let mut servers = args.servers.clone();
-    if let Some(file) = &args.servers_file {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --servers-file {}", file.display()))?;
-        let listed = agent::desk::Server::from_toml(&text)
-            .map_err(|why| anyhow::anyhow!("--servers-file {}: {why}", file.display()))?;
-        servers.extend(listed);
-    }
-    Ok(servers)
 }
 
 /// Our log targets, at INFO by default (`backchannel_host`: the sign-ins and what the stdio
@@ -380,11 +348,15 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let people = load_people(people.as_deref())?;
             if people.is_none() {
-                loopback_only(listen, "--listen", OR_PEOPLE)?;
+                app::loopback_only(listen, "--listen", true)?;
             }
-            loopback_only(orders_listen, "--orders-listen", "")?;
+            app::loopback_only(orders_listen, "--orders-listen", false)?;
             let orders = demo_orders(database, carrier_latency_ms, &desk, &allow_hosts);
-            kept_or_reset(&orders, reset).await?;
+            let said =
+                orders::app::kept_or_reset(&orders, reset, "support-agent demo --reset").await?;
+            if !said.is_empty() {
+                eprintln!("{said}");
+            }
             let config = DemoConfig {
                 orders_listen,
                 web_listen: listen,
@@ -392,10 +364,10 @@ async fn main() -> anyhow::Result<()> {
                     people,
                     sign_in_person,
                     metrics,
-                    database: demo_desk_database(&orders)?,
+                    database: orders.file_beside("desk.sqlite")?,
                     ..desk_config(&desk)?
                 },
-                web: http_options(&allow_hosts),
+                web: app::web_options(&allow_hosts),
             };
             let serve_orders =
                 move |listener, desk, stop| serve_orders(orders, listener, desk, stop);
@@ -412,14 +384,14 @@ async fn main() -> anyhow::Result<()> {
             orders_bearer_file,
             desk,
         } => {
-            let database = desk_database(database)?;
+            let database = app::desk_database(database)?;
             let config = DeskConfig {
                 orders_url: orders,
                 orders_bearer_file: orders_bearer_file.or_else(|| bearer_beside(&database)),
                 database,
                 ..desk_config(&desk)?
             };
-            terminal(config, &log_file, shutdown).await?;
+            app::terminal(config, &log_file, shutdown).await?;
         }
         Command::Web {
             listen,
@@ -434,7 +406,7 @@ async fn main() -> anyhow::Result<()> {
         } => {
             let people = load_people(people.as_deref())?;
             if people.is_none() {
-                loopback_only(listen, "--listen", OR_PEOPLE)?;
+                app::loopback_only(listen, "--listen", true)?;
             }
             let config = DeskConfig {
                 orders_url: orders,
@@ -442,10 +414,13 @@ async fn main() -> anyhow::Result<()> {
                 sign_in_person,
                 metrics,
                 orders_bearer_file,
-                database: desk_database(database)?,
+                database: app::desk_database(database)?,
                 ..desk_config(&desk)?
             };
-            web(listen, config, &allow_hosts, shutdown).await?;
+            app::web(listen, config, &allow_hosts, shutdown, |url| {
+                eprintln!("Support Desk web UI: open {url}");
+            })
+            .await?;
         }
         Command::People {
             action: PeopleAction::Add { name, people },
@@ -474,11 +449,7 @@ fn add_person(name: &str, people: &std::path::Path) -> anyhow::Result<()> {
             .context("cannot read the password from standard input")?;
         line.trim_end_matches(['\r', '\n']).to_owned()
     };
-    let password = password.as_str();
-    if let Some(dir) = people.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
-    }
-    agent::people::add(people, name, password)?;
+    app::add_person(people, name, &password)?;
     eprintln!("{name} may sign in to the desk ({})", people.display());
     Ok(())
 }
@@ -518,7 +489,7 @@ fn demo_orders(
     orders::app::Config {
         database,
         ask_timeout: Some(Duration::from_secs(desk.server_ask_seconds)),
-        http: http_options(allow_hosts),
+        http: app::web_options(allow_hosts),
         service: orders::service::ServiceConfig {
             carrier_latency: Duration::from_millis(carrier_latency_ms),
             ..Default::default()
@@ -531,83 +502,6 @@ fn demo_orders(
         ..Default::default()
     }
 }
-
-/// A SQLite file `name` in `dir` (`data` when empty), the folder made if missing.
-fn sql_file_url(dir: &std::path::Path, name: &str) -> anyhow::Result<String> {
-    sql_pool::file_url(dir, name).map_err(|(dir, error)| {
-        anyhow::anyhow!("cannot make the folder {}: {error}", dir.display())
-    })
-}
-
-/// The desk's database as `--database` gives it (default: data/desk.sqlite); `None` for one
-/// in memory (nothing kept).
-fn desk_database(database: Option<String>) -> anyhow::Result<Option<String>> {
-    let database = match database {
-        Some(url) => url,
-        None => sql_file_url(std::path::Path::new(""), "desk.sqlite")?,
-    };
-    Ok((!sql_pool::is_memory(&database)).then_some(database))
-}
-
-/// The demo desk's own database: `desk.sqlite` beside the orders' file (in the data folder
-/// when the orders are elsewhere), none when the orders are in memory (nothing outlives the
-/// process then).
-fn demo_desk_database(orders: &orders::app::Config) -> anyhow::Result<Option<String>> {
-    let orders_url = match &orders.database {
-        Some(url) => url.clone(),
-        None => orders::app::default_database(&orders.data_dir)?,
-    };
-    if sql_pool::is_memory(&orders_url) {
-        return Ok(None);
-    }
-    let beside = orders_url
-        .strip_prefix("sqlite://")
-        .or_else(|| orders_url.strip_prefix("sqlite:"))
-        .map(|path| std::path::Path::new(path.split('?').next().unwrap_or(path)))
-        .and_then(std::path::Path::parent)
-        .map(|dir| match dir.as_os_str().is_empty() {
-            true => std::path::PathBuf::from("."),
-            false => dir.to_path_buf(),
-        });
-    let dir = beside.unwrap_or_else(|| orders.data_dir.clone());
-    sql_file_url(&dir, "desk.sqlite").map(Some)
-}
-
-/// The demo's orders: written from the seed again with `--reset`; otherwise, when they live in
-/// a file, say so (a second run finds the first run's cancellations) and how to start over.
-async fn kept_or_reset(orders: &orders::app::Config, reset: bool) -> anyhow::Result<()> {
-    if reset {
-        orders::app::reset(orders).await?;
-        eprintln!("Orders: written from the seed again.");
-        return Ok(());
-    }
-    let url = match &orders.database {
-        Some(url) => url.clone(),
-        None => orders::app::default_database(&orders.data_dir)?,
-    };
-    if let Some(path) = url.strip_prefix("sqlite://") {
-        eprintln!(
-            "Orders: kept between runs in {path} (what you cancel stays cancelled); \
-             `support-agent demo --reset` starts again from the seed."
-        );
-    }
-    Ok(())
-}
-
-/// Without a people file the desk signs no one in: a page's session is whoever reached it
-/// first, so it serves loopback only (as the gateway and the order service do without sign-in).
-fn loopback_only(addr: SocketAddr, flag: &str, or: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        addr.ip().is_loopback(),
-        "{flag} {addr} is not a loopback address: the desk signs no one in, so anyone who \
-         reached it could act for its person; listen on 127.0.0.1 (or ::1){or}"
-    );
-    Ok(())
-}
-
-/// What else a web UI beyond loopback may do.
-const OR_PEOPLE: &str = ", or give --people FILE (see `support-agent people add`) so each \
-                         person signs in";
 
 /// The logs: to a file for the terminal front end (the screen is the chat's), else to stderr
 /// (and exported when the environment asks).
@@ -629,44 +523,4 @@ fn logs(command: &Command) -> anyhow::Result<backchannel::logging::Guard> {
             .as_ref(),
         ),
     })
-}
-
-/// Chat at the terminal until the person quits.
-async fn terminal(
-    config: DeskConfig,
-    log_file: &std::path::Path,
-    shutdown: tokio_util::sync::CancellationToken,
-) -> anyhow::Result<()> {
-    let desk = app::terminal_desk(config, shutdown).await?;
-    {
-        use std::io::Write;
-        writeln!(
-            std::io::stdout(),
-            "(The log goes to {}.)",
-            log_file.display()
-        )?;
-    }
-    let (lines, above_prompt) = agent::cli::terminal_lines();
-    match above_prompt {
-        Some(out) => agent::cli::run_with(desk, lines, out, agent::cli::Bar::Quarters).await?,
-        None => agent::cli::run(desk, lines, std::io::stdout()).await?,
-    }
-    Ok(())
-}
-
-/// Serve the web UI on `listen` until shutdown.
-async fn web(
-    listen: SocketAddr,
-    config: DeskConfig,
-    allow_hosts: &[String],
-    shutdown: tokio_util::sync::CancellationToken,
-) -> anyhow::Result<()> {
-    let taken = || format!("cannot listen on {listen}; choose another address with --listen");
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(taken)?;
-    let address = listener.local_addr().with_context(taken)?;
-    eprintln!("Support Desk web UI: open http://{address}/");
-    app::serve_web(listener, config, http_options(allow_hosts), shutdown).await?;
-    Ok(())
 }
