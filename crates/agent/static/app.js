@@ -728,14 +728,24 @@ $("folder-add").onclick = () => changeFolder("add", $("folder-path").value.trim(
 // Refund email.
 function renderReasons() {
   $("refund-chips").replaceChildren(...vocabulary.refundReasons.map((r) => {
-    const chip = document.createElement("span");
+    // A button, so the reasons are reached and chosen by keyboard too.
+    const chip = document.createElement("button");
+    chip.type = "button";
     chip.className = "chip";
     chip.textContent = r;
-    chip.onclick = () => { $("refund-reason").value = r; };
+    chip.onclick = () => { $("refund-reason").value = r; $("refund-reason").focus(); };
     return chip;
   }));
 }
-$("refund-open").onclick = () => { $("refund-text").textContent = ""; $("refund").showModal(); };
+$("refund-open").onclick = async () => {
+  $("refund-text").textContent = "";
+  // The reasons are the order service's: asked again when the page loaded before it was reached.
+  if (!vocabulary.refundReasons.length) {
+    const again = await fetch("/api/desk");
+    if (again.ok) { vocabulary = await again.json(); renderReasons(); }
+  }
+  $("refund").showModal();
+};
 $("refund-close").onclick = () => $("refund").close();
 $("refund-copy").onclick = () => navigator.clipboard && navigator.clipboard.writeText($("refund-text").textContent);
 $("refund-draft").onclick = async () => {

@@ -166,6 +166,11 @@ impl Connecting {
         Connecting { ready, task }
     }
 
+    /// The host if its connections are open (or have failed) now; `None` while they open.
+    pub(crate) fn opened_now(&self) -> Option<Opened> {
+        self.ready.borrow().clone()
+    }
+
     /// The host, once its connections are open (or have failed).
     pub(crate) async fn host(&self) -> Opened {
         opened(self.ready.clone()).await

@@ -74,6 +74,8 @@ pub struct Desk {
     pub(crate) next_run: std::sync::atomic::AtomicU64,
     /// The desk's database, if it has one.
     pub(crate) store: Option<crate::store::DeskStore>,
+    /// The refund reasons the order service offered, once it was asked.
+    pub(crate) refund_reasons: std::sync::OnceLock<Vec<String>>,
 }
 
 /// One step of the model loop.
@@ -204,6 +206,7 @@ impl Desk {
             spent: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
+            refund_reasons: std::sync::OnceLock::new(),
             store,
         })
     }
@@ -674,18 +677,26 @@ impl Desk {
     }
 
     /// The reasons for a refund the order service offers (`completion/complete` of the
-    /// `draft_refund_email` prompt's `reason`): its list, written once there. None while the
-    /// order service cannot be reached (the page then takes the reason as typed).
+    /// `draft_refund_email` prompt's `reason`): its list, written once there, asked once and
+    /// kept. None while the desk's connections are still opening (never waited for: the page
+    /// asks at load, and a connection may be waiting for that page's person to sign in) or the
+    /// order service cannot be reached; the page asks again when it needs them, and takes the
+    /// reason as typed meanwhile.
     pub async fn refund_reasons(&self) -> Vec<String> {
-        let host = self.host.host().await;
-        let Some(orders) = host.as_ref().ok().and_then(|h| h.connection("orders").ok()) else {
+        if let Some(kept) = self.refund_reasons.get() {
+            return kept.clone();
+        }
+        let Some(Ok(host)) = self.host.opened_now() else {
+            return Vec::new();
+        };
+        let Ok(orders) = host.connection("orders") else {
             return Vec::new();
         };
         match orders
             .complete_prompt_argument("draft_refund_email", "reason", "")
             .await
         {
-            Ok(reasons) => reasons,
+            Ok(reasons) => self.refund_reasons.get_or_init(|| reasons).clone(),
             Err(error) => {
                 tracing::warn!(%error, "the order service offered no refund reasons");
                 Vec::new()

@@ -927,6 +927,10 @@ async fn every_route_refuses_a_rebound_host_or_a_foreign_origin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_reads_its_vocabulary_from_the_desk_and_the_desk_keeps_the_refund_rule() {
     let demo = demo(Revision::V2026_07_28, Duration::from_secs(60)).await;
+    // Before its connections are open the desk offers no refund reasons (it does not wait for
+    // them: a connection may be waiting for this page's person to sign in); listing orders
+    // waits for them.
+    let _: Value = get_json(format!("{}api/orders?status=PENDING", demo.url)).await;
     let vocabulary: Value = get_json(format!("{}api/desk", demo.url)).await;
     // The contract the page is written against.
     assert_eq!(
