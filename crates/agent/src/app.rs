@@ -371,6 +371,36 @@ pub fn add_person(path: &std::path::Path, name: &str, password: &str) -> Result<
     Ok(())
 }
 
+/// Add `name` with `password` to the people the desk's database at `url` keeps (a team's desks
+/// sharing one PostgreSQL; the database is migrated when new).
+pub async fn add_person_to_database(url: &str, name: &str, password: &str) -> Result<(), AppError> {
+    if !crate::people::valid_name(name) {
+        return Err(crate::people::PeopleError::BadName(name.to_owned()).into());
+    }
+    let hash = crate::people::hash_password(password)?;
+    let store = crate::store::DeskStore::open(url)
+        .await
+        .map_err(DeskError::from)?;
+    store
+        .save_person(name, &hash)
+        .await
+        .map_err(DeskError::from)?;
+    Ok(())
+}
+
+/// The people the desk's database at `url` keeps, when it is PostgreSQL (a team's desks share
+/// them there; a SQLite desk's people are its people file); `None` when it keeps nobody.
+pub async fn people_in_database(url: &str) -> Result<Option<crate::people::People>, AppError> {
+    if !sql_pool::is_postgres(url) {
+        return Ok(None);
+    }
+    let store = crate::store::DeskStore::open(url)
+        .await
+        .map_err(DeskError::from)?;
+    let people = store.people().await.map_err(DeskError::from)?;
+    Ok(crate::people::People::from_database(people)?)
+}
+
 /// Loopback, and the names given with `--allow-host`.
 pub fn web_options(allow_hosts: &[String]) -> serve::HttpOptions {
     allow_hosts

@@ -74,6 +74,14 @@ pub enum PeopleError {
     /// Hashing failed.
     #[error("could not hash the password: {0}")]
     Hash(String),
+    /// A person the desk's database keeps is not a valid name and Argon2 hash.
+    #[error("the desk's database keeps {name:?}, which is not a person: {why}")]
+    Kept {
+        /// The name as kept.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// Why a sign-in was refused.
@@ -88,7 +96,7 @@ pub enum SignInRefused {
     Locked,
 }
 
-fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME
         && name
@@ -152,6 +160,24 @@ impl People {
             failures: Arc::default(),
             checks: Arc::new(tokio::sync::Semaphore::new(MAX_CHECKS_AT_ONCE)),
         })
+    }
+
+    /// The people kept in the desk's database (`NAME`, `HASH` pairs, as
+    /// [`crate::store::DeskStore::people`] reads them); `None` when it keeps nobody.
+    pub fn from_database(people: Vec<(String, String)>) -> Result<Option<People>, PeopleError> {
+        let mut hashes = HashMap::new();
+        for (name, hash) in people {
+            checked(&name, &hash, |why| PeopleError::Kept {
+                name: name.clone(),
+                why: why.to_owned(),
+            })?;
+            hashes.insert(name, hash);
+        }
+        Ok((!hashes.is_empty()).then(|| People {
+            hashes: Arc::new(hashes),
+            failures: Arc::default(),
+            checks: Arc::new(tokio::sync::Semaphore::new(MAX_CHECKS_AT_ONCE)),
+        }))
     }
 
     /// How many people may sign in.
@@ -271,6 +297,20 @@ impl People {
 /// A valid hash of no one's password, checked for unknown names.
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$3fgrKp5pAsDnXvE/xrNKa4XXdhy6Kxov2gOJixWlxRE";
 
+/// Check one person's name and hash (a PHC Argon2 string); `bad` says what is wrong.
+fn checked<E>(name: &str, hash: &str, bad: impl Fn(&str) -> E) -> Result<(), E> {
+    if !valid_name(name) {
+        return Err(bad(&format!(
+            "{name:?} is not a name (1 to {MAX_NAME} letters, digits, '.', '-' or '_')"
+        )));
+    }
+    let parsed = PasswordHash::new(hash).map_err(|e| bad(&format!("not a PHC hash: {e}")))?;
+    if !parsed.algorithm.as_str().starts_with("argon2") {
+        return Err(bad("not an Argon2 hash"));
+    }
+    Ok(())
+}
+
 fn parse(path: &Path, text: &str) -> Result<HashMap<String, String>, PeopleError> {
     let mut hashes = HashMap::new();
     for (index, line) in text.lines().enumerate() {
@@ -286,15 +326,7 @@ fn parse(path: &Path, text: &str) -> Result<HashMap<String, String>, PeopleError
         let (name, hash) = line
             .split_once(':')
             .ok_or_else(|| bad("expected NAME:HASH"))?;
-        if !valid_name(name) {
-            return Err(bad(&format!(
-                "{name:?} is not a name (1 to {MAX_NAME} letters, digits, '.', '-' or '_')"
-            )));
-        }
-        let parsed = PasswordHash::new(hash).map_err(|e| bad(&format!("not a PHC hash: {e}")))?;
-        if !parsed.algorithm.as_str().starts_with("argon2") {
-            return Err(bad("not an Argon2 hash"));
-        }
+        checked(name, hash, bad)?;
         if hashes.insert(name.to_owned(), hash.to_owned()).is_some() {
             return Err(bad(&format!("{name} is named twice")));
         }

@@ -222,6 +222,24 @@ impl DeskStore {
         Ok(on_pool!(&self.pool, pool => sqlx::query_as(all).fetch_all(pool).await?))
     }
 
+    /// Keep a person who may sign in (`hash`: an Argon2id PHC string), or set their password.
+    pub async fn save_person(&self, name: &str, hash: &str) -> Result<(), StoreError> {
+        let sql = self.pool.sql(
+            "INSERT INTO desk_people (name, hash) VALUES (?, ?) \
+             ON CONFLICT (name) DO UPDATE SET hash = excluded.hash",
+        );
+        on_pool!(&self.pool, pool => {
+            sqlx::query(&sql).bind(name).bind(hash).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Everyone who may sign in, as (name, hash), by name.
+    pub async fn people(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let all = "SELECT name, hash FROM desk_people ORDER BY name";
+        Ok(on_pool!(&self.pool, pool => sqlx::query_as(all).fetch_all(pool).await?))
+    }
+
     /// Keep a task that waits for the person (once: a second question of the same task keeps
     /// the first's row).
     pub async fn save_wait(&self, wait: &Wait) -> Result<(), StoreError> {

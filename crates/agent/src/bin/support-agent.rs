@@ -190,47 +190,51 @@ enum Command {
         desk: DeskArgs,
     },
     /// Serve the web UI against a running order service.
-    Web {
-        /// Where the web UI listens.
-        #[arg(long, default_value = "127.0.0.1:8081")]
-        listen: SocketAddr,
-        /// The order service's MCP endpoint.
-        #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
-        orders: String,
-        /// A host name (besides loopback) the web UI answers to; repeat for more.
-        #[arg(long = "allow-host", value_name = "NAME")]
-        allow_hosts: Vec<String>,
-        /// Who may sign in to the web UI (`support-agent people add` writes it); without it
-        /// the desk has one person and serves loopback only.
-        #[arg(long, value_name = "FILE")]
-        people: Option<std::path::PathBuf>,
-        /// With --people: the person who signs the desk in to a server that asks for it (the
-        /// link is shown on their pages only; the desk's one connection then acts under their
-        /// account for everyone). Without it such a sign-in is refused.
-        #[arg(long, value_name = "NAME", requires = "people")]
-        sign_in_person: Option<String>,
-        /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client
-        /// histograms).
-        #[arg(long)]
-        metrics: bool,
-        /// The desk's own database (browser sessions, conversations, the questions that wait
-        /// in tasks), kept across restarts: a SQLite file, a PostgreSQL database
-        /// (`postgres://USER@HOST:PORT/DB`, which must exist; migrated on first start), or
-        /// `sqlite::memory:` to keep nothing (default: data/desk.sqlite).
-        #[arg(long, value_name = "URL")]
-        database: Option<String>,
-        /// A file whose first line is the token to present to the order service (then no
-        /// OAuth sign-in toward it).
-        #[arg(long, value_name = "FILE")]
-        orders_bearer_file: Option<std::path::PathBuf>,
-        #[command(flatten)]
-        desk: DeskArgs,
-    },
+    Web(WebArgs),
     /// The people who may sign in to the web UI.
     People {
         #[command(subcommand)]
         action: PeopleAction,
     },
+}
+
+/// The flags of `support-agent web`.
+#[derive(Debug, clap::Args)]
+struct WebArgs {
+    /// Where the web UI listens.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    listen: SocketAddr,
+    /// The order service's MCP endpoint.
+    #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
+    orders: String,
+    /// A host name (besides loopback) the web UI answers to; repeat for more.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
+    /// Who may sign in to the web UI (`support-agent people add` writes it); without it
+    /// the desk has one person and serves loopback only.
+    #[arg(long, value_name = "FILE")]
+    people: Option<std::path::PathBuf>,
+    /// With --people: the person who signs the desk in to a server that asks for it (the
+    /// link is shown on their pages only; the desk's one connection then acts under their
+    /// account for everyone). Without it such a sign-in is refused.
+    #[arg(long, value_name = "NAME", requires = "people")]
+    sign_in_person: Option<String>,
+    /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client
+    /// histograms).
+    #[arg(long)]
+    metrics: bool,
+    /// The desk's own database (browser sessions, conversations, the questions that wait
+    /// in tasks), kept across restarts: a SQLite file, a PostgreSQL database
+    /// (`postgres://USER@HOST:PORT/DB`, which must exist; migrated on first start), or
+    /// `sqlite::memory:` to keep nothing (default: data/desk.sqlite).
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+    /// A file whose first line is the token to present to the order service (then no
+    /// OAuth sign-in toward it).
+    #[arg(long, value_name = "FILE")]
+    orders_bearer_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    desk: DeskArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -243,6 +247,10 @@ enum PeopleAction {
         /// The people file (created, readable by you only, when missing).
         #[arg(long, value_name = "FILE", default_value = "data/people")]
         people: std::path::PathBuf,
+        /// Keep the person in the desk's database instead (`postgres://…`: the desks of a team
+        /// sharing it let them sign in; `support-agent web --database` on it reads them).
+        #[arg(long, value_name = "URL", conflicts_with = "people")]
+        database: Option<String>,
     },
 }
 
@@ -393,45 +401,70 @@ async fn main() -> anyhow::Result<()> {
             };
             app::terminal(config, &log_file, shutdown).await?;
         }
-        Command::Web {
-            listen,
-            orders,
-            allow_hosts,
-            people,
-            sign_in_person,
-            metrics,
-            database,
-            orders_bearer_file,
-            desk,
-        } => {
-            let people = load_people(people.as_deref())?;
-            if people.is_none() {
-                app::loopback_only(listen, "--listen", true)?;
-            }
-            let config = DeskConfig {
-                orders_url: orders,
-                people,
-                sign_in_person,
-                metrics,
-                orders_bearer_file,
-                database: app::desk_database(database)?,
-                ..desk_config(&desk)?
-            };
-            app::web(listen, config, &allow_hosts, shutdown, |url| {
-                eprintln!("Support Desk web UI: open {url}");
-            })
-            .await?;
-        }
+        Command::Web(args) => web(args, shutdown).await?,
         Command::People {
-            action: PeopleAction::Add { name, people },
-        } => add_person(&name, &people)?,
+            action:
+                PeopleAction::Add {
+                    name,
+                    people,
+                    database,
+                },
+        } => add_person(&name, &people, database.as_deref()).await?,
     }
+    Ok(())
+}
+
+/// `support-agent web`: the web UI until `shutdown`.
+async fn web(args: WebArgs, shutdown: tokio_util::sync::CancellationToken) -> anyhow::Result<()> {
+    let WebArgs {
+        listen,
+        orders,
+        allow_hosts,
+        people,
+        sign_in_person,
+        metrics,
+        database,
+        orders_bearer_file,
+        desk,
+    } = args;
+    let database = app::desk_database(database)?;
+    let people = match (load_people(people.as_deref())?, &database) {
+        (Some(people), _) => Some(people),
+        // A team's desks on one PostgreSQL keep their people there.
+        (None, Some(url)) => app::people_in_database(url).await?.inspect(|people| {
+            eprintln!(
+                "People: {} may sign in (kept in the desk's database).",
+                people.len()
+            );
+        }),
+        (None, None) => None,
+    };
+    if people.is_none() {
+        app::loopback_only(listen, "--listen", true)?;
+    }
+    let config = DeskConfig {
+        orders_url: orders,
+        people,
+        sign_in_person,
+        metrics,
+        orders_bearer_file,
+        database,
+        ..desk_config(&desk)?
+    };
+    app::web(listen, config, &allow_hosts, shutdown, |url| {
+        eprintln!("Support Desk web UI: open {url}");
+    })
+    .await?;
     Ok(())
 }
 
 /// `support-agent people add`: `name` with a password asked at the terminal (twice, never
 /// shown), or read from standard input when that is not a terminal (a script's pipe).
-fn add_person(name: &str, people: &std::path::Path) -> anyhow::Result<()> {
+async fn add_person(
+    name: &str,
+    people: &std::path::Path,
+    database: Option<&str>,
+) -> anyhow::Result<()> {
     use std::io::IsTerminal as _;
     let password = if std::io::stdin().is_terminal() {
         let first = rpassword::prompt_password(format!("Password for {name} (not shown): "))
@@ -449,8 +482,16 @@ fn add_person(name: &str, people: &std::path::Path) -> anyhow::Result<()> {
             .context("cannot read the password from standard input")?;
         line.trim_end_matches(['\r', '\n']).to_owned()
     };
-    app::add_person(people, name, &password)?;
-    eprintln!("{name} may sign in to the desk ({})", people.display());
+    match database {
+        Some(url) => {
+            app::add_person_to_database(url, name, &password).await?;
+            eprintln!("{name} may sign in to the desks on that database");
+        }
+        None => {
+            app::add_person(people, name, &password)?;
+            eprintln!("{name} may sign in to the desk ({})", people.display());
+        }
+    }
     Ok(())
 }
 

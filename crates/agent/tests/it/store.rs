@@ -9,6 +9,11 @@ use agent::store::{DeskStore, StoredSession, Wait};
 /// PostgreSQL server (`scripts/test-postgres` runs these tests a second time that way), a new
 /// database created on it for this test alone.
 async fn fresh() -> DeskStore {
+    fresh_at().await.0
+}
+
+/// [`fresh`], with the database's URL.
+async fn fresh_at() -> (DeskStore, String) {
     let url = match std::env::var("AGENT_TEST_POSTGRES") {
         Ok(server) if !server.is_empty() => sql_pool::create_database(&server, "desk")
             .await
@@ -28,7 +33,7 @@ async fn fresh() -> DeskStore {
         .await
         .expect("the desk's database opens");
     assert_eq!(store.is_shared(), sql_pool::is_postgres(&url));
-    store
+    (store, url)
 }
 
 #[tokio::test]
@@ -103,4 +108,50 @@ async fn a_wait_is_kept_once_and_forgotten_when_its_task_ends() {
     assert_eq!(store.waits().await.unwrap(), vec![wait]);
     store.forget_wait("orders", "t1").await.unwrap();
     assert!(store.waits().await.unwrap().is_empty());
+}
+
+/// `support-agent people add --database URL`: the person is kept by name and Argon2id hash (the
+/// password never), a second add sets the password, and on PostgreSQL the desks of that
+/// database let them sign in (a SQLite desk's people are its people file).
+#[tokio::test]
+async fn people_kept_in_the_database_sign_in_with_their_password() {
+    let (store, url) = fresh_at().await;
+    agent::app::add_person_to_database(&url, "ana", "first-password")
+        .await
+        .unwrap();
+    agent::app::add_person_to_database(&url, "ana", "ana-password")
+        .await
+        .unwrap();
+    let refused = agent::app::add_person_to_database(&url, "not a name", "ana-password").await;
+    assert!(refused.is_err());
+    let kept = store.people().await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].0, "ana");
+    assert!(kept[0].1.starts_with("$argon2id$") && !kept[0].1.contains("ana-password"));
+    let people = agent::people::People::from_database(kept).unwrap().unwrap();
+    let here = std::net::IpAddr::from([127, 0, 0, 1]);
+    assert_eq!(
+        people.sign_in("ana", "ana-password", here).await.unwrap(),
+        "ana"
+    );
+    assert!(people.sign_in("ana", "first-password", here).await.is_err());
+    let read = agent::app::people_in_database(&url).await.unwrap();
+    assert_eq!(
+        read.map(|people| people.len()),
+        sql_pool::is_postgres(&url).then_some(1)
+    );
+}
+
+/// A row that is not a person (a hand-written one) is refused with what is wrong, not served.
+#[tokio::test]
+async fn a_kept_row_that_is_not_a_person_is_refused() {
+    let store = fresh().await;
+    store.save_person("ana", "plain text").await.unwrap();
+    let error = agent::people::People::from_database(store.people().await.unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("\"ana\"") && error.contains("not a PHC hash"),
+        "{error}"
+    );
 }
