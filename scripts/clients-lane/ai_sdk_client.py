@@ -51,11 +51,9 @@ class Session:
                 return message["result"]
 
     def answer(self, question):
-        if question.get("url"):
-            opened = self.handlers.open_url(question["message"], question["url"])
-            return {"action": "accept" if opened else "decline"}
-        content = self.handlers.elicit(question["message"], question.get("schema"))
-        return {"action": "decline"} if content is None else {"action": "accept", "content": content}
+        action, content = self.handlers.answer(question["message"], question.get("url"),
+                                               question.get("schema"))
+        return {"action": action} if content is None else {"action": action, "content": content}
 
     async def write(self, message):
         self.proc.stdin.write((json.dumps(message) + "\n").encode())

@@ -37,20 +37,16 @@ class Session:
 
     async def call(self, name, arguments):
         result = await self.agent.call_tool(f"lane__{name}", arguments)
-        text = " ".join(getattr(c, "text", "") for c in result.content)
+        text = lane.content_text(result.content)
         return result.is_error, text
 
 
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
     async def elicit(context, params):
-        if getattr(params, "url", None):
-            opened = handlers.open_url(params.message, params.url)
-            return ElicitResult(action="accept" if opened else "decline")
-        answer = handlers.elicit(params.message, getattr(params, "requested_schema", None))
-        if answer is None:
-            return ElicitResult(action="decline")
-        return ElicitResult(action="accept", content=answer)
+        action, content = handlers.answer(params.message, getattr(params, "url", None),
+                                          getattr(params, "requested_schema", None))
+        return ElicitResult(action=action, content=content)
 
     with tempfile.TemporaryDirectory(prefix="fast-agent-lane-") as home:
         config = os.path.join(home, "fastagent.config.yaml")

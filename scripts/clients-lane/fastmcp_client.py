@@ -24,7 +24,7 @@ class Session:
 
     async def call(self, name, arguments):
         result = await self.client.call_tool(name, arguments, raise_on_error=False)
-        text = " ".join(getattr(c, "text", "") for c in result.content)
+        text = lane.content_text(result.content)
         return result.is_error, text
 
 
@@ -32,11 +32,8 @@ def hooks(handlers):
     """FastMCP's handlers (Pydantic AI takes the same), answering as `handlers` says."""
 
     async def elicit(message, response_type, params, context):
-        if getattr(params, "url", None):
-            opened = handlers.open_url(message, params.url)
-            return ElicitResult(action="accept" if opened else "decline")
-        answer = handlers.elicit(message, params)
-        return answer if answer is not None else ElicitResult(action="decline")
+        action, content = handlers.answer(message, getattr(params, "url", None), params)
+        return ElicitResult(action=action, content=content)
 
     async def sample(messages, params, context):
         return handlers.sample(" ".join(str(m.content) for m in messages))

@@ -53,7 +53,7 @@ class Session(fastmcp_client.Session):
     async def call_task(self, name, arguments):
         task = await fastmcp_tasks.call_tool_task(self.client, name, arguments, raise_on_error=False)
         result = await task.result()
-        text = " ".join(getattr(c, "text", "") for c in result.content)
+        text = lane.content_text(result.content)
         return result.is_error, text
 
 

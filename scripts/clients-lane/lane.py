@@ -32,6 +32,11 @@ def check(name, ok, why=""):
     say(name, "pass" if ok else "fail", "" if ok else why)
 
 
+def content_text(content):
+    """A tool result's text parts, joined (what every driver's `call` returns as its text)."""
+    return " ".join(getattr(part, "text", "") for part in content)
+
+
 def rest(base, path):
     with urllib.request.urlopen(f"{base}{path}", timeout=10) as response:
         return json.loads(response.read())
@@ -55,6 +60,14 @@ class Handlers:
             if key in message:
                 return answer
         return None  # decline
+
+    def answer(self, message, url=None, schema=None):
+        """A question answered as (action, content): a URL question's link opened, a form as
+        `answers` says, anything else declined. Every driver's elicitation hook answers with it."""
+        if url:
+            return ("accept" if self.open_url(message, url) else "decline"), None
+        content = self.elicit(message, schema)
+        return ("decline", None) if content is None else ("accept", content)
 
     def open_url(self, message, url):
         """A URL question: the person agrees to open `url` (the lane opens nothing)."""

@@ -54,13 +54,9 @@ class Session:
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
     async def elicit(mcp_context, params, context):
-        if getattr(params, "url", None):
-            opened = handlers.open_url(params.message, params.url)
-            return ElicitResult(action="accept" if opened else "decline")
-        answer = handlers.elicit(params.message, getattr(params, "requestedSchema", None))
-        if answer is None:
-            return ElicitResult(action="decline")
-        return ElicitResult(action="accept", content=answer)
+        action, content = handlers.answer(params.message, getattr(params, "url", None),
+                                          getattr(params, "requestedSchema", None))
+        return ElicitResult(action=action, content=content)
 
     async def progress(value, total, message, context):
         handlers.on_progress(value, total)

@@ -39,7 +39,7 @@ class Session:
             self.handlers.on_progress(value, total)
 
         result = await self.client.call_tool(name, arguments, progress_callback=progress)
-        text = " ".join(getattr(c, "text", "") for c in result.content)
+        text = lane.content_text(result.content)
         return result.is_error, text
 
 

@@ -35,7 +35,7 @@ class Session:
 
     async def call(self, name, arguments):
         result = await self.server.call_tool(name, arguments)
-        text = " ".join(getattr(c, "text", "") for c in result.content)
+        text = lane.content_text(result.content)
         return bool(result.is_error), text
 
 

@@ -32,20 +32,16 @@ class Session:
             self.handlers.on_progress(value, total)
 
         result = await self.client.call_tool(name, arguments, progress_callback=progress)
-        text = " ".join(getattr(c, "text", "") for c in result.content)
+        text = lane.content_text(result.content)
         return result.is_error, text
 
 
 @contextlib.asynccontextmanager
 async def open_session(url, handlers, headers):
     async def elicit(context, params):
-        if getattr(params, "url", None):
-            opened = handlers.open_url(params.message, params.url)
-            return types.ElicitResult(action="accept" if opened else "decline")
-        answer = handlers.elicit(params.message, getattr(params, "requested_schema", None))
-        if answer is None:
-            return types.ElicitResult(action="decline")
-        return types.ElicitResult(action="accept", content=answer)
+        action, content = handlers.answer(params.message, getattr(params, "url", None),
+                                          getattr(params, "requested_schema", None))
+        return types.ElicitResult(action=action, content=content)
 
     async def sample(context, params):
         text = handlers.sample(" ".join(str(m.content) for m in params.messages))

@@ -63,7 +63,7 @@ pub fn write_with(
     arguments: Option<&JsonObject>,
     schema: Option<&JsonObject>,
 ) {
-    if let Ok(value) = HeaderValue::try_from(method) {
+    if let Some(value) = method_value(method) {
         headers.insert(METHOD, value);
     }
     if let Some(name) = name {
@@ -125,6 +125,16 @@ pub fn agree_with(
                 _ => false,
             }
         })
+}
+
+/// `Mcp-Method`'s value: made once for the methods hosts send on every call (no copy per
+/// request), parsed for any other.
+fn method_value(method: &str) -> Option<HeaderValue> {
+    match method {
+        "tools/call" => Some(HeaderValue::from_static("tools/call")),
+        "prompts/get" => Some(HeaderValue::from_static("prompts/get")),
+        other => HeaderValue::try_from(other).ok(),
+    }
 }
 
 /// The value `Mcp-Name` must carry for `method`, if the body has one.

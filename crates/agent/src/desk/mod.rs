@@ -75,7 +75,7 @@ pub struct Desk {
     /// The desk's database, if it has one.
     pub(crate) store: Option<crate::store::DeskStore>,
     /// The refund reasons the order service offered, once it was asked.
-    pub(crate) refund_reasons: std::sync::OnceLock<Vec<String>>,
+    pub(crate) kept_refund_reasons: std::sync::OnceLock<Vec<String>>,
 }
 
 /// One step of the model loop.
@@ -206,7 +206,7 @@ impl Desk {
             spent: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             next_run: std::sync::atomic::AtomicU64::new(0),
-            refund_reasons: std::sync::OnceLock::new(),
+            kept_refund_reasons: std::sync::OnceLock::new(),
             store,
         })
     }
@@ -683,7 +683,7 @@ impl Desk {
     /// order service cannot be reached; the page asks again when it needs them, and takes the
     /// reason as typed meanwhile.
     pub async fn refund_reasons(&self) -> Vec<String> {
-        if let Some(kept) = self.refund_reasons.get() {
+        if let Some(kept) = self.kept_refund_reasons.get() {
             return kept.clone();
         }
         let Some(Ok(host)) = self.host.opened_now() else {
@@ -696,7 +696,7 @@ impl Desk {
             .complete_prompt_argument("draft_refund_email", "reason", "")
             .await
         {
-            Ok(reasons) => self.refund_reasons.get_or_init(|| reasons).clone(),
+            Ok(reasons) => self.kept_refund_reasons.get_or_init(|| reasons).clone(),
             Err(error) => {
                 tracing::warn!(%error, "the order service offered no refund reasons");
                 Vec::new()
