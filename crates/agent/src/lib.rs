@@ -2,6 +2,7 @@
 //! web front end with live confirmations and progress, and the one-command demo.
 
 pub mod app;
+pub mod bus;
 pub mod cli;
 pub mod desk;
 pub mod events;

@@ -51,6 +51,8 @@ pub struct Wait {
     pub asked: SystemTime,
     /// When the person's time to answer ends.
     pub until: SystemTime,
+    /// The desk that follows it, on a database desks share (`None`: whichever starts next).
+    pub desk: Option<String>,
 }
 
 /// The desk's database.
@@ -136,12 +138,17 @@ impl DeskStore {
 
     /// Forget a session (signed out, or pushed out by newer ones) and its conversations.
     pub async fn forget_session(&self, digest: &str) -> Result<(), StoreError> {
+        let turns = self.pool.sql(
+            "DELETE FROM desk_turns WHERE conversation IN \
+             (SELECT id FROM desk_conversations WHERE session_digest = ?)",
+        );
         let conversations = self
             .pool
             .sql("DELETE FROM desk_conversations WHERE session_digest = ?");
         let session = self.pool.sql("DELETE FROM desk_sessions WHERE digest = ?");
         on_pool!(&self.pool, pool => {
             let mut tx = pool.begin().await?;
+            sqlx::query(&turns).bind(digest).execute(&mut *tx).await?;
             sqlx::query(&conversations).bind(digest).execute(&mut *tx).await?;
             sqlx::query(&session).bind(digest).execute(&mut *tx).await?;
             tx.commit().await?;
@@ -153,6 +160,10 @@ impl DeskStore {
     /// conversations).
     pub async fn sessions(&self, now: SystemTime) -> Result<Vec<StoredSession>, StoreError> {
         let now = millis(now);
+        let turns = self.pool.sql(
+            "DELETE FROM desk_turns WHERE conversation IN (SELECT c.id FROM desk_conversations c \
+             JOIN desk_sessions s ON s.digest = c.session_digest WHERE s.until_ms <= ?)",
+        );
         let conversations = self.pool.sql(
             "DELETE FROM desk_conversations WHERE session_digest IN \
              (SELECT digest FROM desk_sessions WHERE until_ms <= ?)",
@@ -163,6 +174,7 @@ impl DeskStore {
         let live = "SELECT digest, person, until_ms FROM desk_sessions ORDER BY until_ms, rowid";
         let rows: Vec<(String, String, i64)> = on_pool!(&self.pool, pool => {
             let mut tx = pool.begin().await?;
+            sqlx::query(&turns).bind(now).execute(&mut *tx).await?;
             sqlx::query(&conversations).bind(now).execute(&mut *tx).await?;
             sqlx::query(&sessions).bind(now).execute(&mut *tx).await?;
             let rows = sqlx::query_as(live).fetch_all(&mut *tx).await?;
@@ -191,11 +203,21 @@ impl DeskStore {
             "INSERT INTO desk_conversations (id, session_digest, made_ms) VALUES (?, ?, ?) \
              ON CONFLICT (id) DO NOTHING",
         );
-        let trim = self.pool.sql(
-            "DELETE FROM desk_conversations WHERE session_digest = ? AND id NOT IN \
-             (SELECT id FROM desk_conversations WHERE session_digest = ? \
-              ORDER BY made_ms DESC, rowid DESC LIMIT ?)",
-        );
+        let kept = "(SELECT id FROM desk_conversations WHERE session_digest = ? \
+                    ORDER BY made_ms DESC, rowid DESC LIMIT ?)";
+        let turns = self
+            .pool
+            .sql(&format!(
+                "DELETE FROM desk_turns WHERE conversation IN (SELECT id FROM desk_conversations \
+             WHERE session_digest = ? AND id NOT IN {kept})"
+            ))
+            .into_owned();
+        let trim = self
+            .pool
+            .sql(&format!(
+                "DELETE FROM desk_conversations WHERE session_digest = ? AND id NOT IN {kept}"
+            ))
+            .into_owned();
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         on_pool!(&self.pool, pool => {
             let mut tx = pool.begin().await?;
@@ -205,12 +227,14 @@ impl DeskStore {
                 .bind(millis(SystemTime::now()))
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(&trim)
-                .bind(digest)
-                .bind(digest)
-                .bind(keep)
-                .execute(&mut *tx)
-                .await?;
+            for sql in [&turns, &trim] {
+                sqlx::query(sql)
+                    .bind(digest)
+                    .bind(digest)
+                    .bind(keep)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             tx.commit().await?;
         });
         Ok(())
@@ -245,8 +269,8 @@ impl DeskStore {
     pub async fn save_wait(&self, wait: &Wait) -> Result<(), StoreError> {
         let sql = self.pool.sql(
             "INSERT INTO desk_waits \
-             (server, task_id, conversation, owner, asked_ms, until_ms) VALUES (?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (server, task_id) DO NOTHING",
+             (server, task_id, conversation, owner, asked_ms, until_ms, desk) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (server, task_id) DO NOTHING",
         );
         on_pool!(&self.pool, pool => {
             sqlx::query(&sql)
@@ -256,6 +280,7 @@ impl DeskStore {
                 .bind(&wait.owner)
                 .bind(millis(wait.asked))
                 .bind(millis(wait.until))
+                .bind(&wait.desk)
                 .execute(pool)
                 .await?;
         });
@@ -275,23 +300,165 @@ impl DeskStore {
 
     /// Every task that waits for the person, oldest first.
     pub async fn waits(&self) -> Result<Vec<Wait>, StoreError> {
-        type Row = (String, String, String, String, i64, i64);
-        let all = "SELECT server, task_id, conversation, owner, asked_ms, until_ms FROM desk_waits \
-                   ORDER BY asked_ms, rowid";
-        let rows: Vec<Row> =
+        let all = "SELECT server, task_id, conversation, owner, asked_ms, until_ms, desk \
+                   FROM desk_waits ORDER BY asked_ms, rowid";
+        let rows: Vec<WaitRow> =
             on_pool!(&self.pool, pool => sqlx::query_as(all).fetch_all(pool).await?);
-        Ok(rows
-            .into_iter()
-            .map(
-                |(server, task_id, conversation, owner, asked, until)| Wait {
-                    server,
-                    task_id,
-                    conversation,
-                    owner,
-                    asked: time_of(asked),
-                    until: time_of(until),
-                },
-            )
-            .collect())
+        Ok(rows.into_iter().map(wait_of).collect())
+    }
+
+    /// The tasks that wait for the person and that no live desk follows (none named, or its
+    /// desk's lease ran out at `now`), oldest first: for a desk to take over.
+    pub async fn orphan_waits(&self, now: SystemTime) -> Result<Vec<Wait>, StoreError> {
+        let sql = self.pool.sql(
+            "SELECT server, task_id, conversation, owner, asked_ms, until_ms, desk \
+             FROM desk_waits w WHERE NOT EXISTS (SELECT 1 FROM desk_instances d \
+             WHERE d.id = w.desk AND d.alive_until_ms > ?) ORDER BY asked_ms, rowid",
+        );
+        let rows: Vec<WaitRow> = on_pool!(&self.pool, pool => {
+            sqlx::query_as(&sql).bind(millis(now)).fetch_all(pool).await?
+        });
+        Ok(rows.into_iter().map(wait_of).collect())
+    }
+
+    /// Make `desk` the follower of `wait`, if the desk it names still does (`wait.desk`):
+    /// whether it did (of desks racing for one task, one wins).
+    pub async fn claim_wait(&self, wait: &Wait, desk: &str) -> Result<bool, StoreError> {
+        let sql = self.pool.sql(
+            "UPDATE desk_waits SET desk = ? WHERE server = ? AND task_id = ? \
+             AND COALESCE(desk, '') = ?",
+        );
+        let done = on_pool!(&self.pool, pool => {
+            sqlx::query(&sql)
+                .bind(desk)
+                .bind(&wait.server)
+                .bind(&wait.task_id)
+                .bind(wait.desk.as_deref().unwrap_or(""))
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(done == 1)
+    }
+
+    /// `desk` lives until `until` (its lease on the tasks it follows).
+    pub async fn desk_alive(&self, desk: &str, until: SystemTime) -> Result<(), StoreError> {
+        let sql = self.pool.sql(
+            "INSERT INTO desk_instances (id, alive_until_ms) VALUES (?, ?) \
+             ON CONFLICT (id) DO UPDATE SET alive_until_ms = excluded.alive_until_ms",
+        );
+        on_pool!(&self.pool, pool => {
+            sqlx::query(&sql).bind(desk).bind(millis(until)).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// The desks whose lease lives at `now` (rows of desks gone for a day are dropped).
+    pub async fn live_desks(&self, now: SystemTime) -> Result<Vec<String>, StoreError> {
+        let day = millis(now).saturating_sub(24 * 60 * 60 * 1000);
+        let gone = self
+            .pool
+            .sql("DELETE FROM desk_instances WHERE alive_until_ms < ?");
+        let live = self
+            .pool
+            .sql("SELECT id FROM desk_instances WHERE alive_until_ms > ? ORDER BY id");
+        Ok(on_pool!(&self.pool, pool => {
+            sqlx::query(&gone).bind(day).execute(pool).await?;
+            sqlx::query_scalar(&live).bind(millis(now)).fetch_all(pool).await?
+        }))
+    }
+
+    /// The live session whose cookie has the digest `digest`, and its conversations (oldest
+    /// first), as another desk of the same database made them.
+    pub async fn session(
+        &self,
+        digest: &str,
+        now: SystemTime,
+    ) -> Result<Option<(StoredSession, Vec<String>)>, StoreError> {
+        let session = self
+            .pool
+            .sql("SELECT person, until_ms FROM desk_sessions WHERE digest = ? AND until_ms > ?");
+        let conversations = self.pool.sql(
+            "SELECT id FROM desk_conversations WHERE session_digest = ? ORDER BY made_ms, rowid",
+        );
+        let found: Option<(String, i64)> = on_pool!(&self.pool, pool => {
+            sqlx::query_as(&session).bind(digest).bind(millis(now)).fetch_optional(pool).await?
+        });
+        let Some((person, until)) = found else {
+            return Ok(None);
+        };
+        let ids: Vec<String> = on_pool!(&self.pool, pool => {
+            sqlx::query_scalar(&conversations).bind(digest).fetch_all(pool).await?
+        });
+        let session = StoredSession {
+            digest: digest.to_owned(),
+            person,
+            until: time_of(until),
+        };
+        Ok(Some((session, ids)))
+    }
+
+    /// Keep a turn of `conversation` (its oldest beyond `keep` go).
+    pub async fn save_turn(
+        &self,
+        conversation: &str,
+        (asked, answered): (&str, &str),
+        keep: usize,
+    ) -> Result<(), StoreError> {
+        let insert = self
+            .pool
+            .sql("INSERT INTO desk_turns (conversation, asked, answered) VALUES (?, ?, ?)");
+        let trim = self.pool.sql(
+            "DELETE FROM desk_turns WHERE conversation = ? AND rowid NOT IN \
+             (SELECT rowid FROM desk_turns WHERE conversation = ? ORDER BY rowid DESC LIMIT ?)",
+        );
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        on_pool!(&self.pool, pool => {
+            let mut tx = pool.begin().await?;
+            sqlx::query(&insert)
+                .bind(conversation)
+                .bind(asked)
+                .bind(answered)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(&trim)
+                .bind(conversation)
+                .bind(conversation)
+                .bind(keep)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    /// The kept turns of `conversation`, oldest first.
+    pub async fn turns(&self, conversation: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let sql = self
+            .pool
+            .sql("SELECT asked, answered FROM desk_turns WHERE conversation = ? ORDER BY rowid");
+        Ok(on_pool!(&self.pool, pool => {
+            sqlx::query_as(&sql).bind(conversation).fetch_all(pool).await?
+        }))
+    }
+
+    /// The PostgreSQL pool of a database desks share (`None` on SQLite).
+    pub(crate) fn shared_pool(&self) -> Option<&sqlx::PgPool> {
+        self.pool.postgres()
+    }
+}
+
+/// A row of `desk_waits`.
+type WaitRow = (String, String, String, String, i64, i64, Option<String>);
+
+fn wait_of((server, task_id, conversation, owner, asked, until, desk): WaitRow) -> Wait {
+    Wait {
+        server,
+        task_id,
+        conversation,
+        owner,
+        asked: time_of(asked),
+        until: time_of(until),
+        desk,
     }
 }

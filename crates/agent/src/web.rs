@@ -290,7 +290,7 @@ async fn answer_from_inbox(
         return no_session();
     };
     let reply = answer_of(answer.confirmed, answer.note, answer.cancel, answer.content);
-    match desk.events().answer_for(&id, &owner, reply) {
+    match desk.events().answer_for_anywhere(&id, &owner, reply).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(error) => refused_answer(error),
     }
@@ -316,6 +316,21 @@ async fn people_only_layer(
         Some(refusal) => refusal,
         None => next.run(request).await,
     }
+}
+
+/// On a database desks share, take from it the request's session when another desk made it
+/// (and the conversations made since), before anything reads who the request is.
+async fn recall_layer(
+    State(desk): State<Arc<Desk>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    let asks_who = path.starts_with("/api/") || path.starts_with("/oauth/");
+    if asks_who && let Some(session) = session_of(request.headers()) {
+        desk.recall(&session).await;
+    }
+    next.run(request).await
 }
 
 /// The web UI and its API over `desk` (and `/metrics` when the desk is set to serve it: on a
@@ -384,6 +399,10 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         .route(START_PATH, get(start_sign_in))
         .route(CALLBACK_PATH, get(signed_in_here))
         .merge(crate::web_tools::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            desk.clone(),
+            recall_layer,
+        ))
         .with_state(desk);
     ui.merge(metrics)
 }
@@ -700,9 +719,10 @@ fn event_stream(
     desk: &Desk,
     conversation: &str,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>> + use<>> {
-    let (_secret, mut rx) = desk
+    let (secret, mut rx) = desk
         .events()
         .open_working(conversation, desk.is_working(conversation));
+    let (events, conversation) = (desk.events().clone(), conversation.to_owned());
     let stream = async_stream(move |yielder| async move {
         while let Some(event) = rx.recv().await {
             let event = through_the_desk(event);
@@ -716,6 +736,8 @@ fn event_stream(
                 break;
             }
         }
+        // The page went away: the other desks stop sending its events here.
+        events.stopped_watching(&conversation, &secret);
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
@@ -788,7 +810,11 @@ async fn confirm(
         return refused;
     }
     let reply = answer_of(answer.confirmed, answer.note, answer.cancel, answer.content);
-    match desk.events().answer(&id, &answer.secret, reply) {
+    match desk
+        .events()
+        .answer_anywhere(&id, &answer.secret, reply)
+        .await
+    {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(error) => refused_answer(error),
     }

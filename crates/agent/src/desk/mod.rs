@@ -6,6 +6,8 @@
 //! `connecting` (the connections, opened in the background), `model` (the model loop and its
 //! streamed replies), `knowledge` (the support notes).
 
+mod cluster;
+pub use cluster::{LEASE, RENEW};
 mod config;
 mod connecting;
 mod folders;
@@ -182,6 +184,7 @@ impl Desk {
                             None => s.person == config.agent_id,
                         });
                 events.restore(sessions.collect(), store.conversations().await?);
+                cluster::join(&store, &events).await?;
                 Some(store)
             }
             None => None,
@@ -221,7 +224,10 @@ impl Desk {
         };
         let waits = store.waits().await?;
         self.adopt(tasks::Adopter::Pages, &waits);
-        if !waits.is_empty() {
+        if store.is_shared() {
+            // Among other desks: the tasks no live desk follows, on a lease.
+            self.keep_lease();
+        } else if !waits.is_empty() {
             let (ready, events) = (self.host.ready.clone(), self.events.clone());
             let speaker = self.speaker();
             tasks::resume_waits(
@@ -542,6 +548,7 @@ impl Desk {
             gen_ai.agent.name = "support-desk",
             gen_ai.conversation.id = conversation,
         );
+        self.recall_turns(conversation).await;
         let answered = self.answer(conversation, message, order_id);
         let reply = tokio::select! {
             reply = tracing::Instrument::instrument(answered, turn) => reply,
@@ -613,7 +620,7 @@ impl Desk {
                 .model_chat(&model, conversation, message, order_id)
                 .await;
             // The model reads its own answers back, not the desk's notes to the person.
-            self.remember(conversation, message, &reply);
+            self.remember(conversation, message, &reply).await;
             return match note {
                 Some(note) => format!("{reply}\n\n{note}"),
                 None => reply,
@@ -635,12 +642,39 @@ impl Desk {
                 }
             }
         };
-        self.remember(conversation, message, &reply);
+        self.remember(conversation, message, &reply).await;
         reply
     }
 
-    pub(crate) fn remember(&self, conversation: &str, message: &str, reply: &str) {
+    /// Remember a turn of `conversation`; on a database desks share, kept there before the
+    /// reply goes out (the conversation's next message may go to another desk).
+    pub(crate) async fn remember(&self, conversation: &str, message: &str, reply: &str) {
         model::remember(&self.memory, conversation, message, reply);
+        if let Some(store) = self.store.as_ref().filter(|s| s.is_shared())
+            && let Err(error) = store
+                .save_turn(conversation, (message, reply), model::MEMORY_TURNS)
+                .await
+        {
+            tracing::warn!(%error, "a conversation's turn could not be kept for the other desks");
+        }
+    }
+
+    /// On a database desks share, the turns of `conversation` as the desks kept them (its
+    /// last message may have gone to another desk).
+    async fn recall_turns(&self, conversation: &str) {
+        let Some(store) = self.store.as_ref().filter(|s| s.is_shared()) else {
+            return;
+        };
+        match store.turns(conversation).await {
+            Ok(turns) if !turns.is_empty() => {
+                let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+                memory.insert(conversation.to_owned(), turns.into_iter().collect());
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "a conversation's turns could not be read from the desks' database");
+            }
+        }
     }
 
     /// Who phrases a task's result when it comes: the model, when the desk has one.

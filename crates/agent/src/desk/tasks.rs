@@ -161,6 +161,7 @@ impl Follower {
             owner: self.events.owner_for(&self.conversation),
             asked: now,
             until: now + self.answer_within,
+            desk: self.events.desk_name(),
         };
         store.save_wait(&wait).await.map_err(|e| e.to_string())
     }

@@ -18,16 +18,55 @@ pub struct Field {
     /// What the page labels it with: the schema's `title`, else its name.
     pub title: String,
     /// The schema's `description`, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// `string`, `number`, `integer` or `boolean`.
     #[serde(rename = "type")]
     pub kind: &'static str,
     /// The values a string may take (`enum`), when it is a choice.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
     /// Whether the form is incomplete without it.
     pub required: bool,
+}
+
+/// A field as another desk wrote it, before its type is checked.
+#[derive(serde::Deserialize)]
+struct FieldRead {
+    name: String,
+    title: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    options: Vec<String>,
+    required: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Field {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Field, D::Error> {
+        Field::try_from(FieldRead::deserialize(from)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<FieldRead> for Field {
+    type Error = String;
+
+    fn try_from(read: FieldRead) -> Result<Field, String> {
+        let kind = ["string", "number", "integer", "boolean"]
+            .into_iter()
+            .find(|known| *known == read.kind)
+            .ok_or_else(|| format!("unknown field type {:?}", read.kind))?;
+        Ok(Field {
+            name: read.name,
+            title: read.title,
+            description: read.description,
+            kind,
+            options: read.options,
+            required: read.required,
+        })
+    }
 }
 
 /// Why a form could not be shown, or what the person filled in was refused.

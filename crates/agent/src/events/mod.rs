@@ -97,6 +97,17 @@ pub struct Events {
     sign_ins: Mutex<HashMap<String, PendingSignIn>>,
     /// The tool call running in each conversation, which its questions name.
     calls: Mutex<HashMap<String, CallShown>>,
+    /// The other desks on the same database, when there are ([`crate::bus`]).
+    shared: shared::Shared,
+}
+
+/// An open question as an inbox lists it, wherever it is open.
+pub(super) struct InboxQuestion {
+    conversation: String,
+    server: String,
+    shown: Event,
+    asked: tokio::time::Instant,
+    until: tokio::time::Instant,
 }
 
 /// A call running in a conversation ([`Events::calling`]): forgotten when dropped.
@@ -163,54 +174,32 @@ impl Events {
         loopback.then(|| lock(&self.default_person).clone())
     }
 
-    /// The open questions in `owner`'s inbox ([`Events::owner_for`]), oldest first.
+    /// The open questions in `owner`'s inbox ([`Events::owner_for`]), oldest first: asked
+    /// here or at another desk on the same database.
     pub fn inbox(&self, owner: &str) -> Vec<InboxItem> {
         let now = tokio::time::Instant::now();
         let also = self.also_sees(owner);
-        let mut items: Vec<(tokio::time::Instant, InboxItem)> = lock(&self.questions)
+        let mut open: Vec<(String, InboxQuestion)> = lock(&self.questions)
             .iter()
             .filter(|(_, q)| {
                 (q.owner == owner || also.as_deref() == Some(&q.owner)) && q.until > now
             })
             .map(|(id, q)| {
-                let (kind, message, call, url, fields) = match &q.shown {
-                    Event::Sampling { message, call, .. } => {
-                        ("sampling", message.clone(), call.clone(), None, Vec::new())
-                    }
-                    Event::Confirmation {
-                        message,
-                        call,
-                        fields,
-                        ..
-                    } => {
-                        let fields = fields.clone();
-                        ("confirmation", message.clone(), call.clone(), None, fields)
-                    }
-                    Event::Link {
-                        message, call, url, ..
-                    } => {
-                        let url = Some(url.clone());
-                        ("link", message.clone(), call.clone(), url, Vec::new())
-                    }
-                    _ => ("confirmation", String::new(), None, None, Vec::new()),
-                };
-                let item = InboxItem {
-                    id: id.clone(),
-                    server: q.server.clone(),
-                    kind,
-                    message,
-                    url,
-                    fields,
+                let question = InboxQuestion {
                     conversation: q.conversation.clone(),
-                    waited_seconds: (now - q.asked).as_secs(),
-                    seconds_left: (q.until - now).as_secs(),
-                    call,
+                    server: q.server.clone(),
+                    shown: q.shown.clone(),
+                    asked: q.asked,
+                    until: q.until,
                 };
-                (q.asked, item)
+                (id.clone(), question)
             })
             .collect();
-        items.sort_by_key(|(asked, _)| *asked);
-        items.into_iter().map(|(_, item)| item).collect()
+        open.extend(self.questions_there_of(owner, also.as_deref(), now));
+        open.sort_by_key(|(_, q)| q.asked);
+        open.into_iter()
+            .map(|(id, q)| inbox_item(id, q, now))
+            .collect()
     }
 
     /// Send their inbox to every stream whose inbox holds `owner`'s questions.
@@ -329,9 +318,10 @@ impl Events {
 
     /// The conversation a question was asked in, while it is open.
     pub fn conversation_of(&self, question: &str) -> Option<String> {
-        lock(&self.questions)
+        let here = lock(&self.questions)
             .get(question)
-            .map(|q| q.conversation.clone())
+            .map(|q| q.conversation.clone());
+        here.or_else(|| self.conversation_there(question))
     }
 
     /// Open the event stream of a conversation (replacing an older one) and get its secret,
@@ -367,19 +357,7 @@ impl Events {
         for said in lock(&self.unheard).remove(conversation).unwrap_or_default() {
             let _ = tx.send(said);
         }
-        let now = tokio::time::Instant::now();
-        for question in lock(&self.questions)
-            .values()
-            .filter(|q| q.conversation == conversation && q.until > now)
-        {
-            let left = (question.until - now).as_secs().max(1);
-            let mut again = question.shown.clone();
-            if let Event::Confirmation { seconds, .. }
-            | Event::Sampling { seconds, .. }
-            | Event::Link { seconds, .. } = &mut again
-            {
-                *seconds = left;
-            }
+        for again in self.open_questions_of(conversation) {
             let _ = tx.send(again);
         }
         let _ = tx.send(Event::Inbox {
@@ -392,18 +370,52 @@ impl Events {
                 tx,
             },
         );
+        self.watching_here(conversation);
         (secret, rx)
+    }
+
+    /// The questions open here in `conversation`, as events asking them again with the time
+    /// they have left.
+    fn open_questions_of(&self, conversation: &str) -> Vec<Event> {
+        let now = tokio::time::Instant::now();
+        lock(&self.questions)
+            .values()
+            .filter(|q| q.conversation == conversation && q.until > now)
+            .map(|question| {
+                let left = (question.until - now).as_secs().max(1);
+                let mut again = question.shown.clone();
+                if let Event::Confirmation { seconds, .. }
+                | Event::Sampling { seconds, .. }
+                | Event::Link { seconds, .. } = &mut again
+                {
+                    *seconds = left;
+                }
+                again
+            })
+            .collect()
     }
 
     /// Send an event to a conversation's page; false if nobody is watching. What the desk says
     /// in a conversation nobody watches (a task's result) is kept for the next page that opens
     /// it (at most [`MAX_UNHEARD`] per conversation, newest kept).
+    /// A page that watches it at another desk of the same database gets it there.
     pub fn emit(&self, conversation: &str, event: Event) -> bool {
         if matches!(event, Event::Progress { .. }) && self.is_known(conversation) {
             *lock(&self.progress_sent)
                 .entry(conversation.to_owned())
                 .or_default() += 1;
         }
+        if !lock(&self.watchers).contains_key(conversation)
+            && let Some(desk) = self.watched_at(conversation)
+        {
+            self.send_there(&desk, conversation, event);
+            return true;
+        }
+        self.emit_here(conversation, event)
+    }
+
+    /// [`Events::emit`] to this desk's page only (or kept for the next).
+    fn emit_here(&self, conversation: &str, event: Event) -> bool {
         let mut watchers = lock(&self.watchers);
         let event = match watchers.get(conversation) {
             Some(watcher) => match watcher.tx.send(event) {
@@ -487,9 +499,10 @@ impl Events {
 
     /// Whether a page is watching this conversation.
     pub fn is_watched(&self, conversation: &str) -> bool {
-        lock(&self.watchers)
+        let here = lock(&self.watchers)
             .get(conversation)
-            .is_some_and(|w| !w.tx.is_closed())
+            .is_some_and(|w| !w.tx.is_closed());
+        here || self.watched_at(conversation).is_some()
     }
 
     /// Ask the person watching `conversation` and wait at most `deadline`.
@@ -601,35 +614,8 @@ impl Events {
         }
         let id = random_id();
         let (tx, rx) = oneshot::channel();
-        let (asked_id, seconds) = (id.clone(), deadline.as_secs());
-        let (server_name, message) = (server.to_owned(), message.to_owned());
         let call = lock(&self.calls).get(conversation).cloned();
-        let event = match kind {
-            Kind::Sampling => Event::Sampling {
-                id: asked_id,
-                server: server_name,
-                message,
-                seconds,
-                call,
-            },
-            Kind::Form(fields) => Event::Confirmation {
-                id: asked_id,
-                server: server_name,
-                message,
-                seconds,
-                call,
-                fields,
-            },
-            Kind::Link { url, origin } => Event::Link {
-                id: asked_id,
-                server: server_name,
-                message,
-                url,
-                origin,
-                seconds,
-                call,
-            },
-        };
+        let event = kind.event(id.clone(), server, message, deadline.as_secs(), call);
         let owner = self.owner_for(conversation);
         let now = tokio::time::Instant::now();
         lock(&self.questions).insert(
@@ -644,10 +630,19 @@ impl Events {
                 until: now + deadline,
             },
         );
-        if !self.emit(conversation, event) && needs_a_page {
+        if !self.emit(conversation, event.clone()) && needs_a_page {
             lock(&self.questions).remove(&id);
             return Some(Asked::NobodyWatching);
         }
+        self.tell_all(shared::Message::Question {
+            id: id.clone(),
+            owner: owner.clone(),
+            conversation: conversation.to_owned(),
+            server: server.to_owned(),
+            shown: event,
+            waited_ms: 0,
+            left_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        });
         self.inbox_changed(&owner);
         // Removed however this ends, the caller's drop included; unanswered, the page is told.
         let open = OpenQuestion {
@@ -701,6 +696,35 @@ impl Events {
     }
 }
 
+/// `question` (whose id is `id`) as an inbox lists it at `now`.
+fn inbox_item(id: String, question: InboxQuestion, now: tokio::time::Instant) -> InboxItem {
+    let (kind, message, call, url, fields) = match question.shown {
+        Event::Sampling { message, call, .. } => ("sampling", message, call, None, Vec::new()),
+        Event::Confirmation {
+            message,
+            call,
+            fields,
+            ..
+        } => ("confirmation", message, call, None, fields),
+        Event::Link {
+            message, call, url, ..
+        } => ("link", message, call, Some(url), Vec::new()),
+        _ => ("confirmation", String::new(), None, None, Vec::new()),
+    };
+    InboxItem {
+        id,
+        server: question.server,
+        kind,
+        message,
+        url,
+        fields,
+        conversation: question.conversation,
+        waited_seconds: (now - question.asked).as_secs(),
+        seconds_left: question.until.saturating_duration_since(now).as_secs(),
+        call,
+    }
+}
+
 /// What is asked: by which server, the words, and what kind of question it is.
 struct Asking<'a> {
     server: &'a str,
@@ -714,6 +738,46 @@ enum Kind {
     Form(Vec<Field>),
     Sampling,
     Link { url: String, origin: String },
+}
+
+impl Kind {
+    /// The event that asks a question of this kind.
+    fn event(
+        self,
+        id: String,
+        server: &str,
+        message: &str,
+        seconds: u64,
+        call: Option<CallShown>,
+    ) -> Event {
+        let (server, message) = (server.to_owned(), message.to_owned());
+        match self {
+            Kind::Sampling => Event::Sampling {
+                id,
+                server,
+                message,
+                seconds,
+                call,
+            },
+            Kind::Form(fields) => Event::Confirmation {
+                id,
+                server,
+                message,
+                seconds,
+                call,
+                fields,
+            },
+            Kind::Link { url, origin } => Event::Link {
+                id,
+                server,
+                message,
+                url,
+                origin,
+                seconds,
+                call,
+            },
+        }
+    }
 }
 
 impl<'a> Asking<'a> {
@@ -777,6 +841,8 @@ impl OpenQuestion<'_> {
 impl Drop for OpenQuestion<'_> {
     fn drop(&mut self) {
         let was_open = lock(&self.events.questions).remove(&self.id).is_some();
+        let id = self.id.clone();
+        self.events.tell_all(shared::Message::QuestionClosed { id });
         // The page that asked hears why first ("closed": it expired), then every inbox.
         if !self.answered {
             self.events.emit(
@@ -808,7 +874,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 mod sessions;
+mod shared;
 #[cfg(test)]
 mod tests;
 
 pub use sessions::{session_digest, terminal_may_answer};
+pub use shared::VERDICT_WITHIN;

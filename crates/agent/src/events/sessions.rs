@@ -134,6 +134,37 @@ impl Events {
         }
     }
 
+    /// Take a session another desk made, and the conversations made for it (oldest first),
+    /// as far as this desk does not know them yet.
+    pub(crate) fn recall(&self, session: crate::store::StoredSession, conversations: Vec<String>) {
+        let known = lock(&self.sessions)
+            .iter()
+            .any(|s| s.digest == session.digest);
+        let digest = session.digest.clone();
+        if !known {
+            self.restore(vec![session], Vec::new());
+        }
+        let missing: Vec<String> = {
+            let kept = lock(&self.conversations);
+            conversations
+                .into_iter()
+                .filter(|c| !kept.iter().any(|(k, _)| k == c))
+                .collect()
+        };
+        for conversation in missing {
+            self.add_conversation(conversation, digest.clone());
+        }
+    }
+
+    /// Forget the session with the cookie digest `digest` (it ended at another desk).
+    pub(crate) fn forget_digest(&self, digest: &str) {
+        let known = lock(&self.sessions).iter().any(|s| s.digest == digest);
+        if known {
+            lock(&self.sessions).retain(|s| s.digest != digest);
+            self.forget_conversations_of(digest);
+        }
+    }
+
     /// The digest of a live session's cookie.
     pub(super) fn live_digest(&self, session: &str) -> Option<String> {
         let digest = session_digest(session);

@@ -1,12 +1,12 @@
 //! What the desk's live events say ([`Event`]) and what a question comes to ([`Asked`],
 //! [`Answer`]): the words a page, the terminal and the desk share.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::form::Field;
 
 /// An event for the page of one conversation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "lowercase")]
 pub enum Event {
     /// First event of a stream: the secret that answers this conversation's questions.
@@ -41,7 +41,7 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         call: Option<CallShown>,
         /// The server's form, field by field; empty for a yes/no confirmation.
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         fields: Vec<Field>,
     },
     /// A server asks the person to open a page of its own (an elicitation in URL mode: a
@@ -75,7 +75,11 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<String>,
         /// The tool failed (its own `isError`, or the call could not be made).
-        #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+        #[serde(
+            rename = "isError",
+            default,
+            skip_serializing_if = "std::ops::Not::not"
+        )]
         is_error: bool,
     },
     /// A request for the model that the person must approve first.
@@ -135,12 +139,13 @@ pub enum Event {
         /// Answered at another desk of the person's (the terminal), not expired.
         #[serde(
             rename = "answeredElsewhere",
+            default,
             skip_serializing_if = "std::ops::Not::not"
         )]
         answered_elsewhere: bool,
         /// Withdrawn: the call that asked it ended (stopped here, cancelled, or the server
         /// gave up on it) before anyone answered and before its time ran out.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         withdrawn: bool,
     },
     /// A server the desk talks to wants the person to sign in: open `url` (the authorization
@@ -223,7 +228,7 @@ impl Event {
 
 /// A tool call as the person sees it beside the question it asks: the server, the tool and
 /// its arguments.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallShown {
     /// The server (the desk's name for its connection).
     pub server: String,
@@ -312,7 +317,8 @@ pub struct InboxItem {
 }
 
 /// The person's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "lowercase")]
 pub enum Answer {
     /// Yes, with an optional note.
     Yes {
@@ -339,7 +345,7 @@ pub enum Asked {
 }
 
 /// Why an answer was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum AnswerError {
     /// No open question has that id (never asked, already answered, or expired).
     #[error("no open question with that id")]
@@ -351,4 +357,52 @@ pub enum AnswerError {
     /// form); the question still waits.
     #[error("{0}")]
     Refused(String),
+}
+
+/// An inbox item as another desk wrote it, before its kind is checked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InboxItemRead {
+    id: String,
+    server: String,
+    kind: String,
+    message: String,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    fields: Vec<Field>,
+    conversation: String,
+    waited_seconds: u64,
+    seconds_left: u64,
+    #[serde(default)]
+    call: Option<CallShown>,
+}
+
+impl<'de> Deserialize<'de> for InboxItem {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<InboxItem, D::Error> {
+        InboxItem::try_from(InboxItemRead::deserialize(from)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<InboxItemRead> for InboxItem {
+    type Error = String;
+
+    fn try_from(read: InboxItemRead) -> Result<InboxItem, String> {
+        let kind = ["confirmation", "link", "sampling"]
+            .into_iter()
+            .find(|known| *known == read.kind)
+            .ok_or_else(|| format!("unknown question kind {:?}", read.kind))?;
+        Ok(InboxItem {
+            id: read.id,
+            server: read.server,
+            kind,
+            message: read.message,
+            url: read.url,
+            fields: read.fields,
+            conversation: read.conversation,
+            waited_seconds: read.waited_seconds,
+            seconds_left: read.seconds_left,
+            call: read.call,
+        })
+    }
 }

@@ -1,6 +1,7 @@
 //! Every integration test of the support agent, in one binary (one link instead of one per file).
 
 mod cli;
+mod cluster;
 mod common;
 mod flags;
 mod model;

@@ -98,6 +98,7 @@ async fn a_wait_is_kept_once_and_forgotten_when_its_task_ends() {
         owner: "ana".into(),
         asked,
         until: asked + Duration::from_secs(60),
+        desk: None,
     };
     store.save_wait(&wait).await.unwrap();
     let later = Wait {
@@ -108,6 +109,77 @@ async fn a_wait_is_kept_once_and_forgotten_when_its_task_ends() {
     assert_eq!(store.waits().await.unwrap(), vec![wait]);
     store.forget_wait("orders", "t1").await.unwrap();
     assert!(store.waits().await.unwrap().is_empty());
+}
+
+/// A task whose desk's lease ran out is an orphan, and of two desks claiming it one wins; a
+/// task of a live desk is not.
+#[tokio::test]
+async fn a_task_whose_desk_stopped_is_taken_over_once() {
+    let store = fresh().await;
+    let now = SystemTime::now();
+    store
+        .desk_alive("dead", now - Duration::from_secs(1))
+        .await
+        .unwrap();
+    store
+        .desk_alive("live", now + Duration::from_secs(6))
+        .await
+        .unwrap();
+    for (task, desk) in [("t-dead", "dead"), ("t-live", "live")] {
+        let wait = Wait {
+            server: "orders".into(),
+            task_id: task.into(),
+            conversation: "c1".into(),
+            owner: "ana".into(),
+            asked: now,
+            until: now + Duration::from_secs(60),
+            desk: Some(desk.into()),
+        };
+        store.save_wait(&wait).await.unwrap();
+    }
+    assert_eq!(store.live_desks(now).await.unwrap(), ["live"]);
+    let orphans = store.orphan_waits(now).await.unwrap();
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(orphans[0].task_id, "t-dead");
+    assert!(store.claim_wait(&orphans[0], "live").await.unwrap());
+    assert!(!store.claim_wait(&orphans[0], "other").await.unwrap());
+    assert!(store.orphan_waits(now).await.unwrap().is_empty());
+    let desks: Vec<Option<String>> = store
+        .waits()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.desk)
+        .collect();
+    assert_eq!(desks, [Some("live".to_owned()), Some("live".to_owned())]);
+}
+
+/// A conversation's turns are kept for whichever desk takes its next message (the newest
+/// `keep`), and go with its session.
+#[tokio::test]
+async fn a_conversation_s_turns_are_kept_and_go_with_its_session() {
+    let store = fresh().await;
+    let now = SystemTime::now();
+    let session = StoredSession {
+        digest: "s".into(),
+        person: "ana".into(),
+        until: now + Duration::from_secs(60),
+    };
+    store.save_session(&session).await.unwrap();
+    store.save_conversation("c1", "s", 64).await.unwrap();
+    for n in 0..4 {
+        let (asked, answered) = (format!("q{n}"), format!("a{n}"));
+        store.save_turn("c1", (&asked, &answered), 3).await.unwrap();
+    }
+    let turns = store.turns("c1").await.unwrap();
+    let asked: Vec<&str> = turns.iter().map(|(q, _)| q.as_str()).collect();
+    assert_eq!(asked, ["q1", "q2", "q3"]);
+    let (kept, conversations) = store.session("s", now).await.unwrap().unwrap();
+    assert_eq!((kept.digest, kept.person), ("s".to_owned(), "ana".to_owned()));
+    assert_eq!(conversations, ["c1"]);
+    store.forget_session("s").await.unwrap();
+    assert!(store.turns("c1").await.unwrap().is_empty());
+    assert!(store.session("s", now).await.unwrap().is_none());
 }
 
 /// `support-agent people add --database URL`: the person is kept by name and Argon2id hash (the

@@ -1,0 +1,427 @@
+//! The events of a desk among other desks on one database ([`crate::bus`]): a conversation's
+//! page may watch it at another desk (its events go there), a question open at another desk is
+//! in this desk's inboxes (and an answer to it posted here goes to that desk, which judges it),
+//! and what waits here for a page opened at another desk is sent there.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use backchannel::lock;
+use tokio::sync::oneshot;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Answer, AnswerError, Event, Events, constant_time_eq, fitting, random_id};
+
+/// This desk's end of the bus, saying [`Message`]s.
+pub(crate) type Bus = crate::bus::Bus<Message>;
+type Envelope = crate::bus::Envelope<Message>;
+
+/// How long an answer posted here waits for the verdict of the desk that holds its question.
+pub const VERDICT_WITHIN: Duration = Duration::from_secs(5);
+
+/// What one desk tells the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub(crate) enum Message {
+    /// `event` was said in `conversation`, whose page watches it at another desk.
+    #[serde(rename_all = "camelCase")]
+    Event {
+        /// The conversation.
+        conversation: String,
+        /// What was said.
+        event: Event,
+    },
+    /// A page now watches `conversation` at the sender (the stream another desk had for it is
+    /// over); a desk holding its questions or what was said while nobody watched sends them.
+    #[serde(rename_all = "camelCase")]
+    Watching {
+        /// The conversation.
+        conversation: String,
+    },
+    /// The page watching `conversation` at the sender went away.
+    #[serde(rename_all = "camelCase")]
+    Unwatched {
+        /// The conversation.
+        conversation: String,
+    },
+    /// A question is open at the sender, for `owner`'s inbox everywhere.
+    #[serde(rename_all = "camelCase")]
+    Question {
+        /// Its id.
+        id: String,
+        /// Whose inbox it is in.
+        owner: String,
+        /// The conversation it was asked in.
+        conversation: String,
+        /// The server that asks.
+        server: String,
+        /// The event that asks it.
+        shown: Event,
+        /// How long it has waited, in milliseconds.
+        waited_ms: u64,
+        /// How long it still waits, in milliseconds.
+        left_ms: u64,
+    },
+    /// The question `id`, open at the sender, is closed.
+    #[serde(rename_all = "camelCase")]
+    QuestionClosed {
+        /// Its id.
+        id: String,
+    },
+    /// `owner` answered the question `question` (open at the desk the message is for) at the
+    /// sender, which waits for the verdict under `ask`.
+    #[serde(rename_all = "camelCase")]
+    Answer {
+        /// The sender's name for this answer.
+        ask: String,
+        /// The question.
+        question: String,
+        /// Who answered (the owner of the sender's session that posted it).
+        owner: String,
+        /// The answer.
+        answer: Answer,
+    },
+    /// The verdict on the answer `ask` (none: taken).
+    #[serde(rename_all = "camelCase")]
+    Answered {
+        /// The answer's name at the desk that sent it.
+        ask: String,
+        /// Why it was refused, if it was.
+        refused: Option<AnswerError>,
+    },
+}
+
+/// What this desk knows of the others.
+#[derive(Default)]
+pub(super) struct Shared {
+    bus: OnceLock<Bus>,
+    /// Conversations whose page watches them at another desk: that desk's name.
+    watched_there: Mutex<HashMap<String, String>>,
+    /// Questions open at other desks, by id.
+    questions_there: Mutex<HashMap<String, There>>,
+    /// Answers posted here for questions held elsewhere, waiting for their verdict.
+    verdicts: Mutex<HashMap<String, oneshot::Sender<Result<(), AnswerError>>>>,
+}
+
+/// A question open at another desk.
+pub(super) struct There {
+    pub(super) desk: String,
+    pub(super) owner: String,
+    pub(super) conversation: String,
+    pub(super) server: String,
+    pub(super) shown: Event,
+    pub(super) asked: tokio::time::Instant,
+    pub(super) until: tokio::time::Instant,
+}
+
+impl Events {
+    /// Join the other desks: from now on this desk's events, questions and pages are told to
+    /// them through `bus` (see [`Events::heard`] for the other way).
+    pub(crate) fn join(&self, bus: Bus) {
+        let _ = self.shared.bus.set(bus);
+    }
+
+    /// This desk's name among the desks on its database, once it joined them.
+    pub(crate) fn desk_name(&self) -> Option<String> {
+        self.shared.bus.get().map(|bus| bus.desk().to_owned())
+    }
+
+    pub(super) fn tell_all(&self, message: Message) {
+        if let Some(bus) = self.shared.bus.get() {
+            bus.tell_all(message);
+        }
+    }
+
+    fn tell(&self, to: &str, message: Message) {
+        if let Some(bus) = self.shared.bus.get() {
+            bus.tell(to, message);
+        }
+    }
+
+    /// The desk where a page watches `conversation`, when it is another.
+    pub(super) fn watched_at(&self, conversation: &str) -> Option<String> {
+        lock(&self.shared.watched_there).get(conversation).cloned()
+    }
+
+    /// `event` of `conversation`, for the page watching it at `desk`.
+    pub(super) fn send_there(&self, desk: &str, conversation: &str, event: Event) {
+        let message = Message::Event {
+            conversation: conversation.to_owned(),
+            event,
+        };
+        self.tell(desk, message);
+    }
+
+    /// A page watches `conversation` here now: the other desks send here what they hold for it.
+    pub(super) fn watching_here(&self, conversation: &str) {
+        lock(&self.shared.watched_there).remove(conversation);
+        let conversation = conversation.to_owned();
+        self.tell_all(Message::Watching { conversation });
+    }
+
+    /// The page of `conversation` whose stream had `secret` went away (its stream ended): the
+    /// other desks stop sending its events here.
+    pub(crate) fn stopped_watching(&self, conversation: &str, secret: &str) {
+        let mut watchers = lock(&self.watchers);
+        let ours = watchers
+            .get(conversation)
+            .is_some_and(|w| constant_time_eq(w.secret.as_bytes(), secret.as_bytes()));
+        if ours {
+            watchers.remove(conversation);
+            drop(watchers);
+            let conversation = conversation.to_owned();
+            self.tell_all(Message::Unwatched { conversation });
+        }
+    }
+
+    /// The open questions of other desks in `owner`'s inbox (or `also`'s), as (asked, id, …).
+    pub(super) fn questions_there_of(
+        &self,
+        owner: &str,
+        also: Option<&str>,
+        now: tokio::time::Instant,
+    ) -> Vec<(String, super::InboxQuestion)> {
+        lock(&self.shared.questions_there)
+            .iter()
+            .filter(|(_, q)| (q.owner == owner || also == Some(q.owner.as_str())) && q.until > now)
+            .map(|(id, q)| {
+                let question = super::InboxQuestion {
+                    conversation: q.conversation.clone(),
+                    server: q.server.clone(),
+                    shown: q.shown.clone(),
+                    asked: q.asked,
+                    until: q.until,
+                };
+                (id.clone(), question)
+            })
+            .collect()
+    }
+
+    /// The conversation of a question open at another desk.
+    pub(super) fn conversation_there(&self, question: &str) -> Option<String> {
+        lock(&self.shared.questions_there)
+            .get(question)
+            .map(|q| q.conversation.clone())
+    }
+
+    /// A message of another desk's.
+    pub(crate) fn heard(&self, envelope: Envelope) {
+        let Envelope { from, message, .. } = envelope;
+        match message {
+            Message::Event {
+                conversation,
+                event,
+            } => {
+                self.emit_here(&conversation, event);
+            }
+            Message::Watching { conversation } => self.watched_from(&from, conversation),
+            Message::Unwatched { conversation } => {
+                let mut watched = lock(&self.shared.watched_there);
+                if watched.get(&conversation) == Some(&from) {
+                    watched.remove(&conversation);
+                }
+            }
+            Message::Question {
+                id,
+                owner,
+                conversation,
+                server,
+                shown,
+                waited_ms,
+                left_ms,
+            } => {
+                let now = tokio::time::Instant::now();
+                let asked = now
+                    .checked_sub(Duration::from_millis(waited_ms))
+                    .unwrap_or(now);
+                let there = There {
+                    desk: from,
+                    owner: owner.clone(),
+                    conversation,
+                    server,
+                    shown,
+                    asked,
+                    until: now + Duration::from_millis(left_ms),
+                };
+                lock(&self.shared.questions_there).insert(id, there);
+                self.inbox_changed(&owner);
+            }
+            Message::QuestionClosed { id } => {
+                let gone = lock(&self.shared.questions_there).remove(&id);
+                if let Some(gone) = gone {
+                    self.inbox_changed(&gone.owner);
+                }
+            }
+            Message::Answer {
+                ask,
+                question,
+                owner,
+                answer,
+            } => {
+                let refused = self.answer_for(&question, &owner, answer).err();
+                self.tell(&from, Message::Answered { ask, refused });
+            }
+            Message::Answered { ask, refused } => {
+                if let Some(waits) = lock(&self.shared.verdicts).remove(&ask) {
+                    let _ = waits.send(refused.map_or(Ok(()), Err));
+                }
+            }
+        }
+    }
+
+    /// A page watches `conversation` at `desk`: its stream here (if any) is over, and what
+    /// waits here for it goes there: what was said while nobody watched, and its open
+    /// questions with the time they have left.
+    fn watched_from(&self, desk: &str, conversation: String) {
+        lock(&self.watchers).remove(&conversation);
+        lock(&self.shared.watched_there).insert(conversation.clone(), desk.to_owned());
+        let unheard = lock(&self.unheard)
+            .remove(&conversation)
+            .unwrap_or_default();
+        for said in unheard {
+            self.send_there(desk, &conversation, said);
+        }
+        for again in self.open_questions_of(&conversation) {
+            self.send_there(desk, &conversation, again);
+        }
+    }
+
+    /// The desks that live now are `live`: what this desk knew of the others is forgotten
+    /// (their questions, the pages they served).
+    pub(crate) fn forget_desks_but(&self, live: &[String]) {
+        let gone: Vec<String> = {
+            let mut questions = lock(&self.shared.questions_there);
+            let gone = questions
+                .values()
+                .filter(|q| !live.contains(&q.desk))
+                .map(|q| q.owner.clone())
+                .collect();
+            questions.retain(|_, q| live.contains(&q.desk));
+            gone
+        };
+        lock(&self.shared.watched_there).retain(|_, desk| live.contains(desk));
+        for owner in gone {
+            self.inbox_changed(&owner);
+        }
+    }
+
+    /// [`Events::answer_for`], for a question open here or at another desk (which judges it
+    /// too, and whose verdict this waits for, at most [`VERDICT_WITHIN`]).
+    pub async fn answer_for_anywhere(
+        &self,
+        id: &str,
+        owner: &str,
+        answer: Answer,
+    ) -> Result<(), AnswerError> {
+        match self.answer_for(id, owner, answer.clone()) {
+            Err(AnswerError::NotFound) => {}
+            done => return done,
+        }
+        let desk = {
+            let also = self.also_sees(owner);
+            let questions = lock(&self.shared.questions_there);
+            let question = questions.get(id).ok_or(AnswerError::NotFound)?;
+            let own = constant_time_eq(question.owner.as_bytes(), owner.as_bytes());
+            if !own && also.as_deref() != Some(question.owner.as_str()) {
+                return Err(AnswerError::Forbidden);
+            }
+            fitting(&question.shown, answer.clone())?;
+            (question.desk.clone(), question.owner.clone())
+        };
+        self.forward(id, desk, answer).await
+    }
+
+    /// [`Events::answer`], for a question open here or at another desk: the secret is this
+    /// desk's stream's (the page watching the question's conversation here).
+    pub async fn answer_anywhere(
+        &self,
+        id: &str,
+        secret: &str,
+        answer: Answer,
+    ) -> Result<(), AnswerError> {
+        match self.answer(id, secret, answer.clone()) {
+            Err(AnswerError::NotFound) => {}
+            done => return done,
+        }
+        let desk = {
+            let questions = lock(&self.shared.questions_there);
+            let question = questions.get(id).ok_or(AnswerError::NotFound)?;
+            let watchers = lock(&self.watchers);
+            let page = watchers
+                .get(&question.conversation)
+                .ok_or(AnswerError::Forbidden)?;
+            if !constant_time_eq(page.secret.as_bytes(), secret.as_bytes()) {
+                return Err(AnswerError::Forbidden);
+            }
+            fitting(&question.shown, answer.clone())?;
+            (question.desk.clone(), question.owner.clone())
+        };
+        self.forward(id, desk, answer).await
+    }
+
+    /// Send `answer` to the desk holding question `id` (as `owner`) and wait for its verdict.
+    async fn forward(
+        &self,
+        id: &str,
+        (desk, owner): (String, String),
+        answer: Answer,
+    ) -> Result<(), AnswerError> {
+        let ask = random_id();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.verdicts).insert(ask.clone(), tx);
+        let message = Message::Answer {
+            ask: ask.clone(),
+            question: id.to_owned(),
+            owner,
+            answer,
+        };
+        self.tell(&desk, message);
+        let verdict = tokio::time::timeout(VERDICT_WITHIN, rx).await;
+        lock(&self.shared.verdicts).remove(&ask);
+        match verdict {
+            Ok(Ok(verdict)) => verdict,
+            // The desk that holds it did not say: it is gone (its question with it).
+            Ok(Err(_)) | Err(_) => Err(AnswerError::NotFound),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_reads_back_as_it_was_written() {
+        let messages = [
+            Message::Event {
+                conversation: "c".into(),
+                event: Event::said("**done**"),
+            },
+            Message::Answer {
+                ask: "a".into(),
+                question: "q".into(),
+                owner: "ana".into(),
+                answer: Answer::Filled(serde_json::Map::from_iter([(
+                    "reason".to_owned(),
+                    serde_json::json!("late"),
+                )])),
+            },
+            Message::Answered {
+                ask: "a".into(),
+                refused: Some(AnswerError::Refused("no".into())),
+            },
+        ];
+        for message in messages {
+            let envelope = Envelope {
+                from: "d1".into(),
+                to: Some("d2".into()),
+                message,
+            };
+            let text = serde_json::to_string(&envelope).unwrap_or_default();
+            let back: Envelope = serde_json::from_str(&text).expect("it reads back");
+            assert_eq!(back, envelope);
+        }
+    }
+}
