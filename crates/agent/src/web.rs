@@ -667,7 +667,7 @@ async fn stop(
         )
             .into_response();
     }
-    if desk.stop(&request.conversation_id) {
+    if desk.stop(&request.conversation_id).await {
         StatusCode::NO_CONTENT.into_response()
     } else {
         (

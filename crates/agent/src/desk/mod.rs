@@ -59,6 +59,24 @@ fn sign_in_for(config: &DeskConfig) -> Result<handler::SignInFor, DeskError> {
     })
 }
 
+/// The stop button of each conversation's message in flight, and its run.
+pub(crate) type Running = Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>;
+
+/// Stop the message in flight in `conversation` of `running`; false if there is none.
+fn stop_in(running: &Running, conversation: &str) -> bool {
+    match running
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(conversation)
+    {
+        Some((_, token)) => {
+            token.cancel();
+            true
+        }
+        None => false,
+    }
+}
+
 /// Words the desk refuses to discuss.
 pub(crate) const BLOCKED: [&str; 3] = ["password", "credit card", "social security"];
 
@@ -72,7 +90,7 @@ pub struct Desk {
     pub(crate) trimmed: Mutex<std::collections::HashSet<String>>,
     pub(crate) spent: Mutex<HashMap<String, u64>>,
     /// The stop button of each conversation's message in flight.
-    pub(crate) running: Mutex<HashMap<String, (u64, tokio_util::sync::CancellationToken)>>,
+    pub(crate) running: Arc<Running>,
     pub(crate) next_run: std::sync::atomic::AtomicU64,
     /// The desk's database, if it has one.
     pub(crate) store: Option<crate::store::DeskStore>,
@@ -200,6 +218,10 @@ impl Desk {
             host: Default::default(),
         });
         let host = Connecting::open(host_config, handler);
+        let running: Arc<Running> = Arc::default();
+        // A Stop posted at another desk for a message this desk works on.
+        let stops = running.clone();
+        events.on_stop(move |conversation| stop_in(&stops, conversation));
         Ok(Desk {
             host,
             events,
@@ -207,7 +229,7 @@ impl Desk {
             memory: Arc::default(),
             trimmed: Mutex::new(std::collections::HashSet::new()),
             spent: Mutex::new(HashMap::new()),
-            running: Mutex::new(HashMap::new()),
+            running,
             next_run: std::sync::atomic::AtomicU64::new(0),
             kept_refund_reasons: std::sync::OnceLock::new(),
             store,
@@ -579,20 +601,10 @@ impl Desk {
             .contains_key(conversation)
     }
 
-    /// Stop the message in flight in a conversation; false if there is none.
-    pub fn stop(&self, conversation: &str) -> bool {
-        match self
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(conversation)
-        {
-            Some((_, token)) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
+    /// Stop the message in flight in a conversation, here or at another desk of the same
+    /// database; false if there is none.
+    pub async fn stop(&self, conversation: &str) -> bool {
+        stop_in(&self.running, conversation) || self.events.stop_elsewhere(conversation).await
     }
 
     /// Whether the web UI serves `/metrics` ([`DeskConfig::metrics`]).

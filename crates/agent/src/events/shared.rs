@@ -83,7 +83,16 @@ pub(crate) enum Message {
         /// The answer.
         answer: Answer,
     },
-    /// The verdict on the answer `ask` (none: taken).
+    /// Stop the message in flight in `conversation`, at whichever desk works on it; that
+    /// desk says `Answered` under `ask`.
+    #[serde(rename_all = "camelCase")]
+    Stop {
+        /// The sender's name for this stop.
+        ask: String,
+        /// The conversation.
+        conversation: String,
+    },
+    /// The verdict on the answer (or stop) `ask` (none: taken).
     #[serde(rename_all = "camelCase")]
     Answered {
         /// The answer's name at the desk that sent it.
@@ -93,6 +102,9 @@ pub(crate) enum Message {
     },
 }
 
+/// How a desk stops the message in flight in a conversation: whether one was.
+type Stopper = dyn Fn(&str) -> bool + Send + Sync;
+
 /// What this desk knows of the others.
 #[derive(Default)]
 pub(super) struct Shared {
@@ -101,8 +113,10 @@ pub(super) struct Shared {
     watched_there: Mutex<HashMap<String, String>>,
     /// Questions open at other desks, by id.
     questions_there: Mutex<HashMap<String, There>>,
-    /// Answers posted here for questions held elsewhere, waiting for their verdict.
+    /// Answers (and stops) posted here for another desk, waiting for its verdict.
     verdicts: Mutex<HashMap<String, oneshot::Sender<Result<(), AnswerError>>>>,
+    /// Stops the message in flight in a conversation here (the desk's), if any.
+    stop_here: OnceLock<Box<Stopper>>,
 }
 
 /// A question open at another desk.
@@ -263,6 +277,16 @@ impl Events {
                 let refused = self.answer_for(&question, &owner, answer).err();
                 self.tell(&from, Message::Answered { ask, refused });
             }
+            Message::Stop { ask, conversation } => {
+                let stopped = self
+                    .shared
+                    .stop_here
+                    .get()
+                    .is_some_and(|stop| stop(&conversation));
+                if stopped {
+                    self.tell(&from, Message::Answered { ask, refused: None });
+                }
+            }
             Message::Answered { ask, refused } => {
                 if let Some(waits) = lock(&self.shared.verdicts).remove(&ask) {
                     let _ = waits.send(refused.map_or(Ok(()), Err));
@@ -359,6 +383,31 @@ impl Events {
             (question.desk.clone(), question.owner.clone())
         };
         self.forward(id, desk, answer).await
+    }
+
+    /// How this desk stops the message in flight in a conversation (for a Stop posted at
+    /// another desk).
+    pub(crate) fn on_stop(&self, stop: impl Fn(&str) -> bool + Send + Sync + 'static) {
+        let _ = self.shared.stop_here.set(Box::new(stop));
+    }
+
+    /// Ask the other desks to stop the message in flight in `conversation`: whether one did
+    /// (within [`VERDICT_WITHIN`]; at once `false` on a desk of its own).
+    pub(crate) async fn stop_elsewhere(&self, conversation: &str) -> bool {
+        if self.shared.bus.get().is_none() {
+            return false;
+        }
+        let ask = random_id();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.verdicts).insert(ask.clone(), tx);
+        let conversation = conversation.to_owned();
+        self.tell_all(Message::Stop {
+            ask: ask.clone(),
+            conversation,
+        });
+        let stopped = tokio::time::timeout(VERDICT_WITHIN, rx).await;
+        lock(&self.shared.verdicts).remove(&ask);
+        matches!(stopped, Ok(Ok(Ok(()))))
     }
 
     /// Send `answer` to the desk holding question `id` (as `owner`) and wait for its verdict.

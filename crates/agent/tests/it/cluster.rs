@@ -59,14 +59,18 @@ impl Drop for Desk {
 }
 
 /// The order service, knowing the desks by one bearer: its URL and the bearer's file.
-async fn orders(dir: &std::path::Path, stop: &CancellationToken) -> (String, std::path::PathBuf) {
+async fn orders(
+    dir: &std::path::Path,
+    latency: Duration,
+    stop: &CancellationToken,
+) -> (String, std::path::PathBuf) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let token = agent::events::random_id();
     let file = dir.join("orders-bearer");
     std::fs::write(&file, &token).unwrap();
     let caller = agent::app::DeskCaller { addr, token };
-    let config = crate::common::orders_in_memory(Duration::ZERO);
+    let config = crate::common::orders_in_memory(latency);
     let stop = stop.clone();
     tokio::spawn(crate::common::serve_orders(
         config,
@@ -191,12 +195,15 @@ async fn inbox_at(desk: &Desk, cookie: &str) -> Vec<Value> {
 }
 
 /// Two desks on a new database, and the order service: the desks, the order service's stop.
-async fn two_desks(protocol: Revision) -> Option<(Desk, Desk, CancellationToken, tempdir::Dir)> {
+async fn two_desks(
+    protocol: Revision,
+    latency: Duration,
+) -> Option<(Desk, Desk, CancellationToken, tempdir::Dir)> {
     let server = server()?;
     let database = sql_pool::create_database(&server, "desks").await.unwrap();
     let dir = tempdir::Dir::new();
     let stop = CancellationToken::new();
-    let (orders, bearer) = orders(dir.path(), &stop).await;
+    let (orders, bearer) = orders(dir.path(), latency, &stop).await;
     let (a, b) = tokio::task::spawn_blocking({
         let (database, orders, bearer) = (database.clone(), orders.clone(), bearer.clone());
         move || {
@@ -237,7 +244,7 @@ async fn on_2025_11_25_a_question_asked_through_one_desk_is_answered_at_another(
 }
 
 async fn across_desks(protocol: Revision) {
-    let Some((a, b, stop, _dir)) = two_desks(protocol).await else {
+    let Some((a, b, stop, _dir)) = two_desks(protocol, Duration::ZERO).await else {
         return;
     };
     let (cookie, _conversation, mut page, secret, question) =
@@ -276,7 +283,7 @@ async fn on_2025_11_25_a_task_whose_desk_is_killed_is_asked_again_by_another() {
 }
 
 async fn taken_over(protocol: Revision) {
-    let Some((mut a, b, stop, _dir)) = two_desks(protocol).await else {
+    let Some((mut a, b, stop, _dir)) = two_desks(protocol, Duration::ZERO).await else {
         return;
     };
     let (cookie, _conversation, mut page, secret, first) = asked_through_a_shown_at_b(&a, &b).await;
@@ -330,4 +337,52 @@ mod tempdir {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+}
+
+/// The page's Stop, posted at the desk that serves the page, stops the message another desk
+/// works on (and says so only when one did).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_is_stopped_from_a_page_another_desk_serves() {
+    // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
+    let latency = Duration::from_millis(200);
+    let Some((a, b, stop, _dir)) = two_desks(Revision::V2026_07_28, latency).await else {
+        return;
+    };
+    let (cookie, conversation) = session_at(&a).await;
+    let (mut page, secret) = page_at(&b, &cookie, &conversation).await;
+    let reply =
+        tokio::spawn({
+            let (url, port, cookie, conversation) =
+                (a.url.clone(), a.port, cookie.clone(), conversation.clone());
+            async move {
+                let reply: Value = crate::common::json_answer(
+                reqwest::Client::new()
+                    .post(format!("{url}api/chat"))
+                    .header(reqwest::header::COOKIE, format!("desk_session_{port}={cookie}"))
+                    .json(&json!({"conversationId": conversation, "message": "recheck shipments"})),
+            )
+            .await;
+                reply["reply"].as_str().unwrap().to_owned()
+            }
+        });
+    page.next_of("progress").await;
+    let stop_at_b = || {
+        reqwest::Client::new()
+            .post(format!("{}api/chat/stop", b.url))
+            .header(reqwest::header::COOKIE, b.cookie(&cookie))
+            .json(&json!({"conversationId": conversation, "secret": secret}))
+            .send()
+    };
+    assert_eq!(stop_at_b().await.unwrap().status(), 204);
+    let reply = reply.await.unwrap();
+    assert!(
+        reply.ends_with("Stopped. Nothing more will be done for that message."),
+        "{reply}"
+    );
+    assert_eq!(
+        stop_at_b().await.unwrap().status(),
+        404,
+        "nothing runs at either desk now"
+    );
+    stop.cancel();
 }

@@ -175,7 +175,10 @@ async fn a_conversation_s_turns_are_kept_and_go_with_its_session() {
     let asked: Vec<&str> = turns.iter().map(|(q, _)| q.as_str()).collect();
     assert_eq!(asked, ["q1", "q2", "q3"]);
     let (kept, conversations) = store.session("s", now).await.unwrap().unwrap();
-    assert_eq!((kept.digest, kept.person), ("s".to_owned(), "ana".to_owned()));
+    assert_eq!(
+        (kept.digest, kept.person),
+        ("s".to_owned(), "ana".to_owned())
+    );
     assert_eq!(conversations, ["c1"]);
     store.forget_session("s").await.unwrap();
     assert!(store.turns("c1").await.unwrap().is_empty());
