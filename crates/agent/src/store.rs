@@ -114,6 +114,14 @@ impl DeskStore {
         Ok(DeskStore { pool })
     }
 
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        on_pool!(&self.pool, pool => {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
+        Ok(())
+    }
+
     /// Whether the database is PostgreSQL, which other desks may share.
     pub fn is_shared(&self) -> bool {
         self.pool.is_shared()

@@ -364,6 +364,7 @@ pub fn routes(desk: Arc<Desk>) -> Router {
         )
         .route("/favicon.svg", get(favicon))
         .route("/favicon.ico", get(favicon))
+        .route("/healthz", get(healthz))
         .route("/api/greeting", get(greeting))
         .route("/api/desk", get(vocabulary))
         .route("/api/conversations", post(start_conversation))
@@ -619,6 +620,21 @@ fn reply_json(markdown: &str) -> serde_json::Value {
         "reply": crate::render::plain(markdown),
         "html": crate::render::html(markdown),
     })
+}
+
+/// `GET /healthz`: 200 while the desk's database answers (a balancer's check), else 503.
+async fn healthz(State(desk): State<Arc<Desk>>) -> Response {
+    match desk.database_answers().await {
+        Ok(()) => Json(serde_json::json!({"status": "ok"})).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "health check: the desk's database does not answer");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({"message": "the desk's database does not answer"})),
+            )
+                .into_response()
+        }
+    }
 }
 
 async fn favicon() -> impl IntoResponse {

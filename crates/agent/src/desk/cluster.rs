@@ -37,6 +37,14 @@ pub(super) async fn join(store: &DeskStore, events: &Arc<Events>) -> Result<(), 
 }
 
 impl Desk {
+    /// Whether the desk's database answers (a desk without one: yes).
+    pub async fn database_answers(&self) -> Result<(), StoreError> {
+        match &self.store {
+            Some(store) => store.ping().await,
+            None => Ok(()),
+        }
+    }
+
     /// Take from the database a browser session another desk made (and the conversations it
     /// made since), or forget one that ended there: what the web UI asks before it reads who
     /// a request is. Nothing on a desk of its own.

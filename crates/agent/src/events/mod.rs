@@ -370,7 +370,7 @@ impl Events {
                 tx,
             },
         );
-        self.watching_here(conversation);
+        self.watching_here(conversation, &secret);
         (secret, rx)
     }
 
@@ -491,10 +491,12 @@ impl Events {
     }
 
     /// Whether `secret` is the secret of this conversation's current stream.
+    /// (whose page may be at another desk of the same database).
     pub fn owns(&self, conversation: &str, secret: &str) -> bool {
-        lock(&self.watchers)
+        let here = lock(&self.watchers)
             .get(conversation)
-            .is_some_and(|w| constant_time_eq(w.secret.as_bytes(), secret.as_bytes()))
+            .is_some_and(|w| constant_time_eq(w.secret.as_bytes(), secret.as_bytes()));
+        here || self.owns_there(conversation, secret)
     }
 
     /// Whether a page is watching this conversation.
@@ -676,14 +678,9 @@ impl Events {
     pub fn answer(&self, id: &str, secret: &str, answer: Answer) -> Result<(), AnswerError> {
         let mut questions = lock(&self.questions);
         let question = questions.get(id).ok_or(AnswerError::NotFound)?;
-        let watchers = lock(&self.watchers);
-        let owner = watchers
-            .get(&question.conversation)
-            .ok_or(AnswerError::Forbidden)?;
-        if !constant_time_eq(owner.secret.as_bytes(), secret.as_bytes()) {
+        if !self.owns(&question.conversation, secret) {
             return Err(AnswerError::Forbidden);
         }
-        drop(watchers);
         let answer = fitting(&question.shown, answer)?;
         let question = questions.remove(id).ok_or(AnswerError::NotFound)?;
         drop(questions);

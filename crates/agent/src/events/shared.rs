@@ -39,6 +39,9 @@ pub(crate) enum Message {
     Watching {
         /// The conversation.
         conversation: String,
+        /// The SHA-256 of the page's secret (its stream's, at the sender): a Stop or an answer
+        /// of that page's posted at another desk carries the secret itself.
+        secret: String,
     },
     /// The page watching `conversation` at the sender went away.
     #[serde(rename_all = "camelCase")]
@@ -109,14 +112,20 @@ type Stopper = dyn Fn(&str) -> bool + Send + Sync;
 #[derive(Default)]
 pub(super) struct Shared {
     bus: OnceLock<Bus>,
-    /// Conversations whose page watches them at another desk: that desk's name.
-    watched_there: Mutex<HashMap<String, String>>,
+    /// Conversations whose page watches them at another desk: that desk, the page's secret.
+    watched_there: Mutex<HashMap<String, PageThere>>,
     /// Questions open at other desks, by id.
     questions_there: Mutex<HashMap<String, There>>,
     /// Answers (and stops) posted here for another desk, waiting for its verdict.
     verdicts: Mutex<HashMap<String, oneshot::Sender<Result<(), AnswerError>>>>,
     /// Stops the message in flight in a conversation here (the desk's), if any.
     stop_here: OnceLock<Box<Stopper>>,
+}
+
+/// A page served by another desk: the desk's name, the SHA-256 of the page's secret.
+pub(super) struct PageThere {
+    desk: String,
+    secret: String,
 }
 
 /// A question open at another desk.
@@ -156,7 +165,17 @@ impl Events {
 
     /// The desk where a page watches `conversation`, when it is another.
     pub(super) fn watched_at(&self, conversation: &str) -> Option<String> {
-        lock(&self.shared.watched_there).get(conversation).cloned()
+        lock(&self.shared.watched_there)
+            .get(conversation)
+            .map(|page| page.desk.clone())
+    }
+
+    /// Whether `secret` is the secret of the page that watches `conversation` at another desk.
+    pub(super) fn owns_there(&self, conversation: &str, secret: &str) -> bool {
+        let digest = super::session_digest(secret);
+        lock(&self.shared.watched_there)
+            .get(conversation)
+            .is_some_and(|page| constant_time_eq(page.secret.as_bytes(), digest.as_bytes()))
     }
 
     /// `event` of `conversation`, for the page watching it at `desk`.
@@ -169,10 +188,14 @@ impl Events {
     }
 
     /// A page watches `conversation` here now: the other desks send here what they hold for it.
-    pub(super) fn watching_here(&self, conversation: &str) {
+    pub(super) fn watching_here(&self, conversation: &str, secret: &str) {
         lock(&self.shared.watched_there).remove(conversation);
         let conversation = conversation.to_owned();
-        self.tell_all(Message::Watching { conversation });
+        let secret = super::session_digest(secret);
+        self.tell_all(Message::Watching {
+            conversation,
+            secret,
+        });
     }
 
     /// The page of `conversation` whose stream had `secret` went away (its stream ended): the
@@ -230,10 +253,16 @@ impl Events {
             } => {
                 self.emit_here(&conversation, event);
             }
-            Message::Watching { conversation } => self.watched_from(&from, conversation),
+            Message::Watching {
+                conversation,
+                secret,
+            } => self.watched_from(&from, conversation, secret),
             Message::Unwatched { conversation } => {
                 let mut watched = lock(&self.shared.watched_there);
-                if watched.get(&conversation) == Some(&from) {
+                if watched
+                    .get(&conversation)
+                    .is_some_and(|page| page.desk == from)
+                {
                     watched.remove(&conversation);
                 }
             }
@@ -298,9 +327,13 @@ impl Events {
     /// A page watches `conversation` at `desk`: its stream here (if any) is over, and what
     /// waits here for it goes there: what was said while nobody watched, and its open
     /// questions with the time they have left.
-    fn watched_from(&self, desk: &str, conversation: String) {
+    fn watched_from(&self, desk: &str, conversation: String, secret: String) {
         lock(&self.watchers).remove(&conversation);
-        lock(&self.shared.watched_there).insert(conversation.clone(), desk.to_owned());
+        let page = PageThere {
+            desk: desk.to_owned(),
+            secret,
+        };
+        lock(&self.shared.watched_there).insert(conversation.clone(), page);
         let unheard = lock(&self.unheard)
             .remove(&conversation)
             .unwrap_or_default();
@@ -325,7 +358,7 @@ impl Events {
             questions.retain(|_, q| live.contains(&q.desk));
             gone
         };
-        lock(&self.shared.watched_there).retain(|_, desk| live.contains(desk));
+        lock(&self.shared.watched_there).retain(|_, page| live.contains(&page.desk));
         for owner in gone {
             self.inbox_changed(&owner);
         }
@@ -357,8 +390,8 @@ impl Events {
         self.forward(id, desk, answer).await
     }
 
-    /// [`Events::answer`], for a question open here or at another desk: the secret is this
-    /// desk's stream's (the page watching the question's conversation here).
+    /// [`Events::answer`], for a question open here or at another desk (the page's stream,
+    /// whose secret it is, may be at any desk).
     pub async fn answer_anywhere(
         &self,
         id: &str,
@@ -372,11 +405,7 @@ impl Events {
         let desk = {
             let questions = lock(&self.shared.questions_there);
             let question = questions.get(id).ok_or(AnswerError::NotFound)?;
-            let watchers = lock(&self.watchers);
-            let page = watchers
-                .get(&question.conversation)
-                .ok_or(AnswerError::Forbidden)?;
-            if !constant_time_eq(page.secret.as_bytes(), secret.as_bytes()) {
+            if !self.owns(&question.conversation, secret) {
                 return Err(AnswerError::Forbidden);
             }
             fitting(&question.shown, answer.clone())?;

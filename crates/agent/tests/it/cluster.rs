@@ -233,17 +233,27 @@ async fn order_status(desk: &Desk, id: &str) -> String {
     crate::common::status_of(&desk.url, id).await
 }
 
+/// The answer posted at B, whose page it is: B sends it to A, which holds the question.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_asked_through_one_desk_is_answered_at_another() {
-    across_desks(Revision::V2026_07_28).await;
+    across_desks(Revision::V2026_07_28, Posted::AtThePagesDesk).await;
 }
 
+/// The answer posted at A (a balancer sends it anywhere): A holds the question and knows the
+/// secret of the page B serves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_2025_11_25_a_question_asked_through_one_desk_is_answered_at_another() {
-    across_desks(Revision::V2025_11_25).await;
+    across_desks(Revision::V2025_11_25, Posted::AtTheAskingDesk).await;
 }
 
-async fn across_desks(protocol: Revision) {
+/// Where the page's answer is posted.
+#[derive(Clone, Copy)]
+enum Posted {
+    AtThePagesDesk,
+    AtTheAskingDesk,
+}
+
+async fn across_desks(protocol: Revision, posted: Posted) {
     let Some((a, b, stop, _dir)) = two_desks(protocol, Duration::ZERO).await else {
         return;
     };
@@ -259,13 +269,21 @@ async fn across_desks(protocol: Revision) {
     // Another browser (a session of its own) cannot answer it at B.
     let (other, _) = session_at(&b).await;
     assert_eq!(yes_at(&b, &other, id, &secret).await, 403);
+    assert_eq!(yes_at(&a, &other, id, &secret).await, 403);
+    assert_eq!(yes_at(&a, &cookie, id, "not-the-secret").await, 403);
     assert_eq!(order_status(&b, "ORD-10002").await, "PENDING");
-    assert_eq!(yes_at(&b, &cookie, id, &secret).await, 204);
+    let at = match posted {
+        Posted::AtThePagesDesk => &b,
+        Posted::AtTheAskingDesk => &a,
+    };
+    assert_eq!(yes_at(at, &cookie, id, &secret).await, 204);
     page.said_ending("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
         .await;
     assert_eq!(order_status(&a, "ORD-10002").await, "CANCELLED");
     // Answered once: a second yes finds no open question, at either desk.
-    assert_eq!(yes_at(&b, &cookie, id, &secret).await, 404);
+    for desk in [&a, &b] {
+        assert_eq!(yes_at(desk, &cookie, id, &secret).await, 404);
+    }
     for desk in [&a, &b] {
         assert!(inbox_at(desk, &cookie).await.is_empty());
     }
