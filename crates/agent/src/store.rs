@@ -349,6 +349,23 @@ impl DeskStore {
         Ok(done == 1)
     }
 
+    /// Let go of `wait` (which the desk it names no longer follows): another look, at any
+    /// desk, takes it.
+    pub async fn release_wait(&self, wait: &Wait) -> Result<(), StoreError> {
+        let sql = self
+            .pool
+            .sql("UPDATE desk_waits SET desk = NULL WHERE server = ? AND task_id = ? AND desk = ?");
+        on_pool!(&self.pool, pool => {
+            sqlx::query(&sql)
+                .bind(&wait.server)
+                .bind(&wait.task_id)
+                .bind(&wait.desk)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
     /// `desk` lives until `until` (its lease on the tasks it follows).
     pub async fn desk_alive(&self, desk: &str, until: SystemTime) -> Result<(), StoreError> {
         let sql = self.pool.sql(

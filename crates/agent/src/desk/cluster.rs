@@ -143,12 +143,25 @@ async fn take_over(follow: Follow<'_>, name: &str, now: SystemTime) -> Result<()
         let follower = tasks::Follower {
             host: follow.host.clone(),
             events: follow.events.clone(),
-            conversation: wait.conversation,
+            conversation: wait.conversation.clone(),
             answer_within: left,
             store: Some(follow.store.clone()),
             speaker: follow.speaker.clone(),
         };
-        tokio::spawn(follower.resume(wait.task_id));
+        let (store, name) = (follow.store.clone(), name.to_owned());
+        tokio::spawn(async move {
+            let ours = crate::store::Wait {
+                desk: Some(name),
+                ..wait
+            };
+            if follower.resume(ours.task_id.clone()).await == tasks::Resumed::Unreachable {
+                // Left for the next look (here or at another desk): not held by a desk that
+                // does not follow it.
+                if let Err(error) = store.release_wait(&ours).await {
+                    tracing::warn!(%error, "a task that could not be reached stays with this desk");
+                }
+            }
+        });
     }
     Ok(())
 }

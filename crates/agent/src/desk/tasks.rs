@@ -168,7 +168,7 @@ impl Follower {
 
     /// Follow again a task kept before the desk stopped: its questions go back to the
     /// person's inbox (with the time they have left), its result to its conversation.
-    pub(crate) async fn resume(self, task_id: String) {
+    pub(crate) async fn resume(self, task_id: String) -> Resumed {
         let got = match self.host.connection(SERVER) {
             Ok(orders) => orders.get_task(&task_id).await.map_err(|e| e.to_string()),
             Err(error) => Err(error.to_string()),
@@ -181,10 +181,12 @@ impl Follower {
                     _ => InputRequests::new(),
                 };
                 self.answer_then_finish(got.task.task, asks).await;
+                Resumed::Followed
             }
             Err(error) if !error.contains("unknown task") => {
-                // Not reachable now: kept for the next start, nothing said to the person.
+                // Not reachable now: kept for the next start (or the next desk), nothing said.
                 tracing::warn!(task = %task_id, %error, "a task kept across a restart cannot be reached now");
+                Resumed::Unreachable
             }
             Err(error) => {
                 // The server no longer knows it (expired, or bound to a session that ended):
@@ -195,6 +197,7 @@ impl Follower {
                      knows its task ({error}). Nothing was done for it."
                 ));
                 self.forget(&task_id).await;
+                Resumed::Gone
             }
         }
     }
@@ -281,13 +284,18 @@ impl Follower {
                     }
                 };
                 if !answers.is_empty() {
-                    let orders = self.host.connection(SERVER).map_err(|e| e.to_string())?;
-                    orders
-                        .update_task(&task.task_id, answers)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                    let answered = || async {
+                        let orders = self.host.connection(SERVER).map_err(|e| e.to_string())?;
+                        let answers = answers.clone();
+                        orders
+                            .update_task(&task.task_id, answers)
+                            .await
+                            .map_err(|e| e.to_string())
+                    };
+                    again_while_unreachable(answered).await?;
                 }
-                match self.status(&task.task_id).await? {
+                let status = again_while_unreachable(|| self.status(&task.task_id)).await?;
+                match status {
                     TaskPayload::Working => tokio::time::sleep(poll).await,
                     TaskPayload::InputRequired { input_requests } => asks = input_requests,
                     other => return ended(other),
@@ -407,6 +415,47 @@ pub(crate) fn resume_waits(
             tokio::spawn(follower.resume(wait.task_id));
         }
     });
+}
+
+/// How a task kept across a restart (or taken over from a desk that stopped) went on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resumed {
+    /// Followed to its end.
+    Followed,
+    /// The server no longer knows it; the conversation was told.
+    Gone,
+    /// The server could not be reached: it is left for later.
+    Unreachable,
+}
+
+/// How many times a task's call is tried while the server does not answer (a restart, its
+/// database stopped for a moment), a second apart, before the task is given up.
+const TRIES_WHILE_UNREACHABLE: usize = 30;
+
+/// `call`'s answer, tried again (a second apart, [`TRIES_WHILE_UNREACHABLE`] times at most)
+/// while it fails for another reason than an unknown task: a person's answer is not lost to a
+/// server that is down for a moment.
+async fn again_while_unreachable<T, F, Fut>(call: F) -> Result<T, String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Ok(done) => return Ok(done),
+            Err(error)
+                if error.contains("unknown task") || tries + 1 >= TRIES_WHILE_UNREACHABLE =>
+            {
+                return Err(error);
+            }
+            Err(error) => {
+                tries += 1;
+                tracing::debug!(%error, "the order service does not answer a task's call: trying again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
 }
 
 /// How often the terminal looks in the desk's database for questions it may answer.
