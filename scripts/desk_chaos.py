@@ -193,8 +193,8 @@ def add_orders(database, count):
 
 
 def chaos(kill_every, seconds, stop, happened, started, results):
-    """Kill a random desk every `kill_every` s (restarted 5 s later); stop PostgreSQL once for
-    5 s half way."""
+    """Kill a desk every `kill_every` s, each in turn (restarted 5 s later); stop PostgreSQL
+    once for 5 s half way."""
     postgres_stopped = False
     while not stop.wait(kill_every):
         if not postgres_stopped and time.monotonic() - started > seconds / 2:
@@ -205,7 +205,8 @@ def chaos(kill_every, seconds, stop, happened, started, results):
             subprocess.run(["scripts/desk-cluster", "start-postgres"], check=True, capture_output=True)
             happened.append((time.monotonic() - started, "postgres started"))
             continue
-        name = f"desk-{random.randint(1, 3)}"
+        kills = len([what for _, what in happened if what.endswith("killed")])
+        name = f"desk-{kills % 3 + 1}"
         subprocess.run(["scripts/desk-cluster", "kill", name], check=True)
         with results.lock:
             results.kills.append(time.monotonic())

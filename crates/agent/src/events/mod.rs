@@ -632,7 +632,13 @@ impl Events {
                 until: now + deadline,
             },
         );
-        if !self.emit(conversation, event.clone()) && needs_a_page {
+        // A page at another desk gets it from the `Question` every desk is told of below.
+        let here = lock(&self.watchers).contains_key(conversation);
+        let shown = match here {
+            true => self.emit_here(conversation, event.clone()),
+            false => self.watched_at(conversation).is_some(),
+        };
+        if !shown && needs_a_page {
             lock(&self.questions).remove(&id);
             return Some(Asked::NobodyWatching);
         }

@@ -33,6 +33,9 @@ pub(crate) enum Message {
         /// What was said.
         event: Event,
     },
+    /// The sender joined the desks (it started): each desk tells it where its pages are and
+    /// which questions it holds.
+    Joined,
     /// A page now watches `conversation` at the sender (the stream another desk had for it is
     /// over); a desk holding its questions or what was said while nobody watched sends them.
     #[serde(rename_all = "camelCase")]
@@ -49,7 +52,8 @@ pub(crate) enum Message {
         /// The conversation.
         conversation: String,
     },
-    /// A question is open at the sender, for `owner`'s inbox everywhere.
+    /// A question is open at the sender, for `owner`'s inbox everywhere (and for its
+    /// conversation's page, at whichever desk serves it).
     #[serde(rename_all = "camelCase")]
     Question {
         /// Its id.
@@ -144,6 +148,42 @@ impl Events {
     /// them through `bus` (see [`Events::heard`] for the other way).
     pub(crate) fn join(&self, bus: Bus) {
         let _ = self.shared.bus.set(bus);
+        self.tell_all(Message::Joined);
+    }
+
+    /// Tell the desk `to` (which just joined) where this desk's pages are and which questions
+    /// it holds.
+    fn welcome(&self, to: &str) {
+        let pages: Vec<(String, String)> = lock(&self.watchers)
+            .iter()
+            .map(|(conversation, page)| (conversation.clone(), super::session_digest(&page.secret)))
+            .collect();
+        for (conversation, secret) in pages {
+            self.tell(
+                to,
+                Message::Watching {
+                    conversation,
+                    secret,
+                },
+            );
+        }
+        let now = tokio::time::Instant::now();
+        let questions: Vec<Message> = lock(&self.questions)
+            .iter()
+            .filter(|(_, q)| q.until > now)
+            .map(|(id, q)| Message::Question {
+                id: id.clone(),
+                owner: q.owner.clone(),
+                conversation: q.conversation.clone(),
+                server: q.server.clone(),
+                shown: q.shown.clone(),
+                waited_ms: u64::try_from((now - q.asked).as_millis()).unwrap_or(u64::MAX),
+                left_ms: u64::try_from((q.until - now).as_millis()).unwrap_or(u64::MAX),
+            })
+            .collect();
+        for question in questions {
+            self.tell(to, question);
+        }
     }
 
     /// This desk's name among the desks on its database, once it joined them.
@@ -253,6 +293,7 @@ impl Events {
             } => {
                 self.emit_here(&conversation, event);
             }
+            Message::Joined => self.welcome(&from),
             Message::Watching {
                 conversation,
                 secret,
@@ -279,16 +320,28 @@ impl Events {
                 let asked = now
                     .checked_sub(Duration::from_millis(waited_ms))
                     .unwrap_or(now);
+                let mut again = shown.clone();
+                if let Event::Confirmation { seconds, .. }
+                | Event::Sampling { seconds, .. }
+                | Event::Link { seconds, .. } = &mut again
+                {
+                    *seconds = (left_ms / 1000).max(1);
+                }
                 let there = There {
                     desk: from,
                     owner: owner.clone(),
-                    conversation,
+                    conversation: conversation.clone(),
                     server,
                     shown,
                     asked,
                     until: now + Duration::from_millis(left_ms),
                 };
                 lock(&self.shared.questions_there).insert(id, there);
+                // Its page, when this desk serves it, is asked.
+                let here = lock(&self.watchers).contains_key(&conversation);
+                if here {
+                    self.emit_here(&conversation, again);
+                }
                 self.inbox_changed(&owner);
             }
             Message::QuestionClosed { id } => {

@@ -204,6 +204,9 @@ async fn two_desks(
     let dir = tempdir::Dir::new();
     let stop = CancellationToken::new();
     let (orders, bearer) = orders(dir.path(), latency, &stop).await;
+    // For a desk a test starts later.
+    std::fs::write(dir.path().join("database"), &database).unwrap();
+    std::fs::write(dir.path().join("orders-url"), &orders).unwrap();
     let (a, b) = tokio::task::spawn_blocking({
         let (database, orders, bearer) = (database.clone(), orders.clone(), bearer.clone());
         move || {
@@ -402,5 +405,32 @@ async fn a_message_is_stopped_from_a_page_another_desk_serves() {
         404,
         "nothing runs at either desk now"
     );
+    stop.cancel();
+}
+
+/// A desk started after a page opened at another (a desk restarted, say) is told where the
+/// pages are: what it says in that page's conversation reaches the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_desk_started_later_learns_where_the_pages_are() {
+    let Some((a, b, stop, dir)) = two_desks(Revision::V2026_07_28, Duration::ZERO).await else {
+        return;
+    };
+    let (cookie, conversation) = session_at(&a).await;
+    let (mut page, _secret) = page_at(&b, &cookie, &conversation).await;
+    let database = std::fs::read_to_string(dir.path().join("database")).unwrap();
+    let (orders, bearer) = (
+        std::fs::read_to_string(dir.path().join("orders-url")).unwrap(),
+        dir.path().join("orders-bearer"),
+    );
+    let c = tokio::task::spawn_blocking(move || {
+        desk(&database, &orders, &bearer, Revision::V2026_07_28)
+    })
+    .await
+    .unwrap();
+    let reply = chat_at(&c, &cookie, &conversation, "where is ORD-10001?").await;
+    assert!(reply.contains("ORD-10001 is SHIPPED"), "{reply}");
+    let done = page.next_of("done").await;
+    assert_eq!(done["text"].as_str().unwrap(), reply);
+    drop((a, c));
     stop.cancel();
 }
