@@ -109,8 +109,8 @@ class Results:
         self.yes, self.no, self.unanswered = set(), set(), set()
         self.why_not = {}  # order -> why its question was not answered
         self.sent_yes = set()  # a yes was posted (its answer may have been lost on the way back)
-        self.comebacks = []  # seconds from a desk's kill to a question shown again after it
-        self.kills = []  # when a desk was killed
+        self.comebacks = []  # seconds from a kill (or outage) to a question shown again after it
+        self.kills = []  # when a desk was killed or PostgreSQL stopped
         self.asked = self.answered = self.posts_again = 0
 
 
@@ -200,6 +200,8 @@ def chaos(kill_every, seconds, stop, happened, started, results):
         if not postgres_stopped and time.monotonic() - started > seconds / 2:
             postgres_stopped = True
             subprocess.run(["scripts/desk-cluster", "stop-postgres"], check=True, capture_output=True)
+            with results.lock:
+                results.kills.append(time.monotonic())
             happened.append((time.monotonic() - started, "postgres stopped"))
             time.sleep(5)
             subprocess.run(["scripts/desk-cluster", "start-postgres"], check=True, capture_output=True)
@@ -266,8 +268,8 @@ def main():
     broken = sum(len(page.broken) for page in pages)
     print(f"pages' streams broken (and opened again through the balancer): {broken}")
     if comebacks:
-        print(f"questions shown again after a desk was killed: {len(comebacks)}, "
-              f"p50 {statistics.median(comebacks):.1f} s, max {comebacks[-1]:.1f} s after the kill")
+        print(f"questions shown again after a desk was killed or PostgreSQL stopped: {len(comebacks)}, "
+              f"p50 {statistics.median(comebacks):.1f} s, max {comebacks[-1]:.1f} s after it")
     print(f"desk chaos: lost answers {len(lost)}, orders written twice {doubles}, "
           f"cancels without a yes {len(without_yes)}")
     for order in sorted(results.unanswered):

@@ -845,8 +845,8 @@ impl Drop for OpenQuestion<'_> {
     fn drop(&mut self) {
         let was_open = lock(&self.events.questions).remove(&self.id).is_some();
         let id = self.id.clone();
-        self.events.tell_all(shared::Message::QuestionClosed { id });
-        // The page that asked hears why first ("closed": it expired), then every inbox.
+        // The page that asked hears why first ("closed": it expired), then every inbox (at
+        // the other desks too, told after the page: the bus keeps this desk's order).
         if !self.answered {
             self.events.emit(
                 &self.conversation,
@@ -857,6 +857,7 @@ impl Drop for OpenQuestion<'_> {
                 },
             );
         }
+        self.events.tell_all(shared::Message::QuestionClosed { id });
         if was_open {
             self.events.inbox_changed(&self.owner);
         }
