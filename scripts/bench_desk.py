@@ -53,8 +53,49 @@ def conversations_per_second(port, people, seconds):
     return sum(made) / seconds
 
 
+def lookups_per_second(pages, seconds):
+    """Each page's person asks where an order is, again and again: messages answered per second,
+    and the time from the message sent to its `done` event on the page (which a desk other
+    than the one that answered sends on, with three desks)."""
+    done_after, answered = [], [0] * len(pages)
+    until = time.monotonic() + seconds
+
+    def person(i):
+        page = pages[i]
+        n = 0
+        while time.monotonic() < until:
+            order = f"ORD-{10001 + (n % 80):05d}"
+            n += 1
+            sent = time.monotonic()
+            status, _, body = page.request("POST", "/api/chat", {
+                "conversationId": page.conversation, "message": f"where is {order}?"})
+            if status != 200:
+                continue
+            run = json.loads(body).get("run")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    at, event = page.events.get(timeout=1)
+                except Exception:
+                    continue
+                if event["event"] == "done" and event.get("run") == run and order in event.get("text", ""):
+                    done_after.append(at - sent)
+                    answered[i] += 1
+                    break
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=person, args=(i,)) for i in range(len(pages))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(answered) / (time.monotonic() - started), done_after
+
+
 def questions_per_second(port, orders, people, seconds):
     pages = [desk_chaos.Page(port, None) for _ in range(people)]
+    time.sleep(0.5)  # the pages' streams open
+    lookups, done_after = lookups_per_second(pages, seconds / 2)
     shown, said, answered = [], [], [0] * people
     share = len(orders) // people
     until = time.monotonic() + seconds
@@ -99,11 +140,12 @@ def questions_per_second(port, orders, people, seconds):
     elapsed = time.monotonic() - started
     for page in pages:
         page.stop.set()
-    return sum(answered) / elapsed, shown, said
+    return sum(answered) / elapsed, shown, said, lookups, done_after
 
 
 def run(label, desks, sqlite, args, work):
-    env = dict(os.environ, DESK_CLUSTER_DIR=os.path.join(work, label))
+    slug = "".join(c if c.isalnum() else "-" for c in label.lower())
+    env = dict(os.environ, DESK_CLUSTER_DIR=os.path.join(work, slug))
     if sqlite:
         env["DESK_SQLITE"] = "1"
     up = subprocess.run(["scripts/desk-cluster", "up", str(desks)], env=env, capture_output=True, text=True)
@@ -115,9 +157,11 @@ def run(label, desks, sqlite, args, work):
         orders_db = endpoints["orders-database"]
         orders = desk_chaos.add_orders(orders_db, count=3000)
         conversations = conversations_per_second(port, args.people, args.seconds / 2)
-        per_second, shown, said = questions_per_second(port, orders, args.people, args.seconds)
+        per_second, shown, said, lookups, done_after = questions_per_second(
+            port, orders, args.people, args.seconds)
         return {
             "label": label, "conversations": conversations, "questions": per_second,
+            "lookups": lookups, "done": (percentile(done_after, 50), percentile(done_after, 99)),
             "shown": (percentile(shown, 50), percentile(shown, 99)),
             "said": (percentile(said, 50), percentile(said, 99)), "n": len(said),
         }
@@ -140,13 +184,17 @@ def main():
     base = rows[0]
     print(f"desks behind HAProxy, {args.people} people, {args.seconds:.0f} s each, this machine "
           f"({os.cpu_count()} cores), one run")
-    print(f"{'':22} {'conv/s':>8} {'ratio':>6} {'answered/s':>11} {'ratio':>6} "
-          f"{'asked->shown p50/p99 ms':>24} {'answer->said p50/p99 ms':>24} {'n':>5}")
+    print(f"{'':22} {'conv/s':>8} {'ratio':>6} {'lookups/s':>10} {'ratio':>6} {'sent->done p50/p99 ms':>22} "
+          f"{'answered/s':>11} {'ratio':>6} {'asked->shown p50/p99 ms':>24} {'answer->said p50/p99 ms':>24}")
     for row in rows:
         print(f"{row['label']:22} {row['conversations']:8.1f} {row['conversations'] / base['conversations']:6.2f} "
+              f"{row['lookups']:10.1f} {row['lookups'] / base['lookups']:6.2f} "
+              f"{row['done'][0] * 1000:10.0f} / {row['done'][1] * 1000:9.0f} "
               f"{row['questions']:11.2f} {row['questions'] / base['questions']:6.2f} "
               f"{row['shown'][0] * 1000:11.0f} / {row['shown'][1] * 1000:10.0f} "
-              f"{row['said'][0] * 1000:11.0f} / {row['said'][1] * 1000:10.0f} {row['n']:5}")
+              f"{row['said'][0] * 1000:11.0f} / {row['said'][1] * 1000:10.0f}")
+    print("(a question's latencies are mostly the desk's polling of the order service's task, "
+          "every 500 ms)")
 
 
 if __name__ == "__main__":
