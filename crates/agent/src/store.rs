@@ -423,6 +423,27 @@ impl DeskStore {
         Ok(Some((session, ids)))
     }
 
+    /// The live session `conversation` was made for (at whichever desk), if any.
+    pub async fn session_of_conversation(
+        &self,
+        conversation: &str,
+        now: SystemTime,
+    ) -> Result<Option<StoredSession>, StoreError> {
+        let sql = self.pool.sql(
+            "SELECT s.digest, s.person, s.until_ms FROM desk_conversations c \
+             JOIN desk_sessions s ON s.digest = c.session_digest \
+             WHERE c.id = ? AND s.until_ms > ?",
+        );
+        let found: Option<(String, String, i64)> = on_pool!(&self.pool, pool => {
+            sqlx::query_as(&sql).bind(conversation).bind(millis(now)).fetch_optional(pool).await?
+        });
+        Ok(found.map(|(digest, person, until)| StoredSession {
+            digest,
+            person,
+            until: time_of(until),
+        }))
+    }
+
     /// Keep a turn of `conversation` (its oldest beyond `keep` go).
     pub async fn save_turn(
         &self,

@@ -19,6 +19,12 @@ pub const LEASE: Duration = Duration::from_secs(6);
 /// How often a desk renews its lease, and looks for tasks whose desk is gone.
 pub const RENEW: Duration = Duration::from_secs(2);
 
+/// How long a desk must have reached the database without a break before it takes a task
+/// over: after the database was down every desk's lease ran out, and the desks that live must
+/// have renewed theirs first (the chaos run saw live desks' tasks taken over 7 s after a
+/// 5-second stop, and followed twice).
+pub const CONNECTED_BEFORE_TAKING_OVER: Duration = Duration::from_secs(12);
+
 /// Join the other desks on `store`, when it is a database desks share: this desk's events go
 /// to the pages served by the others, and theirs to its pages.
 pub(super) async fn join(store: &DeskStore, events: &Arc<Events>) -> Result<(), StoreError> {
@@ -90,11 +96,22 @@ impl Desk {
                     None
                 }
             };
+            // Since when this desk has reached the database without a break.
+            let mut connected_since: Option<tokio::time::Instant> = None;
             loop {
                 let now = SystemTime::now();
-                if let Err(error) = renew(&store, &name, &events, now).await {
-                    tracing::warn!(%error, "this desk's lease could not be renewed");
-                } else if let Some(host) = &host {
+                match renew(&store, &name, &events, now).await {
+                    Ok(()) => {
+                        connected_since.get_or_insert_with(tokio::time::Instant::now);
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "this desk's lease could not be renewed");
+                        connected_since = None;
+                    }
+                }
+                let settled = connected_since
+                    .is_some_and(|since| since.elapsed() >= CONNECTED_BEFORE_TAKING_OVER);
+                if settled && let Some(host) = &host {
                     let follow = Follow {
                         host,
                         events: &events,
@@ -140,6 +157,17 @@ async fn take_over(follow: Follow<'_>, name: &str, now: SystemTime) -> Result<()
         }
         let left = wait.until.duration_since(now).unwrap_or_default();
         tracing::info!(task = %wait.task_id, from = ?wait.desk, "taking over a task whose desk stopped");
+        // Its conversation's session, when another desk made it: the question asked again
+        // goes to its person's inbox, as the first did.
+        if let Some(session) = follow
+            .store
+            .session_of_conversation(&wait.conversation, now)
+            .await?
+        {
+            follow
+                .events
+                .recall(session, vec![wait.conversation.clone()]);
+        }
         let follower = tasks::Follower {
             host: follow.host.clone(),
             events: follow.events.clone(),

@@ -7,7 +7,7 @@
 //! streamed replies), `knowledge` (the support notes).
 
 mod cluster;
-pub use cluster::{LEASE, RENEW};
+pub use cluster::{CONNECTED_BEFORE_TAKING_OVER, LEASE, RENEW};
 mod config;
 mod connecting;
 mod folders;

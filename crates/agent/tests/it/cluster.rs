@@ -83,6 +83,17 @@ async fn orders(
 
 /// A desk on `database` for the order service at `orders` (`bearer`: its token's file).
 fn desk(database: &str, orders: &str, bearer: &std::path::Path, protocol: Revision) -> Desk {
+    desk_with(database, orders, bearer, protocol, |_| {})
+}
+
+/// [`desk`], its settings as `configure` leaves them.
+fn desk_with(
+    database: &str,
+    orders: &str,
+    bearer: &std::path::Path,
+    protocol: Revision,
+    configure: impl FnOnce(&mut DeskConfig),
+) -> Desk {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -92,7 +103,7 @@ fn desk(database: &str, orders: &str, bearer: &std::path::Path, protocol: Revisi
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let port = listener.local_addr().unwrap().port();
-    let config = DeskConfig {
+    let mut config = DeskConfig {
         orders_url: orders.to_owned(),
         orders_bearer_file: Some(bearer.to_owned()),
         protocol: Some(protocol),
@@ -100,6 +111,7 @@ fn desk(database: &str, orders: &str, bearer: &std::path::Path, protocol: Revisi
         database: Some(database.to_owned()),
         ..DeskConfig::default()
     };
+    configure(&mut config);
     let stop = CancellationToken::new();
     let shutdown = stop.clone();
     runtime.spawn(async move {
@@ -432,5 +444,87 @@ async fn a_desk_started_later_learns_where_the_pages_are() {
     let done = page.next_of("done").await;
     assert_eq!(done["text"].as_str().unwrap(), reply);
     drop((a, c));
+    stop.cancel();
+}
+
+/// With people: a task taken over by a desk that never saw its conversation (nor its person's
+/// session) asks that person again, in their inbox at every desk, not the desk's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_taken_over_by_a_desk_new_to_its_conversation_asks_its_person() {
+    let Some(server) = server() else {
+        return;
+    };
+    let database = sql_pool::create_database(&server, "desks").await.unwrap();
+    let dir = tempdir::Dir::new();
+    let stop = CancellationToken::new();
+    let (orders, bearer) = orders(dir.path(), Duration::ZERO, &stop).await;
+    let password = "ana-password-for-the-desks";
+    agent::app::add_person_to_database(&database, "ana", password)
+        .await
+        .unwrap();
+    let people = agent::app::people_in_database(&database).await.unwrap();
+    assert!(people.is_some());
+    // A works, B serves the page and follows no task, C never hears of the conversation
+    // until A is gone and it takes the task over.
+    let (mut a, b, c) = tokio::task::spawn_blocking(move || {
+        let start = |tasks: bool| {
+            let people = people.clone();
+            desk_with(
+                &database,
+                &orders,
+                &bearer,
+                Revision::V2026_07_28,
+                move |config| {
+                    config.people = people;
+                    config.tasks = tasks;
+                },
+            )
+        };
+        (start(true), start(false), start(true))
+    })
+    .await
+    .unwrap();
+    let signed_in = reqwest::Client::new()
+        .post(format!("{}api/sign-in", a.url))
+        .json(&json!({"name": "ana", "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 200);
+    let set = signed_in.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap();
+    let cookie = set
+        .split(';')
+        .next()
+        .unwrap()
+        .split_once('=')
+        .unwrap()
+        .1
+        .to_owned();
+    let started: Value = crate::common::json_answer(
+        reqwest::Client::new()
+            .post(format!("{}api/conversations", a.url))
+            .header(reqwest::header::COOKIE, a.cookie(&cookie)),
+    )
+    .await;
+    let conversation = started["conversationId"].as_str().unwrap().to_owned();
+    let (mut page, secret) = page_at(&b, &cookie, &conversation).await;
+    let reply = chat_at(&a, &cookie, &conversation, "please cancel ORD-10002").await;
+    assert!(reply.starts_with("Waiting for your answer"), "{reply}");
+    let first = page.next_of("confirmation").await;
+    a.kill();
+    let again = page.next_of("confirmation").await;
+    assert_ne!(again["id"], first["id"]);
+    for desk in [&b, &c] {
+        let listed = inbox_at(desk, &cookie).await;
+        let ids: Vec<&Value> = listed.iter().map(|q| &q["id"]).collect();
+        assert_eq!(ids, vec![&again["id"]], "in ana's inbox");
+    }
+    let id = again["id"].as_str().unwrap();
+    assert_eq!(yes_at(&b, &cookie, id, &secret).await, 204);
+    page.said_ending("Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
+        .await;
+    drop(c);
     stop.cancel();
 }

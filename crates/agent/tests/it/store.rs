@@ -174,6 +174,19 @@ async fn a_conversation_s_turns_are_kept_and_go_with_its_session() {
     let turns = store.turns("c1").await.unwrap();
     let asked: Vec<&str> = turns.iter().map(|(q, _)| q.as_str()).collect();
     assert_eq!(asked, ["q1", "q2", "q3"]);
+    let of = store
+        .session_of_conversation("c1", now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(of.person, "ana");
+    assert!(
+        store
+            .session_of_conversation("other", now)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let (kept, conversations) = store.session("s", now).await.unwrap().unwrap();
     assert_eq!(
         (kept.digest, kept.person),
