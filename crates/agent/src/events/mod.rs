@@ -102,6 +102,7 @@ pub struct Events {
 }
 
 /// An open question as an inbox lists it, wherever it is open.
+#[derive(Clone)]
 pub(super) struct InboxQuestion {
     conversation: String,
     server: String,
@@ -381,17 +382,7 @@ impl Events {
         lock(&self.questions)
             .values()
             .filter(|q| q.conversation == conversation && q.until > now)
-            .map(|question| {
-                let left = (question.until - now).as_secs().max(1);
-                let mut again = question.shown.clone();
-                if let Event::Confirmation { seconds, .. }
-                | Event::Sampling { seconds, .. }
-                | Event::Link { seconds, .. } = &mut again
-                {
-                    *seconds = left;
-                }
-                again
-            })
+            .map(|question| with_seconds_left(question.shown.clone(), question.until - now))
             .collect()
     }
 
@@ -697,6 +688,17 @@ impl Events {
         self.inbox_changed(&question.owner);
         sent
     }
+}
+
+/// `event` (a question) asked again with `left` to answer it (at least a second).
+fn with_seconds_left(mut event: Event, left: Duration) -> Event {
+    if let Event::Confirmation { seconds, .. }
+    | Event::Sampling { seconds, .. }
+    | Event::Link { seconds, .. } = &mut event
+    {
+        *seconds = left.as_secs().max(1);
+    }
+    event
 }
 
 /// `question` (whose id is `id`) as an inbox lists it at `now`.

@@ -134,13 +134,9 @@ pub(super) struct PageThere {
 
 /// A question open at another desk.
 pub(super) struct There {
-    pub(super) desk: String,
-    pub(super) owner: String,
-    pub(super) conversation: String,
-    pub(super) server: String,
-    pub(super) shown: Event,
-    pub(super) asked: tokio::time::Instant,
-    pub(super) until: tokio::time::Instant,
+    desk: String,
+    owner: String,
+    question: super::InboxQuestion,
 }
 
 impl Events {
@@ -262,17 +258,10 @@ impl Events {
     ) -> Vec<(String, super::InboxQuestion)> {
         lock(&self.shared.questions_there)
             .iter()
-            .filter(|(_, q)| (q.owner == owner || also == Some(q.owner.as_str())) && q.until > now)
-            .map(|(id, q)| {
-                let question = super::InboxQuestion {
-                    conversation: q.conversation.clone(),
-                    server: q.server.clone(),
-                    shown: q.shown.clone(),
-                    asked: q.asked,
-                    until: q.until,
-                };
-                (id.clone(), question)
+            .filter(|(_, q)| {
+                (q.owner == owner || also == Some(q.owner.as_str())) && q.question.until > now
             })
+            .map(|(id, q)| (id.clone(), q.question.clone()))
             .collect()
     }
 
@@ -280,7 +269,7 @@ impl Events {
     pub(super) fn conversation_there(&self, question: &str) -> Option<String> {
         lock(&self.shared.questions_there)
             .get(question)
-            .map(|q| q.conversation.clone())
+            .map(|q| q.question.conversation.clone())
     }
 
     /// A message of another desk's.
@@ -320,21 +309,18 @@ impl Events {
                 let asked = now
                     .checked_sub(Duration::from_millis(waited_ms))
                     .unwrap_or(now);
-                let mut again = shown.clone();
-                if let Event::Confirmation { seconds, .. }
-                | Event::Sampling { seconds, .. }
-                | Event::Link { seconds, .. } = &mut again
-                {
-                    *seconds = (left_ms / 1000).max(1);
-                }
+                let until = now + Duration::from_millis(left_ms);
+                let again = super::with_seconds_left(shown.clone(), until - now);
                 let there = There {
                     desk: from,
                     owner: owner.clone(),
-                    conversation: conversation.clone(),
-                    server,
-                    shown,
-                    asked,
-                    until: now + Duration::from_millis(left_ms),
+                    question: super::InboxQuestion {
+                        conversation: conversation.clone(),
+                        server,
+                        shown,
+                        asked,
+                        until,
+                    },
                 };
                 lock(&self.shared.questions_there).insert(id, there);
                 // Its page, when this desk serves it, is asked.
@@ -429,18 +415,12 @@ impl Events {
             Err(AnswerError::NotFound) => {}
             done => return done,
         }
-        let desk = {
-            let also = self.also_sees(owner);
-            let questions = lock(&self.shared.questions_there);
-            let question = questions.get(id).ok_or(AnswerError::NotFound)?;
-            let own = constant_time_eq(question.owner.as_bytes(), owner.as_bytes());
-            if !own && also.as_deref() != Some(question.owner.as_str()) {
-                return Err(AnswerError::Forbidden);
-            }
-            fitting(&question.shown, answer.clone())?;
-            (question.desk.clone(), question.owner.clone())
+        let also = self.also_sees(owner);
+        let may = |q: &There| {
+            constant_time_eq(q.owner.as_bytes(), owner.as_bytes())
+                || also.as_deref() == Some(q.owner.as_str())
         };
-        self.forward(id, desk, answer).await
+        self.forward(id, answer, may).await
     }
 
     /// [`Events::answer`], for a question open here or at another desk (the page's stream,
@@ -455,16 +435,8 @@ impl Events {
             Err(AnswerError::NotFound) => {}
             done => return done,
         }
-        let desk = {
-            let questions = lock(&self.shared.questions_there);
-            let question = questions.get(id).ok_or(AnswerError::NotFound)?;
-            if !self.owns(&question.conversation, secret) {
-                return Err(AnswerError::Forbidden);
-            }
-            fitting(&question.shown, answer.clone())?;
-            (question.desk.clone(), question.owner.clone())
-        };
-        self.forward(id, desk, answer).await
+        let may = |q: &There| self.owns(&q.question.conversation, secret);
+        self.forward(id, answer, may).await
     }
 
     /// How this desk stops the message in flight in a conversation (for a Stop posted at
@@ -479,43 +451,58 @@ impl Events {
         if self.shared.bus.get().is_none() {
             return false;
         }
-        let ask = random_id();
-        let (tx, rx) = oneshot::channel();
-        lock(&self.shared.verdicts).insert(ask.clone(), tx);
         let conversation = conversation.to_owned();
-        self.tell_all(Message::Stop {
-            ask: ask.clone(),
-            conversation,
-        });
-        let stopped = tokio::time::timeout(VERDICT_WITHIN, rx).await;
-        lock(&self.shared.verdicts).remove(&ask);
-        matches!(stopped, Ok(Ok(Ok(()))))
+        let stop = |ask| Message::Stop { ask, conversation };
+        self.verdict(None, stop).await == Some(Ok(()))
     }
 
-    /// Send `answer` to the desk holding question `id` (as `owner`) and wait for its verdict.
+    /// Send `answer` to the desk holding question `id`, open there, when `may` (whoever posted
+    /// it may answer it) and it fits the question; wait for that desk's verdict.
     async fn forward(
         &self,
         id: &str,
-        (desk, owner): (String, String),
         answer: Answer,
+        may: impl FnOnce(&There) -> bool,
     ) -> Result<(), AnswerError> {
-        let ask = random_id();
-        let (tx, rx) = oneshot::channel();
-        lock(&self.shared.verdicts).insert(ask.clone(), tx);
-        let message = Message::Answer {
-            ask: ask.clone(),
+        let (desk, owner) = {
+            let questions = lock(&self.shared.questions_there);
+            let question = questions.get(id).ok_or(AnswerError::NotFound)?;
+            if !may(question) {
+                return Err(AnswerError::Forbidden);
+            }
+            fitting(&question.question.shown, answer.clone())?;
+            (question.desk.clone(), question.owner.clone())
+        };
+        let ask = |ask| Message::Answer {
+            ask,
             question: id.to_owned(),
             owner,
             answer,
         };
-        self.tell(&desk, message);
-        let verdict = tokio::time::timeout(VERDICT_WITHIN, rx).await;
-        lock(&self.shared.verdicts).remove(&ask);
-        match verdict {
-            Ok(Ok(verdict)) => verdict,
-            // The desk that holds it did not say: it is gone (its question with it).
-            Ok(Err(_)) | Err(_) => Err(AnswerError::NotFound),
+        // The desk that holds it did not say: it is gone (its question with it).
+        self.verdict(Some(&desk), ask)
+            .await
+            .unwrap_or(Err(AnswerError::NotFound))
+    }
+
+    /// Tell `to` (none: every other desk) the message `ask` makes of a new name, and wait for
+    /// the verdict said under that name (`None`: none within [`VERDICT_WITHIN`]).
+    async fn verdict(
+        &self,
+        to: Option<&str>,
+        ask: impl FnOnce(String) -> Message,
+    ) -> Option<Result<(), AnswerError>> {
+        let name = random_id();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.shared.verdicts).insert(name.clone(), tx);
+        let message = ask(name.clone());
+        match to {
+            Some(to) => self.tell(to, message),
+            None => self.tell_all(message),
         }
+        let verdict = tokio::time::timeout(VERDICT_WITHIN, rx).await;
+        lock(&self.shared.verdicts).remove(&name);
+        verdict.ok().and_then(Result::ok)
     }
 }
 

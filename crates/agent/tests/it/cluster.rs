@@ -136,20 +136,18 @@ async fn session_at(desk: &Desk) -> (String, String) {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let set = response.headers()[reqwest::header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let value = set
-        .split(';')
-        .next()
-        .unwrap()
-        .split_once('=')
-        .unwrap()
-        .1
-        .to_owned();
+    let value = cookie_set_by(&response);
     let body: Value = response.json().await.unwrap();
     (value, body["conversationId"].as_str().unwrap().to_owned())
+}
+
+/// The value of the session cookie `response` sets.
+fn cookie_set_by(response: &reqwest::Response) -> String {
+    let set = response.headers()[reqwest::header::SET_COOKIE]
+        .to_str()
+        .unwrap();
+    let (_, value) = set.split(';').next().unwrap().split_once('=').unwrap();
+    value.to_owned()
 }
 
 /// The event stream of `conversation` opened at `desk` in the session `cookie`, and its secret.
@@ -491,17 +489,7 @@ async fn a_task_taken_over_by_a_desk_new_to_its_conversation_asks_its_person() {
         .await
         .unwrap();
     assert_eq!(signed_in.status(), 200);
-    let set = signed_in.headers()[reqwest::header::SET_COOKIE]
-        .to_str()
-        .unwrap();
-    let cookie = set
-        .split(';')
-        .next()
-        .unwrap()
-        .split_once('=')
-        .unwrap()
-        .1
-        .to_owned();
+    let cookie = cookie_set_by(&signed_in);
     let started: Value = crate::common::json_answer(
         reqwest::Client::new()
             .post(format!("{}api/conversations", a.url))
