@@ -43,14 +43,14 @@
 //! - The sealed `requestState` (`state`, `seal`: [`Sealer`]) and its key ring (`keys`).
 //! - [`tasks`]: durable tasks, their stores and runtime.
 //! - [`serve`]: stdio, and (feature `http`) one Streamable HTTP endpoint for both revisions,
-//!   over the transport we own (`transport`: the lean 2025-11-25 sessions).
+//!   over the wire we own (`transport`: the fast path, the lean 2025-11-25 sessions).
 //! - `sessions` and `reach`: who hears of a change, and how a session is reached.
 //! - [`metrics`], [`telemetry`], `logging` (feature `logging`): what an operator watches.
 //! - [`Revision`] (`revision`): the one place that knows what differs between revisions;
 //!   `principal`: who is calling.
 //! - [`standard_headers`]: the SEP-2243 headers, written by hosts and checked by servers.
 //! - `sampling_roots_logging`: every call into rmcp's deprecated API, and [`LogLevel`];
-//!   `outbox`: the queue between a fast-path handler and its response stream; `raw_result`:
+//!   `outbox`: the queue between a fast-path handler and its response stream; `transport`'s `raw_result`:
 //!   a result as text ([`RawToolResult`]).
 //! - `error`: [`ToolError`], [`Incident`]; [`schema`]: tool schemas as clients read them;
 //!   `clock` and `util`: time that follows tokio's clock, the one [`lock`], nonces.
@@ -86,7 +86,6 @@ mod outcome;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod principal;
-mod raw_result;
 mod reach;
 mod revision;
 mod sampling_roots_logging;
@@ -100,7 +99,6 @@ pub mod tasks;
 pub mod telemetry;
 #[cfg(feature = "test-util")]
 pub mod testing;
-#[cfg(feature = "http")]
 mod transport;
 mod util;
 
@@ -115,7 +113,6 @@ pub use layer::{
 pub use outcome::{
     ANSWER_REASON_META_KEY, AnswerReason, Elicited, RootsListed, Sampled, StepError, UrlElicited,
 };
-pub use raw_result::RawToolResult;
 pub use revision::{Revision, UnknownRevision};
 pub use rmcp::elicit_safe;
 pub use sampling_roots_logging::{
@@ -126,6 +123,7 @@ pub use sampling_roots_logging::{user_prompt, with_logging};
 pub use seal::{SealError, Sealer};
 pub use sessions::{Change, ListKind};
 pub use state::StateError;
+pub use transport::raw_result::RawToolResult;
 pub use util::lock;
 
 #[doc(hidden)]

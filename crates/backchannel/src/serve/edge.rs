@@ -10,13 +10,14 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::options::HttpOptions;
-use super::pass_through::PassThrough;
-use super::{ServeError, host_origin, listener, mcp_route, stateless};
+use crate::transport::pass_through::PassThrough;
+use super::{ServeError, host_origin, listener, mcp_route};
+use crate::transport::stateless;
 
 /// An axum router with the MCP endpoint at `/mcp`. `factory` builds the handler for each
 /// session (2025-11-25) and for each stateless request (2026-07-28), so shared state belongs
 /// behind an `Arc`. Cancelling `shutdown` closes open streams. Every POST is checked
-/// ([`super::jsonrpc::check_body`]) and the 2025-11-25 session rules are kept (see `mcp_route.rs`); an
+/// ([`crate::serve::jsonrpc::check_body`]) and the 2025-11-25 session rules are kept (see `mcp_route.rs`); an
 /// application that authenticates callers puts a [`super::Principal`] into the request's extensions
 /// in a layer outside this router.
 pub fn router<S, F>(factory: F, options: &HttpOptions, shutdown: CancellationToken) -> axum::Router

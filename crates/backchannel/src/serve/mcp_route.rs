@@ -9,15 +9,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::jsonrpc::jsonrpc_error;
+use crate::transport::jsonrpc::jsonrpc_error;
 use crate::transport::LeanSessions;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::response::Response;
 
-use super::jsonrpc::{self, Message};
-use super::session_post::SessionPost;
-use super::stateless::FastPath;
+use crate::transport::jsonrpc::{self, Message};
+use crate::transport::session_post::SessionPost;
+use crate::transport::stateless::FastPath;
 use crate::util::lock;
 
 use crate::principal::Principal;

@@ -8,26 +8,21 @@ macro_rules! with_http {
 }
 
 with_http! {
-    mod answer_json;
     mod bearer;
     mod cookie;
     mod edge;
     mod host_origin;
-    mod sse_body;
-    pub mod jsonrpc;
     mod listener;
-    mod mcp_route;
+    pub(crate) mod mcp_route;
     mod options;
-    mod pass_through;
-    mod session_post;
     mod sign_in;
-    mod stateless;
     pub use bearer::{BearerError, MAX_TOKEN_BYTES, bearer_token};
     pub use cookie::{MAX_COOKIE_VALUE_BYTES, cookie};
     pub use edge::{http, metrics_router, router, router_passing};
+    pub use crate::transport::jsonrpc;
     pub use jsonrpc::jsonrpc_error;
     pub use options::HttpOptions;
-    pub use pass_through::{PassThrough, Passed, PlainToolCall};
+    pub use crate::transport::pass_through::{PassThrough, Passed, PlainToolCall};
     pub use sign_in::{Refusal, SIGN_IN_REQUIRED, SignIn, require_sign_in};
 }
 #[cfg(feature = "resource-server")]

@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::bearer::{BearerError, bearer_token};
-use super::jsonrpc::jsonrpc_error;
+use crate::transport::jsonrpc::jsonrpc_error;
 use crate::principal::Principal;
 
 /// The JSON-RPC error code of a refused sign-in (the 401's body).

@@ -29,14 +29,14 @@ use crate::transport::LeanSessions;
 const SESSION_REVISION: crate::Revision = crate::Revision::V2025_11_25;
 
 /// What this path needs besides the sessions.
-pub(super) struct SessionPost {
-    pub(super) keep_alive: Option<Duration>,
-    pub(super) shutdown: CancellationToken,
+pub(crate) struct SessionPost {
+    pub(crate) keep_alive: Option<Duration>,
+    pub(crate) shutdown: CancellationToken,
 }
 
 impl SessionPost {
     /// The message, typed, when this path may serve it; `None` sends the request to rmcp.
-    pub(super) fn message(
+    pub(crate) fn message(
         &self,
         headers: &http::HeaderMap,
         value: Value,
@@ -69,7 +69,7 @@ impl SessionPost {
 
     /// Serve `message` in `session`, with the request's head in its extensions as rmcp puts it
     /// there: a request's stream as SSE, anything else `202 Accepted`.
-    pub(super) async fn serve(
+    pub(crate) async fn serve(
         &self,
         sessions: &LeanSessions,
         session: &str,
@@ -117,7 +117,7 @@ impl SessionPost {
 /// The session closed between the gate's check and now.
 fn gone(error: &impl std::fmt::Display) -> Response {
     tracing::debug!(%error, "a session closed while a message was on its way to it");
-    super::jsonrpc_error(
+    super::jsonrpc::jsonrpc_error(
         http::StatusCode::NOT_FOUND,
         -32001,
         "Session not found: it expired or was closed; start a new one with initialize",

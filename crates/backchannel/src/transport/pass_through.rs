@@ -21,7 +21,7 @@ use super::sse_body::{Events, SseBody};
 /// fields a call holds, each of its type).
 #[derive(Debug)]
 pub struct PlainToolCall {
-    /// The HTTP head, with its extensions (a [`super::Principal`] a layer outside put there).
+    /// The HTTP head, with its extensions (a [`crate::serve::Principal`] a layer outside put there).
     /// What a [`PassThrough`] puts into its extensions reaches the handler when the call is
     /// handed on ([`Passed::Handler`]).
     pub parts: http::request::Parts,
@@ -47,7 +47,7 @@ pub enum Passed {
 }
 
 /// Takes plain 2026-07-28 `tools/call` requests before the handler does (see
-/// [`super::router_passing`]).
+/// [`crate::serve::router_passing`]).
 pub trait PassThrough: Send + Sync + 'static {
     /// The call's future answer, or the call back at once when it is not one to take (then the
     /// handler serves it, with no further cost).
@@ -56,7 +56,7 @@ pub trait PassThrough: Send + Sync + 'static {
 
 /// The answer to request `id` whose result is `result` as the text it is: JSON, or one event
 /// (kept alive and ended as given) when `one_event`.
-pub(super) fn relayed_response(
+pub(crate) fn relayed_response(
     id: &RequestId,
     result: &crate::RawToolResult,
     one_event: Option<(Option<Duration>, &CancellationToken)>,

@@ -60,7 +60,7 @@ pub enum Message {
 /// How deep arrays and objects nest, counted over the raw bytes (strings skipped), stopping
 /// as soon as `limit` is passed. Linear, and safe on any bytes. A string's bytes are skipped
 /// in one search for its end (they are most of a body: texts, sealed state), not one by one.
-pub(super) fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
+pub(crate) fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
     let mut depth = 0usize;
     let mut at = 0;
     while let Some(&byte) = bytes.get(at) {
@@ -108,7 +108,7 @@ pub fn check_body(bytes: &[u8]) -> Result<Message, BodyError> {
 }
 
 /// [`check_body`], keeping the parsed body for what comes next.
-pub(super) fn check(bytes: &[u8]) -> Result<(Message, Value), BodyError> {
+pub(crate) fn check(bytes: &[u8]) -> Result<(Message, Value), BodyError> {
     if nesting_exceeds(bytes, MAX_DEPTH) {
         return Err(BodyError::parse(format!(
             "Parse error: the body nests deeper than {MAX_DEPTH} levels"

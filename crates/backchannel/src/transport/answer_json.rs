@@ -14,14 +14,14 @@ use rmcp::model::{InputRequest, InputRequiredResult, JsonRpcMessage, ServerJsonR
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// `message` as JSON bytes.
-pub(super) fn to_vec(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn to_vec(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(256);
     to_writer(&mut bytes, message)?;
     Ok(bytes)
 }
 
 /// `message` as JSON, written to `writer`.
-pub(super) fn to_writer(
+pub(crate) fn to_writer(
     writer: impl std::io::Write,
     message: &ServerJsonRpcMessage,
 ) -> serde_json::Result<()> {

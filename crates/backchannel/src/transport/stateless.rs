@@ -5,7 +5,7 @@
 //! channel, running a serve loop over them and spawning it (`serve_negotiated_request_directly`
 //! in rmcp's `transport/streamable_http_server/tower.rs`). Nothing in the revision needs that:
 //! the request is one message in, its notifications and one result out. Here the message
-//! [`super::mcp_route`] already parsed is turned into rmcp's typed request, the request context is
+//! [`crate::serve::mcp_route`] already parsed is turned into rmcp's typed request, the request context is
 //! built around one shared, closed peer (rmcp's `Peer::new` is crate-private, and a peer is
 //! what a `RequestContext` must hold), and `Service::handle_request` runs in place.
 //! Notifications sent through `Ctx` go into the request's [`Outbox`] and stream on its own
@@ -50,7 +50,7 @@ const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 const SESSION: &str = "mcp-session-id";
 
 /// Serves stateless requests directly; type-erased so the gate needs no handler type.
-pub(super) trait FastPath: Send + Sync {
+pub(crate) trait FastPath: Send + Sync {
     /// The response to the request, or its head back when it is not for this path (the body
     /// is then parsed again from its bytes by rmcp).
     fn serve(
@@ -101,19 +101,19 @@ fn object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<JsonObject>, 
 }
 
 /// The fast path for one endpoint: the handler factory and the response settings.
-pub(super) struct Stateless<F> {
+pub(crate) struct Stateless<F> {
     factory: Arc<F>,
     json_response: bool,
     keep_alive: Option<Duration>,
     shutdown: CancellationToken,
     /// Made on first use (it needs a runtime): the peer every fast-path context holds.
     peer: OnceLock<Peer<RoleServer>>,
-    /// Offered every plain `tools/call` before the handler (see [`super::router_passing`]).
+    /// Offered every plain `tools/call` before the handler (see [`crate::serve::router_passing`]).
     pass: Option<Arc<dyn PassThrough>>,
 }
 
 impl<F> Stateless<F> {
-    pub(super) fn new(
+    pub(crate) fn new(
         factory: Arc<F>,
         json_response: bool,
         keep_alive: Option<Duration>,
@@ -390,7 +390,7 @@ fn stateless_version(headers: &HeaderMap) -> Option<ProtocolVersion> {
 
 /// `Accept` names both media types, with no parameters (anything fancier goes to rmcp,
 /// which reads quality values).
-pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(http::header::ACCEPT) {
         let Ok(value) = value.to_str() else {
@@ -408,7 +408,7 @@ pub(super) fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     json && sse
 }
 
-pub(super) fn sends_json(headers: &HeaderMap) -> bool {
+pub(crate) fn sends_json(headers: &HeaderMap) -> bool {
     let mut values = headers.get_all(http::header::CONTENT_TYPE).iter();
     let Some(Ok(value)) = values.next().map(|value| value.to_str()) else {
         return false;
