@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::config::AuthConfig;
 pub use crate::credentials::SharedCredentials;
+use crate::error::SignInError;
 
 /// The default redirect: a loopback callback the host's handler listens on.
 pub const DEFAULT_REDIRECT_URI: &str = "http://127.0.0.1:8976/callback";
@@ -187,16 +188,11 @@ pub(crate) async fn client_credentials(
     url: &str,
     config: &AuthConfig,
     store: &TokenStore,
-) -> Result<AuthorizationManager, String> {
+) -> Result<AuthorizationManager, SignInError> {
     let (Some(client_id), Some(client_secret)) = (&config.client_id, &config.client_secret) else {
-        return Err(
-            "the client credentials grant needs the connection's client_id and client_secret"
-                .to_owned(),
-        );
+        return Err(SignInError::NoClientSecret);
     };
-    let mut manager = AuthorizationManager::new(url)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut manager = AuthorizationManager::new(url).await?;
     store.install(&mut manager);
     let mut state = OAuthState::Unauthorized(manager);
     state
@@ -206,11 +202,10 @@ pub(crate) async fn client_credentials(
             scopes: config.scopes.clone(),
             resource: Some(url.to_owned()),
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     state
         .into_authorization_manager()
-        .ok_or_else(|| "the client credentials grant did not complete".to_owned())
+        .ok_or(SignInError::Incomplete)
 }
 
 /// Sign in to the server at `url` as `config` says, for a program that takes the person
@@ -225,7 +220,7 @@ pub async fn sign_in_with<F, Fut>(
     config: &AuthConfig,
     client_name: &str,
     authorize: F,
-) -> Result<(), String>
+) -> Result<(), SignInError>
 where
     F: FnOnce(String) -> Fut,
     Fut: std::future::Future<Output = Result<String, crate::error::AuthorizeError>>,
@@ -246,14 +241,12 @@ pub(crate) async fn sign_in<F, Fut>(
     challenge: Option<&str>,
     store: &TokenStore,
     authorize: F,
-) -> Result<AuthorizationManager, String>
+) -> Result<AuthorizationManager, SignInError>
 where
     F: FnOnce(String) -> Fut,
     Fut: std::future::Future<Output = Result<String, crate::error::AuthorizeError>>,
 {
-    let mut manager = AuthorizationManager::new(url)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut manager = AuthorizationManager::new(url).await?;
     store.install(&mut manager);
     let mut state = OAuthState::Unauthorized(manager);
     let mut request = AuthorizationRequest::new(redirect_uri(config)).with_client_name(client_name);
@@ -272,24 +265,13 @@ where
     if let Some(document) = &config.client_metadata_url {
         request = request.with_client_metadata_url(document.clone());
     }
-    state
-        .start_authorization(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    let authorization_url = state
-        .get_authorization_url()
-        .await
-        .map_err(|e| e.to_string())?;
-    let came_back = authorize(authorization_url)
-        .await
-        .map_err(|e| e.to_string())?;
-    state
-        .handle_callback_url(&came_back)
-        .await
-        .map_err(|e| e.to_string())?;
+    state.start_authorization(request).await?;
+    let authorization_url = state.get_authorization_url().await?;
+    let came_back = authorize(authorization_url).await?;
+    state.handle_callback_url(&came_back).await?;
     state
         .into_authorization_manager()
-        .ok_or_else(|| "the sign-in did not complete".to_owned())
+        .ok_or(SignInError::Incomplete)
 }
 
 /// How a connected connection signs in again when a request is refused: a new sign-in whose
@@ -309,7 +291,7 @@ impl Reauth {
         connection: &str,
         challenge: &str,
         handler: &H,
-    ) -> Result<(), String> {
+    ) -> Result<(), SignInError> {
         tracing::info!(connection, "the server asks to sign in again");
         // Ask for what was granted before and what the challenge names (SEP-2350), so a step
         // up for one operation does not lose the scopes the others need.

@@ -18,6 +18,7 @@ use crate::auth;
 #[cfg(feature = "oauth")]
 use crate::config::AuthConfig;
 use crate::config::{ConnectionConfig, HostConfig, Transport, file_uri};
+use crate::direct::{Cause, Failure};
 use crate::error::HostError;
 use crate::handler::HostHandler;
 use crate::listening::Listening;
@@ -194,19 +195,24 @@ pub(crate) fn declared_roots(roots: &[crate::RootConfig]) -> Vec<Root> {
 /// The configured extra request headers, each checked as an HTTP header name and value.
 pub(crate) fn custom_headers(
     headers: &BTreeMap<String, String>,
-) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, Failure> {
     headers
         .iter()
         .map(|(key, value)| {
-            let key = http::HeaderName::try_from(key.as_str()).map_err(|e| e.to_string())?;
-            let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+            let unusable = |cause: Cause| Failure::Header {
+                name: key.clone(),
+                cause,
+            };
+            let key = http::HeaderName::try_from(key.as_str()).map_err(|e| unusable(e.into()))?;
+            let value =
+                http::HeaderValue::try_from(value.as_str()).map_err(|e| unusable(e.into()))?;
             Ok((key, value))
         })
         .collect()
 }
 
 /// The bearer token of `config`'s bearer file, if it names one.
-fn bearer_of(config: &ConnectionConfig) -> Result<Option<String>, String> {
+fn bearer_of(config: &ConnectionConfig) -> Result<Option<String>, Failure> {
     match config
         .auth
         .as_ref()
@@ -218,15 +224,14 @@ fn bearer_of(config: &ConnectionConfig) -> Result<Option<String>, String> {
 }
 
 /// The bearer token in the first line of the file at `path`.
-fn read_bearer(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the bearer file {}: {e}", path.display()))?;
+fn read_bearer(path: &std::path::Path) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|cause| Failure::BearerFile {
+        path: path.to_owned(),
+        cause,
+    })?;
     let token = text.lines().next().unwrap_or_default().trim();
     if token.is_empty() || !token.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(format!(
-            "the bearer file {} holds no token on its first line (printable ASCII, no spaces)",
-            path.display()
-        ));
+        return Err(Failure::NoBearer(path.to_owned()));
     }
     Ok(token.to_owned())
 }
@@ -305,7 +310,7 @@ impl<H: HostHandler> SigningIn<'_, H> {
         let mut manager = auth::manager(self.url, &store)
             .await
             .map_err(|e| failed(e.to_string()))?;
-        let http = http_client().map_err(failed)?;
+        let http = http_client().map_err(|e| failed(e.to_string()))?;
         for attempt in 0..=auth::MAX_SIGN_INS {
             let client = rmcp::transport::auth::AuthClient::new(http.clone(), manager);
             let held = client.auth_manager.clone();
@@ -372,7 +377,7 @@ fn http_settings(
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
         bool,
     ),
-    String,
+    Failure,
 > {
     let mut transport_config =
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
@@ -435,11 +440,13 @@ impl<H: HostHandler> Connection<H> {
         let mut sessions = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
-                let (transport_config, plain) =
-                    http_settings(config, url, headers).map_err(connect_error)?;
+                let (transport_config, plain) = http_settings(config, url, headers)
+                    .map_err(|e| connect_error(e.to_string()))?;
                 let (service, opened) = if plain {
-                    let (client, opened) =
-                        Listening::new(http_client().map_err(connect_error)?, &transport_config);
+                    let (client, opened) = Listening::new(
+                        http_client().map_err(|e| connect_error(e.to_string()))?,
+                        &transport_config,
+                    );
                     let transport =
                         StreamableHttpClientTransport::with_client(client, transport_config);
                     let service = make_routed()
@@ -501,7 +508,9 @@ impl<H: HostHandler> Connection<H> {
             #[cfg(feature = "oauth")]
             reauth,
         };
-        connection.direct = connection.direct_path().map_err(connect_error)?;
+        connection.direct = connection
+            .direct_path()
+            .map_err(|e| connect_error(e.to_string()))?;
         connection.ask_for_logs().await;
         Ok(connection)
     }
@@ -541,7 +550,7 @@ impl<H: HostHandler> Connection<H> {
     /// The direct path of an HTTP connection that negotiated a stateless revision, authenticated
     /// by the tokens of its sign-in or its bearer file; `None` for any other
     /// connection.
-    fn direct_path(&self) -> Result<Option<crate::direct::Direct>, String> {
+    fn direct_path(&self) -> Result<Option<crate::direct::Direct>, Failure> {
         let (config, service) = (&self.config, &self.service);
         #[cfg(feature = "oauth")]
         let managed = self.reauth.as_ref().map(|reauth| reauth.manager.clone());
@@ -575,7 +584,7 @@ impl<H: HostHandler> Connection<H> {
         );
         let context = match serde_json::to_value(context) {
             Ok(serde_json::Value::Object(context)) => context,
-            _ => return Err("the client's request context could not be written".into()),
+            _ => return Err(Failure::Context),
         };
         let direct = crate::direct::Direct::new(
             http_client()?,
@@ -756,9 +765,9 @@ impl<H: HostHandler> Connection<H> {
             return reauth
                 .sign_in_again(self.name.as_str(), challenge, &*self.handler)
                 .await
-                .map_err(|message| HostError::SignInFailed {
+                .map_err(|error| HostError::SignInFailed {
                     connection: self.name.clone(),
-                    message,
+                    error: Box::new(error),
                 });
         }
         let _ = challenge;

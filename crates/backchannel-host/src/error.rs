@@ -60,12 +60,13 @@ pub enum HostError {
     },
     /// The server refused the connection's credentials, and signing in again failed (or
     /// could not be done): the credentials are no good until someone signs in anew.
-    #[error("{connection:?} refused its credentials, and signing in again failed: {message}")]
+    #[error("{connection:?} refused its credentials, and signing in again failed: {error}")]
     SignInFailed {
         /// The connection.
         connection: String,
         /// Why signing in again failed.
-        message: String,
+        #[source]
+        error: Box<SignInError>,
     },
     /// The request took longer than the connection's timeout.
     #[error("{connection:?} did not answer within {timeout:?}")]
@@ -87,6 +88,26 @@ pub enum AuthorizeError {
     /// The sign-in was tried and did not finish: why, for the person.
     #[error("{0}")]
     Failed(String),
+}
+
+/// Why signing in to a server failed ([`crate::auth::sign_in_with`], and a connection's own
+/// sign-in, said in [`HostError::Connect`] and [`HostError::SignInFailed`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignInError {
+    /// The client credentials grant was asked for without a client id and secret.
+    #[error("the client credentials grant needs the connection's client_id and client_secret")]
+    NoClientSecret,
+    /// Discovery, registration, the exchange of the code or the grant failed.
+    #[cfg(feature = "oauth")]
+    #[error(transparent)]
+    OAuth(#[from] rmcp::transport::auth::AuthError),
+    /// The person's part of the sign-in did not come back.
+    #[error(transparent)]
+    Authorize(#[from] AuthorizeError),
+    /// Every step answered, yet no token came of it.
+    #[error("the sign-in did not complete")]
+    Incomplete,
 }
 
 impl From<String> for AuthorizeError {

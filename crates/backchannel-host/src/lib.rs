@@ -59,7 +59,7 @@ pub use config::{
     MAX_CONFIG_BYTES, RootConfig, Transport, file_uri,
 };
 pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST, STDERR_TARGET};
-pub use error::{AuthorizeError, HostError};
+pub use error::{AuthorizeError, HostError, SignInError};
 pub use handler::{
     HostHandler, LogMessage, ModelWish, SamplingAnswer, SamplingQuestion, SamplingTurn,
 };

@@ -33,8 +33,11 @@ pub(crate) struct Listening<C> {
 pub(crate) struct ListeningOpened(watch::Receiver<bool>, Sessions);
 
 /// Ends one session at the server (an HTTP DELETE, authenticated as the connection is).
-type EndSession =
-    Arc<dyn Fn(Arc<str>) -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+type EndSession = Arc<
+    dyn Fn(Arc<str>) -> futures::future::BoxFuture<'static, Result<(), crate::direct::Cause>>
+        + Send
+        + Sync,
+>;
 
 /// A connection's 2025-11-25 session as its requests carry it, and a way to end a session at
 /// the same server.
@@ -56,7 +59,7 @@ impl Sessions {
     }
 
     /// End `session` at the server.
-    pub(crate) async fn end(&self, session: &str) -> Result<(), String> {
+    pub(crate) async fn end(&self, session: &str) -> Result<(), crate::direct::Cause> {
         (self.end)(Arc::from(session)).await
     }
 }
@@ -64,7 +67,7 @@ impl Sessions {
 impl<C> Listening<C>
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
-    C::Error: std::fmt::Display,
+    C::Error: std::error::Error + Send + Sync + 'static,
 {
     /// Wrap `inner`, which reaches the server as `config` says.
     pub(crate) fn new(
@@ -86,7 +89,7 @@ where
                 client
                     .delete_session(uri, session, auth, headers)
                     .await
-                    .map_err(|error| error.to_string())
+                    .map_err(crate::direct::Cause::from)
             })
         });
         let sessions = Sessions {

@@ -606,7 +606,9 @@ impl<H: HostHandler> Connection<H> {
                         challenge,
                     });
                 }
-                Some(Err(DirectError::Failed(message))) => return Err(self.call_error(message)),
+                Some(Err(DirectError::Failed(failure))) => {
+                    return Err(self.call_error(failure.to_string()));
+                }
             }
         }
         // Boxed: rmcp's futures are large, and on a direct connection every round's future

@@ -19,7 +19,7 @@ use crate::routed::Routed;
 /// two parts never waits on a delayed ACK), and redirects followed only as 307/308 within the
 /// same origin, so a request never carries its session or token elsewhere. (Without the pool,
 /// every request paid a connect: a gateway's forwarded `get_order` ran at 0.6 times the rate.)
-pub(crate) fn http_client() -> Result<reqwest13::Client, String> {
+pub(crate) fn http_client() -> Result<reqwest13::Client, crate::direct::Failure> {
     const MAX_REDIRECTS: usize = 10;
     let policy = reqwest13::redirect::Policy::custom(|attempt| {
         let same_origin = attempt
@@ -37,7 +37,7 @@ pub(crate) fn http_client() -> Result<reqwest13::Client, String> {
         .tcp_nodelay(true)
         .redirect(policy)
         .build()
-        .map_err(|e| format!("cannot make an HTTP client: {e}"))
+        .map_err(crate::direct::Failure::Client)
 }
 
 /// How long a listen stream that ended waits before it is opened again.

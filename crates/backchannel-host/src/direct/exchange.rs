@@ -13,10 +13,82 @@ pub(crate) enum DirectError {
     Unauthorized(String),
     /// The server's JSON-RPC error.
     Refused(ErrorData),
-    /// Anything else, for a person.
-    Failed(String),
+    /// Anything else, said to a person.
+    Failed(Failure),
     /// A token was sent and refused: the round goes through rmcp, which refreshes it.
     TokenRefused,
+}
+
+/// An error of another library, kept as the cause.
+pub(crate) type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// What failed in the direct rounds (their opening, or one round), for a person: the words
+/// name the step, the cause is kept as the error's source.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    #[error("{url:?} is not a usable URL: {cause}")]
+    Url { url: String, cause: Cause },
+    #[error("cannot make an HTTP client: {0}")]
+    Client(#[source] reqwest13::Error),
+    #[error("the configured header {name:?} is not usable: {cause}")]
+    Header { name: String, cause: Cause },
+    #[error("the client's request context could not be written")]
+    Context,
+    #[error("cannot read the bearer file {}: {cause}", path.display())]
+    BearerFile {
+        path: std::path::PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    #[error("the bearer file {} holds no token on its first line (printable ASCII, no spaces)", .0.display())]
+    NoBearer(std::path::PathBuf),
+    #[cfg(feature = "oauth")]
+    #[error("an unusable token: {0}")]
+    Token(#[source] http::header::InvalidHeaderValue),
+    #[cfg(feature = "oauth")]
+    #[error(transparent)]
+    SignIn(#[from] rmcp::transport::auth::AuthError),
+    #[error("the request could not be written: {0}")]
+    Unwritable(#[source] serde_json::Error),
+    #[error("the request is not an object")]
+    NotAnObject,
+    #[error("the request failed: {}", innermost(.0.as_ref()))]
+    Request(#[source] Cause),
+    #[error("the response broke off: {}", innermost(.0.as_ref()))]
+    BrokeOff(#[source] Cause),
+    #[error("the server's response is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("an event of the server's response is larger than {0} bytes")]
+    EventTooLarge(usize),
+    #[error("HTTP {status}: {preview}")]
+    Status {
+        status: http::StatusCode,
+        preview: String,
+    },
+    #[error("the server's response is not a JSON-RPC message: {0}")]
+    NotAMessage(String),
+    #[error("the server's response is not JSON ({error}): {preview}")]
+    NotJson {
+        #[source]
+        error: serde_json::Error,
+        preview: String,
+    },
+    #[error("the server's response answers another request")]
+    AnswersAnother,
+    #[error("the server's answer has neither a result nor an error")]
+    Empty,
+    #[error("an unreadable error: {0}")]
+    UnreadableError(#[source] serde_json::Error),
+    #[error("an unreadable result: {0}")]
+    UnreadableResult(#[source] serde_json::Error),
+    #[error("the response ended before the answer")]
+    EndedEarly,
+}
+
+impl From<Failure> for DirectError {
+    fn from(failure: Failure) -> Self {
+        DirectError::Failed(failure)
+    }
 }
 
 /// One keep-alive HTTP/1.1 connection to an `http://` server, driven by a task of its own.
@@ -50,10 +122,13 @@ struct Plain {
 }
 
 impl Plain {
-    fn new(url: &reqwest13::Url) -> Result<Self, String> {
-        let unusable = |e: &dyn std::fmt::Display| format!("{url:?} is not a usable URL: {e}");
+    fn new(url: &reqwest13::Url) -> Result<Self, Failure> {
+        let unusable = |cause: Cause| Failure::Url {
+            url: url.to_string(),
+            cause,
+        };
         let Some(name) = url.host_str() else {
-            return Err(unusable(&"it names no host"));
+            return Err(unusable("it names no host".into()));
         };
         // An IPv6 address is written in brackets in a URL, and without them for `connect`.
         let host = name
@@ -66,12 +141,12 @@ impl Plain {
             target.push('?');
             target.push_str(query);
         }
-        let target = http::Uri::try_from(target).map_err(|e| unusable(&e))?;
+        let target = http::Uri::try_from(target).map_err(|e| unusable(e.into()))?;
         let mut authority = name.to_owned();
         if let Some(port) = url.port() {
             authority.push_str(&format!(":{port}"));
         }
-        let authority = http::HeaderValue::try_from(authority).map_err(|e| unusable(&e))?;
+        let authority = http::HeaderValue::try_from(authority).map_err(|e| unusable(e.into()))?;
         Ok(Plain {
             host,
             port,
@@ -93,8 +168,8 @@ impl Plain {
     }
 
     /// A new connection, its task spawned.
-    async fn connect(&self) -> Result<Sender, String> {
-        let failed = |e: std::io::Error| format!("the request failed: {e}");
+    async fn connect(&self) -> Result<Sender, Failure> {
+        let failed = |e: std::io::Error| Failure::Request(e.into());
         let stream = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
             .map_err(failed)?;
@@ -102,7 +177,7 @@ impl Plain {
         let (sender, connection) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
                 .await
-                .map_err(|e| format!("the request failed: {}", innermost(&e)))?;
+                .map_err(|e| Failure::Request(e.into()))?;
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "a direct connection ended");
@@ -117,8 +192,7 @@ impl Plain {
     async fn send(
         &self,
         mut request: http::Request<http_body_util::Full<bytes::Bytes>>,
-    ) -> Result<(http::Response<hyper::body::Incoming>, Sender), String> {
-        let failed = |e: &hyper::Error| format!("the request failed: {}", innermost(e));
+    ) -> Result<(http::Response<hyper::body::Incoming>, Sender), Failure> {
         loop {
             let (mut sender, reused) = match self.take_idle() {
                 Some(sender) => (sender, true),
@@ -128,13 +202,13 @@ impl Plain {
                 if reused {
                     continue;
                 }
-                return Err(failed(&error));
+                return Err(Failure::Request(error.into()));
             }
             match sender.try_send_request(request).await {
                 Ok(response) => return Ok((response, sender)),
                 Err(mut error) => match error.take_message() {
                     Some(unsent) if reused => request = unsent,
-                    _ => return Err(failed(error.error())),
+                    _ => return Err(Failure::Request(error.into_error().into())),
                 },
             }
         }
@@ -162,8 +236,11 @@ impl Lease {
 impl Endpoint {
     /// The server at `url`, reached through `client` (and connections of its own for
     /// `http://`).
-    pub(super) fn new(client: reqwest13::Client, url: &str) -> Result<Self, String> {
-        let url = reqwest13::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    pub(super) fn new(client: reqwest13::Client, url: &str) -> Result<Self, Failure> {
+        let url = reqwest13::Url::parse(url).map_err(|e| Failure::Url {
+            url: url.to_owned(),
+            cause: e.into(),
+        })?;
         let plain = match url.scheme() {
             "http" => Some(Plain::new(&url)?),
             _ => None,
@@ -183,9 +260,7 @@ impl Post {
     /// Send it: on a connection of its own to an `http://` server, through reqwest otherwise
     /// and for a redirect (see the module's documentation). The error says what failed, for a
     /// person.
-    async fn send(self) -> Result<(http::Response<Body>, Lease), String> {
-        let failed =
-            |e: &(dyn std::error::Error + 'static)| format!("the request failed: {}", innermost(e));
+    async fn send(self) -> Result<(http::Response<Body>, Lease), Failure> {
         let to = &self.to;
         if let Some(plain) = &to.plain {
             let mut request = http::Request::new(http_body_util::Full::new(self.body.clone()));
@@ -207,7 +282,7 @@ impl Post {
             .body(self.body)
             .send()
             .await
-            .map_err(|e| failed(&e))?;
+            .map_err(|e| Failure::Request(e.into()))?;
         let response = http::Response::from(response).map(http_body_util::Either::Right);
         Ok((response, Lease(None)))
     }
@@ -233,7 +308,7 @@ pub(super) async fn open(
     token_sent: bool,
     max_json: usize,
 ) -> Result<Opened, DirectError> {
-    let (response, lease) = post.send().await.map_err(DirectError::Failed)?;
+    let (response, lease) = post.send().await?;
     let status = response.status();
     if status == http::StatusCode::UNAUTHORIZED || status == http::StatusCode::FORBIDDEN {
         let challenge = response
@@ -282,14 +357,14 @@ pub(super) async fn events(
             }
         }
         if buffer.len() > max_event {
-            let why = format!("an event of the server's response is larger than {max_event} bytes");
-            let _ = events.send(Err(DirectError::Failed(why))).await;
+            let why = Failure::EventTooLarge(max_event);
+            let _ = events.send(Err(why.into())).await;
             return;
         }
         match next_chunk(&mut body).await {
             Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
             Some(Err(why)) => {
-                let _ = events.send(Err(DirectError::Failed(why))).await;
+                let _ = events.send(Err(why.into())).await;
                 return;
             }
             None => {
@@ -331,7 +406,7 @@ fn event_data(event: &[u8]) -> Vec<u8> {
 
 /// The next chunk of data of `body` (trailers skipped); `None` at its end. The error says how
 /// it broke off, for a person.
-async fn next_chunk(body: &mut Body) -> Option<Result<bytes::Bytes, String>> {
+async fn next_chunk(body: &mut Body) -> Option<Result<bytes::Bytes, Failure>> {
     use http_body_util::BodyExt as _;
     loop {
         match body.frame().await? {
@@ -341,10 +416,7 @@ async fn next_chunk(body: &mut Body) -> Option<Result<bytes::Bytes, String>> {
                 }
             }
             Err(e) => {
-                return Some(Err(format!(
-                    "the response broke off: {}",
-                    innermost(e.as_ref())
-                )));
+                return Some(Err(Failure::BrokeOff(e)));
             }
         }
     }
@@ -352,8 +424,7 @@ async fn next_chunk(body: &mut Body) -> Option<Result<bytes::Bytes, String>> {
 
 /// The body of `response`, refused past `max` bytes before it is parsed.
 async fn capped_body(response: http::Response<Body>, max: usize) -> Result<Vec<u8>, DirectError> {
-    let too_large =
-        || DirectError::Failed(format!("the server's response is larger than {max} bytes"));
+    let too_large = || DirectError::Failed(Failure::TooLarge(max));
     if http_body::Body::size_hint(response.body())
         .exact()
         .is_some_and(|length| length > max as u64)
@@ -363,7 +434,7 @@ async fn capped_body(response: http::Response<Body>, max: usize) -> Result<Vec<u
     let mut stream = response.into_body();
     let mut body = Vec::new();
     while let Some(chunk) = next_chunk(&mut stream).await {
-        let chunk = chunk.map_err(DirectError::Failed)?;
+        let chunk = chunk?;
         if body.len() + chunk.len() > max {
             return Err(too_large());
         }

@@ -39,7 +39,7 @@ use serde_json::Value;
 
 mod exchange;
 
-pub(crate) use exchange::DirectError;
+pub(crate) use exchange::{Cause, DirectError, Failure};
 use exchange::{Endpoint, Opened, Post};
 
 /// The tokens an OAuth sign-in left, shared with the connection's rmcp transport.
@@ -125,7 +125,7 @@ impl Direct {
         revision: &str,
         context: JsonObject,
         auth: DirectAuth,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Failure> {
         let to = Arc::new(Endpoint::new(client, url)?);
         let mut headers = HeaderMap::new();
         for (name, value) in custom {
@@ -139,7 +139,10 @@ impl Direct {
             http::header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
         );
-        let revision = HeaderValue::from_str(revision).map_err(|e| e.to_string())?;
+        let revision = HeaderValue::from_str(revision).map_err(|e| Failure::Header {
+            name: "Mcp-Protocol-Version".into(),
+            cause: e.into(),
+        })?;
         headers.insert(HeaderName::from_static("mcp-protocol-version"), revision);
         let limits =
             rmcp::transport::streamable_http_client::StreamableHttpResponseLimits::default();
@@ -204,12 +207,12 @@ impl Direct {
                 match token.await {
                     Ok(token) => {
                         let value = HeaderValue::from_str(&format!("Bearer {token}"))
-                            .map_err(|e| DirectError::Failed(format!("an unusable token: {e}")))?;
+                            .map_err(Failure::Token)?;
                         headers.insert(http::header::AUTHORIZATION, value);
                         token_sent = true;
                     }
                     Err(AuthError::AuthorizationRequired) => {}
-                    Err(error) => return Err(DirectError::Failed(error.to_string())),
+                    Err(error) => return Err(Failure::from(error).into()),
                 }
             }
         }
@@ -226,14 +229,13 @@ impl Direct {
         };
         match message(&body, id, expect) {
             Ok(Message::Answer(answer)) => answer,
-            _ if !status.is_success() => Err(DirectError::Failed(format!(
-                "HTTP {status}: {}",
-                preview(&body)
-            ))),
-            Ok(_) => Err(DirectError::Failed(
-                "the server's response answers another request".into(),
-            )),
-            Err(why) => Err(DirectError::Failed(why)),
+            _ if !status.is_success() => Err(Failure::Status {
+                status,
+                preview: preview(&body),
+            }
+            .into()),
+            Ok(_) => Err(Failure::AnswersAnother.into()),
+            Err(why) => Err(why.into()),
         }
     }
 
@@ -257,15 +259,13 @@ impl Direct {
             sent,
         )));
         while let Some(data) = events.recv().await {
-            match message(&data?, id, expect).map_err(DirectError::Failed)? {
+            match message(&data?, id, expect)? {
                 Message::Notification(notification) => notified(notification),
                 Message::Answer(answer) => return answer,
                 Message::Other => {}
             }
         }
-        Err(DirectError::Failed(
-            "the response ended before the answer".into(),
-        ))
+        Err(Failure::EndedEarly.into())
     }
 
     /// The request's JSON-RPC body (rmcp's progress token being its id) and its headers.
@@ -274,7 +274,7 @@ impl Direct {
         request: &ClientRequest,
         id: i64,
     ) -> Result<(Vec<u8>, HeaderMap), DirectError> {
-        let unwritable = |e: serde_json::Error| DirectError::Failed(e.to_string());
+        let unwritable = Failure::Unwritable;
         let mut headers = self.headers.clone();
         let body = match request {
             ClientRequest::CallToolRequest(call) => {
@@ -351,9 +351,10 @@ impl Direct {
         id: i64,
         headers: &mut HeaderMap,
     ) -> Result<Vec<u8>, DirectError> {
-        let unwritable = |e: serde_json::Error| DirectError::Failed(e.to_string());
-        let Value::Object(mut message) = serde_json::to_value(request).map_err(unwritable)? else {
-            return Err(DirectError::Failed("the request is not an object".into()));
+        let Value::Object(mut message) =
+            serde_json::to_value(request).map_err(Failure::Unwritable)?
+        else {
+            return Err(Failure::NotAnObject.into());
         };
         let params = message
             .entry("params")
@@ -378,7 +379,7 @@ impl Direct {
         );
         message.insert("jsonrpc".into(), "2.0".into());
         message.insert("id".into(), id.into());
-        serde_json::to_vec(&message).map_err(unwritable)
+        serde_json::to_vec(&message).map_err(|e| Failure::Unwritable(e).into())
     }
 }
 
@@ -408,13 +409,8 @@ struct ToolParams<'a> {
 
 /// Read one JSON-RPC message of the server: a notification, the answer to request `id`, or
 /// something else.
-fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
-    let not_a_message = || {
-        format!(
-            "the server's response is not a JSON-RPC message: {}",
-            preview(bytes)
-        )
-    };
+fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, Failure> {
+    let not_a_message = || Failure::NotAMessage(preview(bytes));
     if let Expect::ToolAsText = expect
         && let Some(text) = relayed_at_sight(bytes, id)
     {
@@ -424,12 +420,11 @@ fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
     if bytes.trim_ascii_start().first() != Some(&b'{') {
         return Err(not_a_message());
     }
-    let message: Incoming<'_> = serde_json::from_slice(bytes).map_err(|e| {
-        format!(
-            "the server's response is not JSON ({e}): {}",
-            preview(bytes)
-        )
-    })?;
+    let message: Incoming<'_> =
+        serde_json::from_slice(bytes).map_err(|error| Failure::NotJson {
+            error,
+            preview: preview(bytes),
+        })?;
     if message.method.is_some() {
         if message.id.is_some() {
             // A request on a stateless revision's response: nothing here can answer it.
@@ -445,11 +440,11 @@ fn message(bytes: &[u8], id: i64, expect: Expect) -> Result<Message, String> {
     if let Some(error) = message.error {
         return Ok(Message::Answer(match serde_json::from_str(error.get()) {
             Ok(error) => Err(DirectError::Refused(error)),
-            Err(e) => Err(DirectError::Failed(format!("an unreadable error: {e}"))),
+            Err(e) => Err(Failure::UnreadableError(e).into()),
         }));
     }
     let Some(result) = message.result else {
-        return Err("the server's answer has neither a result nor an error".into());
+        return Err(Failure::Empty);
     };
     if let Expect::ToolAsText = expect
         && let Some(text) = backchannel::RawToolResult::complete(result.get())
@@ -507,8 +502,7 @@ struct Kind<'a> {
 /// The result as rmcp types it, by its `resultType` and what the request was, read straight
 /// from its text.
 fn typed(result: &str, expect: Expect) -> Result<ServerResult, DirectError> {
-    let unreadable =
-        |e: serde_json::Error| DirectError::Failed(format!("an unreadable result: {e}"));
+    let unreadable = |e: serde_json::Error| DirectError::Failed(Failure::UnreadableResult(e));
     let kind: Kind<'_> = serde_json::from_str(result).map_err(unreadable)?;
     match (kind.result_type.as_deref(), expect) {
         (Some("input_required"), _) => serde_json::from_str(result)

@@ -418,7 +418,9 @@ impl Personal {
                 tracing::warn!(upstream = %sign_in.upstream, %why, "a sign-in to an upstream failed")
             }
         }
-        sign_in.done.send_replace(Some(end));
+        sign_in
+            .done
+            .send_replace(Some(end.map_err(|why| why.to_string())));
         lock(&self.pending).remove(&sign_in.id);
         lock(&self.by_state).retain(|_, id| *id != sign_in.id);
     }
