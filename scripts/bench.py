@@ -38,6 +38,8 @@ import kit
 METRICS_ON = "order-service --metrics"
 EXPORT_ON = "order-service, spans and metrics exported"
 GATEWAY = "mcp-gateway in front of order-service"
+BEFORE = "order-service, the earlier build"
+GATEWAY_BEFORE = "mcp-gateway, the earlier build"
 GATEWAY_CLUSTER = "3 mcp-gateways behind HAProxy"
 PASSTHROUGH = "HAProxy alone in front of order-service"
 HYPER_PASS = "plain hyper passing requests on"
@@ -302,6 +304,8 @@ def main():
     parser.add_argument("--node", help="Node 22, for the TypeScript peer")
     parser.add_argument("--typescript", help="the TypeScript peer's folder (server.mjs and node_modules)")
     parser.add_argument("--turbomcp", help="the turbomcp peer's binary (bench/peers/turbomcp, release)")
+    parser.add_argument("--before", help="the release folder of an earlier build (scripts/bench's BENCH_BEFORE): "
+                        "its order-service and mcp-gateway measured beside ours, in the same rounds")
     parser.add_argument("--holds", type=int, default=10000, help="open confirmations per hold load")
     parser.add_argument("--cancel-seconds", type=float, default=2.0,
                         help="length of each confirmed-cancel run (each gets orders enough for it)")
@@ -341,7 +345,14 @@ def main():
         # At the end, from the last: the gateway's, HAProxy alone's and plain hyper's 3 x slow
         # each (5,000 a second or more: 2 x slow ran out at 1.97 s of 2 s at 8d821e8), then the
         # cluster's slow (near 1,500 a second).
-        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 10 * slow)
+        # With --before, the earlier build's order service and gateway take theirs from the end too:
+        # R before the gateway's 3 x slow each.
+        before_ids = (rounds_ids + 3 * slow) if args.before else 0
+        extra = bench_cluster.add_orders(path, tmp, 2 * rounds_ids + legacy_ids + 2 * holds + 10 * slow
+                                         + before_ids)
+        if args.before:
+            before_orders, before_gateway = extra[-rounds_ids:], extra[-(rounds_ids + 3 * slow):-rounds_ids]
+            extra = extra[:-before_ids]
         gateway_ids = extra[-3 * slow:]
         cluster_ids = extra[-4 * slow:-3 * slow]
         passthrough_ids = extra[-7 * slow:-4 * slow]
@@ -414,6 +425,12 @@ def main():
         first_answer(upstream, t0, upstream_port)
         commands.insert(1, (GATEWAY, [f"{args.target}/mcp-gateway", "serve", "--upstream",
                                       f"orders=http://127.0.0.1:{upstream_port}/mcp"], gateway_ids))
+        if args.before:
+            # The earlier build beside ours: the same database, the same upstream, the same rounds.
+            commands.insert(1, (BEFORE, [f"{args.before}/order-service", "serve", "--database", db],
+                                before_orders))
+            commands.insert(3, (GATEWAY_BEFORE, [f"{args.before}/mcp-gateway", "serve", "--upstream",
+                                                 f"orders=http://127.0.0.1:{upstream_port}/mcp"], before_gateway))
         # The same gateway as a cluster (scripts/gateway-cluster's shape): three instances sharing a
         # key ring, HAProxy round robin in front (deploy/haproxy-gateway.cfg), all on core 0 too.
         cluster, balancer_pid, passthrough_pid = [], None, None
@@ -497,7 +514,7 @@ def main():
             held_2025[name] = hold_2025(name, on_port_0(cmd), log_of(name, "hold-2025"), ids)
         for name, cmd, ids in commands:
             # (The no-cache run shares our database, and holds nothing different.)
-            if ids is None or name in ("order-service, no order cache", GATEWAY):
+            if ids is None or name in ("order-service, no order cache", GATEWAY, BEFORE, GATEWAY_BEFORE):
                 continue
             proc, port, t0 = start(on_port_0(cmd), log_of(name, "hold-2026"))
             try:
@@ -600,6 +617,13 @@ def main():
             ratio = [summary[(GATEWAY, c)][0] / summary[(floor, c)][0] for c in (1, 16)]
             print(f"through mcp-gateway / through {floor}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f}; "
                   f"confirmed cancels {cancels[GATEWAY] / max(cancels[floor], 1e-9):.2f}")
+    for now, then in ((ours_name, BEFORE), (GATEWAY, GATEWAY_BEFORE)):
+        if then in by_name:
+            ratio = [summary[(now, c)][0] / summary[(then, c)][0] for c in (1, 16)]
+            p99 = [summary[(now, c)][2] / summary[(then, c)][2] for c in (1, 16)]
+            print(f"{now} / {then}: get_order c=1 {ratio[0]:.2f}, c=16 {ratio[1]:.2f} (p99 {p99[0]:.2f}, "
+                  f"{p99[1]:.2f}); confirmed cancels {cancels[now] / max(cancels[then], 1e-9):.2f}; idle MiB "
+                  f"{by_name[now]['idle_mib']:.1f} vs {by_name[then]['idle_mib']:.1f}")
     if "bare rmcp (in-memory map)" in by_name:
         print(f"get_order at c=16: ours / bare rmcp = {summary[(ours_name, 16)][0] / summary[('bare rmcp (in-memory map)', 16)][0]:.2f}, "
               f"ours / ceiling = {summary[(ours_name, 16)][0] / summary[('plain hyper, canned reply (ceiling)', 16)][0]:.2f}")

@@ -87,6 +87,20 @@ pub struct Declared {
     pub tasks: bool,
 }
 
+impl Declared {
+    /// What both declare: each capability kept only where `wanted` declares it too (a gateway
+    /// declares upstream no more than its client declared to it).
+    pub fn narrowed_to(self, wanted: Declared) -> Declared {
+        Declared {
+            elicitation: self.elicitation && wanted.elicitation,
+            url_elicitation: self.url_elicitation && wanted.url_elicitation,
+            sampling: self.sampling && wanted.sampling,
+            roots: self.roots && wanted.roots,
+            tasks: self.tasks && wanted.tasks,
+        }
+    }
+}
+
 impl Default for Declared {
     fn default() -> Self {
         Self {

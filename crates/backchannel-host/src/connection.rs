@@ -430,9 +430,9 @@ impl<H: HostHandler> Connection<H> {
             routes: routes.clone(),
         };
         let lifecycle = lifecycle_for(config.protocol);
-        let connect_error = |message: String| HostError::Connect {
+        let connect_error = |message: &dyn std::fmt::Display| HostError::Connect {
             connection: name.to_owned(),
-            message,
+            message: message.to_string(),
         };
         let stderr_tail = Arc::new(StderrTail::default());
         #[cfg(feature = "oauth")]
@@ -440,13 +440,11 @@ impl<H: HostHandler> Connection<H> {
         let mut sessions = None;
         let service = match &config.transport {
             Transport::Http { url, headers } => {
-                let (transport_config, plain) = http_settings(config, url, headers)
-                    .map_err(|e| connect_error(e.to_string()))?;
+                let (transport_config, plain) =
+                    http_settings(config, url, headers).map_err(|e| connect_error(&e))?;
                 let (service, opened) = if plain {
-                    let (client, opened) = Listening::new(
-                        http_client().map_err(|e| connect_error(e.to_string()))?,
-                        &transport_config,
-                    );
+                    let client = http_client().map_err(|e| connect_error(&e))?;
+                    let (client, opened) = Listening::new(client, &transport_config);
                     let transport =
                         StreamableHttpClientTransport::with_client(client, transport_config);
                     let service = make_routed()
@@ -484,7 +482,7 @@ impl<H: HostHandler> Connection<H> {
                 env,
             } => {
                 let transport = spawn_stdio(name, command, args, cwd.as_deref(), env, &stderr_tail)
-                    .map_err(|e| connect_error(not_started(command, &e)))?;
+                    .map_err(|e| connect_error(&not_started(command, &e)))?;
                 make_routed()
                     .serve_with_lifecycle(Tagging::new(transport, routes.clone()), lifecycle)
                     .await
@@ -508,9 +506,7 @@ impl<H: HostHandler> Connection<H> {
             #[cfg(feature = "oauth")]
             reauth,
         };
-        connection.direct = connection
-            .direct_path()
-            .map_err(|e| connect_error(e.to_string()))?;
+        connection.direct = connection.direct_path().map_err(|e| connect_error(&e))?;
         connection.ask_for_logs().await;
         Ok(connection)
     }

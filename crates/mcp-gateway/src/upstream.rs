@@ -118,12 +118,7 @@ impl Upstreams {
     async fn open_declaring(&self, wanted: Declared) -> Result<Arc<Host<Switchboard>>, ErrorData> {
         let mut config = self.config.clone();
         for connection in config.connections.values_mut() {
-            let declared = &mut connection.capabilities;
-            declared.elicitation &= wanted.elicitation;
-            declared.url_elicitation &= wanted.url_elicitation;
-            declared.sampling &= wanted.sampling;
-            declared.roots &= wanted.roots;
-            declared.tasks &= wanted.tasks;
+            connection.capabilities = connection.capabilities.narrowed_to(wanted);
         }
         tracing::debug!(
             ?wanted,
@@ -241,12 +236,7 @@ impl Upstreams {
         let mut config = self.config.clone();
         config.connections.retain(|name, _| name == upstream);
         for connection in config.connections.values_mut() {
-            let declared = &mut connection.capabilities;
-            declared.elicitation &= wanted.elicitation;
-            declared.url_elicitation &= wanted.url_elicitation;
-            declared.sampling &= wanted.sampling;
-            declared.roots &= wanted.roots;
-            declared.tasks &= wanted.tasks;
+            connection.capabilities = connection.capabilities.narrowed_to(wanted);
             connection.auth = Some(auth.clone());
         }
         let host = open_upstreams(&config, &self.switchboard)

@@ -542,13 +542,8 @@ impl Events {
         fields: Vec<Field>,
         deadline: Duration,
     ) -> Asked {
-        let question = Asking {
-            kind: Kind::Form(fields),
-            ..Asking::confirmation(server, message)
-        };
-        let never = std::future::pending();
-        let asked = self.ask_as(question, conversation, deadline, true, never);
-        asked.await.unwrap_or(Asked::Expired)
+        self.ask_kind(Kind::Form(fields), server, conversation, message, deadline)
+            .await
     }
 
     /// Ask the person to open a server's page at `url` (checked by the caller: `https:`, or
@@ -561,13 +556,14 @@ impl Events {
         (url, origin): (String, String),
         deadline: Duration,
     ) -> Asked {
-        let question = Asking {
-            kind: Kind::Link { url, origin },
-            ..Asking::confirmation(server, message)
-        };
-        let never = std::future::pending();
-        let asked = self.ask_as(question, conversation, deadline, true, never);
-        asked.await.unwrap_or(Asked::Expired)
+        self.ask_kind(
+            Kind::Link { url, origin },
+            server,
+            conversation,
+            message,
+            deadline,
+        )
+        .await
     }
 
     /// Ask the person to approve a request for the model.
@@ -578,8 +574,22 @@ impl Events {
         message: &str,
         deadline: Duration,
     ) -> Asked {
+        self.ask_kind(Kind::Sampling, server, conversation, message, deadline)
+            .await
+    }
+
+    /// Ask a question of `kind` from `server` in `conversation`, shown only if a page watches
+    /// it now; expired if nobody could be shown it.
+    async fn ask_kind(
+        &self,
+        kind: Kind,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
         let question = Asking {
-            kind: Kind::Sampling,
+            kind,
             ..Asking::confirmation(server, message)
         };
         let never = std::future::pending();
