@@ -72,6 +72,57 @@ struct Screen {
 }
 
 impl Screen {
+    /// A screen showing nothing yet.
+    fn new(style: Bar) -> Self {
+        Screen {
+            inbox: Vec::new(),
+            style,
+            shown_quarter: 0,
+            question: None,
+            fields: Vec::new(),
+            busy: false,
+            streamed: String::new(),
+        }
+    }
+
+    /// Take `line` as the answer to the question shown, if one is and `line` answers it: true
+    /// when the line went as an answer (or was refused as one); false when it is a message
+    /// (said to be no answer first while a question waits).
+    fn answer(
+        &mut self,
+        desk: &Desk,
+        secret: &str,
+        line: &str,
+        out: &mut impl Write,
+    ) -> std::io::Result<bool> {
+        let Some(id) = self.question.clone() else {
+            return Ok(false);
+        };
+        let Some(answer) = answer_of(line, &self.fields) else {
+            let wanted = if self.fields.is_empty() {
+                "yes or no"
+            } else {
+                "name=value answers, or no"
+            };
+            writeln!(
+                out,
+                "\rThat is not an answer: the question above waits for {wanted}."
+            )?;
+            return Ok(false);
+        };
+        match desk.events().answer(&id, secret, answer) {
+            Ok(()) => self.question = None,
+            Err(crate::events::AnswerError::Refused(why)) => {
+                writeln!(out, "\r{why}: the question still waits.")?;
+            }
+            Err(_) => {
+                self.question = None;
+                writeln!(out, "Too late: the question had already closed.")?;
+            }
+        }
+        Ok(true)
+    }
+
     /// Show one event of the conversation.
     fn show(&mut self, event: Event, out: &mut impl Write) -> std::io::Result<()> {
         match event {
@@ -539,15 +590,7 @@ pub async fn run_with(
     let (replies_tx, mut replies) = mpsc::channel::<String>(4);
     // What a tool called by hand (`/call`) or `/tools` says, printed as it comes.
     let (by_hand_tx, mut by_hand) = mpsc::channel::<String>(4);
-    let mut screen = Screen {
-        inbox: Vec::new(),
-        style,
-        shown_quarter: 0,
-        question: None,
-        fields: Vec::new(),
-        busy: false,
-        streamed: String::new(),
-    };
+    let mut screen = Screen::new(style);
     let mut outbox = Outbox {
         desk: desk.clone(),
         replies: replies_tx,
@@ -589,24 +632,9 @@ pub async fn run_with(
                     inbox_command(&line, &desk, &mut out)?;
                     continue;
                 }
-                if let Some(id) = screen.question.clone() {
-                    if let Some(answer) = answer_of(&line, &screen.fields) {
-                        match desk.events().answer(&id, &secret, answer) {
-                            Ok(()) => screen.question = None,
-                            Err(crate::events::AnswerError::Refused(why)) => {
-                                writeln!(out, "\r{why}: the question still waits.")?;
-                            }
-                            Err(_) => {
-                                screen.question = None;
-                                writeln!(out, "Too late: the question had already closed.")?;
-                            }
-                        }
-                        continue;
-                    }
-                    let wanted = if screen.fields.is_empty() { "yes or no" } else { "name=value answers, or no" };
-                    writeln!(out, "\rThat is not an answer: the question above waits for {wanted}.")?;
+                if !screen.answer(&desk, &secret, &line, &mut out)? {
+                    outbox.send_or_keep(&mut screen, line, &mut out)?;
                 }
-                outbox.send_or_keep(&mut screen, line, &mut out)?;
             }
         }
         out.flush()?;

@@ -97,20 +97,7 @@ impl Gateway {
         config: &HostConfig,
         options: GatewayOptions,
     ) -> Result<Gateway, GatewayError> {
-        // The gateway's own `_meta` keys go upstream whatever the configuration allows.
-        let mut config = config.clone();
-        for key in ["progressToken", LOG_LEVEL_META_KEY] {
-            if !config.meta_allow.iter().any(|allowed| allowed == key) {
-                config.meta_allow.push(key.to_owned());
-            }
-        }
-        for name in &options.per_person {
-            match config.connections.get(name).map(|c| &c.transport) {
-                Some(backchannel_host::Transport::Http { .. }) => {}
-                _ => return Err(GatewayError::NotPersonal(name.clone())),
-            }
-        }
-        let config = &config;
+        let config = &upstream_config(config, &options)?;
         // Per-person upstreams are reached with each person's tokens only.
         let mut shared = config.clone();
         shared
@@ -127,15 +114,8 @@ impl Gateway {
                 .join("; ");
             return Err(GatewayError::NoUpstream(why));
         }
-        let prefixes: BTreeMap<String, String> = config
-            .connections
-            .iter()
-            .map(|(name, connection)| {
-                (
-                    name.clone(),
-                    connection.tool_prefix.clone().unwrap_or_default(),
-                )
-            })
+        let prefixes: BTreeMap<String, String> = (config.connections.iter())
+            .map(|(name, c)| (name.clone(), c.tool_prefix.clone().unwrap_or_default()))
             .collect();
         let personal = open_personal(&options).await?;
         let personal_tools = std::sync::RwLock::new(BTreeMap::new());
@@ -284,6 +264,27 @@ impl Gateway {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
+}
+
+/// The host configuration a gateway opens: the gateway's own `_meta` keys allowed upstream
+/// whatever the configuration says; each per-person upstream checked to be reached over HTTP.
+fn upstream_config(
+    config: &HostConfig,
+    options: &GatewayOptions,
+) -> Result<HostConfig, GatewayError> {
+    let mut config = config.clone();
+    for key in ["progressToken", LOG_LEVEL_META_KEY] {
+        if !config.meta_allow.iter().any(|allowed| allowed == key) {
+            config.meta_allow.push(key.to_owned());
+        }
+    }
+    for name in &options.per_person {
+        match config.connections.get(name).map(|c| &c.transport) {
+            Some(backchannel_host::Transport::Http { .. }) => {}
+            _ => return Err(GatewayError::NotPersonal(name.clone())),
+        }
+    }
+    Ok(config)
 }
 
 /// The per-person upstreams of `options` and their people's tokens (the database opened and

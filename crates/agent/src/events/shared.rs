@@ -12,7 +12,8 @@ use tokio::sync::oneshot;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Answer, AnswerError, Event, Events, constant_time_eq, fitting, random_id};
+use super::asking::fitting;
+use super::{Answer, AnswerError, Event, Events, constant_time_eq, random_id};
 
 /// This desk's end of the bus, saying [`Message`]s.
 pub(crate) type Bus = crate::bus::Bus<Message>;

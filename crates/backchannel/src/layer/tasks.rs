@@ -527,6 +527,33 @@ impl Backchannel {
     }
 }
 
+/// The task's responses once every key of `keys` has one; `None` when the task is gone (its
+/// body is then stopped from outside).
+async fn answered<'a>(
+    task: &TaskHandle,
+    keys: impl Iterator<Item = &'a String> + Clone,
+) -> Option<BTreeMap<String, serde_json::Value>> {
+    let runtime = &task.runtime;
+    loop {
+        let woken = task.local.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        match runtime.store.get(&task.id, runtime.now_ms()).await {
+            Ok(Some(record)) if keys.clone().all(|k| record.responses.contains_key(k)) => {
+                return Some(record.responses);
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return None,
+            Err(error) => tracing::warn!(task = %task.id, %error, "a task could not be read"),
+        }
+        // The supervisor wakes the body when the task's version moves; the timer is a backstop.
+        tokio::select! {
+            () = &mut woken => {}
+            () = tokio::time::sleep(runtime.tick * 4) => {}
+        }
+    }
+}
+
 /// Inside a task: open the questions (`input_required`) and wait until `tasks/update` answered
 /// all of them, on whichever instance it arrived; then keep the answers with the task, so a
 /// run on another instance has them. Keys are single-use within a task, so a question asked
@@ -572,23 +599,8 @@ pub(super) async fn ask_in_task(
         .keys()
         .map(|_| crate::metrics::Waiting::start())
         .collect();
-    let responses = loop {
-        let woken = task.local.wake.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
-        match runtime.store.get(&task.id, runtime.now_ms()).await {
-            Ok(Some(record)) if wanted.keys().all(|k| record.responses.contains_key(k)) => {
-                break record.responses;
-            }
-            Ok(Some(_)) => {}
-            Ok(None) => return task.local.cancel.cancelled().await,
-            Err(error) => tracing::warn!(task = %task.id, %error, "a task could not be read"),
-        }
-        // The supervisor wakes the body when the task's version moves; the timer is a backstop.
-        tokio::select! {
-            () = &mut woken => {}
-            () = tokio::time::sleep(runtime.tick * 4) => {}
-        }
+    let Some(responses) = answered(task, wanted.keys()).await else {
+        return task.local.cancel.cancelled().await;
     };
     let answers = {
         let mut answers = lock(&call.answers);

@@ -222,8 +222,7 @@ fn counters<'a>(
     help: &str,
     samples: impl Iterator<Item = ((&'static str, &'static str), &'a AtomicU64)>,
 ) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} counter");
+    head(out, name, help, "counter");
     for ((label, value), count) in samples {
         let _ = writeln!(
             out,
@@ -233,40 +232,16 @@ fn counters<'a>(
     }
 }
 
+/// A family's `# HELP` and `# TYPE` lines.
+fn head(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
 /// The registry in Prometheus's text exposition format (version 0.0.4).
 pub fn render() -> String {
     let mut out = String::new();
-    let name = "mcp_server_operation_duration_seconds";
-    let _ = writeln!(out, "# HELP {name} {}", help::SERVER_OPERATIONS);
-    let _ = writeln!(out, "# TYPE {name} histogram");
-    for ((method, revision, error), histogram) in lock(&REGISTRY.operations).iter() {
-        let mut labels =
-            format!("mcp_method_name=\"{method}\",mcp_protocol_version=\"{revision}\"");
-        if let Some(error) = error {
-            let _ = write!(labels, ",error_type=\"{error}\"");
-        }
-        histogram.render(&mut out, name, &labels);
-    }
-    let name = "mcp_server_session_duration_seconds";
-    let _ = writeln!(out, "# HELP {name} {}", help::SERVER_SESSIONS);
-    let _ = writeln!(out, "# TYPE {name} histogram");
-    let sessions = lock(&REGISTRY.sessions).clone();
-    sessions.render(&mut out, name, "");
-    let name = "mcp_client_operation_duration_seconds";
-    let _ = writeln!(out, "# HELP {name} {}", help::CLIENT_OPERATIONS);
-    let _ = writeln!(out, "# TYPE {name} histogram");
-    for ((method, error), histogram) in lock(&REGISTRY.client_operations).iter() {
-        let mut labels = format!("mcp_method_name=\"{method}\"");
-        if let Some(error) = error {
-            let _ = write!(labels, ",error_type=\"{error}\"");
-        }
-        histogram.render(&mut out, name, &labels);
-    }
-    let name = "mcp_client_session_duration_seconds";
-    let _ = writeln!(out, "# HELP {name} {}", help::CLIENT_SESSIONS);
-    let _ = writeln!(out, "# TYPE {name} histogram");
-    let sessions = lock(&REGISTRY.client_sessions).clone();
-    sessions.render(&mut out, name, "");
+    histograms(&mut out);
     let gauges = [
         (
             "mcp_server_sessions_open",
@@ -285,8 +260,7 @@ pub fn render() -> String {
         ),
     ];
     for (name, help, value) in gauges {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} gauge");
+        head(&mut out, name, help, "gauge");
         let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
     }
     counters(
@@ -317,14 +291,40 @@ pub fn render() -> String {
             .zip(&REGISTRY.tasks_ended),
     );
     let name = "mcp_server_task_takeovers_total";
-    let _ = writeln!(out, "# HELP {name} {}", help::TAKEOVERS);
-    let _ = writeln!(out, "# TYPE {name} counter");
-    let _ = writeln!(
-        out,
-        "{name} {}",
-        REGISTRY.task_takeovers.load(Ordering::Relaxed)
-    );
+    head(&mut out, name, help::TAKEOVERS, "counter");
+    let takeovers = REGISTRY.task_takeovers.load(Ordering::Relaxed);
+    let _ = writeln!(out, "{name} {takeovers}");
     out
+}
+
+/// The duration histograms: operations and sessions, the server's and the client's.
+fn histograms(out: &mut String) {
+    let with_error = |mut labels: String, error: &Option<_>| {
+        if let Some(error) = error {
+            let _ = write!(labels, ",error_type=\"{error}\"");
+        }
+        labels
+    };
+    let name = "mcp_server_operation_duration_seconds";
+    head(out, name, help::SERVER_OPERATIONS, "histogram");
+    for ((method, revision, error), histogram) in lock(&REGISTRY.operations).iter() {
+        let labels = format!("mcp_method_name=\"{method}\",mcp_protocol_version=\"{revision}\"");
+        histogram.render(out, name, &with_error(labels, error));
+    }
+    let name = "mcp_server_session_duration_seconds";
+    head(out, name, help::SERVER_SESSIONS, "histogram");
+    let sessions = lock(&REGISTRY.sessions).clone();
+    sessions.render(out, name, "");
+    let name = "mcp_client_operation_duration_seconds";
+    head(out, name, help::CLIENT_OPERATIONS, "histogram");
+    for ((method, error), histogram) in lock(&REGISTRY.client_operations).iter() {
+        let labels = format!("mcp_method_name=\"{method}\"");
+        histogram.render(out, name, &with_error(labels, error));
+    }
+    let name = "mcp_client_session_duration_seconds";
+    head(out, name, help::CLIENT_SESSIONS, "histogram");
+    let sessions = lock(&REGISTRY.client_sessions).clone();
+    sessions.render(out, name, "");
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ fn the_architecture_document_stays_short() {
     let architecture = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
     let lines = architecture.lines().count();
     assert!(
-        lines < 350,
+        lines <= 300,
         "ARCHITECTURE.md has {lines} lines: keep it a map (numbers live in the code)"
     );
     let long: Vec<String> = architecture

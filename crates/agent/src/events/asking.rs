@@ -1,0 +1,349 @@
+//! Asking the person: a question shown to the page that watches its conversation (and in its
+//! person's inbox), waited for until it is answered, expires, is withdrawn or is answered at
+//! another desk; an answer taken once, from the conversation's page, in the form it was asked.
+
+use std::time::Duration;
+
+use backchannel::lock;
+use tokio::sync::oneshot;
+
+use super::*;
+
+impl Events {
+    /// Ask the person watching `conversation` and wait at most `deadline`.
+    pub async fn ask(&self, conversation: &str, message: &str, deadline: Duration) -> Asked {
+        self.ask_from("a server", conversation, message, deadline)
+            .await
+    }
+
+    /// A question asked inside a task: it waits in the owner's inbox for `deadline` whether or
+    /// not a page watches the conversation now (shown to it if one does, and to a page that
+    /// opens later). `None` when `elsewhere` ends first: another desk got the answer, and the
+    /// question is taken off here (its page told so).
+    pub async fn ask_waiting(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+        elsewhere: impl std::future::Future<Output = ()>,
+    ) -> Option<Asked> {
+        let question = Asking::confirmation(server, message);
+        self.ask_as(question, conversation, deadline, false, elsewhere)
+            .await
+    }
+
+    /// [`Events::ask`], naming the server that asks.
+    pub async fn ask_from(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_form(server, conversation, message, Vec::new(), deadline)
+            .await
+    }
+
+    /// Ask the person to fill in a server's form (`fields`; none: a yes/no confirmation).
+    pub async fn ask_form(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        fields: Vec<Field>,
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_kind(Kind::Form(fields), server, conversation, message, deadline)
+            .await
+    }
+
+    /// Ask the person to open a server's page at `url` (checked by the caller: `https:`, or
+    /// `http:` on loopback), leading to `origin`.
+    pub async fn ask_link(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        (url, origin): (String, String),
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_kind(
+            Kind::Link { url, origin },
+            server,
+            conversation,
+            message,
+            deadline,
+        )
+        .await
+    }
+
+    /// Ask the person to approve a request for the model.
+    pub async fn approve(
+        &self,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
+        self.ask_kind(Kind::Sampling, server, conversation, message, deadline)
+            .await
+    }
+
+    /// Ask a question of `kind` from `server` in `conversation`, shown only if a page watches
+    /// it now; expired if nobody could be shown it.
+    async fn ask_kind(
+        &self,
+        kind: Kind,
+        server: &str,
+        conversation: &str,
+        message: &str,
+        deadline: Duration,
+    ) -> Asked {
+        let question = Asking {
+            kind,
+            ..Asking::confirmation(server, message)
+        };
+        let never = std::future::pending();
+        let asked = self.ask_as(question, conversation, deadline, true, never);
+        asked.await.unwrap_or(Asked::Expired)
+    }
+
+    /// Ask `question` in `conversation` (only if a page watches it now, when `needs_a_page`);
+    /// `None` if `elsewhere` ends first.
+    async fn ask_as(
+        &self,
+        question: Asking<'_>,
+        conversation: &str,
+        deadline: Duration,
+        needs_a_page: bool,
+        elsewhere: impl std::future::Future<Output = ()>,
+    ) -> Option<Asked> {
+        let Asking {
+            server,
+            message,
+            kind,
+        } = question;
+        if needs_a_page && !self.is_watched(conversation) {
+            return Some(Asked::NobodyWatching);
+        }
+        let id = random_id();
+        let (tx, rx) = oneshot::channel();
+        let call = lock(&self.calls).get(conversation).cloned();
+        let event = kind.event(id.clone(), server, message, deadline.as_secs(), call);
+        let owner = self.owner_for(conversation);
+        let now = tokio::time::Instant::now();
+        lock(&self.questions).insert(
+            id.clone(),
+            Question {
+                conversation: conversation.to_owned(),
+                owner: owner.clone(),
+                server: server.to_owned(),
+                asked: now,
+                answer: tx,
+                shown: event.clone(),
+                until: now + deadline,
+            },
+        );
+        // A page at another desk gets it from the `Question` every desk is told of below.
+        let here = lock(&self.watchers).contains_key(conversation);
+        let shown = match here {
+            true => self.emit_here(conversation, event.clone()),
+            false => self.watched_at(conversation).is_some(),
+        };
+        if !shown && needs_a_page {
+            lock(&self.questions).remove(&id);
+            return Some(Asked::NobodyWatching);
+        }
+        self.tell_all(shared::Message::Question {
+            id: id.clone(),
+            owner: owner.clone(),
+            conversation: conversation.to_owned(),
+            server: server.to_owned(),
+            shown: event,
+            waited_ms: 0,
+            left_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        });
+        self.inbox_changed(&owner);
+        // Removed however this ends, the caller's drop included; unanswered, the page is told.
+        let open = OpenQuestion {
+            events: self,
+            id,
+            conversation: conversation.to_owned(),
+            owner,
+            answered: false,
+            elsewhere: false,
+            expired: false,
+        };
+        tokio::select! {
+            got = tokio::time::timeout(deadline, rx) => match got {
+                Ok(Ok(answer)) => {
+                    open.answered();
+                    Some(Asked::Answered(answer))
+                }
+                Ok(Err(_)) | Err(_) => {
+                    open.expired();
+                    Some(Asked::Expired)
+                }
+            },
+            () = elsewhere => {
+                open.answered_elsewhere();
+                None
+            }
+        }
+    }
+
+    /// Answer an open question, proving the conversation with its secret.
+    pub fn answer(&self, id: &str, secret: &str, answer: Answer) -> Result<(), AnswerError> {
+        let mut questions = lock(&self.questions);
+        let question = questions.get(id).ok_or(AnswerError::NotFound)?;
+        if !self.owns(&question.conversation, secret) {
+            return Err(AnswerError::Forbidden);
+        }
+        let answer = fitting(&question.shown, answer)?;
+        let question = questions.remove(id).ok_or(AnswerError::NotFound)?;
+        drop(questions);
+        let sent = question
+            .answer
+            .send(answer)
+            .map_err(|_| AnswerError::NotFound);
+        self.inbox_changed(&question.owner);
+        sent
+    }
+}
+
+/// What is asked: by which server, the words, and what kind of question it is.
+struct Asking<'a> {
+    server: &'a str,
+    message: &'a str,
+    kind: Kind,
+}
+
+/// A question's kind: a form (none of its own fields: a yes/no confirmation), a sampling
+/// approval, a page to open.
+enum Kind {
+    Form(Vec<Field>),
+    Sampling,
+    Link { url: String, origin: String },
+}
+
+impl Kind {
+    /// The event that asks a question of this kind.
+    fn event(
+        self,
+        id: String,
+        server: &str,
+        message: &str,
+        seconds: u64,
+        call: Option<CallShown>,
+    ) -> Event {
+        let (server, message) = (server.to_owned(), message.to_owned());
+        match self {
+            Kind::Sampling => Event::Sampling {
+                id,
+                server,
+                message,
+                seconds,
+                call,
+            },
+            Kind::Form(fields) => Event::Confirmation {
+                id,
+                server,
+                message,
+                seconds,
+                call,
+                fields,
+            },
+            Kind::Link { url, origin } => Event::Link {
+                id,
+                server,
+                message,
+                url,
+                origin,
+                seconds,
+                call,
+            },
+        }
+    }
+}
+
+impl<'a> Asking<'a> {
+    fn confirmation(server: &'a str, message: &'a str) -> Self {
+        Asking {
+            server,
+            message,
+            kind: Kind::Form(Vec::new()),
+        }
+    }
+}
+
+/// `answer` as the question `shown` takes it: a form's values checked against its fields; a
+/// yes to a form, or values to a question without fields, refused (the question still waits).
+pub(super) fn fitting(shown: &Event, answer: Answer) -> Result<Answer, AnswerError> {
+    let fields: &[Field] = match shown {
+        Event::Confirmation { fields, .. } => fields,
+        _ => &[],
+    };
+    match answer {
+        Answer::Filled(values) if !fields.is_empty() => form::check(fields, &values)
+            .map(Answer::Filled)
+            .map_err(|error| AnswerError::Refused(error.to_string())),
+        Answer::Filled(_) => Err(AnswerError::Refused(
+            "this question is answered yes or no, not with a form".into(),
+        )),
+        Answer::Yes { .. } if !fields.is_empty() => Err(AnswerError::Refused(
+            "this question is a form: send its fields".into(),
+        )),
+        other => Ok(other),
+    }
+}
+
+/// A question on screen: when it ends unanswered, it is removed and the page told.
+struct OpenQuestion<'a> {
+    events: &'a Events,
+    id: String,
+    conversation: String,
+    owner: String,
+    answered: bool,
+    /// Answered at another desk: the page is told so, not that it expired.
+    elsewhere: bool,
+    /// Its time ran out; neither this nor an answer: it was withdrawn.
+    expired: bool,
+}
+
+impl OpenQuestion<'_> {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+
+    fn answered_elsewhere(mut self) {
+        self.elsewhere = true;
+    }
+
+    fn expired(mut self) {
+        self.expired = true;
+    }
+}
+
+impl Drop for OpenQuestion<'_> {
+    fn drop(&mut self) {
+        let was_open = lock(&self.events.questions).remove(&self.id).is_some();
+        let id = self.id.clone();
+        // The page that asked hears why first ("closed": it expired), then every inbox (at
+        // the other desks too, told after the page: the bus keeps this desk's order).
+        if !self.answered {
+            self.events.emit(
+                &self.conversation,
+                Event::Closed {
+                    id: std::mem::take(&mut self.id),
+                    answered_elsewhere: self.elsewhere,
+                    withdrawn: !self.elsewhere && !self.expired,
+                },
+            );
+        }
+        self.events.tell_all(shared::Message::QuestionClosed { id });
+        if was_open {
+            self.events.inbox_changed(&self.owner);
+        }
+    }
+}
