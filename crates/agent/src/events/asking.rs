@@ -7,7 +7,10 @@ use std::time::Duration;
 use backchannel::lock;
 use tokio::sync::oneshot;
 
-use super::*;
+use super::vocabulary::fitting;
+use super::{
+    Answer, AnswerError, Asked, CallShown, Event, Events, Field, Question, random_id, shared,
+};
 
 impl Events {
     /// Ask the person watching `conversation` and wait at most `deadline`.
@@ -274,27 +277,6 @@ impl<'a> Asking<'a> {
             message,
             kind: Kind::Form(Vec::new()),
         }
-    }
-}
-
-/// `answer` as the question `shown` takes it: a form's values checked against its fields; a
-/// yes to a form, or values to a question without fields, refused (the question still waits).
-pub(super) fn fitting(shown: &Event, answer: Answer) -> Result<Answer, AnswerError> {
-    let fields: &[Field] = match shown {
-        Event::Confirmation { fields, .. } => fields,
-        _ => &[],
-    };
-    match answer {
-        Answer::Filled(values) if !fields.is_empty() => form::check(fields, &values)
-            .map(Answer::Filled)
-            .map_err(|error| AnswerError::Refused(error.to_string())),
-        Answer::Filled(_) => Err(AnswerError::Refused(
-            "this question is answered yes or no, not with a form".into(),
-        )),
-        Answer::Yes { .. } if !fields.is_empty() => Err(AnswerError::Refused(
-            "this question is a form: send its fields".into(),
-        )),
-        other => Ok(other),
     }
 }
 

@@ -553,7 +553,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 mod asking;
-use asking::fitting;
+use vocabulary::fitting;
 mod sessions;
 mod shared;
 #[cfg(test)]

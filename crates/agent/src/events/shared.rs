@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use serde::{Deserialize, Serialize};
 
-use super::asking::fitting;
+use super::vocabulary::fitting;
 use super::{Answer, AnswerError, Event, Events, constant_time_eq, random_id};
 
 /// This desk's end of the bus, saying [`Message`]s.

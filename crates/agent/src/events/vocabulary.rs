@@ -406,3 +406,24 @@ impl TryFrom<InboxItemRead> for InboxItem {
         })
     }
 }
+
+/// `answer` as the question `shown` takes it: a form's values checked against its fields; a
+/// yes to a form, or values to a question without fields, refused (the question still waits).
+pub(super) fn fitting(shown: &Event, answer: Answer) -> Result<Answer, AnswerError> {
+    let fields: &[Field] = match shown {
+        Event::Confirmation { fields, .. } => fields,
+        _ => &[],
+    };
+    match answer {
+        Answer::Filled(values) if !fields.is_empty() => super::form::check(fields, &values)
+            .map(Answer::Filled)
+            .map_err(|error| AnswerError::Refused(error.to_string())),
+        Answer::Filled(_) => Err(AnswerError::Refused(
+            "this question is answered yes or no, not with a form".into(),
+        )),
+        Answer::Yes { .. } if !fields.is_empty() => Err(AnswerError::Refused(
+            "this question is a form: send its fields".into(),
+        )),
+        other => Ok(other),
+    }
+}
