@@ -198,6 +198,22 @@ pub fn init_with(ours: &[&str], export: Option<&crate::telemetry::Export>) -> Gu
     )
 }
 
+/// A server binary's logging: [`init_with`] for `ours`, exporting as OpenTelemetry's standard
+/// variables read through `var` say ([`crate::telemetry::Export::from_vars`], `service` the
+/// name unless `OTEL_SERVICE_NAME` gives one); then `scheduler` says in the log how tasks run.
+#[cfg(feature = "otel")]
+pub fn init_server(
+    service: &str,
+    ours: &[&str],
+    var: impl Fn(&str) -> Option<String>,
+    scheduler: crate::serve::Scheduler,
+) -> Guard {
+    let export = crate::telemetry::Export::from_vars(var, service);
+    let guard = init_with(ours, export.as_ref());
+    scheduler.log();
+    guard
+}
+
 /// Log to the file `path` (appended to, created if missing) with `filter` unless `RUST_LOG`
 /// says otherwise: for a program that owns the terminal, such as a chat prompt.
 pub fn init_file(path: &std::path::Path, filter: String) -> std::io::Result<Guard> {

@@ -66,6 +66,21 @@ fn split_type_union(object: &mut JsonObject) {
     object.insert("anyOf".to_owned(), Value::Array(branches));
 }
 
+/// The names an object schema's `required` lists (none when it lists none, or is not an
+/// array of names), as a client reads them to tell what it must fill in.
+///
+/// ```
+/// let schema = serde_json::json!({"required": ["orderId", 7]});
+/// assert_eq!(backchannel::schema::required(&schema), ["orderId"]);
+/// ```
+pub fn required(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 /// The same schema without schemars' numeric `format` values and with each `type` array
 /// written as `anyOf` branches.
 pub fn portable_schema(schema: &JsonObject) -> JsonObject {

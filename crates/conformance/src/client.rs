@@ -165,11 +165,8 @@ pub fn arguments_for(tool: &Tool) -> JsonObject {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let schema = Value::Object((**schema).clone());
+    let required = backchannel::schema::required(&schema);
     properties
         .iter()
         .filter(|(name, _)| required.contains(&name.as_str()))

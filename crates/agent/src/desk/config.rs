@@ -233,23 +233,38 @@ impl Server {
     /// Its connection: what the desk declares to the order service, but no tasks (a task is
     /// followed through the order service's connection only).
     pub(crate) fn connection(&self, config: &DeskConfig) -> backchannel_host::ConnectionConfig {
+        backchannel_host::ConnectionConfig {
+            tool_prefix: Some(self.prefix()),
+            ..config.http_connection(&self.url, false)
+        }
+    }
+}
+
+impl DeskConfig {
+    /// A connection of the desk to the server at `url`: forms and links (a link opened only on
+    /// the person's click), sampling only with a model to sample with, tasks when `tasks`.
+    pub(crate) fn http_connection(
+        &self,
+        url: &str,
+        tasks: bool,
+    ) -> backchannel_host::ConnectionConfig {
         use backchannel_host::{ConnectionConfig, Declared, Transport};
         ConnectionConfig {
             transport: Transport::Http {
-                url: self.url.clone(),
+                url: url.to_owned(),
                 headers: Default::default(),
             },
-            request_timeout_secs: config.connection_timeout.as_secs(),
+            request_timeout_secs: self.connection_timeout.as_secs(),
             roots: Vec::new(),
-            protocol: config.protocol,
-            tool_prefix: Some(self.prefix()),
+            protocol: self.protocol,
+            tool_prefix: None,
             tools: None,
             capabilities: Declared {
                 elicitation: true,
                 url_elicitation: true,
-                sampling: config.model.is_some(),
+                sampling: self.model.is_some(),
                 roots: false,
-                tasks: false,
+                tasks,
             },
             auth: None,
             log_level: backchannel_host::DEFAULT_LOG_LEVEL,

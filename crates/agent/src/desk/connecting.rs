@@ -191,29 +191,9 @@ impl Connecting {
 /// The desk's connections: the order service, the notes' servers, the servers the person
 /// named.
 pub(crate) fn host_config(config: &DeskConfig) -> Result<HostConfig, DeskError> {
-    use backchannel_host::{ConnectionConfig, Declared, Transport};
-    let orders = ConnectionConfig {
-        transport: Transport::Http {
-            url: config.orders_url.clone(),
-            headers: Default::default(),
-        },
-        request_timeout_secs: config.connection_timeout.as_secs(),
-        roots: Vec::new(),
-        protocol: config.protocol,
-        tool_prefix: None,
-        tools: None,
-        capabilities: Declared {
-            elicitation: true,
-            // A server's link questions are shown, opened only on the person's click.
-            url_elicitation: true,
-            // With no model there is nothing to sample with, so sampling is not declared.
-            sampling: config.model.is_some(),
-            roots: false,
-            tasks: config.tasks,
-        },
+    let orders = backchannel_host::ConnectionConfig {
         auth: orders_auth(config),
-        log_level: backchannel_host::DEFAULT_LOG_LEVEL,
-        direct_rounds: true,
+        ..config.http_connection(&config.orders_url, config.tasks)
     };
     let mut host_config = HostConfig {
         client_name: "support-agent".into(),

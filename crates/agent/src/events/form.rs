@@ -96,11 +96,7 @@ pub fn fields(schema: &Value) -> Result<Vec<Field>, FormError> {
     if properties.len() > MAX_FIELDS {
         return Err(not_shown("it has more fields than a form shows"));
     }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = backchannel::schema::required(schema);
     properties
         .iter()
         .map(|(name, property)| field(name, property, required.contains(&name.as_str())))

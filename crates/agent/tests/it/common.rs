@@ -404,8 +404,17 @@ pub async fn answer(url: &str, id: &str, secret: &str, confirmed: bool) -> u16 {
 
 /// The status of an order, read through the demo's own API (the tab it is listed in).
 pub async fn status_of(url: &str, id: &str) -> String {
+    status_as(url, None, id).await
+}
+
+/// [`status_of`], asked as the holder of `cookie` when one is given.
+pub async fn status_as(url: &str, cookie: Option<&str>, id: &str) -> String {
     for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
-        let orders: Value = get_json(format!("{url}api/orders?status={status}")).await;
+        let mut request = reqwest::Client::new().get(format!("{url}api/orders?status={status}"));
+        if let Some(cookie) = cookie {
+            request = request.header(reqwest::header::COOKIE, cookie);
+        }
+        let orders: Value = json_answer(request).await;
         if orders
             .as_array()
             .unwrap()
@@ -416,6 +425,33 @@ pub async fn status_of(url: &str, id: &str) -> String {
         }
     }
     panic!("{id} is in no tab");
+}
+
+/// `POST path` (below the desk's `url`) with `body` as the holder of `cookie`: the status and
+/// the JSON answer (`null` if none).
+pub async fn post_as(url: &str, path: &str, cookie: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .header(reqwest::header::COOKIE, cookie)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// A Movie Database in memory on port 0 until `stop`: its MCP URL.
+pub async fn serve_moviedb(stop: &tokio_util::sync::CancellationToken) -> String {
+    let movies = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", movies.local_addr().unwrap());
+    let config = moviedb::app::Config {
+        database: Some("sqlite::memory:".into()),
+        ..Default::default()
+    };
+    let stop = stop.clone();
+    tokio::spawn(async move { moviedb::app::serve_http(movies, &config, stop).await });
+    url
 }
 
 /// The JSON body of the answer to a GET of `url` (which must be answered).

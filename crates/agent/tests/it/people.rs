@@ -7,6 +7,8 @@ use agent::desk::DeskConfig;
 use backchannel::Revision;
 use serde_json::{Value, json};
 
+use crate::common::{post_as, status_as};
+
 /// A people file with ana and ben (passwords `ana-password`, `ben-password`).
 fn people_file(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("desk-people-it-{}-{name}", std::process::id()));
@@ -36,40 +38,6 @@ async fn sign_in(url: &str, name: &str, password: &str) -> (u16, Option<String>)
             set.split(';').next().unwrap().to_owned()
         });
     (response.status().as_u16(), cookie)
-}
-
-/// `POST path` with `body` as `cookie`: the status and the JSON answer (`null` if none).
-async fn post(url: &str, path: &str, cookie: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{url}{path}"))
-        .header(reqwest::header::COOKIE, cookie)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-/// The status of order `id`, read through the desk's API as the holder of `cookie`.
-async fn status_as(url: &str, cookie: &str, id: &str) -> String {
-    for status in ["PENDING", "PROCESSING", "SHIPPED", "DELIVERED", "CANCELLED"] {
-        let orders: Value = crate::common::json_answer(
-            reqwest::Client::new()
-                .get(format!("{url}api/orders?status={status}"))
-                .header(reqwest::header::COOKIE, cookie),
-        )
-        .await;
-        if orders
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|o| o["orderId"] == id)
-        {
-            return status.to_owned();
-        }
-    }
-    panic!("{id} is in no tab");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +104,7 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
     assert_eq!(orders.status(), 200);
 
     // Ana's conversation and question.
-    let (_, started) = post(&url, "api/conversations", &ana, Value::Null).await;
+    let (_, started) = post_as(&url, "api/conversations", &ana, Value::Null).await;
     let conversation = started["conversationId"].as_str().unwrap().to_owned();
     let stream = reqwest::Client::new()
         .get(format!("{url}api/events?conversationId={conversation}"))
@@ -149,7 +117,7 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
     let asking = tokio::spawn({
         let (url, ana, conversation) = (url.clone(), ana.clone(), conversation.clone());
         async move {
-            post(
+            post_as(
                 &url,
                 "api/chat",
                 &ana,
@@ -164,11 +132,11 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
     // Ben knows all of it and can do none of it.
     let answer = json!({"secret": secret, "confirmed": true});
     let path = format!("api/confirmations/{question_id}");
-    assert_eq!(post(&url, &path, &ben, answer.clone()).await.0, 403);
+    assert_eq!(post_as(&url, &path, &ben, answer.clone()).await.0, 403);
     let chat = json!({"conversationId": conversation, "message": "cancel ORD-10008"});
-    assert_eq!(post(&url, "api/chat", &ben, chat).await.0, 403);
+    assert_eq!(post_as(&url, "api/chat", &ben, chat).await.0, 403);
     let resumed = json!({"conversationId": conversation});
-    let (_, his) = post(&url, "api/conversations", &ben, resumed).await;
+    let (_, his) = post_as(&url, "api/conversations", &ben, resumed).await;
     assert_eq!(his["resumed"], false, "Ben gets a conversation of his own");
     let stream = reqwest::Client::new()
         .get(format!("{url}api/events?conversationId={conversation}"))
@@ -177,10 +145,10 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
         .await
         .unwrap();
     assert_eq!(stream.status(), 403);
-    assert_eq!(status_as(&url, &ana, "ORD-10002").await, "PENDING");
+    assert_eq!(status_as(&url, Some(&ana), "ORD-10002").await, "PENDING");
 
     // Ana answers; then she signs out, and her session opens nothing any more.
-    assert_eq!(post(&url, &path, &ana, answer).await.0, 204);
+    assert_eq!(post_as(&url, &path, &ana, answer).await.0, 204);
     let (status, reply) = asking.await.unwrap();
     assert_eq!(status, 200);
     assert!(
@@ -190,10 +158,13 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
             .contains("Order ORD-10002 is cancelled"),
         "{reply}"
     );
-    assert_eq!(status_as(&url, &ana, "ORD-10002").await, "CANCELLED");
-    assert_eq!(post(&url, "api/sign-out", &ana, Value::Null).await.0, 204);
+    assert_eq!(status_as(&url, Some(&ana), "ORD-10002").await, "CANCELLED");
+    assert_eq!(
+        post_as(&url, "api/sign-out", &ana, Value::Null).await.0,
+        204
+    );
     let chat = json!({"conversationId": conversation, "message": "where is ORD-10001?"});
-    assert_eq!(post(&url, "api/chat", &ana, chat).await.0, 401);
+    assert_eq!(post_as(&url, "api/chat", &ana, chat).await.0, 401);
     let _ = std::fs::remove_file(&file);
 }
 
@@ -236,10 +207,10 @@ async fn the_order_service_hears_the_signed_in_persons_name() {
         }
     };
     let ben = sign_in(&url, "ben", "ben-password").await.1.unwrap();
-    let (_, started) = post(&url, "api/conversations", &ben, Value::Null).await;
+    let (_, started) = post_as(&url, "api/conversations", &ben, Value::Null).await;
     let conversation = started["conversationId"].as_str().unwrap();
     let chat = json!({"conversationId": conversation, "message": "where is ORD-10001?"});
-    let (status, reply) = post(&url, "api/chat", &ben, chat).await;
+    let (status, reply) = post_as(&url, "api/chat", &ben, chat).await;
     assert_eq!(status, 200, "{reply}");
     let audit = tokio::time::timeout(Duration::from_secs(20), async {
         loop {

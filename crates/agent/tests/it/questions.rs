@@ -81,15 +81,8 @@ async fn desk_with(
 
 /// Post an answer to a page's question; the status and the body.
 async fn post_answer(url: &str, id: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{url}api/confirmations/{id}"))
-        .header(reqwest::header::COOKIE, crate::common::cookie(url).await)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    let cookie = crate::common::cookie(url).await;
+    crate::common::post_as(url, &format!("api/confirmations/{id}"), &cookie, body).await
 }
 
 /// Issue 72: a server's link question was declined unseen. It is shown with its origin, and
@@ -220,16 +213,7 @@ async fn sampling_model(Json(request): Json<Value>) -> Json<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_named_server_is_reached_its_tool_called_by_hand_and_its_sampling_approved() {
     let stop = CancellationToken::new();
-    let movies = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let movies_url = format!("http://{}/mcp", movies.local_addr().unwrap());
-    let config = moviedb::app::Config {
-        database: Some("sqlite::memory:".into()),
-        ..Default::default()
-    };
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { moviedb::app::serve_http(movies, &config, stop).await }
-    });
+    let movies_url = crate::common::serve_moviedb(&stop).await;
     let model = crate::common::serve_fake(
         axum::Router::new().route("/chat/completions", axum::routing::post(sampling_model)),
     )

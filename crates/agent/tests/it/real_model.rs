@@ -313,16 +313,7 @@ async fn a_summary_borrows_the_real_model(anthropic: bool) {
     use backchannel_host::{CallContext, Host, HostConfig};
     let label = if anthropic { "anthropic" } else { "openai" };
     let stop = tokio_util::sync::CancellationToken::new();
-    let movies = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let movies_url = format!("http://{}/mcp", movies.local_addr().unwrap());
-    let config = moviedb::app::Config {
-        database: Some("sqlite::memory:".into()),
-        ..Default::default()
-    };
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { moviedb::app::serve_http(movies, &config, stop).await }
-    });
+    let movies_url = crate::common::serve_moviedb(&stop).await;
     let sent = Sent::default();
     let handler = Arc::new(RealModelHost {
         model: provider(recorded(sent.clone()).await, anthropic),

@@ -65,6 +65,19 @@ fn folder(name: &str) -> std::path::PathBuf {
 
 /// Ask for ORD-10002's cancellation in the conversation "kept", then stop the demo and start
 /// it again on the same files and port: the new URL, stop and end.
+/// Check that the restarted desk keeps no wait, then stop it and remove its folder.
+async fn nothing_waits_then_stop(
+    dir: &std::path::Path,
+    (url, stop, running): (String, CancellationToken, tokio::task::JoinHandle<()>),
+) {
+    assert_eq!(waits_kept(dir).await, 0);
+    // Forgotten while the port is still this test's.
+    crate::common::forget(&url);
+    stop.cancel();
+    running.await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 async fn asked_then_restarted(
     dir: &std::path::Path,
     protocol: Revision,
@@ -172,13 +185,8 @@ async fn survives_the_desk_restarting(name: &str, protocol: Revision) {
             .unwrap();
     assert_eq!(status, "CANCELLED");
     assert!(key.is_some(), "cancelled outside the task's step");
-    assert_eq!(waits_kept(&dir).await, 0);
     drop(page);
-    // Forgotten while the port is still this test's.
-    crate::common::forget(&url);
-    stop.cancel();
-    running.await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    nothing_waits_then_stop(&dir, (url, stop, running)).await;
 }
 
 /// On 2025-11-25 an order service that does not know the desk binds a task to the MCP session
@@ -202,11 +210,6 @@ async fn on_2025_11_25_a_task_bound_to_the_old_session_is_said_to_be_gone() {
         "{text}"
     );
     assert_eq!(status_of(&url, "ORD-10002").await, "PENDING");
-    assert_eq!(waits_kept(&dir).await, 0);
     drop(page);
-    // Forgotten while the port is still this test's.
-    crate::common::forget(&url);
-    stop.cancel();
-    running.await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    nothing_waits_then_stop(&dir, (url, stop, running)).await;
 }

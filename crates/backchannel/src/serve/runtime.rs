@@ -51,6 +51,15 @@ impl Scheduler {
         }
     }
 
+    /// Run `server` (given this scheduler, to say it in the log) to its end on a runtime of
+    /// this scheduler: a server binary's `main`.
+    pub fn run<F: std::future::Future>(
+        self,
+        server: impl FnOnce(Scheduler) -> F,
+    ) -> io::Result<F::Output> {
+        Ok(self.build()?.block_on(server(self)))
+    }
+
     /// A runtime on this scheduler, with I/O and time enabled.
     pub fn build(self) -> io::Result<tokio::runtime::Runtime> {
         let mut builder = match self {

@@ -147,15 +147,12 @@ impl From<Upstreams> for app::UpstreamSettings {
 fn main() -> anyhow::Result<()> {
     // One worker (TOKIO_WORKER_THREADS=1) runs on tokio's current-thread scheduler.
     let workers = std::env::var("TOKIO_WORKER_THREADS").ok();
-    let scheduler = backchannel::serve::Scheduler::for_workers(workers.as_deref());
-    scheduler.build()?.block_on(run(scheduler))
+    backchannel::serve::Scheduler::for_workers(workers.as_deref()).run(run)?
 }
 
 async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
-    let export =
-        backchannel::telemetry::Export::from_vars(|name| std::env::var(name).ok(), "mcp-gateway");
-    let _logs = backchannel::logging::init_with(&["mcp_gateway"], export.as_ref());
-    scheduler.log();
+    let env = |name: &str| std::env::var(name).ok();
+    let _logs = backchannel::logging::init_server("mcp-gateway", &["mcp_gateway"], env, scheduler);
     match Cli::parse().command {
         Command::Serve {
             listen,

@@ -164,6 +164,11 @@ mod tests {
         .unwrap()
     }
 
+    /// Whether `vault` holds no tokens of `owner` for `upstream`.
+    async fn nothing(vault: &Vault, owner: &str, upstream: &str) -> bool {
+        vault.load(owner, upstream).await.unwrap().is_none()
+    }
+
     #[tokio::test]
     async fn tokens_are_sealed_to_their_person_and_upstream() {
         let vault = Vault::open("sqlite::memory:", backchannel::Sealer::random().unwrap())
@@ -180,20 +185,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(loaded.client_id, "client-1");
-        assert!(
-            vault
-                .load("principal:ben", "orders")
-                .await
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            vault
-                .load("principal:ana", "other")
-                .await
-                .unwrap()
-                .is_none()
-        );
+        assert!(nothing(&vault, "principal:ben", "orders").await);
+        assert!(nothing(&vault, "principal:ana", "other").await);
 
         // The row gives no token away, and copied under another person it does not open.
         let sql_pool::Pool::Sqlite(pool) = &vault.pool else {
@@ -212,13 +205,7 @@ mod tests {
         .execute(pool)
         .await
         .unwrap();
-        assert!(
-            vault
-                .load("principal:ben", "orders")
-                .await
-                .unwrap()
-                .is_none()
-        );
+        assert!(nothing(&vault, "principal:ben", "orders").await);
 
         // Saving again replaces; clearing forgets.
         vault
@@ -227,12 +214,6 @@ mod tests {
             .unwrap();
         assert!(vault.clear("principal:ana", "orders").await.unwrap());
         assert!(!vault.clear("principal:ana", "orders").await.unwrap());
-        assert!(
-            vault
-                .load("principal:ana", "orders")
-                .await
-                .unwrap()
-                .is_none()
-        );
+        assert!(nothing(&vault, "principal:ana", "orders").await);
     }
 }

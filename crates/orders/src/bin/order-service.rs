@@ -160,17 +160,17 @@ fn config(database: Database, running: Running) -> anyhow::Result<Config> {
 fn main() -> anyhow::Result<()> {
     // One worker (TOKIO_WORKER_THREADS=1) runs on tokio's current-thread scheduler.
     let workers = std::env::var("TOKIO_WORKER_THREADS").ok();
-    let scheduler = backchannel::serve::Scheduler::for_workers(workers.as_deref());
-    scheduler.build()?.block_on(run(scheduler))
+    backchannel::serve::Scheduler::for_workers(workers.as_deref()).run(run)?
 }
 
 async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
-    let _logs = backchannel::logging::init_with(
+    let env = |name: &str| std::env::var(name).ok();
+    let _logs = backchannel::logging::init_server(
+        "order-service",
         &["orders", "order_service"],
-        backchannel::telemetry::Export::from_vars(|name| std::env::var(name).ok(), "order-service")
-            .as_ref(),
+        env,
+        scheduler,
     );
-    scheduler.log();
     match Cli::parse().command {
         Command::Serve {
             listen,
