@@ -7,15 +7,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 fn support_agent(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_support-agent"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+    backchannel::testing::output(
+        Command::new(env!("CARGO_BIN_EXE_support-agent"))
+            .args(args)
+            .env_remove("RUST_BACKTRACE"),
     )
 }
 

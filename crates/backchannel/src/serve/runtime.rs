@@ -51,6 +51,12 @@ impl Scheduler {
         }
     }
 
+    /// The scheduler `TOKIO_WORKER_THREADS` asks for, read through `var` (a binary passes
+    /// `|name| std::env::var(name).ok()`: libraries do not read the environment).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        Self::for_workers(var("TOKIO_WORKER_THREADS").as_deref())
+    }
+
     /// Run `server` (given this scheduler, to say it in the log) to its end on a runtime of
     /// this scheduler: a server binary's `main`.
     pub fn run<F: std::future::Future>(

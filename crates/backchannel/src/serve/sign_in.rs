@@ -102,12 +102,39 @@ async fn signed_in<S: SignIn>(sign_in: &S, request: Request, next: Next) -> Resp
     }
 }
 
+/// A test's GET of `/` from `app` with `authorization`: the status, the challenge (empty when
+/// none) and the body.
+#[cfg(test)]
+pub(crate) async fn get_as(
+    app: axum::Router,
+    authorization: Option<&str>,
+) -> (http::StatusCode, String, String) {
+    use tower::ServiceExt as _;
+    let mut request = http::Request::builder().uri("/");
+    if let Some(value) = authorization {
+        request = request.header(http::header::AUTHORIZATION, value);
+    }
+    let response = app
+        .oneshot(request.body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let challenge = response
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+        .await
+        .unwrap();
+    (status, challenge, String::from_utf8_lossy(&body).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use tower::ServiceExt;
 
     /// Signs in `good` as "ana"; no token is anonymous; anything else is refused.
     struct OneToken;
@@ -139,24 +166,7 @@ mod tests {
             ),
             OneToken,
         );
-        let mut request = http::Request::builder().uri("/");
-        if let Some(value) = authorization {
-            request = request.header(http::header::AUTHORIZATION, value);
-        }
-        let response = app
-            .oneshot(request.body(axum::body::Body::empty()).unwrap())
-            .await
-            .unwrap();
-        let status = response.status();
-        let challenge = response
-            .headers()
-            .get(http::header::WWW_AUTHENTICATE)
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default();
-        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
-            .await
-            .unwrap();
-        (status, challenge, String::from_utf8(body.to_vec()).unwrap())
+        get_as(app, authorization).await
     }
 
     #[tokio::test]

@@ -180,6 +180,38 @@ pub fn random_hex() -> String {
     crate::util::fresh_nonce()
 }
 
+/// Open a 2025-11-25 session by hand: `post` (a POST to an MCP endpoint, with whatever
+/// credentials the test adds) carrying an `initialize` that declares `capabilities`. The
+/// session's id, which the answer must carry.
+pub async fn open_2025_session(post: reqwest::RequestBuilder, capabilities: Value) -> String {
+    let opened = post
+        .header("Accept", "application/json, text/event-stream")
+        .json(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "prober", "version": "0"}}}),
+        )
+        .send()
+        .await
+        .expect("the server answers the initialize");
+    let id = opened
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id");
+    id.to_str().expect("a session id as text").to_owned()
+}
+
+/// Run `command` (a binary under test) to its end: whether it succeeded, its stdout and its
+/// stderr, as text.
+pub fn output(command: &mut std::process::Command) -> (bool, String, String) {
+    let output = command.output().expect("the binary runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// `tools/call` parameters: `name` with `arguments` (an object, or `null` for none).
 pub fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     let mut params = CallToolRequestParams::new(name.to_owned());

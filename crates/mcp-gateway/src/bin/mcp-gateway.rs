@@ -146,8 +146,7 @@ impl From<Upstreams> for app::UpstreamSettings {
 
 fn main() -> anyhow::Result<()> {
     // One worker (TOKIO_WORKER_THREADS=1) runs on tokio's current-thread scheduler.
-    let workers = std::env::var("TOKIO_WORKER_THREADS").ok();
-    backchannel::serve::Scheduler::for_workers(workers.as_deref()).run(run)?
+    backchannel::serve::Scheduler::from_vars(|name| std::env::var(name).ok()).run(run)?
 }
 
 async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {

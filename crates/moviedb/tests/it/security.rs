@@ -324,22 +324,9 @@ async fn a_session_belongs_to_the_user_who_opened_it() {
     let url = format!("http://{}/mcp", running.addr);
     let mara = running.token("mara");
     let dan = running.token("dan");
-    let opened = client
-        .post(&url)
-        .bearer_auth(&mara)
-        .header("Accept", "application/json, text/event-stream")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "prober", "version": "0"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let session =
+        backchannel::testing::open_2025_session(client.post(&url).bearer_auth(&mara), json!({}))
+            .await;
     let list = |token: &str| {
         client
             .post(&url)

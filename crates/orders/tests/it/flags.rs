@@ -5,16 +5,11 @@
 use std::process::Command;
 
 fn order_service(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_order-service"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("ORDER_SERVICE_STATE_KEYS")
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
+    backchannel::testing::output(
+        Command::new(env!("CARGO_BIN_EXE_order-service"))
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("ORDER_SERVICE_STATE_KEYS"),
     )
 }
 

@@ -541,21 +541,11 @@ async fn a_second_request_with_an_id_still_in_flight_is_refused() {
     let running = start().await;
     let client = reqwest::Client::new();
     let url = format!("http://{}/mcp", running.addr);
-    let opened = client
-        .post(&url)
-        .header("Accept", "application/json, text/event-stream")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
-            "clientInfo": {"name": "prober", "version": "0"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let session = backchannel::testing::open_2025_session(
+        client.post(&url),
+        json!({"elicitation": {"form": {}}}),
+    )
+    .await;
     let post = |body: Value| {
         client
             .post(&url)

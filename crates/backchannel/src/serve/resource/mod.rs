@@ -318,7 +318,6 @@ mod tests {
     /// principal, and a wrong or malformed one is still refused.
     #[tokio::test]
     async fn anonymous_too_serves_no_token_names_a_known_one_and_refuses_a_wrong_one() {
-        use tower::ServiceExt as _;
         let guard = Arc::new(with_tokens("http://127.0.0.1:9/mcp").anonymous_too());
         assert!(guard.allows_anonymous());
         assert!(!with_tokens("http://127.0.0.1:9/mcp").allows_anonymous());
@@ -332,19 +331,9 @@ mod tests {
         let call = |authorization: Option<String>| {
             let app = app.clone();
             async move {
-                let mut request = http::Request::builder().uri("/");
-                if let Some(value) = authorization {
-                    request = request.header(http::header::AUTHORIZATION, value);
-                }
-                let response = app
-                    .oneshot(request.body(axum::body::Body::empty()).unwrap())
-                    .await
-                    .unwrap();
-                let status = response.status();
-                let body = axum::body::to_bytes(response.into_body(), 1024)
-                    .await
-                    .unwrap();
-                (status, String::from_utf8_lossy(&body).into_owned())
+                let (status, _, body) =
+                    crate::serve::sign_in::get_as(app, authorization.as_deref()).await;
+                (status, body)
             }
         };
         assert_eq!(call(None).await, (http::StatusCode::OK, "anonymous".into()));
