@@ -144,15 +144,8 @@ enum Command {
         /// for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
-        /// Who may sign in to the web UI (`support-agent people add` writes it); without it
-        /// the desk has one person and serves loopback only.
-        #[arg(long, value_name = "FILE")]
-        people: Option<std::path::PathBuf>,
-        /// With --people: the person who signs the desk in to a server that asks for it (the
-        /// link is shown on their pages only; the desk's one connection then acts under their
-        /// account for everyone). Without it such a sign-in is refused.
-        #[arg(long, value_name = "NAME", requires = "people")]
-        sign_in_person: Option<String>,
+        #[command(flatten)]
+        who: WhoMay,
         /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client histograms
         /// and the order service's).
         #[arg(long)]
@@ -198,6 +191,20 @@ enum Command {
     },
 }
 
+/// Who may use the web UI, and in whose name the desk signs in to a server (`demo` and `web`).
+#[derive(Debug, clap::Args)]
+struct WhoMay {
+    /// Who may sign in to the web UI (`support-agent people add` writes it); without it
+    /// the desk has one person and serves loopback only.
+    #[arg(long, value_name = "FILE")]
+    people: Option<std::path::PathBuf>,
+    /// With --people: the person who signs the desk in to a server that asks for it (the
+    /// link is shown on their pages only; the desk's one connection then acts under their
+    /// account for everyone). Without it such a sign-in is refused.
+    #[arg(long, value_name = "NAME", requires = "people")]
+    sign_in_person: Option<String>,
+}
+
 /// The flags of `support-agent web`.
 #[derive(Debug, clap::Args)]
 struct WebArgs {
@@ -210,15 +217,8 @@ struct WebArgs {
     /// A host name (besides loopback) the web UI answers to; repeat for more.
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_hosts: Vec<String>,
-    /// Who may sign in to the web UI (`support-agent people add` writes it); without it
-    /// the desk has one person and serves loopback only.
-    #[arg(long, value_name = "FILE")]
-    people: Option<std::path::PathBuf>,
-    /// With --people: the person who signs the desk in to a server that asks for it (the
-    /// link is shown on their pages only; the desk's one connection then acts under their
-    /// account for everyone). Without it such a sign-in is refused.
-    #[arg(long, value_name = "NAME", requires = "people")]
-    sign_in_person: Option<String>,
+    #[command(flatten)]
+    who: WhoMay,
     /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client
     /// histograms).
     #[arg(long)]
@@ -348,8 +348,10 @@ async fn main() -> anyhow::Result<()> {
             database,
             carrier_latency_ms,
             allow_hosts,
-            people,
-            sign_in_person,
+            who: WhoMay {
+                people,
+                sign_in_person,
+            },
             metrics,
             reset,
             desk,
@@ -420,8 +422,10 @@ async fn web(args: WebArgs, shutdown: tokio_util::sync::CancellationToken) -> an
         listen,
         orders,
         allow_hosts,
-        people,
-        sign_in_person,
+        who: WhoMay {
+            people,
+            sign_in_person,
+        },
         metrics,
         database,
         orders_bearer_file,

@@ -231,12 +231,7 @@ async fn a_named_server_is_reached_its_tool_called_by_hand_and_its_sampling_appr
             .header(reqwest::header::COOKIE, &cookie),
     )
     .await;
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = backchannel::testing::names(&tools);
     assert!(names.contains(&"movies_summarizeMovieReviews"), "{names:?}");
     assert!(
         names.contains(&"cancel_order"),

@@ -201,6 +201,15 @@ pub async fn open_2025_session(post: reqwest::RequestBuilder, capabilities: Valu
     id.to_str().expect("a session id as text").to_owned()
 }
 
+/// The `name` of each item of a JSON list (a tool list as a client or an API shows it).
+pub fn names(list: &Value) -> Vec<&str> {
+    let items = list.as_array().expect("a list");
+    items
+        .iter()
+        .map(|item| item["name"].as_str().expect("a name"))
+        .collect()
+}
+
 /// Run `command` (a binary under test) to its end: whether it succeeded, its stdout and its
 /// stderr, as text.
 pub fn output(command: &mut std::process::Command) -> (bool, String, String) {

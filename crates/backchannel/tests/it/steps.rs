@@ -47,6 +47,31 @@ async fn start(running: &Client) -> String {
     created.task.task_id
 }
 
+/// A task of one instance (`a`, on an in-memory `store`), started and parked on its question.
+struct Parked {
+    store: Arc<dyn TaskStore>,
+    observed: Arc<Observed>,
+    a: TestServer,
+    on_a: Client,
+    id: String,
+}
+
+async fn parked_on_one_instance() -> Parked {
+    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
+    let observed = Arc::new(Observed::default());
+    let a = instance(&store, &observed);
+    let on_a = client_of(&a).await;
+    let id = start(&on_a).await;
+    poll(&on_a, &id, parked).await;
+    Parked {
+        store,
+        observed,
+        a,
+        on_a,
+        id,
+    }
+}
+
 /// Poll `tasks/get` until `done` (paused or real time; a minute at most).
 async fn poll(running: &Client, id: &str, done: impl Fn(&TaskPayload) -> bool) -> TaskPayload {
     for _ in 0..1_200 {
@@ -93,12 +118,13 @@ const ONCE: &str = "prepared 1; write number 1";
 
 #[tokio::test(start_paused = true)]
 async fn a_recorded_step_does_not_run_again_when_the_body_runs_after_the_answer() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let observed = Arc::new(Observed::default());
-    let a = instance(&store, &observed);
-    let on_a = client_of(&a).await;
-    let id = start(&on_a).await;
-    poll(&on_a, &id, parked).await;
+    let Parked {
+        store,
+        observed,
+        a: _a,
+        on_a,
+        id,
+    } = parked_on_one_instance().await;
     answer_yes(&on_a, &id).await;
     assert_eq!(completed(&on_a, &id).await, ONCE);
     assert_eq!(observed.prepared.load(Ordering::SeqCst), 1);
@@ -240,12 +266,13 @@ async fn a_killed_instances_task_resumes_from_its_steps_on_postgres() {
 
 #[tokio::test(start_paused = true)]
 async fn a_holder_whose_task_was_taken_over_records_no_step_and_finishes_nothing() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let observed = Arc::new(Observed::default());
-    let a = instance(&store, &observed);
-    let on_a = client_of(&a).await;
-    let id = start(&on_a).await;
-    poll(&on_a, &id, parked).await;
+    let Parked {
+        store,
+        observed,
+        a,
+        on_a,
+        id,
+    } = parked_on_one_instance().await;
     // Another instance takes the task (as if A's lease had run out) before A hears of it.
     let far = u64::MAX / 4;
     let taken = store.claim_expired("intruder", far, far + 1).await.unwrap();

@@ -705,12 +705,7 @@ async fn the_tool_list_matches_its_snapshot() {
         "tools.json",
         &(serde_json::to_string_pretty(&tools).unwrap() + "\n"),
     );
-    let names: Vec<&str> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = backchannel::testing::names(&tools);
     assert_eq!(
         names,
         vec![
