@@ -17,7 +17,7 @@ use serde::Deserialize;
 use crate::desk::Desk;
 use crate::events::{Answer, AnswerError};
 use crate::web_session::{
-    cookie_of, live_session, no_session, owner_of_request, people_only, refused_for,
+    cookie_of, live_session, no_session, owner_of_request, people_only, refusal, refused_for,
     session_cookie_name, session_of, sign_in_first,
 };
 
@@ -53,13 +53,10 @@ async fn start_conversation(
         match serde_json::from_slice::<Option<StartRequest>>(&body) {
             Ok(request) => request.unwrap_or_default(),
             Err(error) => {
-                return (
+                return refusal(
                     StatusCode::BAD_REQUEST,
-                    Json(serde_json::json!({
-                        "message": format!("expected {{\"conversationId\": …}} or nothing: {error}")
-                    })),
-                )
-                    .into_response();
+                    format!("expected {{\"conversationId\": …}} or nothing: {error}"),
+                );
             }
         }
     };
@@ -122,13 +119,10 @@ fn secure(desk: &Desk) -> &'static str {
 
 /// 503: every session has a page open, and none is pushed out for a newcomer.
 fn too_many_sessions() -> Response {
-    (
+    refusal(
         StatusCode::SERVICE_UNAVAILABLE,
-        Json(serde_json::json!({
-            "message": "the desk has as many open pages as it keeps: close one and try again",
-        })),
+        "the desk has as many open pages as it keeps: close one and try again",
     )
-        .into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,13 +148,10 @@ async fn sign_in(
     Json(request): Json<SignInRequest>,
 ) -> Response {
     let Some(people) = desk.people() else {
-        return (
+        return refusal(
             StatusCode::NOT_FOUND,
-            Json(serde_json::json!({
-                "message": "this desk has no people file: it serves one person, on loopback"
-            })),
-        )
-            .into_response();
+            "this desk has no people file: it serves one person, on loopback",
+        );
     };
     let from = client_address(peer);
     match people.sign_in(&request.name, &request.password, from).await {
@@ -186,11 +177,7 @@ async fn sign_in(
                 crate::people::SignInRefused::NoMatch => StatusCode::UNAUTHORIZED,
                 crate::people::SignInRefused::Locked => StatusCode::TOO_MANY_REQUESTS,
             };
-            (
-                status,
-                Json(serde_json::json!({ "message": refused.to_string() })),
-            )
-                .into_response()
+            refusal(status, refused)
         }
     }
 }
@@ -213,13 +200,10 @@ async fn sign_out(State(desk): State<Arc<Desk>>, headers: axum::http::HeaderMap)
 /// 503: the desk's database failed (nothing was handed out).
 fn store_failed(error: &crate::store::StoreError) -> Response {
     tracing::error!(%error, "the desk's database failed");
-    (
+    refusal(
         StatusCode::SERVICE_UNAVAILABLE,
-        Json(serde_json::json!({
-            "message": format!("the desk could not keep this session: {error}; try again"),
-        })),
+        format!("the desk could not keep this session: {error}; try again"),
     )
-        .into_response()
 }
 
 /// `GET /api/inbox`: the person's open questions, in every conversation of theirs.
@@ -276,7 +260,7 @@ fn refused_answer(error: AnswerError) -> Response {
         AnswerError::Forbidden => "that question is someone else's".to_owned(),
         AnswerError::Refused(why) => why.clone(),
     };
-    (status, Json(serde_json::json!({ "message": message }))).into_response()
+    refusal(status, message)
 }
 
 /// `POST /api/inbox/{id}`: the person answers one of their questions, from any page of theirs.
@@ -560,32 +544,24 @@ async fn chat(
     Json(request): Json<ChatRequest>,
 ) -> Response {
     if request.conversation_id.len() > MAX_CONVERSATION_ID {
-        return (
+        return refusal(
             StatusCode::BAD_REQUEST,
-            Json(serde_json::json!({"message": "that is no conversation of this desk"})),
-        )
-            .into_response();
+            "that is no conversation of this desk",
+        );
     }
     if let Some(refused) = refused_for(&desk, &headers, &request.conversation_id) {
         return refused;
     }
     if request.message.trim().is_empty() {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(serde_json::json!({"message": "the message is empty"})),
-        )
-            .into_response();
+        return refusal(StatusCode::BAD_REQUEST, "the message is empty");
     }
     if request.message.len() > crate::rules::MAX_MESSAGE_BYTES {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(serde_json::json!({"message": format!(
-                "a message is at most {} bytes; this one is {}: shorten it and send it again",
-                crate::rules::MAX_MESSAGE_BYTES,
-                request.message.len()
-            )})),
-        )
-            .into_response();
+        let message = format!(
+            "a message is at most {} bytes; this one is {}: shorten it and send it again",
+            crate::rules::MAX_MESSAGE_BYTES,
+            request.message.len()
+        );
+        return refusal(StatusCode::BAD_REQUEST, message);
     }
     // The work is the desk's, not this request's: a page that reloads (or leaves) while it
     // runs does not drop it; its reply also goes to the conversation's stream (`done`).
@@ -606,11 +582,10 @@ async fn chat(
             answer["run"] = run.into();
             Json(answer).into_response()
         }
-        Err(_) => (
+        Err(_) => refusal(
             StatusCode::INTERNAL_SERVER_ERROR,
-            Json(serde_json::json!({"message": "the desk failed while answering: see its log"})),
-        )
-            .into_response(),
+            "the desk failed while answering: see its log",
+        ),
     }
 }
 
@@ -628,11 +603,10 @@ async fn healthz(State(desk): State<Arc<Desk>>) -> Response {
         Ok(()) => Json(serde_json::json!({"status": "ok"})).into_response(),
         Err(error) => {
             tracing::warn!(%error, "health check: the desk's database does not answer");
-            (
+            refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(serde_json::json!({"message": "the desk's database does not answer"})),
+                "the desk's database does not answer",
             )
-                .into_response()
         }
     }
 }
@@ -677,20 +651,18 @@ async fn stop(
         .events()
         .owns(&request.conversation_id, &request.secret)
     {
-        return (
+        return refusal(
             StatusCode::FORBIDDEN,
-            Json(serde_json::json!({"message": "that secret does not own this conversation"})),
-        )
-            .into_response();
+            "that secret does not own this conversation",
+        );
     }
     if desk.stop(&request.conversation_id).await {
         StatusCode::NO_CONTENT.into_response()
     } else {
-        (
+        refusal(
             StatusCode::NOT_FOUND,
-            Json(serde_json::json!({"message": "nothing is running in this conversation"})),
+            "nothing is running in this conversation",
         )
-            .into_response()
     }
 }
 
@@ -854,10 +826,6 @@ async fn orders(
         .await
     {
         Ok(orders) => Json(orders).into_response(),
-        Err(message) => (
-            StatusCode::BAD_GATEWAY,
-            Json(serde_json::json!({ "message": message })),
-        )
-            .into_response(),
+        Err(message) => refusal(StatusCode::BAD_GATEWAY, message),
     }
 }

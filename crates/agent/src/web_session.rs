@@ -66,6 +66,12 @@ pub(crate) fn people_only(desk: &Desk, headers: &axum::http::HeaderMap) -> Optio
     (desk.people().is_some() && !signed_in).then(sign_in_first)
 }
 
+/// A refusal: `status` and a JSON body whose `message` says why, for the person.
+pub(crate) fn refusal(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    let message = message.to_string();
+    (status, Json(serde_json::json!({ "message": message }))).into_response()
+}
+
 /// 401 for a desk with people: sign in first (the page goes to `/signin`).
 pub(crate) fn sign_in_first() -> Response {
     (
@@ -85,13 +91,10 @@ pub(crate) fn owner_of_request(desk: &Desk, headers: &axum::http::HeaderMap) -> 
 
 /// 401: no live session.
 pub(crate) fn no_session() -> Response {
-    (
+    refusal(
         StatusCode::UNAUTHORIZED,
-        Json(serde_json::json!({
-            "message": "this browser has no desk session (or it ended): reload the page",
-        })),
+        "this browser has no desk session (or it ended): reload the page",
     )
-        .into_response()
 }
 
 /// The value of cookie `name` in a request, if any (at most 64 characters).

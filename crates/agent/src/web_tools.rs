@@ -154,5 +154,5 @@ async fn call(
 }
 
 fn failed(status: StatusCode, message: String) -> Response {
-    (status, Json(serde_json::json!({ "message": message }))).into_response()
+    crate::web_session::refusal(status, message)
 }
