@@ -218,3 +218,55 @@ pub fn call(name: &str) -> CallToolRequestParams {
 }
 
 pub use backchannel::testing::text_of as result_text;
+
+/// A 2026-07-28 client of `server` that declares everything and is never asked directly (the
+/// tasks' tests: questions inside a task are answered by `tasks/update`).
+pub async fn task_client(server: &TestServer) -> Client {
+    connect(
+        server.clone(),
+        TestClient::new(Declares::ALL, vec![]),
+        Revision::V2026_07_28,
+    )
+    .await
+}
+
+/// Call `tool`, which the server makes a task: its id.
+pub async fn start_task(running: &Client, tool: &str) -> String {
+    let CallToolResponse::Task(created) = running.call_tool_once(call(tool)).await.unwrap() else {
+        panic!("expected a task");
+    };
+    created.task.task_id
+}
+
+/// Poll `tasks/get` through `running` (test time moves on between polls, a minute at most)
+/// until `done`.
+pub async fn poll_task(
+    running: &Client,
+    id: &str,
+    done: impl Fn(&TaskPayload) -> bool,
+) -> TaskPayload {
+    for _ in 0..1_200 {
+        let task = running.get_task(GetTaskParams::new(id)).await.unwrap();
+        if done(&task.task.payload) {
+            return task.task.payload;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the task never reached the expected state");
+}
+
+/// Whether a task waits for an answer.
+pub fn parked(payload: &TaskPayload) -> bool {
+    matches!(payload, TaskPayload::InputRequired { .. })
+}
+
+/// A `tasks/update` of task `id` that answers its `confirm` question yes.
+pub fn yes_to(id: &str) -> UpdateTaskParams {
+    let mut update = UpdateTaskParams::new(id.to_owned(), Default::default());
+    update.input_responses = [(
+        "confirm".to_owned(),
+        serde_json::json!({"action": "accept", "content": {"confirmed": true}}),
+    )]
+    .into();
+    update
+}

@@ -13,7 +13,7 @@ use crate::common::*;
 use backchannel::tasks::{MemoryTaskStore, SqlTaskStore, TaskState, TaskStore};
 use backchannel::testing::Observed;
 use backchannel::{Backchannel, TaskSupport};
-use rmcp::model::{CallToolResponse, GetTaskParams, TaskPayload, UpdateTaskParams};
+use rmcp::model::TaskPayload;
 use serde_json::json;
 
 /// An instance of the server: `task_steps` as a task, resumable, over `store`, reporting to
@@ -30,23 +30,6 @@ fn instance(store: &Arc<dyn TaskStore>, observed: &Arc<Observed>) -> TestServer 
     TestServer::observed_by(layer, observed.clone())
 }
 
-async fn client_of(server: &TestServer) -> Client {
-    connect(
-        server.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await
-}
-
-async fn start(running: &Client) -> String {
-    let CallToolResponse::Task(created) = running.call_tool_once(call("task_steps")).await.unwrap()
-    else {
-        panic!("expected a task");
-    };
-    created.task.task_id
-}
-
 /// A task of one instance (`a`, on an in-memory `store`), started and parked on its question.
 struct Parked {
     store: Arc<dyn TaskStore>,
@@ -60,9 +43,9 @@ async fn parked_on_one_instance() -> Parked {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
     let observed = Arc::new(Observed::default());
     let a = instance(&store, &observed);
-    let on_a = client_of(&a).await;
-    let id = start(&on_a).await;
-    poll(&on_a, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let id = start_task(&on_a, "task_steps").await;
+    poll_task(&on_a, &id, parked).await;
     Parked {
         store,
         observed,
@@ -72,35 +55,13 @@ async fn parked_on_one_instance() -> Parked {
     }
 }
 
-/// Poll `tasks/get` until `done` (paused or real time; a minute at most).
-async fn poll(running: &Client, id: &str, done: impl Fn(&TaskPayload) -> bool) -> TaskPayload {
-    for _ in 0..1_200 {
-        let task = running.get_task(GetTaskParams::new(id)).await.unwrap();
-        if done(&task.task.payload) {
-            return task.task.payload;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the task never reached the expected state");
-}
-
-fn parked(payload: &TaskPayload) -> bool {
-    matches!(payload, TaskPayload::InputRequired { .. })
-}
-
 async fn answer_yes(running: &Client, id: &str) {
-    let mut update = UpdateTaskParams::new(id.to_owned(), Default::default());
-    update.input_responses = [(
-        "confirm".to_owned(),
-        json!({"action": "accept", "content": {"confirmed": true}}),
-    )]
-    .into();
-    running.update_task(update).await.unwrap();
+    running.update_task(yes_to(id)).await.unwrap();
 }
 
 /// The result's text once completed.
 async fn completed(running: &Client, id: &str) -> String {
-    let payload = poll(running, id, |p| {
+    let payload = poll_task(running, id, |p| {
         matches!(
             p,
             TaskPayload::Completed { .. } | TaskPayload::Failed { .. }
@@ -158,9 +119,9 @@ async fn killed_then_taken_over(store: Arc<dyn TaskStore>, when: Kill) -> Arc<Ob
     let (a, b) = (instance(&store, &observed), instance(&store, &observed));
     let stop = tokio_util::sync::CancellationToken::new();
     b.resume_tasks(stop.clone());
-    let (on_a, on_b) = (client_of(&a).await, client_of(&b).await);
-    let id = start(&on_a).await;
-    poll(&on_b, &id, parked).await;
+    let (on_a, on_b) = (task_client(&a).await, task_client(&b).await);
+    let id = start_task(&on_a, "task_steps").await;
+    poll_task(&on_b, &id, parked).await;
     match when {
         Kill::Waiting => {
             a.layer.halt_tasks();
@@ -170,8 +131,8 @@ async fn killed_then_taken_over(store: Arc<dyn TaskStore>, when: Kill) -> Arc<Ob
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             let c = instance(&store, &observed);
-            let on_c = client_of(&c).await;
-            poll(&on_c, &id, parked).await;
+            let on_c = task_client(&c).await;
+            poll_task(&on_c, &id, parked).await;
             answer_yes(&on_c, &id).await;
         }
         Kill::AfterWrite => {
@@ -325,9 +286,9 @@ async fn a_sole_instance_takes_over_an_earlier_runs_task_at_start_not_after_its_
         let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
         let observed = Arc::new(Observed::default());
         let earlier = long_lease_instance(&store, &observed, sole);
-        let on_earlier = client_of(&earlier).await;
-        let id = start(&on_earlier).await;
-        poll(&on_earlier, &id, parked).await;
+        let on_earlier = task_client(&earlier).await;
+        let id = start_task(&on_earlier, "task_steps").await;
+        poll_task(&on_earlier, &id, parked).await;
         earlier.layer.halt_tasks();
         let started = tokio::time::Instant::now();
         let next = long_lease_instance(&store, &observed, sole);
@@ -341,7 +302,7 @@ async fn a_sole_instance_takes_over_an_earlier_runs_task_at_start_not_after_its_
             true => assert!(took < Duration::from_secs(1), "{took:?}"),
             false => assert!(took >= Duration::from_secs(9), "{took:?}"),
         }
-        let on_next = client_of(&next).await;
+        let on_next = task_client(&next).await;
         answer_yes(&on_next, &id).await;
         assert_eq!(completed(&on_next, &id).await, ONCE, "sole: {sole}");
         stop.cancel();

@@ -123,53 +123,8 @@ fn instance(store: &Arc<dyn TaskStore>, principal: &'static str, resumable: bool
     TestServer::new(builder.build().unwrap())
 }
 
-/// A 2026-07-28 client of `server` that declares everything and is never asked directly.
-async fn client_of(server: &TestServer) -> Client {
-    connect(
-        server.clone(),
-        TestClient::new(Declares::ALL, vec![]),
-        Revision::V2026_07_28,
-    )
-    .await
-}
-
-async fn start_task(running: &Client) -> String {
-    let CallToolResponse::Task(created) =
-        running.call_tool_once(call("task_confirm")).await.unwrap()
-    else {
-        panic!("expected a task");
-    };
-    created.task.task_id
-}
-
-/// Poll `tasks/get` through `running` (test time moves on between polls) until `done`.
-async fn poll_until(
-    running: &Client,
-    task_id: &str,
-    done: impl Fn(&TaskPayload) -> bool,
-) -> TaskPayload {
-    for _ in 0..600 {
-        let task = running.get_task(GetTaskParams::new(task_id)).await.unwrap();
-        if done(&task.task.payload) {
-            return task.task.payload;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the task never reached the expected state");
-}
-
 fn accept() -> UpdateTaskParams {
-    let mut update = UpdateTaskParams::new(String::new(), Default::default());
-    update.input_responses = [(
-        "confirm".to_owned(),
-        json!({"action": "accept", "content": {"confirmed": true}}),
-    )]
-    .into();
-    update
-}
-
-fn parked(payload: &TaskPayload) -> bool {
-    matches!(payload, TaskPayload::InputRequired { .. })
+    yes_to("")
 }
 
 #[tokio::test(start_paused = true)]
@@ -179,15 +134,15 @@ async fn a_question_asked_on_one_instance_is_answered_through_another() {
         instance(&store, "ann", false),
         instance(&store, "ann", false),
     );
-    let on_a = client_of(&a).await;
-    let on_b = client_of(&b).await;
-    let id = start_task(&on_a).await;
-    poll_until(&on_b, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let on_b = task_client(&b).await;
+    let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_b, &id, parked).await;
     let mut update = accept();
     update.task_id = id.clone();
     on_b.update_task(update).await.unwrap();
     let TaskPayload::Completed { result } =
-        poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await
+        poll_task(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await
     else {
         unreachable!()
     };
@@ -210,16 +165,16 @@ async fn a_cancel_sent_to_another_instance_stops_the_body_within_a_tick() {
         instance(&store, "ann", false),
         instance(&store, "ann", false),
     );
-    let on_a = client_of(&a).await;
-    let on_b = client_of(&b).await;
-    let id = start_task(&on_a).await;
-    poll_until(&on_b, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let on_b = task_client(&b).await;
+    let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_b, &id, parked).await;
     assert_eq!(a.layer.running_tasks(), 1);
     let sent = tokio::time::Instant::now();
     on_b.cancel_task(CancelTaskParams::new(id.clone()))
         .await
         .unwrap();
-    poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Cancelled)).await;
+    poll_task(&on_b, &id, |p| matches!(p, TaskPayload::Cancelled)).await;
     let took = sent.elapsed();
     assert!(
         took <= Duration::from_millis(250),
@@ -235,10 +190,10 @@ async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
     let (a, b) = (instance(&store, "ann", true), instance(&store, "ann", true));
     let stop = tokio_util::sync::CancellationToken::new();
     b.resume_tasks(stop.clone());
-    let on_a = client_of(&a).await;
-    let on_b = client_of(&b).await;
-    let id = start_task(&on_a).await;
-    poll_until(&on_b, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let on_b = task_client(&b).await;
+    let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_b, &id, parked).await;
     a.layer.halt_tasks();
     // B takes the task over once A's lease (2 s) has run out, and runs the body again.
     let stopped = tokio::time::Instant::now();
@@ -252,11 +207,11 @@ async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
     // The lease (2 s) after the last renewal, then B's next tick (100 ms), then our next poll
     // (50 ms), with one poll to spare for the clocks' millisecond rounding.
     assert!(stopped.elapsed() <= Duration::from_millis(2_000 + 100 + 50 + 50));
-    poll_until(&on_b, &id, parked).await;
+    poll_task(&on_b, &id, parked).await;
     let mut update = accept();
     update.task_id = id.clone();
     on_b.update_task(update).await.unwrap();
-    poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+    poll_task(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
     assert_eq!(
         b.observed.writes.load(Ordering::SeqCst),
         1,
@@ -275,13 +230,13 @@ async fn a_task_that_is_not_resumable_fails_when_its_instance_stops() {
     );
     let stop = tokio_util::sync::CancellationToken::new();
     b.resume_tasks(stop.clone());
-    let on_a = client_of(&a).await;
-    let on_b = client_of(&b).await;
-    let id = start_task(&on_a).await;
-    poll_until(&on_b, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let on_b = task_client(&b).await;
+    let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_b, &id, parked).await;
     a.layer.halt_tasks();
     let TaskPayload::Failed { error } =
-        poll_until(&on_b, &id, |p| matches!(p, TaskPayload::Failed { .. })).await
+        poll_task(&on_b, &id, |p| matches!(p, TaskPayload::Failed { .. })).await
     else {
         unreachable!()
     };
@@ -304,10 +259,10 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
         instance(&store, "ann", false),
         instance(&store, "bob", false),
     );
-    let as_ann = client_of(&ann).await;
-    let as_bob = client_of(&bob).await;
-    let id = start_task(&as_ann).await;
-    poll_until(&as_ann, &id, parked).await;
+    let as_ann = task_client(&ann).await;
+    let as_bob = task_client(&bob).await;
+    let id = start_task(&as_ann, "task_confirm").await;
+    poll_task(&as_ann, &id, parked).await;
     let unknown = format!("unknown task: {id}");
     let error = as_bob
         .get_task(GetTaskParams::new(id.clone()))
@@ -330,11 +285,11 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
         .unwrap_err();
     assert!(error.to_string().contains("unknown task"), "{error}");
     // Nothing changed: still parked for ann, who can answer it.
-    poll_until(&as_ann, &id, parked).await;
+    poll_task(&as_ann, &id, parked).await;
     let mut update = accept();
     update.task_id = id.clone();
     as_ann.update_task(update).await.unwrap();
-    poll_until(&as_ann, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+    poll_task(&as_ann, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
 }
 
 /// A store that can be cut off: every step fails while `down` is set.
@@ -419,9 +374,9 @@ async fn a_runner_cut_off_from_its_store_for_a_whole_lease_stops_its_bodies() {
     let flaky = Flaky::default();
     let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
     let a = instance(&store, "ann", false);
-    let on_a = client_of(&a).await;
-    let id = start_task(&on_a).await;
-    poll_until(&on_a, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_a, &id, parked).await;
     flaky.down.store(true, Ordering::SeqCst);
     // Within the lease the body waits (the store may come back).
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -447,15 +402,15 @@ async fn a_tasks_end_the_store_missed_is_stored_once_it_is_back() {
     let flaky = Flaky::default();
     let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
     let a = instance(&store, "ann", false);
-    let on_a = client_of(&a).await;
-    let id = start_task(&on_a).await;
-    poll_until(&on_a, &id, parked).await;
+    let on_a = task_client(&a).await;
+    let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_a, &id, parked).await;
     flaky.failing_finishes.store(3, Ordering::SeqCst);
     let mut update = accept();
     update.task_id = id.clone();
     on_a.update_task(update).await.unwrap();
     // Not left `working` under a lease this instance renews: the end is tried again.
-    poll_until(&on_a, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
+    poll_task(&on_a, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
     assert_eq!(flaky.failing_finishes.load(Ordering::SeqCst), 0);
     assert_eq!(a.layer.running_tasks(), 0);
 }

@@ -345,19 +345,7 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
     assert_eq!(status, 200, "{answer}");
 
     // A task started by `desk` does not exist for `other`.
-    let mut recheck = modern_call(2, "recheck_shipments", json!({}), json!({}));
-    recheck["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    let (_, created) = post(running.addr, &recheck, &[("Authorization", &desk)]).await;
-    let task_id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no task: {created}"))
-        .to_owned();
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
-    });
+    let (task_id, meta) = recheck_as(running.addr, &desk).await;
     for (i, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
         .iter()
         .enumerate()
@@ -382,6 +370,25 @@ async fn with_tokens_every_route_needs_one_and_tasks_belong_to_their_principal()
     assert!(mine.get("result").is_some(), "{mine}");
 }
 
+/// A recheck started as a task by the holder of `authorization`: the task's id, and the
+/// `_meta` a 2026-07-28 request about it carries.
+async fn recheck_as(addr: SocketAddr, authorization: &str) -> (String, Value) {
+    let mut recheck = modern_call(2, "recheck_shipments", json!({}), json!({}));
+    recheck["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (_, created) = post(addr, &recheck, &[("Authorization", authorization)]).await;
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
+    });
+    (task_id, meta)
+}
+
 /// Knowing one caller (the demo's desk) and everyone else anonymously: no token is served,
 /// a wrong one is refused, and the known caller's tasks are its own (an anonymous caller who
 /// learnt a task id reaches nothing).
@@ -399,19 +406,7 @@ async fn knowing_the_desk_serves_others_anonymously_but_not_its_tasks() {
     let wrong = format!("Bearer {}", "w".repeat(40));
     let (status, _) = post(running.addr, &get, &[("Authorization", &wrong)]).await;
     assert_eq!(status, 401);
-    let mut recheck = modern_call(2, "recheck_shipments", json!({}), json!({}));
-    recheck["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    let (_, created) = post(running.addr, &recheck, &[("Authorization", &desk)]).await;
-    let task_id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no task: {created}"))
-        .to_owned();
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "0"}
-    });
+    let (task_id, meta) = recheck_as(running.addr, &desk).await;
     let task_get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
         "params": {"taskId": task_id, "_meta": meta}});
     let (_, theirs) = post(running.addr, &task_get, &[]).await;
