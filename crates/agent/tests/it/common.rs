@@ -441,6 +441,36 @@ pub async fn post_as(url: &str, path: &str, cookie: &str, body: Value) -> (u16, 
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// The desk's stderr, read line by line.
+pub type StderrLines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>;
+
+/// Start `command` (a `support-agent` under test) with its stderr piped and `RUST_LOG` unset
+/// (its logs as shipped), killed when dropped: the process and its stderr's lines.
+pub fn spawn_with_stderr(
+    command: &mut tokio::process::Command,
+) -> (tokio::process::Child, StderrLines) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = command
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, lines)
+}
+
+/// What follows `marker` on the first line of `lines` that has it (`what`: the line the test
+/// waits for, said if stderr ends first).
+pub async fn after(lines: &mut StderrLines, marker: &str, what: &str) -> String {
+    loop {
+        let line = lines.next_line().await.unwrap().expect(what);
+        if let Some((_, rest)) = line.split_once(marker) {
+            return rest.to_owned();
+        }
+    }
+}
+
 /// A Movie Database in memory on port 0 until `stop`: its MCP URL.
 pub async fn serve_moviedb(stop: &tokio_util::sync::CancellationToken) -> String {
     let movies = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

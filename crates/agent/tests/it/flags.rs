@@ -175,32 +175,18 @@ async fn class12_check_it_restarting_the_demo_says_its_orders_are_kept_and_reset
 /// listing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn class13_check_it_both_start_and_the_desk_says_what_each_server_offers() {
-    use tokio::io::AsyncBufReadExt as _;
     let stop = tokio_util::sync::CancellationToken::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let orders_config = crate::common::orders_in_memory(std::time::Duration::ZERO);
     let shutdown = stop.clone();
     tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
-    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
-        .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
-        .args(["--no-knowledge-base", "--database", "sqlite::memory:"])
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(desk.stderr.take().unwrap()).lines();
-    let listing = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the desk lists the tools");
-        if let Some(listing) = line.split("orders offers ").nth(1) {
-            break listing.to_owned();
-        }
-    };
+    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"));
+    desk.args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
+        .args(["--no-knowledge-base", "--database", "sqlite::memory:"]);
+    let (_desk, mut lines) = crate::common::spawn_with_stderr(&mut desk);
+    let listing =
+        crate::common::after(&mut lines, "orders offers ", "the desk lists the tools").await;
     assert_eq!(
         listing,
         "6 tools: cancel_order, get_customer_orders, get_order, get_orders_by_status, \

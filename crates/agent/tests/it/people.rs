@@ -172,40 +172,27 @@ async fn each_person_signs_in_and_answers_only_their_own_questions() {
 /// (its audit line), and without one it is the terminal's user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_order_service_hears_the_signed_in_persons_name() {
-    use tokio::io::AsyncBufReadExt as _;
     let file = people_file("audit");
-    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
-        .args([
-            "demo",
-            "--listen",
-            "127.0.0.1:0",
-            "--orders-listen",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--database",
-            "sqlite::memory:",
-            "--no-knowledge-base",
-            "--people",
-        ])
-        .arg(&file)
-        .env("USER", "the-terminals-user")
-        .env_remove("RUST_LOG")
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(demo.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the demo says where it is");
-        if let Some(rest) = line.strip_prefix("Support Desk demo: open ") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
+    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"));
+    demo.args([
+        "demo",
+        "--listen",
+        "127.0.0.1:0",
+        "--orders-listen",
+        "127.0.0.1:0",
+    ])
+    .args([
+        "--database",
+        "sqlite::memory:",
+        "--no-knowledge-base",
+        "--people",
+    ])
+    .arg(&file)
+    .env("USER", "the-terminals-user");
+    let (_demo, mut lines) = crate::common::spawn_with_stderr(&mut demo);
+    let opened =
+        crate::common::after(&mut lines, "Support Desk demo: open ", "the demo's address").await;
+    let url = opened.split_whitespace().next().unwrap().to_owned();
     let ben = sign_in(&url, "ben", "ben-password").await.1.unwrap();
     let (_, started) = post_as(&url, "api/conversations", &ben, Value::Null).await;
     let conversation = started["conversationId"].as_str().unwrap();

@@ -189,37 +189,29 @@ async fn a_confirmed_cancel_through_the_desk_is_one_trace_from_the_chat_turn_to_
 /// read with a Prometheus text parser, and the open connection is not yet a finished session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_desks_metrics_count_each_tool_call_of_its_host_once() {
-    use tokio::io::AsyncBufReadExt as _;
     let stop = tokio_util::sync::CancellationToken::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let orders_url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let orders_config = crate::common::orders_in_memory(Duration::ZERO);
     let shutdown = stop.clone();
     tokio::spawn(async move { orders::app::serve_http(listener, &orders_config, shutdown).await });
-    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"))
-        .args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
+    let mut desk = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"));
+    desk.args(["web", "--listen", "127.0.0.1:0", "--orders", &orders_url])
         .args(["--database", "sqlite::memory:"])
         .args([
             "--protocol",
             "2026-07-28",
             "--no-knowledge-base",
             "--metrics",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(desk.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("the desk says where it is");
-        if let Some(url) = line.strip_prefix("Support Desk web UI: open ") {
-            break url.trim().to_owned();
-        }
-    };
+        ]);
+    let (_desk, mut lines) = crate::common::spawn_with_stderr(&mut desk);
+    let url = crate::common::after(
+        &mut lines,
+        "Support Desk web UI: open ",
+        "the desk's address",
+    )
+    .await;
+    let url = url.trim().to_owned();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let scrape = || async {
         let response = reqwest::get(format!("{url}metrics")).await.unwrap();
