@@ -211,86 +211,73 @@ impl Screen {
     /// Show a question and wait for its answer: a form field by field, a link with where it
     /// leads, a yes/no with the call that asks.
     fn ask(&mut self, question: Event, out: &mut impl Write) -> std::io::Result<()> {
-        match question {
+        let (id, server, message, seconds_left, call, fields, link) = match question {
             Event::Confirmation {
                 id,
                 server,
                 message,
-                seconds: seconds_left,
+                seconds,
                 call,
                 fields,
-            } if !fields.is_empty() => {
-                let asking = call.map(|call| format!(" ({})", call.line()));
-                writeln!(
-                    out,
-                    "\r{server}{} asks: {message}",
-                    asking.unwrap_or_default()
-                )?;
-                for field in &fields {
-                    writeln!(out, "  {}", field_line(field))?;
-                }
-                let example = fields
-                    .iter()
-                    .map(|f| format!("{}={}", f.name, f.options.first().map_or("…", |o| o)))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                writeln!(
-                    out,
-                    "Type the answer as {example}, or 'no' to refuse ({}):",
-                    seconds(seconds_left)
-                )?;
-                self.question = Some(id);
-                self.fields = fields;
-            }
+            } => (id, server, message, seconds, call, fields, None),
+            Event::Sampling {
+                id,
+                server,
+                message,
+                seconds,
+                call,
+            } => (id, server, message, seconds, call, Vec::new(), None),
             Event::Link {
                 id,
                 server,
                 message,
                 url,
                 origin,
-                seconds: seconds_left,
+                seconds,
                 call,
-            } => {
-                let asking = call.map(|call| format!(" ({})", call.line()));
-                writeln!(
-                    out,
-                    "\r{server}{} asks you to open a page at {origin}: {message}\n  {url}\n\
-                     Type 'yes' once you have opened it in your browser, 'no' to refuse, or \
-                     'cancel' ({}):",
-                    asking.unwrap_or_default(),
-                    seconds(seconds_left)
-                )?;
-                self.question = Some(id);
-                self.fields = Vec::new();
-            }
-            Event::Confirmation {
+            } => (
                 id,
                 server,
                 message,
-                seconds: seconds_left,
+                seconds,
                 call,
-                ..
+                Vec::new(),
+                Some((url, origin)),
+            ),
+            _ => return Ok(()),
+        };
+        // The call that asks, so the person sees what a yes will do.
+        let asking = call.map_or_else(String::new, |call| format!(" ({})", call.line()));
+        let left = seconds(seconds_left);
+        if let Some((url, origin)) = link {
+            writeln!(
+                out,
+                "\r{server}{asking} asks you to open a page at {origin}: {message}\n  {url}\n\
+                 Type 'yes' once you have opened it in your browser, 'no' to refuse, or \
+                 'cancel' ({left}):"
+            )?;
+        } else if fields.is_empty() {
+            writeln!(
+                out,
+                "\r{server}{asking} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({left}):"
+            )?;
+        } else {
+            writeln!(out, "\r{server}{asking} asks: {message}")?;
+            for field in &fields {
+                writeln!(out, "  {}", field_line(field))?;
             }
-            | Event::Sampling {
-                id,
-                server,
-                message,
-                seconds: seconds_left,
-                call,
-            } => {
-                // The call that asks, so the person sees what a yes will do.
-                let asking = call.map(|call| format!(" ({})", call.line()));
-                writeln!(
-                    out,
-                    "\r{server}{} asks: {message}\nType 'yes' to confirm or 'no' to refuse ({}):",
-                    asking.unwrap_or_default(),
-                    seconds(seconds_left)
-                )?;
-                self.question = Some(id);
-                self.fields = Vec::new();
-            }
-            _ => {}
+            let example = fields
+                .iter()
+                .map(|f| format!("{}={}", f.name, f.options.first().map_or("…", |o| o)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            writeln!(
+                out,
+                "Type the answer as {example}, or 'no' to refuse ({left}):"
+            )?;
         }
+        self.question = Some(id);
+        self.fields = fields;
         Ok(())
     }
 

@@ -140,16 +140,8 @@ enum Command {
         /// the progress bar of "refresh delivery estimates" to be seen (about 3 s in all).
         #[arg(long, default_value_t = 250)]
         carrier_latency_ms: u64,
-        /// A host name (besides loopback) the web UI and the order service answer to; repeat
-        /// for more.
-        #[arg(long = "allow-host", value_name = "NAME")]
-        allow_hosts: Vec<String>,
         #[command(flatten)]
-        who: WhoMay,
-        /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client histograms
-        /// and the order service's).
-        #[arg(long)]
-        metrics: bool,
+        web_ui: WebUi,
         /// Start from the seed: orders are kept between runs (a cancelled order stays
         /// cancelled), and this writes the seed again first.
         #[arg(long)]
@@ -191,9 +183,14 @@ enum Command {
     },
 }
 
-/// Who may use the web UI, and in whose name the desk signs in to a server (`demo` and `web`).
+/// The web UI's flags (`demo` and `web`): the names it answers to, who may use it, in whose name
+/// the desk signs in to a server, its metrics.
 #[derive(Debug, clap::Args)]
-struct WhoMay {
+struct WebUi {
+    /// A host name (besides loopback) the web UI answers to (in the demo, the order service
+    /// too); repeat for more.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
     /// Who may sign in to the web UI (`support-agent people add` writes it); without it
     /// the desk has one person and serves loopback only.
     #[arg(long, value_name = "FILE")]
@@ -203,6 +200,10 @@ struct WhoMay {
     /// account for everyone). Without it such a sign-in is refused.
     #[arg(long, value_name = "NAME", requires = "people")]
     sign_in_person: Option<String>,
+    /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client histograms;
+    /// in the demo, the order service's too).
+    #[arg(long)]
+    metrics: bool,
 }
 
 /// The flags of `support-agent web`.
@@ -214,15 +215,8 @@ struct WebArgs {
     /// The order service's MCP endpoint.
     #[arg(long, default_value = "http://127.0.0.1:8080/mcp")]
     orders: String,
-    /// A host name (besides loopback) the web UI answers to; repeat for more.
-    #[arg(long = "allow-host", value_name = "NAME")]
-    allow_hosts: Vec<String>,
     #[command(flatten)]
-    who: WhoMay,
-    /// Serve Prometheus metrics at /metrics on the web UI (the desk's MCP client
-    /// histograms).
-    #[arg(long)]
-    metrics: bool,
+    web_ui: WebUi,
     /// The desk's own database (browser sessions, conversations, the questions that wait
     /// in tasks), kept across restarts: a SQLite file, a PostgreSQL database
     /// (`postgres://USER@HOST:PORT/DB`, which must exist; migrated on first start), or
@@ -347,12 +341,13 @@ async fn main() -> anyhow::Result<()> {
             orders_listen,
             database,
             carrier_latency_ms,
-            allow_hosts,
-            who: WhoMay {
-                people,
-                sign_in_person,
-            },
-            metrics,
+            web_ui:
+                WebUi {
+                    allow_hosts,
+                    people,
+                    sign_in_person,
+                    metrics,
+                },
             reset,
             desk,
         } => {
@@ -421,12 +416,13 @@ async fn web(args: WebArgs, shutdown: tokio_util::sync::CancellationToken) -> an
     let WebArgs {
         listen,
         orders,
-        allow_hosts,
-        who: WhoMay {
-            people,
-            sign_in_person,
-        },
-        metrics,
+        web_ui:
+            WebUi {
+                allow_hosts,
+                people,
+                sign_in_person,
+                metrics,
+            },
         database,
         orders_bearer_file,
         desk,
