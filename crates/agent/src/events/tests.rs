@@ -148,10 +148,7 @@ async fn a_stream_opened_again_gets_the_open_question_with_its_time_left() {
     let events = std::sync::Arc::new(Events::default());
     let (old_secret, mut first) = events.open("c1");
     assert!(matches!(recv(&mut first).await, Some(Event::Hello { .. })));
-    let asking = {
-        let events = events.clone();
-        tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
-    };
+    let asking = ask_in(&events, "c1", "Cancel?");
     let Some(Event::Confirmation { id, seconds, .. }) = recv(&mut first).await else {
         panic!("not asked")
     };
@@ -198,10 +195,7 @@ async fn a_question_is_answered_once_and_only_with_its_secret() {
     let (secret, mut rx) = events.open("c1");
     let (other_secret, _other) = events.open("c2");
     assert!(matches!(recv(&mut rx).await, Some(Event::Hello { .. })));
-    let asking = {
-        let events = events.clone();
-        tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
-    };
+    let asking = ask_in(&events, "c1", "Cancel?");
     let Some(Event::Confirmation { id, seconds, .. }) = recv(&mut rx).await else {
         panic!("no question")
     };
@@ -515,10 +509,7 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
         &serde_json::json!({"orderId": "ORD-10002", "reason": long}),
     );
     let calling = events.calling("c1", shown);
-    let asking = {
-        let events = events.clone();
-        tokio::spawn(async move { events.ask("c1", "Cancel?", Duration::from_secs(60)).await })
-    };
+    let asking = ask_in(&events, "c1", "Cancel?");
     let Some(Event::Confirmation { id, call, .. }) = recv(&mut page).await else {
         panic!("not asked")
     };
@@ -546,10 +537,7 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     asking.await.unwrap();
     drop(calling);
     // Outside a call, nothing is named.
-    let asking = {
-        let events = events.clone();
-        tokio::spawn(async move { events.ask("c1", "Again?", Duration::from_secs(60)).await })
-    };
+    let asking = ask_in(&events, "c1", "Again?");
     let Some(Event::Confirmation { id, call, .. }) = recv(&mut page).await else {
         panic!("not asked")
     };
@@ -563,8 +551,21 @@ fn ask_at_terminal(
     events: &std::sync::Arc<Events>,
     message: &'static str,
 ) -> tokio::task::JoinHandle<Asked> {
+    ask_in(events, TERMINAL, message)
+}
+
+/// Ask `message` in `conversation` (60 s to answer), as a task the test awaits.
+fn ask_in(
+    events: &std::sync::Arc<Events>,
+    conversation: &'static str,
+    message: &'static str,
+) -> tokio::task::JoinHandle<Asked> {
     let events = events.clone();
-    tokio::spawn(async move { events.ask(TERMINAL, message, Duration::from_secs(60)).await })
+    tokio::spawn(async move {
+        events
+            .ask(conversation, message, Duration::from_secs(60))
+            .await
+    })
 }
 
 /// Issue 75: a question asked at the terminal never showed in the page's badge. On a desk
