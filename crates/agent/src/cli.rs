@@ -211,39 +211,38 @@ impl Screen {
     /// Show a question and wait for its answer: a form field by field, a link with where it
     /// leads, a yes/no with the call that asks.
     fn ask(&mut self, question: Event, out: &mut impl Write) -> std::io::Result<()> {
-        let (id, server, message, seconds_left, call, fields, link) = match question {
-            Event::Confirmation {
-                id,
-                server,
-                message,
-                seconds,
-                call,
-                fields,
-            } => (id, server, message, seconds, call, fields, None),
-            Event::Sampling {
-                id,
-                server,
-                message,
-                seconds,
-                call,
-            } => (id, server, message, seconds, call, Vec::new(), None),
+        let (Event::Confirmation {
+            server,
+            message,
+            seconds: left,
+            call,
+            ..
+        }
+        | Event::Sampling {
+            server,
+            message,
+            seconds: left,
+            call,
+            ..
+        }
+        | Event::Link {
+            server,
+            message,
+            seconds: left,
+            call,
+            ..
+        }) = &question
+        else {
+            return Ok(());
+        };
+        let (server, message, seconds_left) = (server.clone(), message.clone(), *left);
+        let call = call.clone();
+        let (id, fields, link) = match question {
+            Event::Confirmation { id, fields, .. } => (id, fields, None),
             Event::Link {
-                id,
-                server,
-                message,
-                url,
-                origin,
-                seconds,
-                call,
-            } => (
-                id,
-                server,
-                message,
-                seconds,
-                call,
-                Vec::new(),
-                Some((url, origin)),
-            ),
+                id, url, origin, ..
+            } => (id, Vec::new(), Some((url, origin))),
+            Event::Sampling { id, .. } => (id, Vec::new(), None),
             _ => return Ok(()),
         };
         // The call that asks, so the person sees what a yes will do.

@@ -341,22 +341,16 @@ async fn main() -> anyhow::Result<()> {
             orders_listen,
             database,
             carrier_latency_ms,
-            web_ui:
-                WebUi {
-                    allow_hosts,
-                    people,
-                    sign_in_person,
-                    metrics,
-                },
+            web_ui,
             reset,
             desk,
         } => {
-            let people = load_people(people.as_deref())?;
+            let people = load_people(web_ui.people.as_deref())?;
             if people.is_none() {
                 app::loopback_only(listen, "--listen", true)?;
             }
             app::loopback_only(orders_listen, "--orders-listen", false)?;
-            let orders = demo_orders(database, carrier_latency_ms, &desk, &allow_hosts);
+            let orders = demo_orders(database, carrier_latency_ms, &desk, &web_ui.allow_hosts);
             let said =
                 orders::app::kept_or_reset(&orders, reset, "support-agent demo --reset").await?;
             if !said.is_empty() {
@@ -367,12 +361,12 @@ async fn main() -> anyhow::Result<()> {
                 web_listen: listen,
                 desk: DeskConfig {
                     people,
-                    sign_in_person,
-                    metrics,
+                    sign_in_person: web_ui.sign_in_person,
+                    metrics: web_ui.metrics,
                     database: orders.file_beside("desk.sqlite")?,
                     ..desk_config(&desk)?
                 },
-                web: app::web_options(&allow_hosts),
+                web: app::web_options(&web_ui.allow_hosts),
             };
             let serve_orders =
                 move |listener, desk, stop| serve_orders(orders, listener, desk, stop);
@@ -416,19 +410,13 @@ async fn web(args: WebArgs, shutdown: tokio_util::sync::CancellationToken) -> an
     let WebArgs {
         listen,
         orders,
-        web_ui:
-            WebUi {
-                allow_hosts,
-                people,
-                sign_in_person,
-                metrics,
-            },
+        web_ui,
         database,
         orders_bearer_file,
         desk,
     } = args;
     let database = app::desk_database(database)?;
-    let people = match (load_people(people.as_deref())?, &database) {
+    let people = match (load_people(web_ui.people.as_deref())?, &database) {
         (Some(people), _) => Some(people),
         // A team's desks on one PostgreSQL keep their people there.
         (None, Some(url)) => app::people_in_database(url).await?.inspect(|people| {
@@ -445,13 +433,13 @@ async fn web(args: WebArgs, shutdown: tokio_util::sync::CancellationToken) -> an
     let config = DeskConfig {
         orders_url: orders,
         people,
-        sign_in_person,
-        metrics,
+        sign_in_person: web_ui.sign_in_person,
+        metrics: web_ui.metrics,
         orders_bearer_file,
         database,
         ..desk_config(&desk)?
     };
-    app::web(listen, config, &allow_hosts, shutdown, |url| {
+    app::web(listen, config, &web_ui.allow_hosts, shutdown, |url| {
         eprintln!("Support Desk web UI: open {url}");
     })
     .await?;
