@@ -22,6 +22,11 @@ async fn service() -> OrderService {
     OrderService::new(store, config)
 }
 
+/// The status of order `id`, which must exist.
+async fn status_of(service: &OrderService, id: &str) -> OrderStatus {
+    service.order(OrderId::new(id)).await.unwrap().status
+}
+
 #[tokio::test]
 async fn the_seeded_database_holds_the_reference_spread() {
     let service = service().await;
@@ -101,14 +106,7 @@ async fn cancelling_a_shipped_order_is_refused_and_a_pending_one_works() {
         error.to_string(),
         "Order ORD-10001 is SHIPPED and can no longer be cancelled. Only PENDING and PROCESSING orders can."
     );
-    assert_eq!(
-        service
-            .order(OrderId::new("ORD-10001"))
-            .await
-            .unwrap()
-            .status,
-        OrderStatus::Shipped
-    );
+    assert_eq!(status_of(&service, "ORD-10001").await, OrderStatus::Shipped);
 
     let cancelled = service
         .cancel(OrderId::new("ORD-10002"), Some("changed mind"))
@@ -210,14 +208,7 @@ async fn update_status_refuses_cancelled_and_changes_nothing() {
             .starts_with("Use cancel_order to cancel an order."),
         "{error}"
     );
-    assert_eq!(
-        service
-            .order(OrderId::new("ORD-10002"))
-            .await
-            .unwrap()
-            .status,
-        OrderStatus::Pending
-    );
+    assert_eq!(status_of(&service, "ORD-10002").await, OrderStatus::Pending);
     let updated = service
         .update_status(OrderId::new("ORD-10002"), " processing ")
         .await
