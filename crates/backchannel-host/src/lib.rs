@@ -10,7 +10,9 @@
 //!
 //! - `handler`: [`HostHandler`], what the application decides, and the questions it is handed.
 //! - `host`: [`Host`], every connection of a configuration; the shared HTTP client.
-//! - `connection`: [`Connection`], opening one (either revision), signing in again, closing.
+//! - `connection`: [`Connection`], opening one (either revision), signing in again, closing;
+//!   `transports`: what it opens (a stdio server's process, an HTTP connection's settings and
+//!   service, plain or signed in).
 //! - `rounds`: a call's or a prompt's rounds of questions, tasks followed or handed back;
 //!   `patience`: a request's timeout counting the server's time only.
 //! - `direct`: a stateless connection's rounds on the host's own HTTP/1.1
@@ -53,15 +55,17 @@ mod rounds;
 mod routed;
 mod routes;
 mod streams;
+mod transports;
 
 pub use config::{
     AuthConfig, ConfigError, ConnectionConfig, DEFAULT_LOG_LEVEL, Declared, HostConfig,
     MAX_CONFIG_BYTES, RootConfig, Transport, file_uri,
 };
-pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST, STDERR_TARGET};
+pub use connection::{Connection, MAX_SIGN_INS_PER_REQUEST};
 pub use error::{AuthorizeError, HostError, SignInError};
 pub use handler::{
     HostHandler, LogMessage, ModelWish, SamplingAnswer, SamplingQuestion, SamplingTurn,
 };
 pub use host::Host;
 pub use rounds::{CallContext, Relayed, Started};
+pub use transports::STDERR_TARGET;

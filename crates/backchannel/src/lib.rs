@@ -107,7 +107,7 @@ pub use ctx::{Ctx, NotAnswered, PassedRound, Suspend, TASK_PROGRESS_EVERY};
 pub use error::{Incident, ToolError, ToolResult};
 pub use keys::{MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, StateKeys, StateKeysError};
 pub use layer::{
-    Backchannel, BackchannelBuilder, BuildError, LedgerError, OpenedRound, PassedCall, Relay,
+    Backchannel, BackchannelBuilder, BuildError, ChangeBus, LedgerError, OpenedRound, PassedCall,
     Spend, SpentLedger, TaskSupport, WeakBackchannel, error_text,
 };
 pub use outcome::{

@@ -1,7 +1,7 @@
 //! Instances of one server on one PostgreSQL database ([`share`]), so that none keeps its own
 //! truth:
 //!
-//! - **Changes** ([`PgRelay`]): every instance `LISTEN`s on one channel and publishes its
+//! - **Changes** ([`PgChangeBus`]): every instance `LISTEN`s on one channel and publishes its
 //!   changes (a list changed, a resource was updated) with `pg_notify`, so a change raised on
 //!   one instance reaches the 2025-11-25 sessions and 2026-07-28 listen streams held by every
 //!   other. Each instance also delivers its own changes at once, and skips them when they come
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 
-use crate::layer::{Backchannel, Relay, SpentLedger};
+use crate::layer::{Backchannel, ChangeBus, SpentLedger};
 use crate::sessions::{Change, ListKind};
 
 /// The channel every instance of one database listens on.
@@ -77,31 +77,31 @@ impl Wire {
 #[error("instances could not be connected through PostgreSQL: {0}")]
 pub struct PgError(#[from] sqlx::Error);
 
-/// Connect `layer` to the other instances on the database at `url`: relay its changes and
+/// Connect `layer` to the other instances on the database at `url`: share its changes and
 /// share its spent rounds. Returns once both are in place.
 pub async fn share(url: &str, layer: &Backchannel) -> Result<(), PgError> {
     let pool = PgPoolOptions::new().max_connections(4).connect(url).await?;
     PgSpentRounds::start(pool.clone(), layer).await?;
-    PgRelay::start(pool, layer).await?;
+    PgChangeBus::start(pool, layer).await?;
     Ok(())
 }
 
-/// The PostgreSQL relay of one instance.
+/// The PostgreSQL change bus of one instance.
 #[derive(Debug)]
-pub struct PgRelay {
+pub struct PgChangeBus {
     id: String,
     pool: PgPool,
 }
 
-impl PgRelay {
-    /// Listen on `pool`'s database and relay `layer`'s changes through it from now on.
+impl PgChangeBus {
+    /// Listen on `pool`'s database and carry `layer`'s changes through it from now on.
     /// Returns once listening, so a change published by another instance after this returns
     /// reaches `layer`'s listeners. The listening task ends when the layer is dropped.
-    pub async fn start(pool: PgPool, layer: &Backchannel) -> Result<Arc<PgRelay>, PgError> {
+    pub async fn start(pool: PgPool, layer: &Backchannel) -> Result<Arc<PgChangeBus>, PgError> {
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;
-        let relay = Arc::new(PgRelay { id: hex_id(), pool });
-        let me = relay.id.clone();
+        let bus = Arc::new(PgChangeBus { id: hex_id(), pool });
+        let me = bus.id.clone();
         let weak = layer.downgrade();
         tokio::spawn(async move {
             loop {
@@ -111,11 +111,11 @@ impl PgRelay {
                 let notification = match listener.try_recv().await {
                     Ok(Some(notification)) => notification,
                     Ok(None) => {
-                        tracing::warn!("the change relay lost its connection; listening again");
+                        tracing::warn!("the change bus lost its connection; listening again");
                         continue;
                     }
                     Err(error) => {
-                        tracing::warn!(%error, "the change relay cannot listen; retrying in 1 s");
+                        tracing::warn!(%error, "the change bus cannot listen; retrying in 1 s");
                         tokio::time::sleep(Duration::from_secs(1)).await;
                         continue;
                     }
@@ -136,12 +136,12 @@ impl PgRelay {
                 }
             }
         });
-        layer.relay_to(relay.clone());
-        Ok(relay)
+        layer.share_changes(bus.clone());
+        Ok(bus)
     }
 }
 
-impl Relay for PgRelay {
+impl ChangeBus for PgChangeBus {
     fn publish(&self, change: &Change) -> BoxFuture<'static, ()> {
         let pool = self.pool.clone();
         let wire = Wire::of(&self.id, change);
@@ -151,7 +151,7 @@ impl Relay for PgRelay {
                 .as_ref()
                 .is_some_and(|uri| uri.len() > MAX_URI_BYTES)
             {
-                tracing::warn!("a resource URI too long to relay was not sent to other instances");
+                tracing::warn!("a resource URI too long to carry was not sent to other instances");
                 return;
             }
             let Ok(payload) = serde_json::to_string(&wire) else {
@@ -163,7 +163,7 @@ impl Relay for PgRelay {
                 .execute(&pool)
                 .await
             {
-                tracing::warn!(%error, "a change could not be relayed to other instances");
+                tracing::warn!(%error, "a change could not be sent to other instances");
             }
         })
     }

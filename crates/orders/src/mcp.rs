@@ -527,13 +527,13 @@ impl OrderServer {
         }
     }
 
-    /// This server's backchannel layer (for a relay between instances).
+    /// This server's backchannel layer (for the change bus between instances).
     pub fn layer(&self) -> &Backchannel {
         &self.layer
     }
 
     /// Tell whoever subscribed to `order://{id}` (here, and on every instance through the
-    /// relay) that the order changed.
+    /// change bus) that the order changed.
     async fn changed(&self, id: &str) {
         self.layer
             .notify_resource_updated(&format!("order://{id}"))

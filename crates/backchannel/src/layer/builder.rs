@@ -247,7 +247,7 @@ impl BackchannelBuilder {
                 tasks,
                 task_tools: self.task_tools,
                 resumable: self.resumable,
-                relay: std::sync::OnceLock::new(),
+                bus: std::sync::OnceLock::new(),
                 spent_ledger: std::sync::OnceLock::new(),
                 only: self.only,
             }),

@@ -1,6 +1,6 @@
 //! The layer's session hooks: a 2025-11-25 session remembered once initialized, its log level
 //! and resource subscriptions, a 2026-07-28 listen stream; and the list-changed and
-//! resource-updated broadcasts that reach them (here, and through a [`super::Relay`] on every
+//! resource-updated broadcasts that reach them (here, and through a [`super::ChangeBus`] on every
 //! instance).
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use crate::reach::Reach;
 use crate::sampling_roots_logging::{self, SetLevelParams};
 use crate::sessions::{Change, ListKind};
 
-use super::{Backchannel, Relay, SpentLedger, WeakBackchannel};
+use super::{Backchannel, ChangeBus, SpentLedger, WeakBackchannel};
 
 impl Backchannel {
     /// Remember a 2025-11-25 session for list-changed broadcasts. Call it from
@@ -56,36 +56,36 @@ impl Backchannel {
     }
 
     /// Tell every 2025-11-25 session and every 2026-07-28 listen stream that a list changed,
-    /// here and (through the relay, if one is set) on every other instance. Returns how many
+    /// here and (through the change bus, if one is set) on every other instance. Returns how many
     /// peers of this instance were notified.
     pub async fn notify_list_changed(&self, kind: ListKind) -> usize {
         self.notify(Change::ListChanged(kind)).await
     }
 
     /// Tell the sessions and listen streams subscribed to `uri` that it changed, here and
-    /// (through the relay, if one is set) on every other instance. Returns how many peers of
+    /// (through the change bus, if one is set) on every other instance. Returns how many peers of
     /// this instance were notified.
     pub async fn notify_resource_updated(&self, uri: &str) -> usize {
         self.notify(Change::ResourceUpdated(uri.to_owned())).await
     }
 
     async fn notify(&self, change: Change) -> usize {
-        if let Some(relay) = self.inner.relay.get() {
-            relay.publish(&change).await;
+        if let Some(bus) = self.inner.bus.get() {
+            bus.publish(&change).await;
         }
         self.deliver(&change).await
     }
 
-    /// Deliver a change to this instance's listeners only: for relays, with what another
+    /// Deliver a change to this instance's listeners only: for a change bus, with what another
     /// instance published.
     pub async fn deliver(&self, change: &Change) -> usize {
         self.inner.shared.sessions.deliver(change).await
     }
 
-    /// Publish every change through `relay` from now on. The first relay set stays; `false`
+    /// Publish every change through `bus` from now on. The first bus set stays; `false`
     /// when one was set already.
-    pub fn relay_to(&self, relay: Arc<dyn Relay>) -> bool {
-        self.inner.relay.set(relay).is_ok()
+    pub fn share_changes(&self, bus: Arc<dyn ChangeBus>) -> bool {
+        self.inner.bus.set(bus).is_ok()
     }
 
     /// Record spent rounds in `ledger` too, from now on. The first ledger set stays; `false`
@@ -94,7 +94,7 @@ impl Backchannel {
         self.inner.spent_ledger.set(ledger).is_ok()
     }
 
-    /// A weak handle, for a relay's listener task (it must not keep the layer alive).
+    /// A weak handle, for a change bus's listener task (it must not keep the layer alive).
     pub fn downgrade(&self) -> WeakBackchannel {
         WeakBackchannel(Arc::downgrade(&self.inner))
     }

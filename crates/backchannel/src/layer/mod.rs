@@ -52,15 +52,15 @@ struct Inner {
     tasks: Arc<TaskRuntime>,
     task_tools: std::collections::HashMap<String, TaskSupport>,
     resumable: std::collections::HashSet<String>,
-    relay: std::sync::OnceLock<Arc<dyn Relay>>,
+    bus: std::sync::OnceLock<Arc<dyn ChangeBus>>,
     spent_ledger: std::sync::OnceLock<Arc<dyn SpentLedger>>,
     only: Option<Revision>,
 }
 
 /// Carries [`Change`]s to the other instances of this server (for example
-/// `backchannel::relay::PgRelay`, over PostgreSQL `NOTIFY`). The relay delivers what other
+/// `backchannel::postgres::PgChangeBus`, over PostgreSQL `NOTIFY`). The bus delivers what other
 /// instances publish through [`Backchannel::deliver`].
-pub trait Relay: Send + Sync + 'static {
+pub trait ChangeBus: Send + Sync + 'static {
     /// Tell the other instances about `change`.
     fn publish(&self, change: &Change) -> futures::future::BoxFuture<'static, ()>;
 }

@@ -188,7 +188,7 @@ pub async fn open_2025_session(post: reqwest::RequestBuilder, capabilities: Valu
         .header("Accept", "application/json, text/event-stream")
         .json(
             &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "protocolVersion": Revision::V2025_11_25.date(), "capabilities": capabilities,
             "clientInfo": {"name": "prober", "version": "0"}}}),
         )
         .send()
