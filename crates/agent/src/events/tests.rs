@@ -100,19 +100,7 @@ fn each_event_is_named_as_its_json_names_it() {
 #[tokio::test(start_paused = true)]
 async fn a_sign_in_opened_from_a_page_is_finished_only_by_that_browser() {
     let events = std::sync::Arc::new(Events::default());
-    let signing_in = {
-        let events = events.clone();
-        tokio::spawn(async move {
-            events
-                .sign_in(
-                    "orders",
-                    "https://as.example/authorize?state=s-9",
-                    Duration::from_secs(600),
-                    None,
-                )
-                .await
-        })
-    };
+    let signing_in = sign_in_to_orders(&events, "https://as.example/authorize?state=s-9", None);
     tokio::task::yield_now().await;
     let (url, nonce) = events.claim_sign_in("s-9", "ana's session").unwrap();
     assert_eq!(url, "https://as.example/authorize?state=s-9");
@@ -227,19 +215,11 @@ async fn a_sign_in_is_shown_to_every_page_and_ends_with_its_own_callback() {
     let events = std::sync::Arc::new(Events::default());
     let (_secret, mut early) = events.open("c1");
     assert!(matches!(recv(&mut early).await, Some(Event::Hello { .. })));
-    let signing_in = {
-        let events = events.clone();
-        tokio::spawn(async move {
-            events
-                .sign_in(
-                    "orders",
-                    "http://as.example/authorize?client_id=x&state=s-123",
-                    Duration::from_secs(600),
-                    None,
-                )
-                .await
-        })
-    };
+    let signing_in = sign_in_to_orders(
+        &events,
+        "http://as.example/authorize?client_id=x&state=s-123",
+        None,
+    );
     let Some(Event::SignIn { server, url }) = recv(&mut early).await else {
         panic!("no sign-in link")
     };
@@ -450,19 +430,11 @@ async fn a_sign_in_link_reaches_and_opens_for_its_own_person_only() {
         recv(&mut dees_page).await,
         Some(Event::Hello { .. })
     ));
-    let signing_in = {
-        let events = events.clone();
-        tokio::spawn(async move {
-            events
-                .sign_in(
-                    "orders",
-                    "https://as.example/authorize?state=s-ana",
-                    Duration::from_secs(600),
-                    Some("ana"),
-                )
-                .await
-        })
-    };
+    let signing_in = sign_in_to_orders(
+        &events,
+        "https://as.example/authorize?state=s-ana",
+        Some("ana"),
+    );
     assert!(matches!(
         recv(&mut anas_page).await,
         Some(Event::SignIn { .. })
@@ -552,6 +524,21 @@ fn ask_at_terminal(
     message: &'static str,
 ) -> tokio::task::JoinHandle<Asked> {
     ask_in(events, TERMINAL, message)
+}
+
+/// A sign-in to the server `orders` at `url` (ten minutes; for `person` only, when named), as
+/// a task the test awaits.
+fn sign_in_to_orders(
+    events: &std::sync::Arc<Events>,
+    url: &'static str,
+    person: Option<&'static str>,
+) -> tokio::task::JoinHandle<Result<String, String>> {
+    let events = events.clone();
+    tokio::spawn(async move {
+        events
+            .sign_in("orders", url, Duration::from_secs(600), person)
+            .await
+    })
 }
 
 /// Ask `message` in `conversation` (60 s to answer), as a task the test awaits.

@@ -10,12 +10,18 @@ use orders::service::{OrderError, OrderService, ServiceConfig};
 use orders::store::Store;
 
 async fn service() -> OrderService {
+    service_checking(8).await
+}
+
+/// A service on a fresh database whose carrier answers at once, checking `concurrency`
+/// shipments at a time.
+async fn service_checking(concurrency: usize) -> OrderService {
     let store = Store::open(&crate::common::fresh_database().await)
         .await
         .unwrap();
     let config = ServiceConfig {
         carrier_latency: Duration::ZERO,
-        carrier_concurrency: 8,
+        carrier_concurrency: concurrency,
         order_cache: true,
         ..ServiceConfig::default()
     };
@@ -271,16 +277,7 @@ async fn a_database_file_keeps_changes_across_restarts_and_reset_reseeds() {
 
 #[tokio::test]
 async fn dropping_a_recheck_stops_it_and_a_later_pass_finishes_the_work() {
-    let store = Store::open(&crate::common::fresh_database().await)
-        .await
-        .unwrap();
-    let config = ServiceConfig {
-        carrier_latency: Duration::ZERO,
-        carrier_concurrency: 2,
-        order_cache: true,
-        ..ServiceConfig::default()
-    };
-    let service = OrderService::new(store, config);
+    let service = service_checking(2).await;
     let (_, stream) = service.recheck_shipments().await.unwrap();
     let first: Vec<_> = stream.take(10).map(|s| s.unwrap()).collect().await;
     let changed_first = first.iter().filter(|s| s.changed).count();
