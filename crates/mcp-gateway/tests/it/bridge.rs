@@ -80,11 +80,20 @@ impl Person {
     }
 }
 
+/// A person's client: it declares forms (and links, when `links`).
+pub(crate) fn person_declaring(links: bool) -> ClientConfig {
+    let mut elicitation = ElicitationCapability::default().with_form(Default::default());
+    if links {
+        elicitation = elicitation.with_url(Default::default());
+    }
+    let mut caps = ClientCapabilities::default();
+    caps.elicitation = Some(elicitation);
+    ClientConfig::new(caps, Implementation::new("person", "1.0.0"))
+}
+
 impl ClientHandler for Person {
     fn get_info(&self) -> ClientConfig {
-        let mut caps = ClientCapabilities::default();
-        caps.elicitation = Some(ElicitationCapability::default().with_form(Default::default()));
-        ClientConfig::new(caps, Implementation::new("person", "1.0.0"))
+        person_declaring(false)
     }
 
     async fn create_elicitation(

@@ -466,13 +466,7 @@ struct Person {
 
 impl ClientHandler for Person {
     fn get_info(&self) -> ClientConfig {
-        let mut caps = ClientCapabilities::default();
-        caps.elicitation = Some(
-            ElicitationCapability::default()
-                .with_form(Default::default())
-                .with_url(Default::default()),
-        );
-        ClientConfig::new(caps, Implementation::new("person", "1.0.0"))
+        crate::bridge::person_declaring(true)
     }
 
     async fn create_elicitation(
