@@ -280,3 +280,52 @@ async fn a_desk_reached_over_https_sets_only_secure_cookies() {
     }
     let _ = std::fs::remove_file(&file);
 }
+
+/// docs/desk.md's command for a desk with people beyond loopback, on loopback (tests listen on
+/// loopback only): with a people file and `--allow-host`, the desk answers the allowed name and
+/// refuses any other, and says it has people.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_desk_with_people_answers_the_name_it_is_allowed_and_no_other() {
+    let file = people_file("allowed");
+    let mut web = tokio::process::Command::new(env!("CARGO_BIN_EXE_support-agent"));
+    web.args(["web", "--people"])
+        .arg(&file)
+        .args(["--listen", "127.0.0.1:0", "--allow-host", "desk.example"])
+        .args([
+            "--orders",
+            "http://127.0.0.1:9/mcp",
+            "--database",
+            "sqlite::memory:",
+        ])
+        .arg("--no-knowledge-base");
+    let (_web, mut lines) = crate::common::spawn_with_stderr(&mut web);
+    let url = crate::common::after(
+        &mut lines,
+        "Support Desk web UI: open ",
+        "the desk's address",
+    )
+    .await
+    .trim()
+    .to_owned();
+    let as_named = |host: &'static str| {
+        let url = url.clone();
+        async move {
+            let response = reqwest::Client::new()
+                .get(format!("{url}api/me"))
+                .header(reqwest::header::HOST, host)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, me) = as_named("desk.example").await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["people"], true, "{me}");
+    assert_eq!(as_named("elsewhere.example").await.0, 403);
+    let _ = std::fs::remove_file(&file);
+}

@@ -11,7 +11,7 @@ fn page() -> String {
 }
 
 /// The Rust test functions of the workspace, by name.
-fn test_functions() -> BTreeSet<String> {
+pub(crate) fn test_functions() -> BTreeSet<String> {
     let pattern =
         regex_lite::Regex::new(r"(?m)^\s*(?:pub\s+)?(?:async\s+)?fn\s+([a-z0-9_]+)\s*\(").unwrap();
     all_sources()
@@ -27,7 +27,7 @@ fn test_functions() -> BTreeSet<String> {
 }
 
 /// The browser scenarios' names.
-fn scenarios() -> BTreeSet<String> {
+pub(crate) fn scenarios() -> BTreeSet<String> {
     let pattern = regex_lite::Regex::new(r#"scenario\(\s*"([^"]+)""#).unwrap();
     let dir = workspace().join("crates/agent/tests/browser");
     let mut names = BTreeSet::new();

@@ -5,6 +5,7 @@
 
 mod architecture;
 mod boundaries;
+mod docs;
 mod files;
 mod imports;
 mod lessons;
