@@ -2,6 +2,7 @@
 
 use super::*;
 use futures::StreamExt;
+use rmcp::model::ServerRequest;
 use serde_json::json;
 
 fn client(value: serde_json::Value) -> ClientJsonRpcMessage {
