@@ -212,43 +212,41 @@ impl Screen {
     /// leads, a yes/no with the call that asks.
     fn ask(&mut self, question: Event, out: &mut impl Write) -> std::io::Result<()> {
         let (Event::Confirmation {
+            id,
             server,
             message,
-            seconds: left,
+            seconds: seconds_left,
             call,
             ..
         }
         | Event::Sampling {
+            id,
             server,
             message,
-            seconds: left,
+            seconds: seconds_left,
             call,
-            ..
         }
         | Event::Link {
+            id,
             server,
             message,
-            seconds: left,
+            seconds: seconds_left,
             call,
             ..
         }) = &question
         else {
             return Ok(());
         };
-        let (server, message, seconds_left) = (server.clone(), message.clone(), *left);
-        let call = call.clone();
-        let (id, fields, link) = match question {
-            Event::Confirmation { id, fields, .. } => (id, fields, None),
-            Event::Link {
-                id, url, origin, ..
-            } => (id, Vec::new(), Some((url, origin))),
-            Event::Sampling { id, .. } => (id, Vec::new(), None),
-            _ => return Ok(()),
+        let fields = match &question {
+            Event::Confirmation { fields, .. } => fields.clone(),
+            _ => Vec::new(),
         };
         // The call that asks, so the person sees what a yes will do.
-        let asking = call.map_or_else(String::new, |call| format!(" ({})", call.line()));
-        let left = seconds(seconds_left);
-        if let Some((url, origin)) = link {
+        let asking = call
+            .as_ref()
+            .map_or_else(String::new, |call| format!(" ({})", call.line()));
+        let left = seconds(*seconds_left);
+        if let Event::Link { url, origin, .. } = &question {
             writeln!(
                 out,
                 "\r{server}{asking} asks you to open a page at {origin}: {message}\n  {url}\n\
@@ -275,7 +273,7 @@ impl Screen {
                 "Type the answer as {example}, or 'no' to refuse ({left}):"
             )?;
         }
-        self.question = Some(id);
+        self.question = Some(id.clone());
         self.fields = fields;
         Ok(())
     }

@@ -518,14 +518,6 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     asking.await.unwrap();
 }
 
-/// Ask `message` in the terminal's conversation, as a task the test awaits.
-fn ask_at_terminal(
-    events: &std::sync::Arc<Events>,
-    message: &'static str,
-) -> tokio::task::JoinHandle<Asked> {
-    ask_in(events, TERMINAL, message)
-}
-
 /// A sign-in to the server `orders` at `url` (ten minutes; for `person` only, when named), as
 /// a task the test awaits.
 fn sign_in_to_orders(
@@ -571,7 +563,7 @@ async fn a_terminal_question_is_in_a_loopback_page_s_inbox_and_answered_there() 
         recv(&mut terminal).await,
         Some(Event::Hello { .. })
     ));
-    let asking = ask_at_terminal(&events, "Cancel?");
+    let asking = ask_in(&events, TERMINAL, "Cancel?");
     // The page is sent its inbox with the terminal's question; no dialog of its own.
     let questions = loop {
         match tokio::time::timeout(Duration::from_secs(5), stream.recv()).await {
@@ -594,7 +586,7 @@ async fn a_terminal_question_is_in_a_loopback_page_s_inbox_and_answered_there() 
     events.set_people(true);
     let ben = events.start_session("ben").unwrap();
     let ben = events.owner_of_session(&ben).unwrap();
-    let asking = ask_at_terminal(&events, "Again?");
+    let asking = ask_in(&events, TERMINAL, "Again?");
     let id = loop {
         match tokio::time::timeout(Duration::from_secs(5), recv(&mut terminal)).await {
             Ok(Some(Event::Confirmation { id, message, .. })) if message == "Again?" => break id,

@@ -123,10 +123,6 @@ fn instance(store: &Arc<dyn TaskStore>, principal: &'static str, resumable: bool
     TestServer::new(builder.build().unwrap())
 }
 
-fn accept() -> UpdateTaskParams {
-    yes_to("")
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_question_asked_on_one_instance_is_answered_through_another() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
@@ -138,9 +134,7 @@ async fn a_question_asked_on_one_instance_is_answered_through_another() {
     let on_b = task_client(&b).await;
     let id = start_task(&on_a, "task_confirm").await;
     poll_task(&on_b, &id, parked).await;
-    let mut update = accept();
-    update.task_id = id.clone();
-    on_b.update_task(update).await.unwrap();
+    on_b.update_task(yes_to(&id)).await.unwrap();
     let TaskPayload::Completed { result } =
         poll_task(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await
     else {
@@ -208,9 +202,7 @@ async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
     // (50 ms), with one poll to spare for the clocks' millisecond rounding.
     assert!(stopped.elapsed() <= Duration::from_millis(2_000 + 100 + 50 + 50));
     poll_task(&on_b, &id, parked).await;
-    let mut update = accept();
-    update.task_id = id.clone();
-    on_b.update_task(update).await.unwrap();
+    on_b.update_task(yes_to(&id)).await.unwrap();
     poll_task(&on_b, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
     assert_eq!(
         b.observed.writes.load(Ordering::SeqCst),
@@ -269,9 +261,7 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains(&unknown), "{error}");
-    let mut update = accept();
-    update.task_id = id.clone();
-    let error = as_bob.update_task(update).await.unwrap_err();
+    let error = as_bob.update_task(yes_to(&id)).await.unwrap_err();
     assert!(error.to_string().contains(&unknown), "{error}");
     let error = as_bob
         .cancel_task(CancelTaskParams::new(id.clone()))
@@ -286,9 +276,7 @@ async fn another_principal_cannot_get_update_or_cancel_a_task() {
     assert!(error.to_string().contains("unknown task"), "{error}");
     // Nothing changed: still parked for ann, who can answer it.
     poll_task(&as_ann, &id, parked).await;
-    let mut update = accept();
-    update.task_id = id.clone();
-    as_ann.update_task(update).await.unwrap();
+    as_ann.update_task(yes_to(&id)).await.unwrap();
     poll_task(&as_ann, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
 }
 
@@ -406,9 +394,7 @@ async fn a_tasks_end_the_store_missed_is_stored_once_it_is_back() {
     let id = start_task(&on_a, "task_confirm").await;
     poll_task(&on_a, &id, parked).await;
     flaky.failing_finishes.store(3, Ordering::SeqCst);
-    let mut update = accept();
-    update.task_id = id.clone();
-    on_a.update_task(update).await.unwrap();
+    on_a.update_task(yes_to(&id)).await.unwrap();
     // Not left `working` under a lease this instance renews: the end is tried again.
     poll_task(&on_a, &id, |p| matches!(p, TaskPayload::Completed { .. })).await;
     assert_eq!(flaky.failing_finishes.load(Ordering::SeqCst), 0);
