@@ -12,7 +12,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use crate::events::{Answer, Asked, Event, Events};
+use crate::events::{Answer, Asked, Event, Events, QuestionKind};
 
 /// The most characters of a server's progress message shown.
 pub(crate) const MAX_PROGRESS_MESSAGE: usize = 80;
@@ -46,6 +46,18 @@ pub(crate) enum SignInFor {
     /// A desk with people and nobody named: no sign-in is shown (a person who opened it would
     /// have the desk act for everyone under their account).
     Nobody,
+}
+
+impl DeskHandler {
+    /// Ask the person watching `conversation` to approve `text`, a step of `connection`'s
+    /// request for the model.
+    async fn approval(&self, connection: &str, conversation: &str, text: &str) -> Asked {
+        let (kind, deadline) = (QuestionKind::Sampling, self.person_deadline);
+        let asked = self
+            .events
+            .ask_of(kind, connection, conversation, text, deadline);
+        asked.await
+    }
 }
 
 /// How long a "Sign in" link waits for the person.
@@ -121,7 +133,13 @@ impl HostHandler for DeskHandler {
                     }
                 };
                 let asked = events
-                    .ask_form(connection, &conversation, &message, fields, deadline)
+                    .ask_of(
+                        QuestionKind::Form(fields),
+                        connection,
+                        &conversation,
+                        &message,
+                        deadline,
+                    )
                     .await;
                 elicit_result(asked)
             }
@@ -140,9 +158,9 @@ impl HostHandler for DeskHandler {
                     events.emit(&conversation, Event::said(&said));
                     return elicit_result(Asked::NobodyWatching);
                 };
-                let link = (url, origin);
+                let link = QuestionKind::Link { url, origin };
                 let asked = events
-                    .ask_link(connection, &conversation, &message, link, deadline)
+                    .ask_of(link, connection, &conversation, &message, deadline)
                     .await;
                 if matches!(asked, Asked::Answered(Answer::Yes { .. })) {
                     let opened = (connection.to_owned(), elicitation_id);
@@ -188,11 +206,7 @@ impl HostHandler for DeskHandler {
         };
         let messages = Message::sampled(&question);
         let ask = approval_text(connection, &question);
-        match self
-            .events
-            .approve(connection, &conversation, &ask, self.person_deadline)
-            .await
-        {
+        match self.approval(connection, &conversation, &ask).await {
             Asked::Answered(Answer::Yes { .. }) => {}
             Asked::Answered(Answer::No | Answer::Cancel | Answer::Filled(_))
             | Asked::NobodyWatching => {
@@ -225,11 +239,7 @@ impl HostHandler for DeskHandler {
         let text = turn.message.content.unwrap_or_default();
         // The reply goes to the server only once the person has read it.
         let review = format!("The model answered. Send this reply to {connection}? {text}");
-        match self
-            .events
-            .approve(connection, &conversation, &review, self.person_deadline)
-            .await
-        {
+        match self.approval(connection, &conversation, &review).await {
             // The result names the model that answered.
             Asked::Answered(Answer::Yes { .. }) => Ok(SamplingAnswer {
                 text,

@@ -15,7 +15,8 @@ use super::{
 impl Events {
     /// Ask the person watching `conversation` and wait at most `deadline`.
     pub async fn ask(&self, conversation: &str, message: &str, deadline: Duration) -> Asked {
-        self.ask_from("a server", conversation, message, deadline)
+        let confirmation = QuestionKind::Form(Vec::new());
+        self.ask_of(confirmation, "a server", conversation, message, deadline)
             .await
     }
 
@@ -36,68 +37,11 @@ impl Events {
             .await
     }
 
-    /// [`Events::ask`], naming the server that asks.
-    pub async fn ask_from(
-        &self,
-        server: &str,
-        conversation: &str,
-        message: &str,
-        deadline: Duration,
-    ) -> Asked {
-        self.ask_form(server, conversation, message, Vec::new(), deadline)
-            .await
-    }
-
-    /// Ask the person to fill in a server's form (`fields`; none: a yes/no confirmation).
-    pub async fn ask_form(
-        &self,
-        server: &str,
-        conversation: &str,
-        message: &str,
-        fields: Vec<Field>,
-        deadline: Duration,
-    ) -> Asked {
-        self.ask_kind(Kind::Form(fields), server, conversation, message, deadline)
-            .await
-    }
-
-    /// Ask the person to open a server's page at `url` (checked by the caller: `https:`, or
-    /// `http:` on loopback), leading to `origin`.
-    pub async fn ask_link(
-        &self,
-        server: &str,
-        conversation: &str,
-        message: &str,
-        (url, origin): (String, String),
-        deadline: Duration,
-    ) -> Asked {
-        self.ask_kind(
-            Kind::Link { url, origin },
-            server,
-            conversation,
-            message,
-            deadline,
-        )
-        .await
-    }
-
-    /// Ask the person to approve a request for the model.
-    pub async fn approve(
-        &self,
-        server: &str,
-        conversation: &str,
-        message: &str,
-        deadline: Duration,
-    ) -> Asked {
-        self.ask_kind(Kind::Sampling, server, conversation, message, deadline)
-            .await
-    }
-
     /// Ask a question of `kind` from `server` in `conversation`, shown only if a page watches
     /// it now; expired if nobody could be shown it.
-    async fn ask_kind(
+    pub async fn ask_of(
         &self,
-        kind: Kind,
+        kind: QuestionKind,
         server: &str,
         conversation: &str,
         message: &str,
@@ -219,18 +163,27 @@ impl Events {
 struct Asking<'a> {
     server: &'a str,
     message: &'a str,
-    kind: Kind,
+    kind: QuestionKind,
 }
 
-/// A question's kind: a form (none of its own fields: a yes/no confirmation), a sampling
-/// approval, a page to open.
-enum Kind {
+/// A question's kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QuestionKind {
+    /// A server's form; none of its own fields: a yes/no confirmation.
     Form(Vec<Field>),
+    /// An approval of a request for the model.
     Sampling,
-    Link { url: String, origin: String },
+    /// A server's page to open at `url` (checked by the caller: `https:`, or `http:` on
+    /// loopback), leading to `origin`.
+    Link {
+        /// The page.
+        url: String,
+        /// Its scheme, host and port, shown before anything opens.
+        origin: String,
+    },
 }
 
-impl Kind {
+impl QuestionKind {
     /// The event that asks a question of this kind.
     fn event(
         self,
@@ -242,14 +195,14 @@ impl Kind {
     ) -> Event {
         let (server, message) = (server.to_owned(), message.to_owned());
         match self {
-            Kind::Sampling => Event::Sampling {
+            QuestionKind::Sampling => Event::Sampling {
                 id,
                 server,
                 message,
                 seconds,
                 call,
             },
-            Kind::Form(fields) => Event::Confirmation {
+            QuestionKind::Form(fields) => Event::Confirmation {
                 id,
                 server,
                 message,
@@ -257,7 +210,7 @@ impl Kind {
                 call,
                 fields,
             },
-            Kind::Link { url, origin } => Event::Link {
+            QuestionKind::Link { url, origin } => Event::Link {
                 id,
                 server,
                 message,
@@ -275,7 +228,7 @@ impl<'a> Asking<'a> {
         Asking {
             server,
             message,
-            kind: Kind::Form(Vec::new()),
+            kind: QuestionKind::Form(Vec::new()),
         }
     }
 }

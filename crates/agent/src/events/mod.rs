@@ -559,5 +559,6 @@ mod shared;
 #[cfg(test)]
 mod tests;
 
+pub use asking::QuestionKind;
 pub use sessions::{session_digest, terminal_may_answer};
 pub use shared::VERDICT_WITHIN;

@@ -179,22 +179,20 @@ pub struct TaskStoreError(pub String);
 /// The result of a store operation.
 pub type StoreResult<T> = Result<T, TaskStoreError>;
 
+/// A store operation under way: what every [`TaskStore`] method returns.
+pub type StoreFuture<T> = BoxFuture<'static, StoreResult<T>>;
+
 /// Where tasks live: in memory ([`MemoryTaskStore`]), or in SQLite or PostgreSQL
 /// ([`SqlTaskStore`], feature `sql`). Every method is one atomic step; the ones that change a
 /// task return `false` when there is no such task (or, for `ask` and `finish`, when the task
 /// is not in a state that allows the change).
 pub trait TaskStore: Send + Sync + 'static {
     /// Store a new task.
-    fn create(&self, task: TaskRecord) -> BoxFuture<'static, StoreResult<()>>;
+    fn create(&self, task: TaskRecord) -> StoreFuture<()>;
     /// The task `id`, if it exists and has not expired at `now_ms`.
-    fn get(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<Option<TaskRecord>>>;
+    fn get(&self, id: &str, now_ms: u64) -> StoreFuture<Option<TaskRecord>>;
     /// Open questions (`input_required`), if the task runs and was not cancelled.
-    fn ask(
-        &self,
-        id: &str,
-        open: BTreeMap<String, Value>,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>>;
+    fn ask(&self, id: &str, open: BTreeMap<String, Value>, now_ms: u64) -> StoreFuture<bool>;
     /// `tasks/update`: answers for open questions move to the responses (other keys are
     /// ignored); the task is `working` again once no question is open.
     fn answer(
@@ -202,24 +200,14 @@ pub trait TaskStore: Send + Sync + 'static {
         id: &str,
         responses: BTreeMap<String, Value>,
         now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>>;
+    ) -> StoreFuture<bool>;
     /// Keep the answers the body gathered so far, for a run on another instance.
-    fn save_answers(
-        &self,
-        id: &str,
-        answers: String,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<()>>;
+    fn save_answers(&self, id: &str, answers: String, now_ms: u64) -> StoreFuture<()>;
     /// `tasks/cancel`: mark it, and drop its open questions if it has not finished.
-    fn cancel(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<bool>>;
+    fn cancel(&self, id: &str, now_ms: u64) -> StoreFuture<bool>;
     /// Set the message `tasks/get` shows for people (a body's progress, "40 of 87"), if it
     /// has not finished. The default keeps no message (a store written before this method).
-    fn set_status(
-        &self,
-        id: &str,
-        message: String,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    fn set_status(&self, id: &str, message: String, now_ms: u64) -> StoreFuture<bool> {
         let _ = (id, message, now_ms);
         Box::pin(futures::future::ready(Ok(false)))
     }
@@ -231,11 +219,10 @@ pub trait TaskStore: Send + Sync + 'static {
         state: TaskState,
         outcome: Option<String>,
         now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>>;
+    ) -> StoreFuture<bool>;
     /// Extend to `until_ms` the lease of every unfinished task `lease_owner` holds; returns
     /// them (a task missing from the answer was taken over, finished or removed).
-    fn renew(&self, lease_owner: &str, until_ms: u64)
-    -> BoxFuture<'static, StoreResult<Vec<Held>>>;
+    fn renew(&self, lease_owner: &str, until_ms: u64) -> StoreFuture<Vec<Held>>;
     /// Take over every unfinished task whose lease ended before `now_ms`: it is then held by
     /// `lease_owner` until `until_ms`. Two instances never take the same task.
     fn claim_expired(
@@ -243,12 +230,12 @@ pub trait TaskStore: Send + Sync + 'static {
         lease_owner: &str,
         now_ms: u64,
         until_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<Vec<TaskRecord>>>;
+    ) -> StoreFuture<Vec<TaskRecord>>;
     /// Remove every task whose time to live has passed, with its steps; returns how many.
-    fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>>;
+    fn sweep(&self, now_ms: u64) -> StoreFuture<u64>;
     /// The steps recorded for the task `id` (see [`crate::Ctx::step`]): each step's name and
     /// its result as JSON text. The default records none (a store written before steps).
-    fn steps(&self, id: &str) -> BoxFuture<'static, StoreResult<BTreeMap<String, String>>> {
+    fn steps(&self, id: &str) -> StoreFuture<BTreeMap<String, String>> {
         let _ = id;
         Box::pin(futures::future::ready(Ok(BTreeMap::new())))
     }
@@ -263,7 +250,7 @@ pub trait TaskStore: Send + Sync + 'static {
         lease_owner: &str,
         name: &str,
         value: String,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         let _ = (id, lease_owner, name, value);
         Box::pin(futures::future::ready(Err(TaskStoreError(
             "this task store does not record steps".into(),
@@ -299,7 +286,7 @@ impl MemoryTaskStore {
     fn with<T: Send + 'static>(
         &self,
         change: impl FnOnce(&mut HashMap<String, TaskRecord>) -> T,
-    ) -> BoxFuture<'static, StoreResult<T>> {
+    ) -> StoreFuture<T> {
         let value = change(&mut lock(&self.tasks));
         Box::pin(futures::future::ready(Ok(value)))
     }
@@ -311,22 +298,17 @@ fn running<'a>(tasks: &'a mut HashMap<String, TaskRecord>, id: &str) -> Option<&
 }
 
 impl TaskStore for MemoryTaskStore {
-    fn create(&self, task: TaskRecord) -> BoxFuture<'static, StoreResult<()>> {
+    fn create(&self, task: TaskRecord) -> StoreFuture<()> {
         self.with(|tasks| {
             tasks.insert(task.id.clone(), task);
         })
     }
 
-    fn get(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<Option<TaskRecord>>> {
+    fn get(&self, id: &str, now_ms: u64) -> StoreFuture<Option<TaskRecord>> {
         self.with(|tasks| tasks.get(id).filter(|task| !task.expired(now_ms)).cloned())
     }
 
-    fn ask(
-        &self,
-        id: &str,
-        open: BTreeMap<String, Value>,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    fn ask(&self, id: &str, open: BTreeMap<String, Value>, now_ms: u64) -> StoreFuture<bool> {
         self.with(|tasks| {
             let Some(task) = tasks.get_mut(id) else {
                 return false;
@@ -344,7 +326,7 @@ impl TaskStore for MemoryTaskStore {
         id: &str,
         responses: BTreeMap<String, Value>,
         now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         self.with(|tasks| {
             let Some(task) = tasks.get_mut(id) else {
                 return false;
@@ -355,12 +337,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    fn save_answers(
-        &self,
-        id: &str,
-        answers: String,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<()>> {
+    fn save_answers(&self, id: &str, answers: String, now_ms: u64) -> StoreFuture<()> {
         self.with(|tasks| {
             if let Some(task) = running(tasks, id) {
                 task.answers = answers;
@@ -369,12 +346,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    fn set_status(
-        &self,
-        id: &str,
-        message: String,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    fn set_status(&self, id: &str, message: String, now_ms: u64) -> StoreFuture<bool> {
         self.with(|tasks| match running(tasks, id) {
             Some(task) => {
                 task.status_message = Some(message);
@@ -385,7 +357,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    fn cancel(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<bool>> {
+    fn cancel(&self, id: &str, now_ms: u64) -> StoreFuture<bool> {
         self.with(|tasks| {
             let Some(task) = tasks.get_mut(id) else {
                 return false;
@@ -408,7 +380,7 @@ impl TaskStore for MemoryTaskStore {
         state: TaskState,
         outcome: Option<String>,
         now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         self.with(|tasks| match running(tasks, id) {
             Some(task) if task.lease_owner == lease_owner => {
                 task.state = state;
@@ -421,11 +393,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    fn renew(
-        &self,
-        lease_owner: &str,
-        until_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<Vec<Held>>> {
+    fn renew(&self, lease_owner: &str, until_ms: u64) -> StoreFuture<Vec<Held>> {
         self.with(|tasks| {
             tasks
                 .values_mut()
@@ -447,7 +415,7 @@ impl TaskStore for MemoryTaskStore {
         lease_owner: &str,
         now_ms: u64,
         until_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<Vec<TaskRecord>>> {
+    ) -> StoreFuture<Vec<TaskRecord>> {
         self.with(|tasks| {
             tasks
                 .values_mut()
@@ -461,7 +429,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>> {
+    fn sweep(&self, now_ms: u64) -> StoreFuture<u64> {
         let steps = self.steps.clone();
         self.with(|tasks| {
             let before = tasks.len();
@@ -471,7 +439,7 @@ impl TaskStore for MemoryTaskStore {
         })
     }
 
-    fn steps(&self, id: &str) -> BoxFuture<'static, StoreResult<BTreeMap<String, String>>> {
+    fn steps(&self, id: &str) -> StoreFuture<BTreeMap<String, String>> {
         let recorded = lock(&self.steps).get(id).cloned().unwrap_or_default();
         Box::pin(futures::future::ready(Ok(recorded)))
     }
@@ -482,7 +450,7 @@ impl TaskStore for MemoryTaskStore {
         lease_owner: &str,
         name: &str,
         value: String,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         let steps = self.steps.clone();
         self.with(|tasks| match running(tasks, id) {
             Some(task) if task.lease_owner == lease_owner => {

@@ -7,14 +7,13 @@
 
 use std::collections::BTreeMap;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 use sql_pool::{Pool, on_pool};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 
-use super::{Held, StoreResult, TaskRecord, TaskState, TaskStore, TaskStoreError};
+use super::{Held, StoreFuture, StoreResult, TaskRecord, TaskState, TaskStore, TaskStoreError};
 
 const COLUMNS: &str = "id, owner, tool, request, answers, state, status_message, created_ms, \
     updated_ms, ttl_ms, poll_ms, open, responses, outcome, cancel_requested, version, rev, \
@@ -284,7 +283,7 @@ impl TaskRecord {
 }
 
 impl TaskStore for SqlTaskStore {
-    fn create(&self, task: TaskRecord) -> BoxFuture<'static, StoreResult<()>> {
+    fn create(&self, task: TaskRecord) -> StoreFuture<()> {
         let pool = self.pool.clone();
         Box::pin(async move {
             let sql = pool.sql(
@@ -324,7 +323,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn get(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<Option<TaskRecord>>> {
+    fn get(&self, id: &str, now_ms: u64) -> StoreFuture<Option<TaskRecord>> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(async move {
@@ -345,12 +344,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn ask(
-        &self,
-        id: &str,
-        open: BTreeMap<String, Value>,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    fn ask(&self, id: &str, open: BTreeMap<String, Value>, now_ms: u64) -> StoreFuture<bool> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(Self::change(pool, id, now_ms, move |task| {
@@ -363,7 +357,7 @@ impl TaskStore for SqlTaskStore {
         id: &str,
         responses: BTreeMap<String, Value>,
         now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(Self::change(pool, id, now_ms, move |task| {
@@ -372,12 +366,7 @@ impl TaskStore for SqlTaskStore {
         }))
     }
 
-    fn save_answers(
-        &self,
-        id: &str,
-        answers: String,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<()>> {
+    fn save_answers(&self, id: &str, answers: String, now_ms: u64) -> StoreFuture<()> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(async move {
@@ -395,12 +384,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn set_status(
-        &self,
-        id: &str,
-        message: String,
-        now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    fn set_status(&self, id: &str, message: String, now_ms: u64) -> StoreFuture<bool> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(async move {
@@ -418,7 +402,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn cancel(&self, id: &str, now_ms: u64) -> BoxFuture<'static, StoreResult<bool>> {
+    fn cancel(&self, id: &str, now_ms: u64) -> StoreFuture<bool> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(async move {
@@ -452,7 +436,7 @@ impl TaskStore for SqlTaskStore {
         state: TaskState,
         outcome: Option<String>,
         now_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         let lease_owner = lease_owner.to_owned();
@@ -476,11 +460,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn renew(
-        &self,
-        lease_owner: &str,
-        until_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<Vec<Held>>> {
+    fn renew(&self, lease_owner: &str, until_ms: u64) -> StoreFuture<Vec<Held>> {
         let pool = self.pool.clone();
         let lease_owner = lease_owner.to_owned();
         Box::pin(async move {
@@ -515,7 +495,7 @@ impl TaskStore for SqlTaskStore {
         lease_owner: &str,
         now_ms: u64,
         until_ms: u64,
-    ) -> BoxFuture<'static, StoreResult<Vec<TaskRecord>>> {
+    ) -> StoreFuture<Vec<TaskRecord>> {
         let pool = self.pool.clone();
         let lease_owner = lease_owner.to_owned();
         Box::pin(async move {
@@ -549,7 +529,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn sweep(&self, now_ms: u64) -> BoxFuture<'static, StoreResult<u64>> {
+    fn sweep(&self, now_ms: u64) -> StoreFuture<u64> {
         let pool = self.pool.clone();
         Box::pin(async move {
             let look = "SELECT 1 AS one FROM backchannel_tasks \
@@ -578,7 +558,7 @@ impl TaskStore for SqlTaskStore {
         })
     }
 
-    fn steps(&self, id: &str) -> BoxFuture<'static, StoreResult<BTreeMap<String, String>>> {
+    fn steps(&self, id: &str) -> StoreFuture<BTreeMap<String, String>> {
         let pool = self.pool.clone();
         let id = id.to_owned();
         Box::pin(async move {
@@ -598,7 +578,7 @@ impl TaskStore for SqlTaskStore {
         lease_owner: &str,
         name: &str,
         value: String,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         let pool = self.pool.clone();
         let (id, lease_owner, name) = (id.to_owned(), lease_owner.to_owned(), name.to_owned());
         Box::pin(async move {

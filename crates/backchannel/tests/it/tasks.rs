@@ -7,9 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::common::*;
-use backchannel::tasks::{Held, MemoryTaskStore, StoreResult, TaskRecord, TaskState, TaskStore};
+use backchannel::tasks::{Held, MemoryTaskStore, StoreFuture, TaskRecord, TaskState, TaskStore};
 use backchannel::{Backchannel, TaskSupport};
-use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, UpdateTaskParams,
 };
@@ -302,22 +301,22 @@ macro_rules! flaky {
 }
 
 impl TaskStore for Flaky {
-    fn create(&self, task: TaskRecord) -> BoxFuture<'static, StoreResult<()>> {
+    fn create(&self, task: TaskRecord) -> StoreFuture<()> {
         flaky!(self, self.inner.create(task))
     }
-    fn get(&self, id: &str, now: u64) -> BoxFuture<'static, StoreResult<Option<TaskRecord>>> {
+    fn get(&self, id: &str, now: u64) -> StoreFuture<Option<TaskRecord>> {
         flaky!(self, self.inner.get(id, now))
     }
-    fn ask(&self, id: &str, open: Map, now: u64) -> BoxFuture<'static, StoreResult<bool>> {
+    fn ask(&self, id: &str, open: Map, now: u64) -> StoreFuture<bool> {
         flaky!(self, self.inner.ask(id, open, now))
     }
-    fn answer(&self, id: &str, answers: Map, now: u64) -> BoxFuture<'static, StoreResult<bool>> {
+    fn answer(&self, id: &str, answers: Map, now: u64) -> StoreFuture<bool> {
         flaky!(self, self.inner.answer(id, answers, now))
     }
-    fn save_answers(&self, id: &str, a: String, now: u64) -> BoxFuture<'static, StoreResult<()>> {
+    fn save_answers(&self, id: &str, a: String, now: u64) -> StoreFuture<()> {
         flaky!(self, self.inner.save_answers(id, a, now))
     }
-    fn cancel(&self, id: &str, now: u64) -> BoxFuture<'static, StoreResult<bool>> {
+    fn cancel(&self, id: &str, now: u64) -> StoreFuture<bool> {
         flaky!(self, self.inner.cancel(id, now))
     }
     fn finish(
@@ -327,7 +326,7 @@ impl TaskStore for Flaky {
         state: TaskState,
         outcome: Option<String>,
         now: u64,
-    ) -> BoxFuture<'static, StoreResult<bool>> {
+    ) -> StoreFuture<bool> {
         let failing = self
             .failing_finishes
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -339,18 +338,13 @@ impl TaskStore for Flaky {
         }
         flaky!(self, self.inner.finish(id, owner, state, outcome, now))
     }
-    fn renew(&self, owner: &str, until: u64) -> BoxFuture<'static, StoreResult<Vec<Held>>> {
+    fn renew(&self, owner: &str, until: u64) -> StoreFuture<Vec<Held>> {
         flaky!(self, self.inner.renew(owner, until))
     }
-    fn claim_expired(
-        &self,
-        owner: &str,
-        now: u64,
-        until: u64,
-    ) -> BoxFuture<'static, StoreResult<Vec<TaskRecord>>> {
+    fn claim_expired(&self, owner: &str, now: u64, until: u64) -> StoreFuture<Vec<TaskRecord>> {
         flaky!(self, self.inner.claim_expired(owner, now, until))
     }
-    fn sweep(&self, now: u64) -> BoxFuture<'static, StoreResult<u64>> {
+    fn sweep(&self, now: u64) -> StoreFuture<u64> {
         flaky!(self, self.inner.sweep(now))
     }
 }

@@ -33,6 +33,11 @@ async fn status_of(service: &OrderService, id: &str) -> OrderStatus {
     service.order(OrderId::new(id)).await.unwrap().status
 }
 
+/// The note kept with order `id`'s cancellation, if any.
+async fn note_of(service: &OrderService, id: &str) -> Option<String> {
+    service.store().cancellation_note(id).await.unwrap()
+}
+
 #[tokio::test]
 async fn the_seeded_database_holds_the_reference_spread() {
     let service = service().await;
@@ -125,12 +130,7 @@ async fn cancelling_a_shipped_order_is_refused_and_a_pending_one_works() {
     assert_eq!(order.last_updated.timestamp(), cancelled.at.timestamp());
     assert_eq!(cancelled.refund, order.total_amount);
     assert_eq!(
-        service
-            .store()
-            .cancellation_note("ORD-10002")
-            .await
-            .unwrap()
-            .as_deref(),
+        note_of(&service, "ORD-10002").await.as_deref(),
         Some("changed mind")
     );
     assert!(matches!(
@@ -181,12 +181,7 @@ async fn a_cancellation_asked_again_under_its_key_is_reported_done_and_writes_no
     assert_eq!(again.refund, first.refund);
     assert_eq!(service.order(order).await.unwrap().last_updated, stamped);
     assert_eq!(
-        service
-            .store()
-            .cancellation_note("ORD-10002")
-            .await
-            .unwrap()
-            .as_deref(),
+        note_of(&service, "ORD-10002").await.as_deref(),
         Some("first")
     );
     // Another key (another call), or none, finds it cancelled.
