@@ -109,6 +109,11 @@ async fn without_the_tasks_extension_the_same_tool_runs_synchronously() {
     }
 }
 
+/// A task store in memory.
+fn memory() -> Arc<dyn TaskStore> {
+    Arc::new(MemoryTaskStore::new())
+}
+
 /// Instances of one server: layers sharing one task store, with short leases.
 fn instance(store: &Arc<dyn TaskStore>, principal: &'static str, resumable: bool) -> TestServer {
     let mut builder = Backchannel::builder()
@@ -122,16 +127,47 @@ fn instance(store: &Arc<dyn TaskStore>, principal: &'static str, resumable: bool
     TestServer::new(builder.build().unwrap())
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_question_asked_on_one_instance_is_answered_through_another() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let (a, b) = (
-        instance(&store, "ann", false),
-        instance(&store, "ann", false),
-    );
+/// Two instances of one server sharing one store (`A` for the first principal, `B` for the
+/// second), a client of each, and a task A's client started, parked on its question.
+struct TwoInstances {
+    a: TestServer,
+    b: TestServer,
+    on_a: Client,
+    on_b: Client,
+    id: String,
+}
+
+/// [`TwoInstances`] on `store`; `B` takes over tasks whose lease ran out until `resume` is
+/// cancelled, when given.
+async fn parked_on_a(
+    store: Arc<dyn TaskStore>,
+    principals: [&'static str; 2],
+    resumable: bool,
+    resume: Option<&tokio_util::sync::CancellationToken>,
+) -> TwoInstances {
+    let [first, second] = principals;
+    let a = instance(&store, first, resumable);
+    let b = instance(&store, second, resumable);
+    if let Some(stop) = resume {
+        b.resume_tasks(stop.clone());
+    }
     let on_a = task_client(&a).await;
     let on_b = task_client(&b).await;
     let id = start_task(&on_a, "task_confirm").await;
+    poll_task(&on_a, &id, parked).await;
+    TwoInstances {
+        a,
+        b,
+        on_a,
+        on_b,
+        id,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_question_asked_on_one_instance_is_answered_through_another() {
+    let TwoInstances { a, b, on_b, id, .. } =
+        parked_on_a(memory(), ["ann", "ann"], false, None).await;
     poll_task(&on_b, &id, parked).await;
     on_b.update_task(yes_to(&id)).await.unwrap();
     let TaskPayload::Completed { result } =
@@ -153,14 +189,7 @@ async fn a_question_asked_on_one_instance_is_answered_through_another() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cancel_sent_to_another_instance_stops_the_body_within_a_tick() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let (a, b) = (
-        instance(&store, "ann", false),
-        instance(&store, "ann", false),
-    );
-    let on_a = task_client(&a).await;
-    let on_b = task_client(&b).await;
-    let id = start_task(&on_a, "task_confirm").await;
+    let TwoInstances { a, on_b, id, .. } = parked_on_a(memory(), ["ann", "ann"], false, None).await;
     poll_task(&on_b, &id, parked).await;
     assert_eq!(a.layer.running_tasks(), 1);
     let sent = tokio::time::Instant::now();
@@ -179,13 +208,9 @@ async fn a_cancel_sent_to_another_instance_stops_the_body_within_a_tick() {
 
 #[tokio::test(start_paused = true)]
 async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let (a, b) = (instance(&store, "ann", true), instance(&store, "ann", true));
     let stop = tokio_util::sync::CancellationToken::new();
-    b.resume_tasks(stop.clone());
-    let on_a = task_client(&a).await;
-    let on_b = task_client(&b).await;
-    let id = start_task(&on_a, "task_confirm").await;
+    let TwoInstances { a, b, on_b, id, .. } =
+        parked_on_a(memory(), ["ann", "ann"], true, Some(&stop)).await;
     poll_task(&on_b, &id, parked).await;
     a.layer.halt_tasks();
     // B takes the task over once A's lease (2 s) has run out, and runs the body again.
@@ -214,16 +239,9 @@ async fn a_resumable_task_of_a_stopped_instance_runs_again_on_another() {
 
 #[tokio::test(start_paused = true)]
 async fn a_task_that_is_not_resumable_fails_when_its_instance_stops() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let (a, b) = (
-        instance(&store, "ann", false),
-        instance(&store, "ann", false),
-    );
     let stop = tokio_util::sync::CancellationToken::new();
-    b.resume_tasks(stop.clone());
-    let on_a = task_client(&a).await;
-    let on_b = task_client(&b).await;
-    let id = start_task(&on_a, "task_confirm").await;
+    let TwoInstances { a, b, on_b, id, .. } =
+        parked_on_a(memory(), ["ann", "ann"], false, Some(&stop)).await;
     poll_task(&on_b, &id, parked).await;
     a.layer.halt_tasks();
     let TaskPayload::Failed { error } =
@@ -245,15 +263,12 @@ async fn a_task_that_is_not_resumable_fails_when_its_instance_stops() {
 
 #[tokio::test(start_paused = true)]
 async fn another_principal_cannot_get_update_or_cancel_a_task() {
-    let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new());
-    let (ann, bob) = (
-        instance(&store, "ann", false),
-        instance(&store, "bob", false),
-    );
-    let as_ann = task_client(&ann).await;
-    let as_bob = task_client(&bob).await;
-    let id = start_task(&as_ann, "task_confirm").await;
-    poll_task(&as_ann, &id, parked).await;
+    let TwoInstances {
+        on_a: as_ann,
+        on_b: as_bob,
+        id,
+        ..
+    } = parked_on_a(memory(), ["ann", "bob"], false, None).await;
     let unknown = format!("unknown task: {id}");
     let error = as_bob
         .get_task(GetTaskParams::new(id.clone()))
@@ -354,11 +369,8 @@ type Map = std::collections::BTreeMap<String, serde_json::Value>;
 #[tokio::test(start_paused = true)]
 async fn a_runner_cut_off_from_its_store_for_a_whole_lease_stops_its_bodies() {
     let flaky = Flaky::default();
-    let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
-    let a = instance(&store, "ann", false);
-    let on_a = task_client(&a).await;
-    let id = start_task(&on_a, "task_confirm").await;
-    poll_task(&on_a, &id, parked).await;
+    let TwoInstances { a, on_a, id, .. } =
+        parked_on_a(Arc::new(flaky.clone()), ["ann", "ann"], false, None).await;
     flaky.down.store(true, Ordering::SeqCst);
     // Within the lease the body waits (the store may come back).
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -382,11 +394,8 @@ async fn a_runner_cut_off_from_its_store_for_a_whole_lease_stops_its_bodies() {
 #[tokio::test(start_paused = true)]
 async fn a_tasks_end_the_store_missed_is_stored_once_it_is_back() {
     let flaky = Flaky::default();
-    let store: Arc<dyn TaskStore> = Arc::new(flaky.clone());
-    let a = instance(&store, "ann", false);
-    let on_a = task_client(&a).await;
-    let id = start_task(&on_a, "task_confirm").await;
-    poll_task(&on_a, &id, parked).await;
+    let TwoInstances { a, on_a, id, .. } =
+        parked_on_a(Arc::new(flaky.clone()), ["ann", "ann"], false, None).await;
     flaky.failing_finishes.store(3, Ordering::SeqCst);
     on_a.update_task(yes_to(&id)).await.unwrap();
     // Not left `working` under a lease this instance renews: the end is tried again.
