@@ -50,6 +50,40 @@ impl Cluster {
         names
     }
 
+    /// Start `tool` with `arguments` as a task on the endpoint `on`: its id.
+    async fn start_task(&self, on: &str, tool: &str, arguments: Value) -> String {
+        crate::common::start_task(self.addr(on), tool, arguments).await
+    }
+
+    /// Poll task `id` through the endpoint `on` until `done` holds (a hang fails after
+    /// `seconds`).
+    async fn poll_task(
+        &self,
+        on: &str,
+        id: &str,
+        seconds: u64,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        crate::common::poll_task(self.addr(on), id, Duration::from_secs(seconds), done).await
+    }
+
+    /// Start `recheck_shipments` (a long task with no question) on the endpoint `on` and wait
+    /// until it works: its id.
+    async fn recheck_working(&self, on: &str) -> String {
+        let id = self.start_task(on, "recheck_shipments", json!({})).await;
+        self.poll_task(on, &id, 10, |t| t["status"] == "working")
+            .await;
+        id
+    }
+
+    /// Answer yes to task `id`'s confirmation through the endpoint `on`.
+    async fn yes_to_task(&self, on: &str, id: &str) {
+        let answer = json!({"inputResponses": yes()});
+        let update = crate::common::task_request(3, "tasks/update", id, answer);
+        let (status, answer) = post(self.addr(on), &update, &[]).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
     async fn database(&self) -> sqlx::PgConnection {
         use sqlx::Connection;
         sqlx::PgConnection::connect(&self.endpoints["postgres"])
@@ -542,16 +576,13 @@ fn text_in(task: &Value) -> String {
 #[ignore = "needs a cluster: scripts/test-cluster"]
 async fn a_task_is_polled_to_completion_through_the_balancer() {
     let cluster = Cluster::open();
-    let id =
-        crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
+    let id = cluster
+        .start_task("order-1", "recheck_shipments", json!({}))
+        .await;
     // Round robin: the polls land on every instance, and each answers from the database.
-    let done = crate::common::poll_task(
-        cluster.addr("balancer"),
-        &id,
-        Duration::from_secs(30),
-        |t| t["status"] != "working",
-    )
-    .await;
+    let done = cluster
+        .poll_task("balancer", &id, 30, |t| t["status"] != "working")
+        .await;
     assert_eq!(done["status"], "completed", "{done}");
     assert!(
         text_in(&done).starts_with("Rechecked 87 shipments"),
@@ -563,12 +594,7 @@ async fn a_task_is_polled_to_completion_through_the_balancer() {
 #[ignore = "needs a cluster: scripts/test-cluster"]
 async fn a_task_of_a_killed_instance_is_resumed_by_another_within_the_lease() {
     let cluster = Cluster::open();
-    let id =
-        crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
-    crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
-        t["status"] == "working"
-    })
-    .await;
+    let id = cluster.recheck_working("order-1").await;
     cluster.kill("order-1");
     // The dead instance renews nothing more: this is the lease it left.
     let (first, left_until) = cluster.lease(&id).await;
@@ -597,10 +623,8 @@ async fn a_task_of_a_killed_instance_is_resumed_by_another_within_the_lease() {
         "taken over at {} though the lease ran until {left_until}",
         taken_until - lease_ms
     );
-    let done =
-        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(30), |t| {
-            t["status"] != "working"
-        })
+    let done = cluster
+        .poll_task("order-2", &id, 30, |t| t["status"] != "working")
         .await;
     assert_eq!(done["status"], "completed", "{done}");
     assert!(
@@ -634,10 +658,9 @@ async fn a_task_taken_over_after_kill_9_continues_the_trace_of_the_call_that_sta
     let (status, created) = crate::common::post(cluster.addr("order-1"), &call, &[]).await;
     assert_eq!(status, 200, "{created}");
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
-    crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
-        t["status"] == "working"
-    })
-    .await;
+    cluster
+        .poll_task("order-1", &id, 10, |t| t["status"] == "working")
+        .await;
     let trace = hex_bytes(&trace_id);
     // The call's span is out before the kill (it ended when the task was created).
     let started = collector
@@ -645,10 +668,8 @@ async fn a_task_taken_over_after_kill_9_continues_the_trace_of_the_call_that_sta
         .await;
     assert_eq!(started.parent_span_id, hex_bytes(client_span));
     cluster.kill("order-1");
-    let done =
-        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(30), |t| {
-            t["status"] != "working"
-        })
+    let done = cluster
+        .poll_task("order-2", &id, 30, |t| t["status"] != "working")
         .await;
     assert_eq!(done["status"], "completed", "{done}");
     let resumed = collector
@@ -697,29 +718,18 @@ impl Drop for Restored<'_> {
 async fn a_confirmation_task_of_a_killed_instance_is_taken_over_and_answered_on_another() {
     let cluster = Cluster::open();
     let order = cancellable(cluster.addr("order-2")).await.remove(0);
-    let id = crate::common::start_task(
-        cluster.addr("order-2"),
-        "cancel_order",
-        json!({"orderId": order}),
-    )
-    .await;
-    crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(10), |t| {
-        t["status"] == "input_required"
-    })
-    .await;
+    let id = cluster
+        .start_task("order-2", "cancel_order", json!({"orderId": order}))
+        .await;
+    cluster
+        .poll_task("order-2", &id, 10, |t| t["status"] == "input_required")
+        .await;
     cluster.kill("order-2");
     // The question stays open; the answer goes through another instance, and the instance
     // that takes the task over (after the lease) finds it and cancels once.
-    let update = crate::common::task_request(
-        3,
-        "tasks/update",
-        &id,
-        json!({"inputResponses": crate::common::yes()}),
-    );
-    let (status, answer) = post(cluster.addr("order-1"), &update, &[]).await;
-    assert_eq!(status, 200, "{answer}");
-    let done =
-        crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(30), |t| {
+    cluster.yes_to_task("order-1", &id).await;
+    let done = cluster
+        .poll_task("order-1", &id, 30, |t| {
             t["status"] != "input_required" && t["status"] != "working"
         })
         .await;
@@ -742,21 +752,14 @@ async fn a_confirmation_task_of_a_killed_instance_is_taken_over_and_answered_on_
 #[ignore = "needs a cluster: scripts/test-cluster"]
 async fn a_task_cancel_sent_to_one_instance_stops_the_body_on_another() {
     let cluster = Cluster::open();
-    let id =
-        crate::common::start_task(cluster.addr("order-1"), "recheck_shipments", json!({})).await;
-    crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
-        t["status"] == "working"
-    })
-    .await;
+    let id = cluster.recheck_working("order-1").await;
     let cancel = crate::common::task_request(3, "tasks/cancel", &id, json!({}));
     let sent = Instant::now();
     let (status, answer) = post(cluster.addr("order-2"), &cancel, &[]).await;
     assert_eq!(status, 200, "{answer}");
     assert!(answer.get("error").is_none(), "{answer}");
-    let stopped =
-        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(10), |t| {
-            t["status"] != "working"
-        })
+    let stopped = cluster
+        .poll_task("order-2", &id, 10, |t| t["status"] != "working")
         .await;
     let took = sent.elapsed();
     eprintln!(
@@ -764,10 +767,8 @@ async fn a_task_cancel_sent_to_one_instance_stops_the_body_on_another() {
     );
     // The body stopped: the task ended cancelled, not completed, and no instance holds it.
     assert_eq!(stopped["status"], "cancelled", "{stopped}");
-    let again =
-        crate::common::poll_task(cluster.addr("order-1"), &id, Duration::from_secs(10), |t| {
-            t["status"] != "working"
-        })
+    let again = cluster
+        .poll_task("order-1", &id, 10, |t| t["status"] != "working")
         .await;
     assert_eq!(again["status"], "cancelled", "{again}");
 }
@@ -777,29 +778,19 @@ async fn a_task_cancel_sent_to_one_instance_stops_the_body_on_another() {
 async fn a_task_question_asked_on_one_instance_is_answered_on_another() {
     let cluster = Cluster::open();
     let order = cancellable(cluster.addr("order-1")).await.remove(0);
-    let id = crate::common::start_task(
-        cluster.addr("order-1"),
-        "cancel_order",
-        json!({"orderId": order}),
-    )
-    .await;
-    let parked =
-        crate::common::poll_task(cluster.addr("order-2"), &id, Duration::from_secs(10), |t| {
-            t["status"] == "input_required"
-        })
+    let id = cluster
+        .start_task("order-1", "cancel_order", json!({"orderId": order}))
+        .await;
+    let parked = cluster
+        .poll_task("order-2", &id, 10, |t| t["status"] == "input_required")
         .await;
     assert!(parked["inputRequests"]["confirm"].is_object(), "{parked}");
-    let update =
-        crate::common::task_request(3, "tasks/update", &id, json!({"inputResponses": yes()}));
-    let (status, answer) = post(cluster.addr("order-3"), &update, &[]).await;
-    assert_eq!(status, 200, "{answer}");
-    let done = crate::common::poll_task(
-        cluster.addr("balancer"),
-        &id,
-        Duration::from_secs(10),
-        |t| t["status"] != "working" && t["status"] != "input_required",
-    )
-    .await;
+    cluster.yes_to_task("order-3", &id).await;
+    let done = cluster
+        .poll_task("balancer", &id, 10, |t| {
+            t["status"] != "working" && t["status"] != "input_required"
+        })
+        .await;
     assert_eq!(done["status"], "completed", "{done}");
     assert!(text_in(&done).contains("is cancelled"), "{done}");
     assert_eq!(

@@ -103,6 +103,26 @@ fn start_with(database: &str, keys: Option<&Path>, extra: &[&str]) -> Instance {
     start_with_env(database, keys, extra, &[])
 }
 
+/// An instance on a database of its own (named after `name`) exporting over OTLP to
+/// `collector` as `orders-under-test`, with one more OTel `setting` (how soon it sends); the
+/// database lives as long as the scratch returned with it.
+async fn exporting_to(
+    collector: &backchannel::testing::otlp::Collector,
+    name: &str,
+    setting: (&str, &str),
+) -> (Scratch, String, Instance) {
+    let scratch = Scratch::new(name);
+    let database = scratch.database().await;
+    let endpoint = collector.endpoint();
+    let otlp = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_SERVICE_NAME", "orders-under-test"),
+        setting,
+    ];
+    let instance = start_with_env(&database, None, &[], &otlp);
+    (scratch, database, instance)
+}
+
 /// [`start_with`], with variables set in its environment.
 fn start_with_env(
     database: &str,
@@ -702,19 +722,8 @@ async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to
         CLIENT, Collector, SERVER, Span, assert_attributes, attribute, hex_bytes,
     };
     let collector = Collector::start().await;
-    let scratch = Scratch::new("telemetry");
-    let database = scratch.database().await;
-    let endpoint = collector.endpoint();
-    let instance = start_with_env(
-        &database,
-        None,
-        &[],
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-            ("OTEL_SERVICE_NAME", "orders-under-test"),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
-        ],
-    );
+    let (_scratch, database, instance) =
+        exporting_to(&collector, "telemetry", ("OTEL_BSP_SCHEDULE_DELAY", "50")).await;
     let order = cancellable(&instance, 1).await.remove(0);
     // The client's own trace: the first round names it in `_meta`; the retry does not, so
     // only the sealed state can carry it over.
@@ -814,19 +823,12 @@ async fn every_round_of_a_confirmed_cancel_and_the_persons_wait_are_one_trace_to
 async fn the_same_metrics_go_out_over_otlp_in_the_conventions_names() {
     use backchannel::testing::otlp::{Collector, Data, histogram_count, value};
     let collector = Collector::start().await;
-    let scratch = Scratch::new("otlp-metrics");
-    let database = scratch.database().await;
-    let endpoint = collector.endpoint();
-    let instance = start_with_env(
-        &database,
-        None,
-        &[],
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-            ("OTEL_SERVICE_NAME", "orders-under-test"),
-            ("OTEL_METRIC_EXPORT_INTERVAL", "100"),
-        ],
-    );
+    let (_scratch, _, instance) = exporting_to(
+        &collector,
+        "otlp-metrics",
+        ("OTEL_METRIC_EXPORT_INTERVAL", "100"),
+    )
+    .await;
     let calls_2026 = [
         ("mcp.method.name", "tools/call"),
         ("mcp.protocol.version", "2026-07-28"),
