@@ -221,6 +221,12 @@ impl Db {
         }
     }
 
+    /// `user`'s watchlist as the catalog holds it.
+    pub async fn watchlist_of(&self, user: &str) -> Vec<moviedb::domain::WatchlistItem> {
+        let viewer = Self::viewer(user);
+        self.catalog.watchlist(Some(&viewer)).await.unwrap()
+    }
+
     /// An MCP server acting as `user` (as `moviedb stdio --user` does), or anonymous.
     pub fn server(&self, user: Option<&str>) -> MovieServer {
         self.server_keeping_summaries_here(user)

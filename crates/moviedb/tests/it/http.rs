@@ -171,12 +171,7 @@ async fn malformed_forged_and_expired_tokens_get_401_and_change_nothing() {
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["message"], message);
     }
-    let list = running
-        .db
-        .catalog
-        .watchlist(Some(&Db::viewer("mara")))
-        .await
-        .unwrap();
+    let list = running.db.watchlist_of("mara").await;
     assert!(list.is_empty());
 }
 
@@ -224,6 +219,16 @@ async fn mcp_calls_act_as_the_token_user_on_both_revisions() {
     }
 }
 
+/// Stage the removal of watchlist item `item` through `client`: the confirmation token.
+async fn staged_removal(client: &RunningService<RoleClient, Client>, item: &str) -> String {
+    let staged = client
+        .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
+        .await
+        .unwrap();
+    let token = &structured(&staged)["confirmationToken"];
+    token.as_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn a_staged_removal_is_single_use_and_bound_to_its_user() {
     let running = start().await;
@@ -242,12 +247,7 @@ async fn a_staged_removal_is_single_use_and_bound_to_its_user() {
                 wire,
             )
             .await;
-        let items = running
-            .db
-            .catalog
-            .watchlist(Some(&Db::viewer("user")))
-            .await
-            .unwrap();
+        let items = running.db.watchlist_of("user").await;
         let item = items[0].id.to_string();
 
         // Someone else's item cannot be staged.
@@ -283,25 +283,9 @@ async fn a_staged_removal_is_single_use_and_bound_to_its_user() {
             structured(&reused)["message"],
             "Token not found or already used."
         );
-        assert_eq!(
-            running
-                .db
-                .catalog
-                .watchlist(Some(&Db::viewer("user")))
-                .await
-                .unwrap()
-                .len(),
-            items.len()
-        );
+        assert_eq!(running.db.watchlist_of("user").await.len(), items.len());
 
-        let staged = as_user
-            .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
-            .await
-            .unwrap();
-        let token = structured(&staged)["confirmationToken"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let token = staged_removal(&as_user, &item).await;
         let done = as_user.call_tool(confirm(&token)).await.unwrap();
         assert_eq!(done.is_error, Some(false), "{wire:?}");
         assert_eq!(
@@ -313,16 +297,7 @@ async fn a_staged_removal_is_single_use_and_bound_to_its_user() {
             structured(&again)["message"],
             "Token not found or already used."
         );
-        assert_eq!(
-            running
-                .db
-                .catalog
-                .watchlist(Some(&Db::viewer("user")))
-                .await
-                .unwrap()
-                .len(),
-            items.len() - 1
-        );
+        assert_eq!(running.db.watchlist_of("user").await.len(), items.len() - 1);
         as_user.cancel().await.unwrap();
         as_admin.cancel().await.unwrap();
     }
@@ -339,21 +314,8 @@ async fn a_token_expires_after_a_minute() {
             wire,
         )
         .await;
-        let item = db
-            .catalog
-            .watchlist(Some(&Db::viewer("user")))
-            .await
-            .unwrap()[0]
-            .id
-            .to_string();
-        let staged = running
-            .call_tool(call("stageRemoveFromWatchlist", json!({ "itemId": item })))
-            .await
-            .unwrap();
-        let token = structured(&staged)["confirmationToken"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let item = db.watchlist_of("user").await[0].id.to_string();
+        let token = staged_removal(&running, &item).await;
         // A minute and a second pass on the test clock alone; the call after runs in real time
         // (a database on the network must not see its own timeouts jump).
         tokio::time::pause();
@@ -368,14 +330,7 @@ async fn a_token_expires_after_a_minute() {
             json!({ "status": "error", "message": "Token expired." }),
             "{wire:?}"
         );
-        assert_eq!(
-            db.catalog
-                .watchlist(Some(&Db::viewer("user")))
-                .await
-                .unwrap()
-                .len(),
-            3
-        );
+        assert_eq!(db.watchlist_of("user").await.len(), 3);
         running.cancel().await.unwrap();
     }
 }

@@ -605,11 +605,7 @@ async fn bad_subjects_are_refused_before_any_question() {
                 "{wire:?} {args}: nobody is asked about a title that cannot be added"
             );
         }
-        let list = db
-            .catalog
-            .watchlist(Some(&Db::viewer("mara")))
-            .await
-            .unwrap();
+        let list = db.watchlist_of("mara").await;
         assert!(list.is_empty(), "{wire:?}: nothing was added");
     }
 }
