@@ -44,6 +44,40 @@ struct Issued {
     refreshed: AtomicUsize,
 }
 
+impl Issued {
+    /// Issue the `n`th access token, for `whose` (subject, audience), lasting `lasts` seconds,
+    /// with a refresh token when `refreshable`: the token endpoint's answer.
+    fn issue(
+        &self,
+        n: usize,
+        whose: (String, String),
+        refreshable: bool,
+        lasts: u64,
+    ) -> (axum::http::StatusCode, axum::Json<Value>) {
+        let access = format!("upstream-token-{n}");
+        self.tokens.lock().unwrap().insert(access.clone(), whose);
+        let mut answer = json!({
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": lasts,
+        });
+        if refreshable {
+            let refresh = format!("refresh-{n}");
+            answer["refresh_token"] = json!(refresh);
+            self.refreshes.lock().unwrap().insert(refresh, access);
+        }
+        (axum::http::StatusCode::OK, axum::Json(answer))
+    }
+}
+
+/// The token endpoint's refusal: `status`, and OAuth's `error`.
+fn refused(
+    status: axum::http::StatusCode,
+    error: &str,
+) -> (axum::http::StatusCode, axum::Json<Value>) {
+    (status, axum::Json(json!({ "error": error })))
+}
+
 fn form(body: &str) -> BTreeMap<String, String> {
     body.split('&')
         .filter_map(|pair| pair.split_once('='))
@@ -157,109 +191,48 @@ async fn authorization_server(issued: Arc<Issued>) -> Served {
                     let known = request.get("client_id").map(String::as_str) == Some("the-gateway")
                         && request.get("client_secret").map(String::as_str) == Some(GATEWAY_SECRET);
                     if !known {
-                        return (
-                            axum::http::StatusCode::UNAUTHORIZED,
-                            axum::Json(json!({"error": "invalid_client"})),
-                        );
+                        return refused(axum::http::StatusCode::UNAUTHORIZED, "invalid_client");
                     }
                     let n = issued.next.fetch_add(1, Ordering::SeqCst);
-                    let access = format!("upstream-token-{n}");
                     let audience = request.get("resource").cloned().unwrap_or_default();
-                    issued
-                        .tokens
-                        .lock()
-                        .unwrap()
-                        .insert(access.clone(), ("the-gateway".to_owned(), audience));
-                    return (
-                        axum::http::StatusCode::OK,
-                        axum::Json(json!({
-                            "access_token": access,
-                            "token_type": "Bearer",
-                            "expires_in": 3600,
-                        })),
-                    );
+                    let whose = ("the-gateway".to_owned(), audience);
+                    return issued.issue(n, whose, false, 3600);
                 }
                 if request.get("grant_type").map(String::as_str) == Some("refresh_token") {
                     let old = request
                         .get("refresh_token")
                         .and_then(|refresh| issued.refreshes.lock().unwrap().remove(refresh));
                     let Some(old) = old else {
-                        return (
-                            axum::http::StatusCode::BAD_REQUEST,
-                            axum::Json(json!({"error": "invalid_grant"})),
-                        );
+                        return refused(axum::http::StatusCode::BAD_REQUEST, "invalid_grant");
                     };
                     // The old token goes; the new one stands for the same person.
                     let Some(whose) = issued.tokens.lock().unwrap().remove(&old) else {
-                        return (
-                            axum::http::StatusCode::BAD_REQUEST,
-                            axum::Json(json!({"error": "invalid_grant"})),
-                        );
+                        return refused(axum::http::StatusCode::BAD_REQUEST, "invalid_grant");
                     };
                     issued.refreshed.fetch_add(1, Ordering::SeqCst);
                     let n = issued.next.fetch_add(1, Ordering::SeqCst);
-                    let access = format!("upstream-token-{n}");
-                    issued.tokens.lock().unwrap().insert(access.clone(), whose);
-                    issued
-                        .refreshes
-                        .lock()
-                        .unwrap()
-                        .insert(format!("refresh-{n}"), access.clone());
-                    return (
-                        axum::http::StatusCode::OK,
-                        axum::Json(json!({
-                            "access_token": access,
-                            "token_type": "Bearer",
-                            "expires_in": 3600,
-                            "refresh_token": format!("refresh-{n}"),
-                        })),
-                    );
+                    return issued.issue(n, whose, true, 3600);
                 }
                 let Some((redirect, challenge, resource)) = request
                     .get("code")
                     .and_then(|code| issued.codes.lock().unwrap().remove(code))
                 else {
-                    return (
-                        axum::http::StatusCode::BAD_REQUEST,
-                        axum::Json(json!({"error": "invalid_grant"})),
-                    );
+                    return refused(axum::http::StatusCode::BAD_REQUEST, "invalid_grant");
                 };
                 let verifier = request.get("code_verifier").cloned().unwrap_or_default();
                 let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
                     .encode(sha2::Sha256::digest(verifier.as_bytes()));
                 if computed != challenge || request.get("redirect_uri") != Some(&redirect) {
-                    return (
-                        axum::http::StatusCode::BAD_REQUEST,
-                        axum::Json(json!({"error": "invalid_grant"})),
-                    );
+                    return refused(axum::http::StatusCode::BAD_REQUEST, "invalid_grant");
                 }
                 let n = issued.next.fetch_add(1, Ordering::SeqCst);
-                let access = format!("upstream-token-{n}");
                 let audience = request.get("resource").cloned().unwrap_or(resource);
-                issued
-                    .tokens
-                    .lock()
-                    .unwrap()
-                    .insert(access.clone(), (format!("person-{n}"), audience));
-                issued
-                    .refreshes
-                    .lock()
-                    .unwrap()
-                    .insert(format!("refresh-{n}"), access.clone());
                 let lasts = if issued.expire_at_once.load(Ordering::SeqCst) {
                     0
                 } else {
                     3600
                 };
-                (
-                    axum::http::StatusCode::OK,
-                    axum::Json(json!({
-                        "access_token": access,
-                        "token_type": "Bearer",
-                        "expires_in": lasts,
-                        "refresh_token": format!("refresh-{n}"),
-                    })),
-                )
+                issued.issue(n, (format!("person-{n}"), audience), true, lasts)
             }
         }
     };
@@ -482,6 +455,39 @@ impl ClientHandler for Person {
     }
 }
 
+/// Ana at the gateway's `url` on 2025-11-25, and the links she is asked to open.
+async fn ana_at(
+    url: &str,
+) -> (
+    rmcp::service::RunningService<RoleClient, Person>,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let (links, asked) = tokio::sync::mpsc::unbounded_channel();
+    let ana = connect_http(Person { links }, url, Revision::V2025_11_25, Some(ANA)).await;
+    (ana, asked)
+}
+
+/// Call `tool` (with `arguments`) as `person` in the background: the call waits for their
+/// sign-in.
+fn calling(
+    person: &rmcp::service::RunningService<RoleClient, Person>,
+    tool: &'static str,
+    arguments: Value,
+) -> tokio::task::JoinHandle<Result<CallToolResult, rmcp::ServiceError>> {
+    let peer = person.peer().clone();
+    let mut call = CallToolRequestParams::new(tool);
+    if let Value::Object(arguments) = arguments {
+        call = call.with_arguments(arguments);
+    }
+    tokio::spawn(async move { peer.call_tool(call).await })
+}
+
+/// A call of the order service's `get_order` for `order`.
+fn get_order(order: &str) -> CallToolRequestParams {
+    let arguments = json!({ "orderId": order });
+    CallToolRequestParams::new("get_order").with_arguments(arguments.as_object().unwrap().clone())
+}
+
 /// A client that answers forms and cannot open links.
 #[derive(Clone)]
 struct FormsOnly;
@@ -519,16 +525,8 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
     assert_eq!(gateway.tool_names(), ["sign_in_to_orders"], "{upstream}");
 
     // Ana, on 2025-11-25, is asked by URL inside her call.
-    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
-    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
-    let call = tokio::spawn({
-        let peer = ana.peer().clone();
-        async move {
-            peer.call_tool(CallToolRequestParams::new("sign_in_to_orders"))
-                .await
-                .unwrap()
-        }
-    });
+    let (ana, mut asked) = ana_at(&url).await;
+    let call = calling(&ana, "sign_in_to_orders", Value::Null);
     let link = asked.recv().await.unwrap();
     assert!(
         link.starts_with(&format!("http://{}/upstream-sign-in/", front.addr)),
@@ -555,7 +553,7 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
         400,
         "single use"
     );
-    let result = call.await.unwrap();
+    let result = call.await.unwrap().unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert!(
         text_of(&result).contains("signed in to \"orders\""),
@@ -568,13 +566,7 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
         tools.iter().any(|tool| tool.name == "cancel_order"),
         "{tools:?}"
     );
-    let got = ana
-        .call_tool(
-            CallToolRequestParams::new("get_order")
-                .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let got = ana.call_tool(get_order("ORD-10001")).await.unwrap();
     assert!(text_of(&got).contains("ORD-10001"), "{got:?}");
 
     // Ben, on 2026-07-28, cancels an order: asked by URL in a round, then for the
@@ -638,13 +630,7 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
     // Cy's client cannot open links: the tool error names the page to visit, and nothing
     // reaches the order service.
     let cy = connect_http(FormsOnly, &url, Revision::V2026_07_28, Some(CY)).await;
-    let told = cy
-        .call_tool(
-            CallToolRequestParams::new("get_order")
-                .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let told = cy.call_tool(get_order("ORD-10001")).await.unwrap();
     assert_eq!(told.is_error, Some(true), "{told:?}");
     let told = text_of(&told);
     assert!(
@@ -661,17 +647,7 @@ async fn each_person_signs_in_with_their_own_account(upstream: Revision) {
         .await
         .unwrap();
     assert_eq!(signed_out.status().as_u16(), 204);
-    let again = tokio::spawn({
-        let peer = ana.peer().clone();
-        async move {
-            peer.call_tool(
-                CallToolRequestParams::new("get_order")
-                    .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
-            )
-            .await
-            .unwrap()
-        }
-    });
+    let again = calling(&ana, "get_order", json!({"orderId": "ORD-10001"}));
     let asked_again = asked.recv().await.unwrap();
     assert_ne!(asked_again, link);
     again.abort();
@@ -687,15 +663,8 @@ async fn the_gateway_token_form_takes_a_post_only_from_the_links_own_page() {
     let (orders, _service, _stop) = order_service(issuer.addr, Revision::V2026_07_28).await;
     let (front, _gateway) = gateway(orders, Revision::V2026_07_28).await;
     let url = format!("http://{}/mcp", front.addr);
-    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
-    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
-    let call = tokio::spawn({
-        let peer = ana.peer().clone();
-        async move {
-            peer.call_tool(CallToolRequestParams::new("sign_in_to_orders"))
-                .await
-        }
-    });
+    let (ana, mut asked) = ana_at(&url).await;
+    let call = calling(&ana, "sign_in_to_orders", Value::Null);
     let link = asked.recv().await.unwrap();
     let own = format!("http://{}", front.addr);
     let elsewhere = format!(
@@ -782,13 +751,7 @@ async fn an_upstream_signed_in_to_by_the_gateway_itself_sees_its_token_only() {
     .await;
     let url = format!("http://{}/mcp", served.addr);
     let ana = connect_http(FormsOnly, &url, Revision::V2025_11_25, Some(ANA)).await;
-    let got = ana
-        .call_tool(
-            CallToolRequestParams::new("get_order")
-                .with_arguments(json!({"orderId": "ORD-10001"}).as_object().unwrap().clone()),
-        )
-        .await
-        .unwrap();
+    let got = ana.call_tool(get_order("ORD-10001")).await.unwrap();
     assert!(text_of(&got).contains("ORD-10001"), "{got:?}");
     // Every token the order service saw was one the gateway got for itself (one per set of
     // connections it opens: the 2025-11-25 client that answers fewer questions has its own).
@@ -867,21 +830,13 @@ async fn a_token_the_upstream_stops_accepting_is_dropped_and_the_person_asked_ag
     let upstream = strict_upstream(issued.clone(), issuer.addr).await;
     let (front, _gateway) = gateway(upstream.addr, Revision::V2026_07_28).await;
     let url = format!("http://{}/mcp", front.addr);
-    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
-    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
+    let (ana, mut asked) = ana_at(&url).await;
     let mut browser = Browser::new();
-    let sign_in = |peer: rmcp::Peer<RoleClient>, tool: &'static str| {
-        tokio::spawn(async move {
-            peer.call_tool(CallToolRequestParams::new(tool))
-                .await
-                .unwrap()
-        })
-    };
-    let call = sign_in(ana.peer().clone(), "sign_in_to_orders");
+    let call = calling(&ana, "sign_in_to_orders", Value::Null);
     let link = asked.recv().await.unwrap();
     let (_, callback) = browser.open_link(&link, ANA).await;
     assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
-    assert_eq!(call.await.unwrap().is_error, Some(false));
+    assert_eq!(call.await.unwrap().unwrap().is_error, Some(false));
     let progress = ana
         .call_tool(CallToolRequestParams::new("progress"))
         .await
@@ -900,12 +855,12 @@ async fn a_token_the_upstream_stops_accepting_is_dropped_and_the_person_asked_ag
         text_of(&refused).contains("no longer accepts your sign-in"),
         "{refused:?}"
     );
-    let again = sign_in(ana.peer().clone(), "progress");
+    let again = calling(&ana, "progress", Value::Null);
     let asked_again = asked.recv().await.unwrap();
     assert_ne!(asked_again, link);
     let (_, callback) = browser.open_link(&asked_again, ANA).await;
     assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
-    let done = again.await.unwrap();
+    let done = again.await.unwrap().unwrap();
     assert_eq!(done.is_error, Some(false), "{done:?}");
 }
 
@@ -917,21 +872,13 @@ async fn an_expired_token_is_refreshed_and_the_new_one_kept() {
     let upstream = strict_upstream(issued.clone(), issuer.addr).await;
     let (front, _gateway) = gateway(upstream.addr, Revision::V2026_07_28).await;
     let url = format!("http://{}/mcp", front.addr);
-    let (links, mut asked) = tokio::sync::mpsc::unbounded_channel();
-    let ana = connect_http(Person { links }, &url, Revision::V2025_11_25, Some(ANA)).await;
-    let call = tokio::spawn({
-        let peer = ana.peer().clone();
-        async move {
-            peer.call_tool(CallToolRequestParams::new("sign_in_to_orders"))
-                .await
-                .unwrap()
-        }
-    });
+    let (ana, mut asked) = ana_at(&url).await;
+    let call = calling(&ana, "sign_in_to_orders", Value::Null);
     let link = asked.recv().await.unwrap();
     let mut browser = Browser::new();
     let (_, callback) = browser.open_link(&link, ANA).await;
     assert_eq!(browser.get(&callback.unwrap()).await.status().as_u16(), 200);
-    assert_eq!(call.await.unwrap().is_error, Some(false));
+    assert_eq!(call.await.unwrap().unwrap().is_error, Some(false));
     // The token expired as it came: the first use refreshed it (the old one is gone at the
     // authorization server, so only the new one could have been accepted), and calls go on
     // with the refreshed token, the person never asked again.
