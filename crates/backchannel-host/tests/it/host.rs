@@ -421,42 +421,54 @@ async fn an_unreachable_server_is_listed_not_fatal() {
     assert!(host.connection("orders").is_err());
 }
 
-/// The official filesystem server (pinned in tools/node), over stdio, gets its directories from
-/// the roots this host declares.
-#[tokio::test]
-async fn class13_check_it_roots_the_filesystem_server_uses_the_declared_roots() {
+/// The repository's root (canonical: the filesystem server compares the paths it is given).
+fn repo() -> std::path::PathBuf {
     let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent();
-    let repo = crates
-        .and_then(|c| c.parent())
-        .unwrap()
-        .canonicalize()
-        .unwrap();
+    let repo = crates.and_then(|c| c.parent()).unwrap();
+    repo.canonicalize().unwrap()
+}
+
+/// A host with one stdio connection, `name`, to the official filesystem server (pinned in
+/// tools/node), whose one root is `root`, inside the repository the host trusts; `more` lines of
+/// the connection's settings besides.
+async fn with_filesystem(name: &str, root: &std::path::Path, more: &str) -> Host<Person> {
+    let repo = repo();
     let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
     assert!(
         server.exists(),
         "run scripts/test (it installs tools/node) first: {}",
         server.display()
     );
-    let kb = repo.join("support-kb");
     let config = HostConfig::from_toml(&format!(
         r#"
 trusted_folders = ["{repo}"]
-[connections.knowledge-base]
+[connections.{name}]
 transport = "stdio"
 command = "{server}"
-roots = ["{kb}"]
-tool_prefix = "knowledge_base_"
-tools = ["read_text_file", "list_directory", "list_allowed_directories"]
+roots = ["{root}"]
 capabilities = {{ roots = true, elicitation = false, tasks = false }}
-"#,
+{more}"#,
         repo = repo.display(),
         server = server.display(),
-        kb = kb.display(),
+        root = root.display(),
     ))
     .unwrap();
-    let host = Host::open(&config, Arc::new(Person::default()))
+    Host::open(&config, Arc::new(Person::default()))
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The official filesystem server (pinned in tools/node), over stdio, gets its directories from
+/// the roots this host declares.
+#[tokio::test]
+async fn class13_check_it_roots_the_filesystem_server_uses_the_declared_roots() {
+    let repo = repo();
+    let kb = repo.join("support-kb");
+    let more = r#"
+tool_prefix = "knowledge_base_"
+tools = ["read_text_file", "list_directory", "list_allowed_directories"]
+"#;
+    let host = with_filesystem("knowledge-base", &kb, more).await;
     assert!(host.unavailable.is_empty(), "{:?}", host.unavailable);
     let kb_connection = host.connection("knowledge-base").unwrap();
     let tools: Vec<String> = kb_connection
@@ -506,35 +518,9 @@ capabilities = {{ roots = true, elicitation = false, tasks = false }}
 /// server, and the official filesystem server takes the new list.
 #[tokio::test]
 async fn roots_that_change_while_the_connection_is_open_reach_the_filesystem_server() {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .and_then(|c| c.parent())
-        .unwrap()
-        .canonicalize()
-        .unwrap();
-    let server = repo.join("tools/node/node_modules/.bin/mcp-server-filesystem");
-    assert!(
-        server.exists(),
-        "run scripts/test (it installs tools/node) first"
-    );
+    let repo = repo();
     let (kb, archive) = (repo.join("support-kb"), repo.join("support-kb-archive"));
-    let config = HostConfig::from_toml(&format!(
-        r#"
-trusted_folders = ["{repo}"]
-[connections.notes]
-transport = "stdio"
-command = "{server}"
-roots = ["{kb}"]
-capabilities = {{ roots = true, elicitation = false, tasks = false }}
-"#,
-        repo = repo.display(),
-        server = server.display(),
-        kb = kb.display(),
-    ))
-    .unwrap();
-    let host = Host::open(&config, Arc::new(Person::default()))
-        .await
-        .unwrap();
+    let host = with_filesystem("notes", &kb, "").await;
     let notes = host.connection("notes").unwrap();
     let took = |n: usize| {
         move |line: &str| {
