@@ -1,6 +1,6 @@
 //! Entry points the binary calls: serve the upstreams over Streamable HTTP ([`serve_http`]) or
 //! stdio ([`serve_stdio`]), from settings the binary read off its flags ([`ServeConfig`],
-//! [`UpstreamSettings`], [`SignIn`]). What is refused — listening beyond loopback without
+//! [`UpstreamSettings`], [`serve::SignInSettings`]). What is refused — listening beyond loopback without
 //! sign-in, `--advertise` without a key ring, a flag that does not parse — is an [`AppError`]
 //! that says which flag and what it expects.
 
@@ -27,12 +27,9 @@ pub enum AppError {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] serve::ServeError),
-    /// The sign-in could not be set up.
+    /// The sign-in could not be set up (a token file, an issuer, `--resource`).
     #[error(transparent)]
-    SignIn(#[from] serve::ResourceError),
-    /// The token file could not be read.
-    #[error(transparent)]
-    Tokens(#[from] serve::TokenFileError),
+    SignIn(#[from] serve::SignInSettingsError),
     /// The key ring could not be read.
     #[error(transparent)]
     Keys(#[from] backchannel::StateKeysError),
@@ -87,18 +84,6 @@ pub enum AppError {
          sign-in with --token-file FILE or --oauth-issuer URL"
     )]
     Unauthenticated(SocketAddr),
-    /// OAuth sign-in on an unspecified address needs the URL clients reach the gateway at.
-    #[error(
-        "listening on {0}, the gateway cannot tell the URL its clients reach it at, which their \
-         tokens must be issued for: give it with --resource URL"
-    )]
-    NoResource(SocketAddr),
-    /// `--resource` without a way to sign in.
-    #[error(
-        "--resource names what a token must be issued for: give --token-file or --oauth-issuer \
-         with it"
-    )]
-    ResourceWithoutSignIn,
     /// `--advertise` without the key ring the instances share.
     #[error(
         "--advertise lets other instances pass rounds to this one, sealed under the key ring \
@@ -108,19 +93,6 @@ pub enum AppError {
     /// Per-person upstreams need the sign-in pages of `serve`.
     #[error("per-person upstreams need the gateway's sign-in pages: use `mcp-gateway serve`")]
     PersonalOnStdio,
-}
-
-/// How clients sign in to the gateway (none by default: loopback only).
-#[derive(Debug, Clone, Default)]
-pub struct SignIn {
-    /// A file of `name=token` lines.
-    pub token_file: Option<PathBuf>,
-    /// An OAuth authorization server's issuer URL.
-    pub oauth_issuer: Option<String>,
-    /// Its token introspection endpoint, when its metadata names none.
-    pub oauth_introspection: Option<String>,
-    /// The gateway's MCP URL as clients reach it (default `http://ADDRESS/mcp`).
-    pub resource: Option<String>,
 }
 
 /// The upstreams and how the gateway reaches them.
@@ -151,7 +123,7 @@ pub struct ServeConfig {
     /// Where the other instances reach this one (default `http://ADDRESS`).
     pub advertise: Option<String>,
     /// How clients sign in.
-    pub sign_in: SignIn,
+    pub sign_in: serve::SignInSettings,
     /// The upstreams.
     pub upstreams: UpstreamSettings,
     /// Relay a 2026-07-28 client's plain tool calls to a shared 2026-07-28 upstream before the
@@ -165,7 +137,7 @@ impl Default for ServeConfig {
         ServeConfig {
             allow_hosts: Vec::new(),
             advertise: None,
-            sign_in: SignIn::default(),
+            sign_in: serve::SignInSettings::default(),
             upstreams: UpstreamSettings::default(),
             pass_through: true,
         }
@@ -181,7 +153,7 @@ pub async fn serve_http(
     ready: impl FnOnce(String),
 ) -> Result<(), AppError> {
     let addr = listener.local_addr().map_err(serve::ServeError::from)?;
-    let sign_in = config.sign_in.resource_server(addr).await?;
+    let sign_in = config.sign_in.resource_server(addr, "mcp-gateway").await?;
     // Without sign-in, anyone who reaches the gateway reaches its upstreams.
     if sign_in.is_none() && !addr.ip().is_loopback() {
         return Err(AppError::Unauthenticated(addr));
@@ -277,39 +249,6 @@ pub async fn serve_stdio(upstreams: UpstreamSettings) -> Result<(), AppError> {
     let gateway = Gateway::open_with(&hosts, options).await?;
     serve::stdio(gateway).await?;
     Ok(())
-}
-
-impl SignIn {
-    /// The sign-in these settings ask for, for a gateway listening on `addr`; `None` without a
-    /// token file or an OAuth issuer.
-    async fn resource_server(&self, addr: SocketAddr) -> Result<Option<ResourceServer>, AppError> {
-        let resource = match &self.resource {
-            Some(resource) => resource.clone(),
-            None => format!("http://{addr}/mcp"),
-        };
-        let server = if let Some(path) = &self.token_file {
-            let tokens = serve::Tokens::from_file(path)?;
-            ResourceServer::tokens(&resource, "mcp-gateway", tokens)?
-        } else if let Some(issuer) = &self.oauth_issuer {
-            if self.resource.is_none() && addr.ip().is_unspecified() {
-                return Err(AppError::NoResource(addr));
-            }
-            ResourceServer::oauth(
-                &resource,
-                "mcp-gateway",
-                issuer,
-                self.oauth_introspection.as_deref(),
-            )
-            .await?
-        } else {
-            if self.resource.is_some() {
-                return Err(AppError::ResourceWithoutSignIn);
-            }
-            return Ok(None);
-        };
-        tracing::info!(%resource, "clients sign in: tokens must be issued for this resource");
-        Ok(Some(server))
-    }
 }
 
 impl UpstreamSettings {

@@ -36,6 +36,14 @@ async fn chat(demo: &Demo, conversation: &str, message: &str) -> String {
     crate::common::chat(&demo.url, conversation, message).await
 }
 
+/// Post `message` to `conversation` in the background: its reply comes once the questions it
+/// asks are answered.
+fn chatting(demo: &Demo, conversation: &str, message: &str) -> tokio::task::JoinHandle<String> {
+    let url = demo.url.clone();
+    let (conversation, message) = (conversation.to_owned(), message.to_owned());
+    tokio::spawn(async move { crate::common::chat(&url, &conversation, &message).await })
+}
+
 async fn answer(demo: &Demo, id: &str, secret: &str, confirmed: bool) -> u16 {
     crate::common::answer(&demo.url, id, secret, confirmed).await
 }
@@ -50,10 +58,7 @@ async fn a_confirmation_goes_only_to_its_conversation_and_is_answered_once() {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
         let (_other_events, other_secret) = Events::open(&demo, "c2").await;
-        let reply = tokio::spawn({
-            let url = demo.url.clone();
-            async move { crate::common::chat(&url, "c1", "please cancel ORD-10002").await }
-        });
+        let reply = chatting(&demo, "c1", "please cancel ORD-10002");
         let question = events.next_of("confirmation").await;
         assert_eq!(
             question["message"],
@@ -126,10 +131,7 @@ async fn a_conversation_id_alone_posts_to_opens_or_answers_nothing() {
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
         "the desk makes ids from its randomness: {id}"
     );
-    let reply = tokio::spawn({
-        let url = demo.url.clone();
-        async move { crate::common::chat(&url, "mine", "please cancel ORD-10002").await }
-    });
+    let reply = chatting(&demo, "mine", "please cancel ORD-10002");
     let question = events.next_of("confirmation").await;
     let question_id = question["id"].as_str().unwrap();
 
@@ -182,10 +184,7 @@ async fn a_conversation_id_alone_posts_to_opens_or_answers_nothing() {
 
     // The page's stream is still the page's (the refused opening did not replace it): the next
     // question reaches it, with the same secret, and is answered once.
-    let reply = tokio::spawn({
-        let url = demo.url.clone();
-        async move { crate::common::chat(&url, "mine", "please cancel ORD-10002").await }
-    });
+    let reply = chatting(&demo, "mine", "please cancel ORD-10002");
     let question = events.next_of("confirmation").await;
     let question_id = question["id"].as_str().unwrap();
     assert_eq!(answer(&demo, question_id, &secret, true).await, 204);
@@ -207,10 +206,7 @@ async fn a_page_opened_again_gets_the_open_question_and_the_reply() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut first, old_secret) = Events::open(&demo, "reloaded").await;
-        let reply = tokio::spawn({
-            let url = demo.url.clone();
-            async move { crate::common::chat(&url, "reloaded", "please cancel ORD-10002").await }
-        });
+        let reply = chatting(&demo, "reloaded", "please cancel ORD-10002");
         let asked = first.next_of("confirmation").await;
         // The page reloads: the same session goes on with the same conversation.
         let id = crate::common::conversation(&demo.url, "reloaded").await;
@@ -276,10 +272,7 @@ async fn the_inbox_gathers_a_browsers_questions_and_an_answer_anywhere_takes_it_
     // Two tabs of one browser: two conversations, one session.
     let (mut first_tab, _) = Events::open(&demo, "tab-1").await;
     let (mut second_tab, _) = Events::open(&demo, "tab-2").await;
-    let reply = tokio::spawn({
-        let url = demo.url.clone();
-        async move { crate::common::chat(&url, "tab-1", "please cancel ORD-10002").await }
-    });
+    let reply = chatting(&demo, "tab-1", "please cancel ORD-10002");
     let asked = first_tab.next_of("confirmation").await;
     let listed = inbox_of(&mut second_tab, 1).await;
     assert_eq!(listed[0]["id"], asked["id"]);
@@ -410,9 +403,7 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(1)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
-        let url = demo.url.clone();
-        let reply =
-            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10008").await });
+        let reply = chatting(&demo, "c1", "cancel ORD-10008");
         let question = events.next_of("confirmation").await;
         assert_eq!(
             answer(&demo, question["id"].as_str().unwrap(), &secret, false).await,
@@ -426,9 +417,7 @@ async fn no_leaves_the_order_and_an_expired_question_says_so() {
         assert_eq!(status_of(&demo, "ORD-10008").await, "PENDING");
 
         // Nobody answers ORD-10009's question: the one-second deadline passes.
-        let url = demo.url.clone();
-        let reply =
-            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10009").await });
+        let reply = chatting(&demo, "c1", "cancel ORD-10009");
         let question = events.next_of("confirmation").await;
         let reply = reply.await.unwrap();
         assert!(
@@ -453,9 +442,7 @@ async fn a_question_names_its_call_on_the_page_and_in_the_inbox() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
-        let url = demo.url.clone();
-        let reply =
-            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10008").await });
+        let reply = chatting(&demo, "c1", "cancel ORD-10008");
         let question = events.next_of("confirmation").await;
         let call = &question["call"];
         assert_eq!(call["server"], "orders", "{protocol}: {question}");
@@ -491,9 +478,7 @@ async fn a_question_whose_call_is_stopped_is_withdrawn_from_the_page() {
     for protocol in Revision::ALL {
         let demo = demo(protocol, Duration::from_secs(60)).await;
         let (mut events, secret) = Events::open(&demo, "c1").await;
-        let url = demo.url.clone();
-        let reply =
-            tokio::spawn(async move { crate::common::chat(&url, "c1", "cancel ORD-10008").await });
+        let reply = chatting(&demo, "c1", "cancel ORD-10008");
         let question = events.next_of("confirmation").await;
         let conversation = crate::common::conversation(&demo.url, "c1").await;
         let stopped = reqwest::Client::new()
@@ -678,9 +663,7 @@ async fn stop_ends_a_long_tool_and_needs_the_secret() {
     // 87 lookups of 200 ms, 8 at a time: over two seconds of work.
     let demo = plain_desk(Revision::V2026_07_28, Duration::from_millis(200)).await;
     let (mut events, secret) = Events::open(&demo, "c1").await;
-    let url = demo.url.clone();
-    let reply =
-        tokio::spawn(async move { crate::common::chat(&url, "c1", "recheck shipments").await });
+    let reply = chatting(&demo, "c1", "recheck shipments");
     events.next_of("progress").await;
     let stop = |secret| crate::common::stop(&demo.url, "c1", secret);
     assert_eq!(stop("not-the-secret").await, 403);

@@ -33,7 +33,8 @@ mod traced;
 pub use crate::principal::{Principal, PrincipalKind};
 #[cfg(feature = "resource-server")]
 pub use resource::{
-    CLIENT_PRINCIPAL, MIN_TOKEN_LEN, ResourceError, ResourceServer, TokenFileError, Tokens,
+    CLIENT_PRINCIPAL, MIN_TOKEN_LEN, ResourceError, ResourceServer, SignInSettings,
+    SignInSettingsError, TokenFileError, Tokens,
 };
 pub use runtime::Scheduler;
 pub use traced::Traced;

@@ -43,7 +43,7 @@ enum Command {
         #[arg(long)]
         no_pass_through: bool,
         #[command(flatten)]
-        sign_in: SignInArgs,
+        sign_in: serve::SignInSettings,
         #[command(flatten)]
         upstreams: Upstreams,
     },
@@ -52,29 +52,6 @@ enum Command {
         #[command(flatten)]
         upstreams: Upstreams,
     },
-}
-
-/// How clients sign in to the gateway (none by default: loopback only).
-#[derive(Debug, Args)]
-struct SignInArgs {
-    /// Require a bearer token on every route: a file of `name=token` lines (tokens of 32+
-    /// characters), the name being the person's principal.
-    #[arg(long, value_name = "FILE", conflicts_with = "oauth_issuer")]
-    token_file: Option<PathBuf>,
-    /// Require an OAuth token from this authorization server (its issuer URL), issued for
-    /// this gateway's resource; tokens are checked with its introspection endpoint. Clients
-    /// find it through /.well-known/oauth-protected-resource/mcp.
-    #[arg(long, value_name = "URL")]
-    oauth_issuer: Option<String>,
-    /// The authorization server's token introspection endpoint, when its metadata does not
-    /// name one.
-    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
-    oauth_introspection: Option<String>,
-    /// The gateway's MCP URL as its clients reach it: the resource a token must be issued for
-    /// (an OAuth token's audience; a token issued for an upstream is refused). Default:
-    /// http://ADDRESS/mcp, ADDRESS the one it listens on. Never taken from a request.
-    #[arg(long, value_name = "URL")]
-    resource: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -117,17 +94,6 @@ struct Upstreams {
     state_keys: Option<PathBuf>,
 }
 
-impl From<SignInArgs> for app::SignIn {
-    fn from(flags: SignInArgs) -> Self {
-        app::SignIn {
-            token_file: flags.token_file,
-            oauth_issuer: flags.oauth_issuer,
-            oauth_introspection: flags.oauth_introspection,
-            resource: flags.resource,
-        }
-    }
-}
-
 impl From<Upstreams> for app::UpstreamSettings {
     fn from(flags: Upstreams) -> Self {
         app::UpstreamSettings {
@@ -167,7 +133,7 @@ async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
             let config = app::ServeConfig {
                 allow_hosts,
                 advertise,
-                sign_in: sign_in.into(),
+                sign_in,
                 upstreams: upstreams.into(),
                 pass_through: !no_pass_through,
             };

@@ -66,25 +66,8 @@ enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
-        /// Require a bearer token on every route: a file of `name=token` lines (tokens of 32+
-        /// characters). Needed to listen beyond loopback.
-        #[arg(long, value_name = "FILE", conflicts_with = "oauth_issuer")]
-        token_file: Option<std::path::PathBuf>,
-        /// Require an OAuth token from this authorization server (its issuer URL) on every
-        /// route; tokens are checked with its introspection endpoint. Clients find it through
-        /// /.well-known/oauth-protected-resource/mcp.
-        #[arg(long, value_name = "URL")]
-        oauth_issuer: Option<String>,
-        /// The authorization server's token introspection endpoint, when its metadata does not
-        /// name one.
-        #[arg(long, value_name = "URL", requires = "oauth_issuer")]
-        oauth_introspection: Option<String>,
-        /// This service's MCP URL as its clients reach it: the resource a token must be issued
-        /// for (an OAuth token's audience), named in the protected-resource metadata. Default:
-        /// http://ADDRESS/mcp, ADDRESS the one it listens on. Never taken from a request; only
-        /// with --token-file or --oauth-issuer.
-        #[arg(long, value_name = "URL")]
-        resource: Option<String>,
+        #[command(flatten)]
+        sign_in: serve::SignInSettings,
         /// A host name (besides loopback) clients use to reach the service; repeat for more.
         #[arg(long = "allow-host", value_name = "NAME")]
         allow_hosts: Vec<String>,
@@ -173,10 +156,7 @@ async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve {
             listen,
-            token_file,
-            oauth_issuer,
-            oauth_introspection,
-            resource,
+            sign_in,
             allow_hosts,
             max_sessions,
             max_connections,
@@ -186,13 +166,6 @@ async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
             database,
             running,
         } => {
-            if resource.is_some() && token_file.is_none() && oauth_issuer.is_none() {
-                anyhow::bail!(
-                    "--resource names the resource tokens must be issued for, and without \
-                     --token-file or --oauth-issuer no token is asked for: give one of them, or \
-                     leave --resource out"
-                );
-            }
             let mut config = config(database, running)?;
             config.metrics = metrics;
             config.only_revision = only_revision;
@@ -207,31 +180,9 @@ async fn run(scheduler: backchannel::serve::Scheduler) -> anyhow::Result<()> {
                 .with_context(|| {
                     format!("cannot listen on {listen}; choose another address with --listen")
                 })?;
-            let resource = match resource {
-                Some(resource) => resource,
-                None => format!("http://{}/mcp", listener.local_addr()?),
-            };
-            if let Some(path) = &token_file {
-                let tokens = serve::Tokens::from_file(path)?;
-                config.sign_in = Some(Arc::new(serve::ResourceServer::tokens(
-                    &resource,
-                    "order-service",
-                    tokens,
-                )?));
-            } else if let Some(issuer) = &oauth_issuer {
-                config.sign_in = Some(Arc::new(
-                    serve::ResourceServer::oauth(
-                        &resource,
-                        "order-service",
-                        issuer,
-                        oauth_introspection.as_deref(),
-                    )
-                    .await?,
-                ));
-            }
-            if config.sign_in.is_some() {
-                tracing::info!(%resource, "tokens must be issued for this resource");
-            }
+            let addr = listener.local_addr()?;
+            let resource_server = sign_in.resource_server(addr, "order-service").await?;
+            config.sign_in = resource_server.map(Arc::new);
             let shutdown = backchannel::serve::shutdown_on_signal();
             app::serve_http(listener, &config, shutdown).await?;
         }

@@ -23,6 +23,7 @@
 
 mod error;
 mod introspection;
+mod settings;
 mod tokens;
 
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use serde_json::{Value, json};
 
 pub use error::ResourceError;
 pub use introspection::CLIENT_PRINCIPAL;
+pub use settings::{SignInSettings, SignInSettingsError};
 pub use tokens::{MIN_TOKEN_LEN, TokenFileError, Tokens};
 
 use super::bearer::BearerError;
