@@ -298,3 +298,14 @@ async fn said_after(
         }
     }
 }
+
+/// Every command the documents show for support-agent (README.md, SECURITY.md, docs/; in a shell
+/// block or inline) names a subcommand and flags the binary has.
+#[test]
+fn every_command_the_docs_show_for_support_agent_names_its_real_flags() {
+    let (dir, exe) = (
+        env!("CARGO_MANIFEST_DIR"),
+        env!("CARGO_BIN_EXE_support-agent"),
+    );
+    backchannel::testing::docs::assert_commands_hold(dir, "support-agent", exe, 20);
+}

@@ -3,6 +3,7 @@
 //! an in-process pipe or real HTTP), a router served on a free loopback port, and small helpers
 //! for calls, results and snapshots, and an OTLP receiver ([`otlp`]). Not for production code.
 
+pub mod docs;
 pub mod otlp;
 mod server;
 

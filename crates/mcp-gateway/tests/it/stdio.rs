@@ -63,3 +63,14 @@ async fn an_unreachable_upstream_is_a_clear_error_at_start() {
     );
     assert!(!error.contains("::"), "{error}");
 }
+
+/// Every command the documents show for mcp-gateway (README.md, SECURITY.md, docs/; in a shell
+/// block or inline) names a subcommand and flags the binary has.
+#[test]
+fn every_command_the_docs_show_for_mcp_gateway_names_its_real_flags() {
+    let (dir, exe) = (
+        env!("CARGO_MANIFEST_DIR"),
+        env!("CARGO_BIN_EXE_mcp-gateway"),
+    );
+    backchannel::testing::docs::assert_commands_hold(dir, "mcp-gateway", exe, 8);
+}

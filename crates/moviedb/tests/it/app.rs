@@ -53,3 +53,11 @@ async fn a_bad_jwt_secret_is_refused_without_being_echoed() {
         "user"
     );
 }
+
+/// Every command the documents show for moviedb (README.md, SECURITY.md, docs/; in a shell
+/// block or inline) names a subcommand and flags the binary has.
+#[test]
+fn every_command_the_docs_show_for_moviedb_names_its_real_flags() {
+    let (dir, exe) = (env!("CARGO_MANIFEST_DIR"), env!("CARGO_BIN_EXE_moviedb"));
+    backchannel::testing::docs::assert_commands_hold(dir, "moviedb", exe, 6);
+}

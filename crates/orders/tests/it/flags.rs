@@ -86,3 +86,14 @@ fn a_resource_without_a_sign_in_is_refused_rather_than_ignored() {
         "{stderr}"
     );
 }
+
+/// Every command the documents show for order-service (README.md, SECURITY.md, docs/; in a shell
+/// block or inline) names a subcommand and flags the binary has.
+#[test]
+fn every_command_the_docs_show_for_order_service_names_its_real_flags() {
+    let (dir, exe) = (
+        env!("CARGO_MANIFEST_DIR"),
+        env!("CARGO_BIN_EXE_order-service"),
+    );
+    backchannel::testing::docs::assert_commands_hold(dir, "order-service", exe, 12);
+}

@@ -2,6 +2,9 @@
 //! paragraph that starts `Run by:` and names, in backticks, what runs it — a Rust test, a
 //! browser scenario, or a script of the repository (run by the test command) — and each name
 //! exists. A command nobody runs can go stale unseen; one named here fails with what runs it.
+//! Every command of the documents, in a block or inline, names packages, targets and scripts
+//! that exist, and a command of one of our binaries is checked against the binary by a test
+//! of its package.
 
 use std::collections::BTreeSet;
 
@@ -117,6 +120,160 @@ fn every_command_the_docs_show_names_what_runs_it() {
     );
     assert_none(
         "shell blocks in the documents without what runs them (add a `Run by:` paragraph)",
+        offenders,
+    );
+}
+
+/// The code the documents show, line by line: inline spans, and the lines of shell blocks.
+fn code_lines(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut in_block: Option<bool> = None;
+    for (index, line) in text.lines().enumerate() {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            in_block = match in_block {
+                Some(_) => None,
+                None => Some(matches!(info.trim(), "sh" | "bash" | "shell" | "console")),
+            };
+            continue;
+        }
+        match in_block {
+            Some(true) => found.push((index + 1, line.to_owned())),
+            Some(false) => {}
+            None => found.extend(
+                line.split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(|span| (index + 1, span.to_owned())),
+            ),
+        }
+    }
+    found
+}
+
+/// The workspace's packages: name → folder.
+fn packages() -> std::collections::BTreeMap<String, std::path::PathBuf> {
+    let mut found = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(workspace().join("crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        let name = manifest
+            .lines()
+            .find_map(|line| line.strip_prefix("name = \""))
+            .and_then(|rest| rest.strip_suffix('"'));
+        if let Some(name) = name {
+            found.insert(name.to_owned(), dir);
+        }
+    }
+    found
+}
+
+/// The binaries of the workspace (`src/bin/NAME.rs`).
+fn binaries() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for dir in packages().values() {
+        let Ok(entries) = std::fs::read_dir(dir.join("src/bin")) else {
+            continue;
+        };
+        for entry in entries {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if let Some(bin) = name.strip_suffix(".rs") {
+                found.insert(bin.to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// What a command of the documents names that must exist: `cargo … -p PACKAGE` with its
+/// `--bin`/`--example`, a script of `scripts/`, and a command of one of the workspace's
+/// binaries, which a test of its package must check against the binary
+/// (`backchannel::testing::docs::assert_commands_hold`).
+#[test]
+fn every_package_target_script_and_binary_the_docs_name_exists_and_is_checked() {
+    let packages = packages();
+    let binaries = binaries();
+    let mut checked_binaries = BTreeSet::new();
+    for dir in packages.values() {
+        let Ok(entries) = std::fs::read_dir(dir.join("tests/it")) else {
+            continue;
+        };
+        for entry in entries {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+            let calls = regex_lite::Regex::new(r#"assert_commands_hold\([^,]+,\s*"([^"]+)""#);
+            for found in calls.unwrap().captures_iter(&text) {
+                checked_binaries.insert(found[1].to_owned());
+            }
+        }
+    }
+    let mut commands = 0;
+    let mut offenders = Vec::new();
+    let mut names = vec!["SECURITY.md".to_owned()];
+    names.extend(documents());
+    for document in names {
+        let text = std::fs::read_to_string(workspace().join(&document)).unwrap();
+        for (line, code) in code_lines(&text) {
+            let words: Vec<&str> = code.split_whitespace().collect();
+            let place = format!("{document}:{line}");
+            for (at, word) in words.iter().enumerate() {
+                let next = words.get(at + 1).copied().unwrap_or_default();
+                let script = word
+                    .strip_prefix("scripts/")
+                    .map(|script| script.trim_end_matches([',', '.', ')', ';']));
+                if let Some(script) = script.filter(|s| !s.is_empty() && !s.contains('*')) {
+                    commands += 1;
+                    if !workspace().join("scripts").join(script).exists() {
+                        offenders.push(format!("{place}: no script scripts/{script}"));
+                    }
+                }
+                if *word == "cargo" && matches!(next, "run" | "build" | "test" | "install") {
+                    commands += 1;
+                    // A placeholder (`-p CRATE`) names nothing to check.
+                    let flag = |name: &str| {
+                        let at = words.iter().position(|w| *w == name)?;
+                        let value = words.get(at + 1).copied()?;
+                        (!value.chars().all(|c| c.is_ascii_uppercase())).then_some(value)
+                    };
+                    let Some(package) = flag("-p") else { continue };
+                    let Some(dir) = packages.get(package) else {
+                        offenders.push(format!("{place}: no package {package}"));
+                        continue;
+                    };
+                    if let Some(bin) = flag("--bin")
+                        && !dir.join("src/bin").join(format!("{bin}.rs")).is_file()
+                    {
+                        offenders.push(format!("{place}: {package} has no binary {bin}"));
+                    }
+                    if let Some(example) = flag("--example")
+                        && !dir.join("examples").join(format!("{example}.rs")).is_file()
+                    {
+                        offenders.push(format!("{place}: {package} has no example {example}"));
+                    }
+                }
+            }
+            let first = words
+                .iter()
+                .find(|word| !word.contains('='))
+                .map(|word| word.rsplit('/').next().unwrap_or(word));
+            let binary = first.filter(|first| binaries.contains(*first));
+            if let Some(binary) = binary.filter(|_| words.len() > 1) {
+                commands += 1;
+                if !checked_binaries.contains(binary) {
+                    offenders.push(format!(
+                        "{place}: `{binary}` commands are checked by no test \
+                         (assert_commands_hold in its package's tests)"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        commands >= 40,
+        "the reader finds the documents' commands ({commands})"
+    );
+    assert_none(
+        "commands in the documents that name what does not exist, or that nothing checks",
         offenders,
     );
 }
