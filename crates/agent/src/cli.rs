@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::desk::Desk;
-use crate::events::{Answer, Event, Field, InboxItem};
+use crate::events::{Answer, Event, Field, InboxItem, Shown};
 
 /// The conversation id the terminal uses.
 pub const CONVERSATION: &str = crate::events::TERMINAL;
@@ -211,29 +211,13 @@ impl Screen {
     /// Show a question and wait for its answer: a form field by field, a link with where it
     /// leads, a yes/no with the call that asks.
     fn ask(&mut self, question: Event, out: &mut impl Write) -> std::io::Result<()> {
-        let (Event::Confirmation {
+        let Some(Shown {
             id,
             server,
             message,
             seconds: seconds_left,
             call,
-            ..
-        }
-        | Event::Sampling {
-            id,
-            server,
-            message,
-            seconds: seconds_left,
-            call,
-        }
-        | Event::Link {
-            id,
-            server,
-            message,
-            seconds: seconds_left,
-            call,
-            ..
-        }) = &question
+        }) = question.question()
         else {
             return Ok(());
         };

@@ -521,8 +521,8 @@ mod tests {
         // Approve the request, then the reply.
         for _ in 0..2 {
             let id = loop {
-                if let Some(Event::Sampling { id, .. }) = page.recv().await {
-                    break id;
+                if let Some(Event::Sampling { question }) = page.recv().await {
+                    break question.id;
                 }
             };
             events

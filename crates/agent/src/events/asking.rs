@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::vocabulary::fitting;
 use super::{
-    Answer, AnswerError, Asked, CallShown, Event, Events, Field, Question, random_id, shared,
+    Answer, AnswerError, Asked, CallShown, Event, Events, Field, Question, Shown, random_id, shared,
 };
 
 impl Events {
@@ -193,31 +193,20 @@ impl QuestionKind {
         seconds: u64,
         call: Option<CallShown>,
     ) -> Event {
-        let (server, message) = (server.to_owned(), message.to_owned());
+        let question = Shown {
+            id,
+            server: server.to_owned(),
+            message: message.to_owned(),
+            seconds,
+            call,
+        };
         match self {
-            QuestionKind::Sampling => Event::Sampling {
-                id,
-                server,
-                message,
-                seconds,
-                call,
-            },
-            QuestionKind::Form(fields) => Event::Confirmation {
-                id,
-                server,
-                message,
-                seconds,
-                call,
-                fields,
-            },
+            QuestionKind::Sampling => Event::Sampling { question },
+            QuestionKind::Form(fields) => Event::Confirmation { question, fields },
             QuestionKind::Link { url, origin } => Event::Link {
-                id,
-                server,
-                message,
+                question,
                 url,
                 origin,
-                seconds,
-                call,
             },
         }
     }

@@ -17,7 +17,7 @@ pub use form::Field;
 pub use sign_in::SignInError;
 pub use vocabulary::{
     Answer, AnswerError, Asked, CallShown, Event, InboxItem, MAX_ARGUMENTS_SHOWN, MAX_LOG_TEXT,
-    MAX_RESULT_SHOWN,
+    MAX_RESULT_SHOWN, Shown,
 };
 
 struct Watcher {
@@ -501,30 +501,21 @@ impl Events {
 
 /// `event` (a question) asked again with `left` to answer it (at least a second).
 fn with_seconds_left(mut event: Event, left: Duration) -> Event {
-    if let Event::Confirmation { seconds, .. }
-    | Event::Sampling { seconds, .. }
-    | Event::Link { seconds, .. } = &mut event
-    {
-        *seconds = left.as_secs().max(1);
+    if let Some(question) = event.question_mut() {
+        question.seconds = left.as_secs().max(1);
     }
     event
 }
 
 /// `question` (whose id is `id`) as an inbox lists it at `now`.
 fn inbox_item(id: String, question: InboxQuestion, now: tokio::time::Instant) -> InboxItem {
-    let (kind, message, call, url, fields) = match question.shown {
-        Event::Sampling { message, call, .. } => ("sampling", message, call, None, Vec::new()),
-        Event::Confirmation {
-            message,
-            call,
-            fields,
-            ..
-        } => ("confirmation", message, call, None, fields),
-        Event::Link {
-            message, call, url, ..
-        } => ("link", message, call, Some(url), Vec::new()),
-        _ => ("confirmation", String::new(), None, None, Vec::new()),
+    let (kind, shown, url, fields) = match question.shown {
+        Event::Sampling { question } => ("sampling", Some(question), None, Vec::new()),
+        Event::Confirmation { question, fields } => ("confirmation", Some(question), None, fields),
+        Event::Link { question, url, .. } => ("link", Some(question), Some(url), Vec::new()),
+        _ => ("confirmation", None, None, Vec::new()),
     };
+    let (message, call) = shown.map_or((String::new(), None), |shown| (shown.message, shown.call));
     InboxItem {
         id,
         server: question.server,

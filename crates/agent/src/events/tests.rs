@@ -2,6 +2,17 @@
 
 use super::*;
 
+/// A question's shown part, as the round-trip test writes it.
+fn shown(id: &str) -> Shown {
+    Shown {
+        id: id.into(),
+        server: "s".into(),
+        message: "m".into(),
+        seconds: 1,
+        call: None,
+    }
+}
+
 /// The next event that is not an inbox update (those follow every change; the inbox's own
 /// test reads them).
 async fn recv(rx: &mut mpsc::UnboundedReceiver<Event>) -> Option<Event> {
@@ -32,28 +43,16 @@ fn each_event_is_named_as_its_json_names_it() {
             is_error: false,
         },
         Event::Confirmation {
-            id: "i".into(),
-            server: "s".into(),
-            message: "m".into(),
-            seconds: 1,
-            call: None,
+            question: shown("i"),
             fields: Vec::new(),
         },
         Event::Link {
-            id: "i".into(),
-            server: "s".into(),
-            message: "m".into(),
+            question: shown("i"),
             url: "https://a.example/x".into(),
             origin: "https://a.example".into(),
-            seconds: 1,
-            call: None,
         },
         Event::Sampling {
-            id: "i".into(),
-            server: "s".into(),
-            message: "m".into(),
-            seconds: 1,
-            call: None,
+            question: shown("i"),
         },
         Event::Closed {
             id: "i".into(),
@@ -137,7 +136,11 @@ async fn a_stream_opened_again_gets_the_open_question_with_its_time_left() {
     let (old_secret, mut first) = events.open("c1");
     assert!(matches!(recv(&mut first).await, Some(Event::Hello { .. })));
     let asking = ask_in(&events, "c1", "Cancel?");
-    let Some(Event::Confirmation { id, seconds, .. }) = recv(&mut first).await else {
+    let Some(Event::Confirmation {
+        question: Shown { id, seconds, .. },
+        ..
+    }) = recv(&mut first).await
+    else {
         panic!("not asked")
     };
     assert_eq!(seconds, 60);
@@ -152,11 +155,13 @@ async fn a_stream_opened_again_gets_the_open_question_with_its_time_left() {
     assert_eq!(
         recv(&mut again).await,
         Some(Event::Confirmation {
-            id: id.clone(),
-            server: "a server".into(),
-            message: "Cancel?".into(),
-            seconds: 35,
-            call: None,
+            question: Shown {
+                id: id.clone(),
+                server: "a server".into(),
+                message: "Cancel?".into(),
+                seconds: 35,
+                call: None,
+            },
             fields: Vec::new(),
         })
     );
@@ -184,7 +189,11 @@ async fn a_question_is_answered_once_and_only_with_its_secret() {
     let (other_secret, _other) = events.open("c2");
     assert!(matches!(recv(&mut rx).await, Some(Event::Hello { .. })));
     let asking = ask_in(&events, "c1", "Cancel?");
-    let Some(Event::Confirmation { id, seconds, .. }) = recv(&mut rx).await else {
+    let Some(Event::Confirmation {
+        question: Shown { id, seconds, .. },
+        ..
+    }) = recv(&mut rx).await
+    else {
         panic!("no question")
     };
     assert_eq!(seconds, 60);
@@ -482,7 +491,11 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     );
     let calling = events.calling("c1", shown);
     let asking = ask_in(&events, "c1", "Cancel?");
-    let Some(Event::Confirmation { id, call, .. }) = recv(&mut page).await else {
+    let Some(Event::Confirmation {
+        question: Shown { id, call, .. },
+        ..
+    }) = recv(&mut page).await
+    else {
         panic!("not asked")
     };
     let call = call.expect("the call is named");
@@ -510,7 +523,11 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     drop(calling);
     // Outside a call, nothing is named.
     let asking = ask_in(&events, "c1", "Again?");
-    let Some(Event::Confirmation { id, call, .. }) = recv(&mut page).await else {
+    let Some(Event::Confirmation {
+        question: Shown { id, call, .. },
+        ..
+    }) = recv(&mut page).await
+    else {
         panic!("not asked")
     };
     assert_eq!(call, None);
@@ -589,7 +606,10 @@ async fn a_terminal_question_is_in_a_loopback_page_s_inbox_and_answered_there() 
     let asking = ask_in(&events, TERMINAL, "Again?");
     let id = loop {
         match tokio::time::timeout(Duration::from_secs(5), recv(&mut terminal)).await {
-            Ok(Some(Event::Confirmation { id, message, .. })) if message == "Again?" => break id,
+            Ok(Some(Event::Confirmation {
+                question: Shown { id, message, .. },
+                ..
+            })) if message == "Again?" => break id,
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => panic!("the terminal was never asked"),
         }

@@ -29,17 +29,9 @@ pub enum Event {
     },
     /// A question for the person.
     Confirmation {
-        /// Random; answer with it.
-        id: String,
-        /// The server that asks (the desk's name for its connection).
-        server: String,
-        /// The question.
-        message: String,
-        /// How long the person has.
-        seconds: u64,
-        /// The call that asks it: what will happen on a yes (when the desk knows).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        call: Option<CallShown>,
+        /// What every question shows.
+        #[serde(flatten)]
+        question: Shown,
         /// The server's form, field by field; empty for a yes/no confirmation.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         fields: Vec<Field>,
@@ -48,21 +40,13 @@ pub enum Event {
     /// sign-in, a payment). Opened only on the person's click, in a new tab; a yes says they
     /// opened it, and the call goes on when the server says the page's work is done.
     Link {
-        /// Random; answer with it.
-        id: String,
-        /// The server that asks.
-        server: String,
-        /// Why it asks.
-        message: String,
+        /// What every question shows.
+        #[serde(flatten)]
+        question: Shown,
         /// The page to open (`https:`, or `http:` on a loopback address: nothing else is sent).
         url: String,
         /// Where it leads: the URL's scheme, host and port, shown before anything opens.
         origin: String,
-        /// How long the person has.
-        seconds: u64,
-        /// The call that asks it (when the desk knows).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        call: Option<CallShown>,
     },
     /// A tool call in the conversation, shown as a card: sent when it starts (no result yet)
     /// and again with the same id when it ends.
@@ -82,19 +66,12 @@ pub enum Event {
         )]
         is_error: bool,
     },
-    /// A request for the model that the person must approve first.
+    /// A request for the model that the person must approve first (the message says what the
+    /// server wants the model to do).
     Sampling {
-        /// Random; answer with it.
-        id: String,
-        /// The server that asks for the model.
-        server: String,
-        /// What the server wants the model to do.
-        message: String,
-        /// How long the person has.
-        seconds: u64,
-        /// The call that asks it (when the desk knows).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        call: Option<CallShown>,
+        /// What every question shows.
+        #[serde(flatten)]
+        question: Shown,
     },
     /// The model's reply so far, growing as it streams (a few times a second at most); the
     /// chat's answer, when it comes, is the whole reply and replaces it.
@@ -178,7 +155,43 @@ pub enum Event {
     },
 }
 
+/// What every question shows, whatever its kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shown {
+    /// Random; answer with it.
+    pub id: String,
+    /// The server that asks (the desk's name for its connection).
+    pub server: String,
+    /// The question.
+    pub message: String,
+    /// How long the person has.
+    pub seconds: u64,
+    /// The call that asks it: what will happen on a yes (when the desk knows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<CallShown>,
+}
+
 impl Event {
+    /// What the question shows, if this event asks one.
+    pub fn question(&self) -> Option<&Shown> {
+        match self {
+            Event::Confirmation { question, .. }
+            | Event::Link { question, .. }
+            | Event::Sampling { question } => Some(question),
+            _ => None,
+        }
+    }
+
+    /// [`Event::question`], to change.
+    pub fn question_mut(&mut self) -> Option<&mut Shown> {
+        match self {
+            Event::Confirmation { question, .. }
+            | Event::Link { question, .. }
+            | Event::Sampling { question } => Some(question),
+            _ => None,
+        }
+    }
+
     /// The desk saying `markdown` in a conversation on its own.
     pub fn said(markdown: &str) -> Event {
         Event::Said {
