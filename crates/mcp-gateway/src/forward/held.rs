@@ -35,8 +35,7 @@ impl Forward<'_> {
         host: Arc<Host<Switchboard>>,
         request: Request,
     ) -> Result<HeldOutcome, ErrorData> {
-        let (upstreams, ctx, route, caller) =
-            (self.upstreams, &self.ctx, &self.route, &self.caller);
+        let (upstreams, ctx, route, caller) = self.parts();
         let holds = &upstreams.holds;
         let (id, held, asked) = match ctx.passed_round() {
             Some(passed) => {
@@ -164,8 +163,7 @@ impl Forward<'_> {
         host: Arc<Host<Switchboard>>,
         request: Request,
     ) -> hold::Held<HeldOutcome> {
-        let (upstreams, ctx, route, caller) =
-            (self.upstreams, &self.ctx, &self.route, &self.caller);
+        let (upstreams, ctx, route, caller) = self.parts();
         let (token, inbox, updates, registered) = upstreams.switchboard.open_held(caller.declared);
         let call_context = upstream_context(upstreams, ctx, token);
         let (sent, outcome) = tokio::sync::oneshot::channel();

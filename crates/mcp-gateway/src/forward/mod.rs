@@ -130,8 +130,7 @@ impl Forward<'_> {
         host: Arc<Host<Switchboard>>,
         request: Request,
     ) -> Result<HeldOutcome, ErrorData> {
-        let (upstreams, ctx, route, caller) =
-            (self.upstreams, &self.ctx, &self.route, &self.caller);
+        let (upstreams, ctx, route, caller) = self.parts();
         let connection = host
             .connection(&route.connection)
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;

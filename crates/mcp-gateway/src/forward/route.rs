@@ -46,3 +46,10 @@ pub(crate) struct Forward<'a> {
     pub(crate) caller: Caller,
     pub(crate) route: Route,
 }
+
+impl<'a> Forward<'a> {
+    /// Its parts, borrowed at once: the upstreams, the call's `Ctx`, the route, the caller.
+    pub(crate) fn parts(&self) -> (&'a Upstreams, &Ctx, &Route, &Caller) {
+        (self.upstreams, &self.ctx, &self.route, &self.caller)
+    }
+}
