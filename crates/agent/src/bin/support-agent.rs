@@ -248,14 +248,18 @@ enum PeopleAction {
     },
 }
 
-/// The people file at `path`, if one was given.
+/// The people file at `path`, if one was given (what is said of them at start, said).
 fn load_people(path: Option<&std::path::Path>) -> anyhow::Result<Option<agent::people::People>> {
-    let terminal = std::env::var("USER").unwrap_or_else(|_| "support-agent".into());
-    Ok(app::people(path, &terminal)?.map(|(people, said)| {
-        // Said at start: who may sign in, and who the terminal answers as.
+    let found = app::people(path, &terminal_person())?;
+    Ok(found.map(|(people, said)| {
         eprintln!("{said}");
         people
     }))
+}
+
+/// Whom the terminal answers as: the system's user.
+fn terminal_person() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "support-agent".into())
 }
 
 /// `--temperature`: a number from 0 to 2.
@@ -280,22 +284,23 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
                 .ok()
                 .filter(|key| !key.is_empty())
                 .map(agent::llm::Secret::new);
-            let timeout = Duration::from_secs(args.model_timeout_seconds);
             let generation = agent::llm::Generation {
                 max_tokens: args.max_tokens,
                 temperature: args.temperature,
                 stop: Vec::new(),
             };
-            Some(match args.provider {
-                ProviderArg::Openai => agent::llm::Provider::OpenAi(
-                    agent::llm::OpenAiCompatible::new(url.as_str(), key, &args.model, timeout)?
-                        .with_generation(generation),
-                ),
-                ProviderArg::Anthropic => agent::llm::Provider::Anthropic(
-                    agent::llm::AnthropicMessages::new(url.as_str(), key, &args.model, timeout)?
-                        .with_generation(generation),
-                ),
-            })
+            let timeout = Duration::from_secs(args.model_timeout_seconds);
+            let api = match args.provider {
+                ProviderArg::Openai => app::ModelApi::OpenAi,
+                ProviderArg::Anthropic => app::ModelApi::Anthropic,
+            };
+            Some(app::model(
+                api,
+                url,
+                key,
+                &args.model,
+                (timeout, generation),
+            )?)
         }
     };
     let knowledge = if args.no_knowledge_base {
@@ -311,7 +316,7 @@ fn desk_config(args: &DeskArgs) -> anyhow::Result<DeskConfig> {
     };
     Ok(DeskConfig {
         protocol: args.protocol.0,
-        agent_id: std::env::var("USER").unwrap_or_else(|_| "support-agent".into()),
+        agent_id: terminal_person(),
         person_deadline: Duration::from_secs(args.answer_seconds),
         server_ask_timeout: Duration::from_secs(args.server_ask_seconds),
         connection_timeout: Duration::from_secs(args.orders_timeout_seconds),
@@ -350,7 +355,11 @@ async fn main() -> anyhow::Result<()> {
                 app::loopback_only(listen, "--listen", true)?;
             }
             app::loopback_only(orders_listen, "--orders-listen", false)?;
-            let orders = demo_orders(database, carrier_latency_ms, &desk, &web_ui.allow_hosts);
+            let (latency, ask) = (carrier_latency_ms, desk.server_ask_seconds);
+            let (latency, ask) = (Duration::from_millis(latency), Duration::from_secs(ask));
+            let data_dir = std::env::var_os("ORDER_SERVICE_DATA").unwrap_or_default();
+            let stored = (database, data_dir.into());
+            let orders = app::demo_orders(stored, latency, ask, &web_ui.allow_hosts);
             let said =
                 orders::app::kept_or_reset(&orders, reset, "support-agent demo --reset").await?;
             if !said.is_empty() {
@@ -369,7 +378,7 @@ async fn main() -> anyhow::Result<()> {
                 web: app::web_options(&web_ui.allow_hosts),
             };
             let serve_orders =
-                move |listener, desk, stop| serve_orders(orders, listener, desk, stop);
+                move |listener, desk, stop| app::serve_demo_orders(orders, listener, desk, stop);
             app::demo(config, serve_orders, shutdown, |url| {
                 eprintln!("Support Desk demo: open {url}  (Ctrl-C stops it)");
             })
@@ -386,7 +395,8 @@ async fn main() -> anyhow::Result<()> {
             let database = app::desk_database(database)?;
             let config = DeskConfig {
                 orders_url: orders,
-                orders_bearer_file: orders_bearer_file.or_else(|| bearer_beside(&database)),
+                orders_bearer_file: orders_bearer_file
+                    .or_else(|| app::bearer_beside_if_kept(database.as_deref())),
                 database,
                 ..desk_config(&desk)?
             };
@@ -416,17 +426,12 @@ async fn web(args: WebArgs, shutdown: tokio_util::sync::CancellationToken) -> an
         desk,
     } = args;
     let database = app::desk_database(database)?;
-    let people = match (load_people(web_ui.people.as_deref())?, &database) {
-        (Some(people), _) => Some(people),
-        // A team's desks on one PostgreSQL keep their people there.
-        (None, Some(url)) => app::people_in_database(url).await?.inspect(|people| {
-            eprintln!(
-                "People: {} may sign in (kept in the desk's database).",
-                people.len()
-            );
-        }),
-        (None, None) => None,
-    };
+    let (file, terminal) = (web_ui.people.as_deref(), terminal_person());
+    let found = app::web_people(file, database.as_deref(), &terminal).await?;
+    let people = found.map(|(people, said)| {
+        eprintln!("{said}");
+        people
+    });
     if people.is_none() {
         app::loopback_only(listen, "--listen", true)?;
     }
@@ -453,23 +458,7 @@ async fn add_person(
     people: &std::path::Path,
     database: Option<&str>,
 ) -> anyhow::Result<()> {
-    use std::io::IsTerminal as _;
-    let password = if std::io::stdin().is_terminal() {
-        let first = rpassword::prompt_password(format!("Password for {name} (not shown): "))
-            .context("cannot read the password")?;
-        let again = rpassword::prompt_password("The same password again: ")
-            .context("cannot read the password")?;
-        if first != again {
-            anyhow::bail!("the two passwords differ; nothing was changed");
-        }
-        first
-    } else {
-        let mut line = String::new();
-        std::io::stdin()
-            .read_line(&mut line)
-            .context("cannot read the password from standard input")?;
-        line.trim_end_matches(['\r', '\n']).to_owned()
-    };
+    let password = app::read_password(name)?;
     match database {
         Some(url) => {
             app::add_person_to_database(url, name, &password).await?;
@@ -481,55 +470,6 @@ async fn add_person(
         }
     }
     Ok(())
-}
-
-/// Serve the demo's order service on `listener`, knowing its desk by its token.
-async fn serve_orders(
-    orders: orders::app::Config,
-    listener: tokio::net::TcpListener,
-    desk: Option<app::DeskCaller>,
-    stop: tokio_util::sync::CancellationToken,
-) -> Result<(), orders::app::AppError> {
-    let orders = match desk {
-        Some(desk) => orders.knowing(desk.addr, app::DESK_PRINCIPAL, &desk.token)?,
-        None => orders,
-    };
-    orders::app::serve_http(listener, &orders, stop).await
-}
-
-/// Beside the demo, its desk's token (when the desk's `database` has one beside it): the
-/// questions that wait in its tasks are the desk's, on either revision.
-fn bearer_beside(database: &Option<String>) -> Option<std::path::PathBuf> {
-    database
-        .as_deref()
-        .map(app::bearer_beside)
-        .filter(|file| file.exists())
-}
-
-/// The demo's order service: over `database` (default: data/orders.sqlite, or in
-/// $ORDER_SERVICE_DATA), its carrier as slow as asked, waiting for an answer asked on a call
-/// as long as the desk expects (`--server-ask-seconds`), answering the hosts the web UI does.
-fn demo_orders(
-    database: Option<String>,
-    carrier_latency_ms: u64,
-    desk: &DeskArgs,
-    allow_hosts: &[String],
-) -> orders::app::Config {
-    orders::app::Config {
-        database,
-        ask_timeout: Some(Duration::from_secs(desk.server_ask_seconds)),
-        http: app::web_options(allow_hosts),
-        service: orders::service::ServiceConfig {
-            carrier_latency: Duration::from_millis(carrier_latency_ms),
-            ..Default::default()
-        },
-        data_dir: std::env::var_os("ORDER_SERVICE_DATA")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_default(),
-        // The demo's orders are its own: what a stopped demo left is taken over at start.
-        sole_instance: true,
-        ..Default::default()
-    }
 }
 
 /// The logs: to a file for the terminal front end (the screen is the chat's), else to stderr

@@ -14,6 +14,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::desk::{Desk, DeskConfig, DeskError};
 
+mod launch;
+
+pub use launch::{ModelApi, bearer_beside_if_kept, model, read_password, web_people};
+#[cfg(feature = "demo")]
+pub use launch::{demo_orders, serve_demo_orders};
+
 /// Errors of the entry points.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -63,6 +69,12 @@ pub enum AppError {
     /// The terminal could not be written to or read.
     #[error("the terminal: {0}")]
     Terminal(std::io::Error),
+    /// The two passwords typed differ.
+    #[error("the two passwords differ; nothing was changed")]
+    PasswordsDiffer,
+    /// The model could not be set up.
+    #[error(transparent)]
+    Model(#[from] crate::llm::LlmError),
     /// A socket could not be bound (the address came from the flag `flag`).
     #[error("cannot listen on {addr}: {error}; choose another address with {flag}")]
     Bind {
