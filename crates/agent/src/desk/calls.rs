@@ -53,8 +53,9 @@ impl Desk {
             },
         );
         let _calling = self.events.calling(conversation, shown.clone());
+        let asked = (server, tool, arguments, &shown);
         let result = self
-            .call_as_asked(conversation, orders, server, tool, arguments, context)
+            .call_as_asked(conversation, orders, asked, context)
             .await;
         let (text, is_error) = match &result {
             Ok(result) => (text_of(result), result.is_error == Some(true)),
@@ -77,9 +78,7 @@ impl Desk {
         &self,
         conversation: &str,
         orders: &backchannel_host::Connection<DeskHandler>,
-        server: &str,
-        tool: &str,
-        arguments: Value,
+        (server, tool, arguments, shown): (&str, &str, Value, &crate::events::CallShown),
         context: CallContext,
     ) -> Result<CallToolResult, String> {
         let host = self.host.host().await?;
@@ -103,6 +102,7 @@ impl Desk {
                     answer_within: self.config.person_deadline,
                     store: self.store.clone(),
                     speaker: self.speaker(),
+                    call: Some(shown.clone()),
                 };
                 follower.follow(task).await
             }

@@ -175,6 +175,7 @@ async fn take_over(follow: Follow<'_>, name: &str, now: SystemTime) -> Result<()
             answer_within: left,
             store: Some(follow.store.clone()),
             speaker: follow.speaker.clone(),
+            call: None,
         };
         let (store, name) = (follow.store.clone(), name.to_owned());
         tokio::spawn(async move {

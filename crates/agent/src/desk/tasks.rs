@@ -40,6 +40,9 @@ pub(crate) struct Follower {
     pub(crate) store: Option<DeskStore>,
     /// Who phrases the task's result in the conversation (none: said as the server wrote it).
     pub(crate) speaker: Option<Speaker>,
+    /// The call that started the task, which its questions name (none: not known, as for a
+    /// task taken over from a stopped desk).
+    pub(crate) call: Option<crate::events::CallShown>,
 }
 
 /// The model, given a turn to tell the person a task's result that came after the chat went
@@ -333,7 +336,7 @@ impl Follower {
                     ElicitRequestParams::FormElicitationParams { message, .. } => {
                         let elsewhere = self.answered_elsewhere(task_id, &key, poll);
                         let asked = self.events.ask_waiting(
-                            SERVER,
+                            (SERVER, self.call.clone()),
                             &self.conversation,
                             message,
                             self.answer_within,
@@ -411,6 +414,8 @@ pub(crate) fn resume_waits(
                 answer_within: wait.until.duration_since(now).unwrap_or_default(),
                 store: Some(store.clone()),
                 speaker: speaker.clone(),
+                // Not kept across a restart.
+                call: None,
             };
             tokio::spawn(follower.resume(wait.task_id));
         }
@@ -520,6 +525,7 @@ pub(crate) async fn adopt_waits(
                         store: None,
                         // The desk that started the task says its result.
                         speaker: None,
+                        call: None,
                     };
                     tokio::spawn(follower.adopt(wait.task_id));
                 }

@@ -22,18 +22,20 @@ impl Events {
 
     /// A question asked inside a task: it waits in the owner's inbox for `deadline` whether or
     /// not a page watches the conversation now (shown to it if one does, and to a page that
-    /// opens later). `None` when `elsewhere` ends first: another desk got the answer, and the
+    /// opens later). It names `call`, the call that started the task (`None`: not known, as
+    /// for a task taken over from a stopped desk), never another call running meanwhile in the
+    /// conversation. `None` when `elsewhere` ends first: another desk got the answer, and the
     /// question is taken off here (its page told so).
     pub async fn ask_waiting(
         &self,
-        server: &str,
+        (server, call): (&str, Option<CallShown>),
         conversation: &str,
         message: &str,
         deadline: Duration,
         elsewhere: impl std::future::Future<Output = ()>,
     ) -> Option<Asked> {
         let question = Asking::confirmation(server, message);
-        self.ask_as(question, conversation, deadline, false, elsewhere)
+        self.ask_as(question, (conversation, call), deadline, false, elsewhere)
             .await
     }
 
@@ -51,17 +53,19 @@ impl Events {
             kind,
             ..Asking::confirmation(server, message)
         };
+        // Asked within the call that runs in the conversation now: it names that call.
+        let call = lock(&self.calls).get(conversation).cloned();
         let never = std::future::pending();
-        let asked = self.ask_as(question, conversation, deadline, true, never);
+        let asked = self.ask_as(question, (conversation, call), deadline, true, never);
         asked.await.unwrap_or(Asked::Expired)
     }
 
-    /// Ask `question` in `conversation` (only if a page watches it now, when `needs_a_page`);
-    /// `None` if `elsewhere` ends first.
+    /// Ask `question` in `conversation`, naming `call` (only if a page watches it now, when
+    /// `needs_a_page`); `None` if `elsewhere` ends first.
     async fn ask_as(
         &self,
         question: Asking<'_>,
-        conversation: &str,
+        (conversation, call): (&str, Option<CallShown>),
         deadline: Duration,
         needs_a_page: bool,
         elsewhere: impl std::future::Future<Output = ()>,
@@ -76,7 +80,6 @@ impl Events {
         }
         let id = random_id();
         let (tx, rx) = oneshot::channel();
-        let call = lock(&self.calls).get(conversation).cloned();
         let event = kind.event(id.clone(), server, message, deadline.as_secs(), call);
         let owner = self.owner_for(conversation);
         let now = tokio::time::Instant::now();

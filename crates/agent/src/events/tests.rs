@@ -535,6 +535,53 @@ async fn a_question_names_the_call_that_asks_it_in_the_event_and_the_inbox() {
     asking.await.unwrap();
 }
 
+/// A question asked inside a task named whichever call ran in the conversation when it came
+/// (the person's next message's `get_order`, or nothing, depending on timing): it names the
+/// call that started the task, whatever runs meanwhile.
+#[tokio::test(start_paused = true)]
+async fn a_tasks_question_names_the_call_that_started_the_task_not_the_one_running_now() {
+    let events = std::sync::Arc::new(Events::default());
+    let (_secret, mut page) = events.open("c1");
+    assert!(matches!(recv(&mut page).await, Some(Event::Hello { .. })));
+    let started = CallShown::new(
+        "orders",
+        "cancel_order",
+        &serde_json::json!({"orderId": "ORD-10002"}),
+    );
+    let running = CallShown::new(
+        "orders",
+        "get_order",
+        &serde_json::json!({"orderId": "ORD-10001"}),
+    );
+    let _calling = events.calling("c1", running);
+    for (call, named) in [(Some(started), Some("cancel_order")), (None, None)] {
+        let waiting = {
+            let events = events.clone();
+            tokio::spawn(async move {
+                let never = std::future::pending();
+                let asked = events.ask_waiting(("orders", call), "c1", "Cancel?", MINUTE, never);
+                asked.await
+            })
+        };
+        let Some(Event::Confirmation {
+            question: Shown { id, call, .. },
+            ..
+        }) = recv(&mut page).await
+        else {
+            panic!("not asked")
+        };
+        assert_eq!(call.as_ref().map(|c| c.tool.as_str()), named);
+        let owner = events.owner_for("c1");
+        let listed = events.inbox(&owner);
+        assert_eq!(listed[0].call.as_ref().map(|c| c.tool.as_str()), named);
+        events.answer_for(&id, &owner, Answer::No).unwrap();
+        assert_eq!(waiting.await.unwrap(), Some(Asked::Answered(Answer::No)));
+    }
+}
+
+/// A minute, for a question's deadline.
+const MINUTE: Duration = Duration::from_secs(60);
+
 /// A sign-in to the server `orders` at `url` (ten minutes; for `person` only, when named), as
 /// a task the test awaits.
 fn sign_in_to_orders(

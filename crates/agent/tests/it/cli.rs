@@ -97,6 +97,13 @@ async fn class12_try_it_a_question_is_answered_at_the_prompt_and_progress_is_dra
     screen.shows("No language model is configured").await;
 
     lines.send("cancel ORD-10002".into()).await.unwrap();
+    // As docs/lessons.md shows it: the server, the call that asks, the question.
+    screen
+        .shows(
+            "orders (cancel_order(orderId: \"ORD-10002\")) asks: Cancel order ORD-10002 for \
+             Marcus Adeyemi? The total is €34.99 and a refund will be started.",
+        )
+        .await;
     screen.shows("Type 'yes' to confirm").await;
     assert!(
         screen
@@ -369,7 +376,10 @@ async fn with_tasks_the_prompt_is_free_and_the_result_comes_after_the_answer() {
     lines.send("where is ORD-10001?".into()).await.unwrap();
     screen.shows("ORD-10001 is SHIPPED").await;
     lines.send("/inbox".into()).await.unwrap();
-    screen.shows("1. orders asks: Cancel order ORD-10002").await;
+    // It names the call that started the task, not the get_order that ran since.
+    screen
+        .shows("1. orders (cancel_order(orderId: \"ORD-10002\")) asks: Cancel order ORD-10002")
+        .await;
     lines.send("/yes 1".into()).await.unwrap();
     screen
         .shows("Agent: Order ORD-10002 is cancelled and a refund of €34.99 has been started.")
