@@ -43,7 +43,9 @@
 //! - The sealed `requestState` (`state`, `seal`: [`Sealer`]) and its key ring (`keys`).
 //! - [`tasks`]: durable tasks, their stores and runtime.
 //! - [`serve`]: stdio, and (feature `http`) one Streamable HTTP endpoint for both revisions,
-//!   over the wire we own (`transport`: the fast path, the lean 2025-11-25 sessions).
+//!   over the wire we own (`transport`: the fast path, the lean 2025-11-25 sessions); (feature
+//!   `resource-server`) a server as an OAuth protected resource, its sign-in settings
+//!   (`serve::SignInSettings`, `clap` flags with feature `cli`).
 //! - `sessions` and `reach`: who hears of a change, and how a session is reached.
 //! - [`metrics`], [`telemetry`], `logging` (feature `logging`): what an operator watches.
 //! - [`Revision`] (`revision`): the one place that knows what differs between revisions;
