@@ -63,11 +63,6 @@ pub enum SignInSettingsError {
 }
 
 impl SignInSettings {
-    /// Whether any sign-in is asked for.
-    pub fn asks_for_sign_in(&self) -> bool {
-        self.token_file.is_some() || self.oauth_issuer.is_some()
-    }
-
     /// The sign-in these settings ask for, for a server named `name` (in the metadata)
     /// listening on `addr`; `None` when they ask for none.
     pub async fn resource_server(
@@ -75,33 +70,33 @@ impl SignInSettings {
         addr: SocketAddr,
         name: &str,
     ) -> Result<Option<ResourceServer>, SignInSettingsError> {
-        if self.token_file.is_some() && self.oauth_issuer.is_some() {
-            return Err(SignInSettingsError::TwoWays);
-        }
         if self.oauth_introspection.is_some() && self.oauth_issuer.is_none() {
             return Err(SignInSettingsError::IntrospectionWithoutIssuer);
         }
-        if !self.asks_for_sign_in() {
-            return match self.resource {
-                Some(_) => Err(SignInSettingsError::ResourceWithoutSignIn),
-                None => Ok(None),
-            };
-        }
-        let resource = match &self.resource {
-            Some(resource) => resource.clone(),
-            None if addr.ip().is_unspecified() && self.oauth_issuer.is_some() => {
-                return Err(SignInSettingsError::NoResource(addr));
+        // The configured resource, or this server's address; never guessed for OAuth on an
+        // unspecified address, whose tokens name the URL clients really use.
+        let resource = |oauth: bool| match &self.resource {
+            Some(resource) => Ok(resource.clone()),
+            None if oauth && addr.ip().is_unspecified() => {
+                Err(SignInSettingsError::NoResource(addr))
             }
-            None => format!("http://{addr}/mcp"),
+            None => Ok(format!("http://{addr}/mcp")),
         };
         let server = match (&self.token_file, &self.oauth_issuer) {
-            (Some(path), _) => ResourceServer::tokens(&resource, name, Tokens::from_file(path)?)?,
-            (None, Some(issuer)) => {
-                let introspection = self.oauth_introspection.as_deref();
-                ResourceServer::oauth(&resource, name, issuer, introspection).await?
+            (Some(_), Some(_)) => return Err(SignInSettingsError::TwoWays),
+            (None, None) if self.resource.is_some() => {
+                return Err(SignInSettingsError::ResourceWithoutSignIn);
             }
             (None, None) => return Ok(None),
+            (Some(path), None) => {
+                ResourceServer::tokens(&resource(false)?, name, Tokens::from_file(path)?)?
+            }
+            (None, Some(issuer)) => {
+                let introspection = self.oauth_introspection.as_deref();
+                ResourceServer::oauth(&resource(true)?, name, issuer, introspection).await?
+            }
         };
+        let resource = server.resource();
         tracing::info!(%resource, "clients sign in: tokens must be issued for this resource");
         Ok(Some(server))
     }
